@@ -1,0 +1,102 @@
+// The transport seam: connections that carry small messages and bulk payloads.
+// Implementations: UCX ucp (make_ucx_transport) and in-process (make_inproc_transport).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "rgpu/common/status.h"
+
+namespace rgpu::transport {
+
+using Bytes = std::span<const std::byte>;
+
+// A payload that arrived with a message. Small payloads are already held in
+// memory; large ones (UCX rendezvous) stay at the sender until receive() pulls
+// them straight into the buffer the receiver chooses.
+// Contract: receive() is called at most once, from any thread, including from
+// inside a handler callback. Destroying it without receive() discards the data.
+class IncomingPayload {
+ public:
+  virtual ~IncomingPayload() = default;
+  virtual size_t size() const = 0;
+  // Receives all size() bytes into dst. Blocks until done or the peer fails.
+  virtual Status receive(void* dst) = 0;
+};
+
+// One message as delivered: the header bytes (owned) and an optional payload.
+struct Message {
+  std::vector<std::byte> header;
+  std::unique_ptr<IncomingPayload> payload;  // null when the message had none
+};
+
+// A connection to one peer. Thread-safe: any thread may send. Messages sent on
+// one connection are delivered in the order the send() calls were made.
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  // Sends `header` (small; copied or transmitted before return) and, when not
+  // empty, `payload`, which the transport may read until send() returns.
+  // Blocks only until both buffers may be reused, not until the peer handled it.
+  virtual Status send(Bytes header, Bytes payload = {}) = 0;
+  // Closes the connection; later sends fail with kDisconnected. Idempotent.
+  virtual void close() = 0;
+  // "host:port" of the peer, for logs.
+  virtual std::string peer() const = 0;
+};
+
+// Callbacks for one connection. They run on the transport's own thread, one at
+// a time per connection, and may call Connection::send and payload receive().
+struct ConnectionHandler {
+  std::function<void(Connection&, Message)> on_message;
+  // Called once when the peer disconnects or fails, or after close().
+  std::function<void(Connection&, const Status&)> on_closed;
+};
+
+// A listening endpoint. Destroying it stops accepting; accepted connections live on.
+class Listener {
+ public:
+  virtual ~Listener() = default;
+  // The bound address as "host:port" (the real port when 0 was asked for).
+  virtual std::string address() const = 0;
+};
+
+// Called for each accepted connection; returns the handler for its messages.
+using AcceptFn = std::function<ConnectionHandler(std::shared_ptr<Connection>)>;
+
+// A transport instance owns its progress thread(s). Thread-safe.
+// Destroying it closes every listener and connection it made.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual Result<std::unique_ptr<Listener>> listen(const std::string& host_port, AcceptFn on_accept) = 0;
+  // Fails with kDisconnected (after at most `timeout`) when nobody answers.
+  virtual Result<std::shared_ptr<Connection>> connect(const std::string& host_port,
+                                                      ConnectionHandler handler,
+                                                      std::chrono::milliseconds timeout) = 0;
+  // Short name for logs: "ucx" or "inproc".
+  virtual const char* name() const = 0;
+};
+
+// Splits "host:port"; false for malformed input (no colon, bad port).
+bool split_host_port(const std::string& host_port, std::string* host, uint16_t* port);
+
+// UCX ucp transport: active messages, rendezvous for large payloads. UCX picks
+// verbs, tcp or shared memory (UCX_TLS is respected).
+struct UcxOptions {
+  // Payloads at least this large go by rendezvous (zero-copy into the
+  // receiver's buffer); smaller ones go eager. 0 = UCX's own choice.
+  size_t rendezvous_threshold = 0;
+};
+Result<std::unique_ptr<Transport>> make_ucx_transport(const UcxOptions& options = {});
+
+// In-process transport for unit tests: listen() registers a name (any
+// "host:port" string), connect() in the same Transport object reaches it.
+std::unique_ptr<Transport> make_inproc_transport();
+
+}  // namespace rgpu::transport
