@@ -1,0 +1,172 @@
+// The PTX interpreter of the CPU device: parse a PTX module into an immutable
+// Program, then launch its kernels on CPU threads (warps of 32 lanes).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rgpu/common/status.h"
+
+namespace rgpu::ptx {
+
+// State space of a module-scope variable.
+enum class Space : uint8_t { kGlobal, kShared, kConst, kLocal };
+
+// One parameter of a kernel, as declared by its .entry. Offsets follow the
+// CUDA ABI: each parameter aligned to its alignment, in declaration order.
+struct ParamInfo {
+  std::string name;
+  uint32_t offset = 0;
+  uint32_t size = 0;
+  uint32_t align = 1;
+};
+
+// A kernel (.entry) of a module.
+struct KernelInfo {
+  std::string name;
+  std::vector<ParamInfo> params;
+  uint32_t param_bytes = 0;          // size of the parameter buffer launch() expects
+  uint32_t static_shared_bytes = 0;  // .shared variables the kernel can reach
+  uint32_t local_bytes = 0;          // per-thread local memory (stack) reserved
+  uint32_t max_threads = 1024;       // .maxntid/.reqntid product, else 1024
+  uint32_t num_regs = 0;             // registers per thread after decoding
+};
+
+// A module-scope variable. The caller places kGlobal and kConst variables in
+// device memory (size bytes, aligned to align, filled with init and zeros up
+// to size) and passes their addresses to launch() in the same order as
+// Program::variables(). kShared variables are placed by the interpreter; their
+// address entry is ignored. is_extern marks `.extern .shared` (dynamic shared
+// memory, size 0) and `.extern .global` declarations that have no storage here.
+struct VariableInfo {
+  std::string name;
+  Space space = Space::kGlobal;
+  uint64_t size = 0;
+  uint32_t align = 1;
+  std::vector<uint8_t> init;  // may be shorter than size; rest is zero
+  bool is_extern = false;
+  bool visible = false;       // .visible: may be looked up by name (cuModuleGetGlobal)
+};
+
+// A grid or block shape.
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+  uint64_t count() const { return uint64_t{x} * y * z; }
+};
+
+// How a launch ended.
+enum class Fault : uint8_t {
+  kNone = 0,
+  kIllegalAddress,      // CUDA_ERROR_ILLEGAL_ADDRESS
+  kMisalignedAddress,   // CUDA_ERROR_MISALIGNED_ADDRESS
+  kUnsupported,         // an instruction the interpreter cannot run: CUDA_ERROR_NOT_SUPPORTED
+  kIllegalInstruction,  // e.g. an indirect call to nowhere: CUDA_ERROR_ILLEGAL_INSTRUCTION
+  kTimeout,             // deadline passed or cancelled: CUDA_ERROR_LAUNCH_TIMEOUT
+  kTrap,                // trap or failed device assert: CUDA_ERROR_ASSERT
+  kInvalidLaunch,       // bad shape, too much shared memory, bad parameter size: CUDA_ERROR_INVALID_VALUE
+  kOutOfResources,      // host memory for blocks could not be had: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+};
+
+// The CUresult value a driver should report for a fault (0 for kNone).
+int cuda_error_code(Fault fault);
+const char* fault_name(Fault fault);
+
+// The outcome of a launch: fault kNone on success, else the first fault seen,
+// with a message naming the kernel, instruction, PTX line and address.
+struct LaunchResult {
+  Fault fault = Fault::kNone;
+  std::string message;
+  uint64_t address = 0;            // faulting address, when there is one
+  uint64_t thread_instructions = 0;  // instructions executed, counted per active lane
+  bool ok() const { return fault == Fault::kNone; }
+  // The coarse rgpu status: ok, kInvalidArgument, kUnimplemented or kFailed.
+  Status status() const;
+};
+
+// Runs n tasks, possibly in parallel, and returns when all have finished.
+// Implementations must be safe to call from several threads at once.
+class WorkerPool {
+ public:
+  virtual ~WorkerPool() = default;
+  // How many tasks make sense to run at once.
+  virtual unsigned concurrency() const = 0;
+  // Calls task(i) for every i in [0, n); returns when all calls returned.
+  virtual void run(unsigned n, const std::function<void(unsigned)>& task) = 0;
+};
+
+// Validates a global or generic access to device memory: true if
+// [addr, addr+size) lies inside one live allocation (write: writable). Called
+// from worker threads concurrently; must be thread-safe. After it says true the
+// interpreter reads or writes host memory at addr directly.
+using MemoryChecker = std::function<bool(uint64_t addr, size_t size, bool write)>;
+// Receives the text of device printf calls, one call per formatted printf.
+// Called from worker threads concurrently; must be thread-safe.
+using PrintfSink = std::function<void(std::string_view text)>;
+
+// What a launch needs from its caller. Borrowed for the duration of launch().
+struct LaunchEnv {
+  // Address of each module variable, indexed like Program::variables().
+  // Missing entries (or 0) make any access to that variable an illegal address.
+  std::vector<uint64_t> variable_addresses;
+  // Empty: every address is accepted (for tests on trusted host buffers only).
+  MemoryChecker checker;
+  // Empty: printf output is written to stdout.
+  PrintfSink printf_sink;
+  // Blocks are spread over a pool: `pool` if set, else `workers` threads
+  // started for this launch (0: one per hardware thread).
+  WorkerPool* pool = nullptr;
+  unsigned workers = 0;
+  // Watchdog: the launch stops with kTimeout when the deadline passes or
+  // *cancel becomes true (checked every few thousand instructions).
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+struct ProgramImpl;
+
+// A parsed and decoded PTX module. Immutable after parse(): launch() may be
+// called from several threads at once, on the same or different kernels. The
+// Program must outlive every launch running on it.
+class Program {
+ public:
+  // Parses PTX text. Malformed input gives kInvalidArgument with
+  // "line N: ..."; instructions the interpreter cannot run are reported at
+  // launch time (kUnsupported) so that a module with one odd kernel still loads.
+  static Result<std::unique_ptr<Program>> parse(std::string_view ptx_text);
+
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  const std::vector<KernelInfo>& kernels() const;
+  const std::vector<VariableInfo>& variables() const;
+  // Index into kernels() / variables(), or -1.
+  int find_kernel(std::string_view name) const;
+  int find_variable(std::string_view name) const;
+  // The .target of the module (e.g. "sm_75") and its .version ("9.0").
+  const std::string& target() const;
+  const std::string& version() const;
+  // Empty when every instruction of kernel `index` (and what it calls) can
+  // run; else a message naming the first one that cannot, with its line.
+  std::string unsupported_reason(int kernel_index) const;
+
+  // Runs kernel `kernel_index` over grid x block threads. `params` is the
+  // parameter buffer laid out at KernelInfo::params offsets (size must be at
+  // least param_bytes). Blocks run on env's workers; returns when all blocks
+  // finished or on the first fault (other blocks then stop soon after).
+  LaunchResult launch(int kernel_index, Dim3 grid, Dim3 block, uint32_t dynamic_shared_bytes,
+                      const void* params, size_t params_size, const LaunchEnv& env) const;
+
+ private:
+  explicit Program(std::unique_ptr<ProgramImpl> impl);
+  std::unique_ptr<ProgramImpl> impl_;
+};
+
+}  // namespace rgpu::ptx
