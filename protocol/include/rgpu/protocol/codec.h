@@ -1,0 +1,43 @@
+// Encoding and decoding of rgpu wire messages (Envelope, see protocol/rgpu.capnp).
+#pragma once
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "rgpu/common/status.h"
+#include "rgpu.capnp.h"
+
+namespace rgpu::protocol {
+
+// Serialises a built message into one contiguous buffer (Cap'n Proto flat-array
+// framing), ready to be a transport header.
+kj::Array<capnp::word> encode(capnp::MessageBuilder& message);
+std::span<const std::byte> as_bytes(const kj::Array<capnp::word>& words);
+
+// A decoded message. Owns (or borrows, see decode) the bytes it reads from.
+// Thread-compatible: readers obtained from it are valid while it lives.
+class Decoded {
+ public:
+  wire::Envelope::Reader envelope() { return reader_->getRoot<wire::Envelope>(); }
+
+ private:
+  friend Result<std::unique_ptr<Decoded>> decode(std::span<const std::byte> bytes);
+  kj::Array<capnp::word> aligned_copy_;  // used when the input was not word aligned
+  std::unique_ptr<capnp::FlatArrayMessageReader> reader_;
+};
+
+// Decodes a header received from a peer. The bytes must outlive the result
+// unless they were not 8-byte aligned (then they are copied). Malformed input
+// (bad framing, exceeded limits) is an invalid-argument error, never a crash.
+Result<std::unique_ptr<Decoded>> decode(std::span<const std::byte> bytes);
+
+// Reads a whole envelope eagerly so that later field access cannot throw on
+// malformed pointers; returns an error for malformed content.
+Status validate(wire::Envelope::Reader envelope);
+
+}  // namespace rgpu::protocol

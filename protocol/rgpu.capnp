@@ -1,0 +1,178 @@
+# rgpu wire protocol: the messages between the client library and rgpud.
+@0xef938a6a7fca9c40;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("rgpu::wire");
+
+# ---------------------------------------------------------------------------
+# Wire model
+#
+# A session is one transport connection between one client process and one
+# rgpud. Every transport message carries a header, which is exactly one
+# Cap'n Proto message (unpacked, flat-array framing) whose root is `Envelope`,
+# and optionally a bulk payload next to it. Bulk data (the bytes of a large
+# host<->device copy) never goes through the message builder: it travels as
+# the transport payload, which UCX moves by rendezvous straight between the
+# sender's buffer and the receiver's, and `Call.payloadBytes` /
+# `Reply.payloadBytes` say how many payload bytes belong to the message.
+# Small data rides inline in `Data` fields.
+#
+# 1. The client sends `Hello`; the server answers `Welcome`: either accepted
+#    (devices with all their attributes, so device queries are answered on
+#    the client) or refused with a reason. A client of another protocol
+#    version gets a refusal naming both versions; the server never guesses.
+# 2. The client sends `Batch`es of calls. Calls run on the server strictly
+#    in the order the client issued them. Calls are of two kinds:
+#      - async calls (launches, async copies, memsets, event record, stream
+#        wait, handle creation) get no reply. If one fails, its error is kept
+#        and reported by the next sync call (as a GPU reports asynchronous
+#        errors at the next synchronizing call);
+#      - a sync call is always the last call of its batch and gets exactly one
+#        `Reply` with the same `id`.
+#    Handles (contexts, streams, events) are minted by the client and mapped
+#    by the server per session, so creating one needs no round trip. Device
+#    pointers are the server's real addresses, passed verbatim; the server
+#    checks each one against the session's own allocations before use.
+# 3. An async device-to-host copy is answered later by a `CopyDone` message when
+#    the copy has completed on its stream; the client receives its payload
+#    straight into the destination buffer.
+#
+# Evolution: field ordinals are append-only. A call the server does not know
+# (a newer client) is answered CUDA_ERROR_NOT_SUPPORTED ("unimplemented").
+# ---------------------------------------------------------------------------
+
+const protocolVersion :UInt32 = 1;
+
+struct Envelope {
+  union {
+    hello @0 :Hello;
+    welcome @1 :Welcome;
+    batch @2 :Batch;
+    reply @3 :Reply;
+    copyDone @4 :CopyDone;
+  }
+}
+
+struct Hello {
+  protocolVersion @0 :UInt32;
+  clientBuild @1 :Text;     # rgpu version of the client library
+  authToken @2 :Text;       # must match the server's token when it has one
+  pid @3 :UInt32;
+  hostname @4 :Text;
+  program @5 :Text;         # argv[0] of the client, for logs
+}
+
+struct Welcome {
+  accepted @0 :Bool;
+  refusal @1 :Text;         # why, when not accepted
+  protocolVersion @2 :UInt32;
+  serverBuild @3 :Text;
+  sessionId @4 :UInt64;
+  driverVersion @5 :Int32;  # cuDriverGetVersion on the server
+  devices @6 :List(DeviceInfo);
+}
+
+struct DeviceInfo {
+  name @0 :Text;
+  uuid @1 :Data;            # 16 bytes
+  totalMem @2 :UInt64;
+  # attributes[i] is cuDeviceGetAttribute(i); attributeMissing marks those the
+  # device does not answer (the client returns CUDA_ERROR_INVALID_VALUE).
+  attributes @3 :List(Int32);
+  attributeMissing @4 :List(Bool);
+}
+
+struct Batch {
+  calls @0 :List(CallBox);
+}
+
+# One indirection so that calls built as orphans can be adopted without a copy.
+struct CallBox {
+  call @0 :Call;
+}
+
+struct Call {
+  id @0 :UInt64;            # client-wide sequence number
+  ctx @1 :UInt64;           # the client context current on the calling thread (0: none)
+  payloadBytes @2 :UInt64;  # bytes of the transport payload that belong to this call
+  union {
+    ctxCreate @3 :CtxCreate;             # async
+    ctxDestroy @4 :Handle;               # sync
+    ctxSynchronize @5 :Void;             # sync
+    primaryCtxRetain @6 :PrimaryCtx;     # async
+    primaryCtxRelease @7 :PrimaryCtx;    # async
+    primaryCtxReset @8 :PrimaryCtx;      # sync
+    memAlloc @9 :UInt64;                 # sync: bytes
+    memFree @10 :UInt64;                 # sync: device pointer
+    memGetInfo @11 :Void;                # sync
+    memcpyHtoD @12 :CopyIn;              # sync (stream 0) or async
+    memcpyDtoH @13 :CopyOut;             # sync (stream 0) or async
+    memcpyDtoD @14 :CopyDevice;          # sync or async
+    memset @15 :Memset;                  # sync or async
+    streamCreate @16 :StreamCreate;      # async
+    streamDestroy @17 :Handle;           # async
+    streamSynchronize @18 :Handle;       # sync
+    streamQuery @19 :Handle;             # sync
+    streamWaitEvent @20 :StreamWaitEvent;  # async
+    eventCreate @21 :EventCreate;        # async
+    eventRecord @22 :EventRecord;        # async
+    eventSynchronize @23 :Handle;        # sync
+    eventQuery @24 :Handle;              # sync
+    eventElapsedTime @25 :EventPair;     # sync
+    eventDestroy @26 :Handle;            # async
+    memGetAddressRange @27 :UInt64;      # sync
+  }
+
+  struct Handle { handle @0 :UInt64; }
+  struct CtxCreate { handle @0 :UInt64; flags @1 :UInt32; device @2 :Int32; }
+  struct PrimaryCtx { handle @0 :UInt64; device @1 :Int32; flags @2 :UInt32; }
+  struct CopyIn {
+    dst @0 :UInt64;
+    size @1 :UInt64;
+    stream @2 :UInt64;
+    async @3 :Bool;
+    bytes @4 :Data;        # the bytes, when small; else they are the payload
+  }
+  struct CopyOut {
+    src @0 :UInt64;
+    size @1 :UInt64;
+    stream @2 :UInt64;
+    async @3 :Bool;         # async: answered by a CopyDone message with this call's id
+  }
+  struct CopyDevice { dst @0 :UInt64; src @1 :UInt64; size @2 :UInt64; stream @3 :UInt64; async @4 :Bool; }
+  struct Memset {
+    dst @0 :UInt64;
+    value @1 :UInt32;
+    elementSize @2 :UInt8;  # 1, 2 or 4
+    count @3 :UInt64;       # elements
+    stream @4 :UInt64;
+    async @5 :Bool;
+  }
+  struct StreamCreate { handle @0 :UInt64; flags @1 :UInt32; priority @2 :Int32; }
+  struct StreamWaitEvent { stream @0 :UInt64; event @1 :UInt64; flags @2 :UInt32; }
+  struct EventCreate { handle @0 :UInt64; flags @1 :UInt32; }
+  struct EventRecord { event @0 :UInt64; stream @1 :UInt64; }
+  struct EventPair { start @0 :UInt64; end @1 :UInt64; }
+}
+
+struct Reply {
+  id @0 :UInt64;            # the sync call answered
+  result @1 :UInt32;        # CUresult of that call
+  # The first error of an earlier async call since the last reply, if any
+  # (CUDA_SUCCESS otherwise), with the id of the call that caused it.
+  asyncError @2 :UInt32;
+  asyncErrorCall @3 :UInt64;
+  values @4 :List(UInt64);  # call-specific results (pointer, free/total, ...)
+  elapsedMs @5 :Float32;
+  bytes @6 :Data;          # small device-to-host data
+  payloadBytes @7 :UInt64;  # bytes of the transport payload (large data)
+  message @8 :Text;         # a human-readable detail for errors, for logs
+}
+
+# The completion of an async device-to-host copy.
+struct CopyDone {
+  id @0 :UInt64;            # the CopyOut call
+  result @1 :UInt32;
+  bytes @2 :Data;
+  payloadBytes @3 :UInt64;
+}
