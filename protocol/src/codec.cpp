@@ -37,6 +37,10 @@ Result<std::unique_ptr<Decoded>> decode(std::span<const std::byte> bytes) {
   options.nestingLimit = 16;
   kj::Maybe<kj::Exception> error = kj::runCatchingExceptions([&] {
     out->reader_ = std::make_unique<capnp::FlatArrayMessageReader>(kj::arrayPtr(words, count), options);
+    out->root_ = out->reader_->getRoot<wire::Envelope>();
+    // totalSize() walks every pointer, so later accesses cannot fail.
+    (void)out->root_.totalSize();
+    (void)out->root_.which();
   });
   KJ_IF_MAYBE(e, error) {
     return invalid_argument(std::string("malformed wire message: ") + e->getDescription().cStr());
@@ -44,16 +48,5 @@ Result<std::unique_ptr<Decoded>> decode(std::span<const std::byte> bytes) {
   return out;
 }
 
-Status validate(wire::Envelope::Reader envelope) {
-  kj::Maybe<kj::Exception> error = kj::runCatchingExceptions([&] {
-    // totalSize() walks every pointer, so later accesses cannot fail.
-    (void)envelope.totalSize();
-    (void)envelope.which();
-  });
-  KJ_IF_MAYBE(e, error) {
-    return invalid_argument(std::string("malformed wire message: ") + e->getDescription().cStr());
-  }
-  return Status::ok();
-}
 
 }  // namespace rgpu::protocol

@@ -23,21 +23,20 @@ std::span<const std::byte> as_bytes(const kj::Array<capnp::word>& words);
 // Thread-compatible: readers obtained from it are valid while it lives.
 class Decoded {
  public:
-  wire::Envelope::Reader envelope() { return reader_->getRoot<wire::Envelope>(); }
+  wire::Envelope::Reader envelope() const { return root_; }
 
  private:
   friend Result<std::unique_ptr<Decoded>> decode(std::span<const std::byte> bytes);
   kj::Array<capnp::word> aligned_copy_;  // used when the input was not word aligned
   std::unique_ptr<capnp::FlatArrayMessageReader> reader_;
+  wire::Envelope::Reader root_;
 };
 
 // Decodes a header received from a peer. The bytes must outlive the result
-// unless they were not 8-byte aligned (then they are copied). Malformed input
-// (bad framing, exceeded limits) is an invalid-argument error, never a crash.
+// unless they were not 8-byte aligned (then they are copied). The whole
+// message is walked once here, so later field access cannot fail: malformed
+// input (bad framing, bad pointers, exceeded limits) is an invalid-argument
+// error, never a crash or an exception.
 Result<std::unique_ptr<Decoded>> decode(std::span<const std::byte> bytes);
-
-// Reads a whole envelope eagerly so that later field access cannot throw on
-// malformed pointers; returns an error for malformed content.
-Status validate(wire::Envelope::Reader envelope);
 
 }  // namespace rgpu::protocol
