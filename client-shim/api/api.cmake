@@ -1,0 +1,30 @@
+# The generated API surface of librgpu.so. Included by the library's
+# CMakeLists.txt (and by tests/shim until then); sets
+#   RGPU_SHIM_API_SOURCES       generated stubs and table + the hand-written
+#                               cuGetProcAddress, error strings, stub reporting
+#   RGPU_SHIM_MAP               the linker version script (-Wl,--version-script)
+#   RGPU_SHIM_EXPORT_LISTS      the exported-name lists the map is made from
+#   RGPU_SHIM_GENERATOR         the generator (client-shim/api/gen_api.py)
+# and defines the target rgpu_regen_check, which fails when regenerating would
+# change the checked-in files in client-shim/generated/.
+get_filename_component(_rgpu_shim_dir "${CMAKE_CURRENT_LIST_DIR}" DIRECTORY)
+
+set(RGPU_SHIM_API_SOURCES
+    ${_rgpu_shim_dir}/generated/driver_unimplemented.cpp
+    ${_rgpu_shim_dir}/generated/driver_procs.cpp
+    ${_rgpu_shim_dir}/src/proc_address.cpp
+    ${_rgpu_shim_dir}/src/error_strings.cpp
+    ${_rgpu_shim_dir}/src/unimplemented.cpp)
+set(RGPU_SHIM_MAP ${_rgpu_shim_dir}/generated/librgpu.map)
+set(RGPU_SHIM_EXPORT_LISTS ${_rgpu_shim_dir}/api/libcuda.exports)
+set(RGPU_SHIM_GENERATOR ${_rgpu_shim_dir}/api/gen_api.py)
+
+# The build never regenerates by itself (that would hide a forgotten commit
+# of the output); the check, also a ctest (tests/shim), reports it instead.
+if(NOT TARGET rgpu_regen_check)
+  add_custom_target(rgpu_regen_check
+    COMMAND ${Python3_EXECUTABLE} ${RGPU_SHIM_GENERATOR} --check --cuda-home ${CUDA_HOME}
+            --scratch ${CMAKE_BINARY_DIR}
+    COMMENT "checking that client-shim/generated/ matches its generator"
+    VERBATIM)
+endif()

@@ -1,0 +1,808 @@
+#!/usr/bin/env python3
+"""Generates the client library's API surface (stubs, cuGetProcAddress table,
+version script, error strings) from the CUDA headers and the lists beside it.
+
+Inputs (the one source of truth):
+  client-shim/api/libcuda.exports        every name libcuda.so.1 exports, sorted
+  client-shim/api/driver_implemented.txt exported names implemented by hand
+  $CUDA_HOME/include/{cuda.h,cudaTypedefs.h,cudaProfiler.h,cudaProfilerTypedefs.h}
+
+Outputs, in client-shim/generated/ (checked in, never edited by hand):
+  driver_unimplemented.cpp  one "not supported" stub per exported, unimplemented name
+  driver_procs.h/.cpp       the (name, version) -> own symbol table for cuGetProcAddress
+  driver_errors.inc         CUresult names and short descriptions
+  librgpu.map               the linker version script
+
+Usage:
+  gen_api.py [--cuda-home DIR] [--out DIR]           regenerate
+  gen_api.py --check                                 fail if regenerating changes anything
+                                                     (or the stub library's exports changed)
+  gen_api.py --refresh-exports [STUB.so]             rewrite libcuda.exports from the
+                                                     stub library's ELF .dynsym
+
+Python 3 standard library only.
+"""
+
+import argparse
+import difflib
+import os
+import re
+import struct
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHIM_DIR = os.path.dirname(HERE)
+DEFAULT_OUT = os.path.join(SHIM_DIR, "generated")
+EXPORTS_FILE = os.path.join(HERE, "libcuda.exports")
+IMPLEMENTED_FILE = os.path.join(HERE, "driver_implemented.txt")
+GENERATOR = "client-shim/api/gen_api.py"
+
+# Exported-symbol lists that make up the library's ABI, one version node each.
+# A later list (the runtime API under "libcudart.so.13") is appended here and
+# to librgpu.map in the same way.
+VERSION_NODES = [("libcuda.so.1", EXPORTS_FILE)]
+
+# An API whose newest form is a different base name, not a _vN suffix. cuda.h
+# says so with a macro (checked below), but cudaTypedefs.h has no PFN for the
+# alias, so the version where the alias starts is stated here: CUDA 12.0 gave
+# cuGraphInstantiate the signature of cuGraphInstantiateWithFlags.
+CROSS_NAME_ALIASES = {
+    # api name: (version, symbol that implements it from that version)
+    "cuGraphInstantiate": (12000, "cuGraphInstantiateWithFlags"),
+}
+
+
+class GenError(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------
+# ELF: the exported names of a shared library, read from .dynsym.
+
+def read_dynsym_exports(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF":
+        raise GenError(f"{path}: not an ELF file")
+    if data[4] != 2 or data[5] != 1:
+        raise GenError(f"{path}: only 64-bit little-endian ELF is supported")
+    e_shoff, = struct.unpack_from("<Q", data, 0x28)
+    e_shentsize, e_shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = []
+    for i in range(e_shnum):
+        off = e_shoff + i * e_shentsize
+        (sh_name, sh_type, _flags, _addr, sh_offset, sh_size, sh_link, _info, _align,
+         sh_entsize) = struct.unpack_from("<IIQQQQIIQQ", data, off)
+        sections.append((sh_type, sh_offset, sh_size, sh_link, sh_entsize))
+    SHT_DYNSYM = 11
+    names = set()
+    for sh_type, sh_offset, sh_size, sh_link, sh_entsize in sections:
+        if sh_type != SHT_DYNSYM:
+            continue
+        str_off = sections[sh_link][1]
+        for i in range(sh_size // sh_entsize):
+            st_name, st_info, _other, st_shndx, _value, _size = struct.unpack_from(
+                "<IBBHQQ", data, sh_offset + i * sh_entsize)
+            bind, kind = st_info >> 4, st_info & 0xF
+            STB_GLOBAL, STB_WEAK, STT_FUNC, SHN_UNDEF = 1, 2, 2, 0
+            if st_shndx == SHN_UNDEF or bind not in (STB_GLOBAL, STB_WEAK) or kind != STT_FUNC:
+                continue
+            end = data.index(b"\0", str_off + st_name)
+            names.add(data[str_off + st_name:end].decode("ascii"))
+    if not names:
+        raise GenError(f"{path}: no exported functions in .dynsym")
+    return sorted(names)
+
+
+# --------------------------------------------------------------------------
+# A small C preprocessor: enough of one to follow cuda.h's conditionals and
+# its name macros (#define cuMemAlloc cuMemAlloc_v2, __CUDA_API_PTDS(api)).
+
+_COMMENT_RE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
+
+
+def strip_comments(text):
+    def repl(m):
+        s = m.group(0)
+        if s.startswith('"'):
+            return s
+        return "\n" * s.count("\n") if s.startswith("/*") else ""
+    return _COMMENT_RE.sub(repl, text)
+
+
+class Preprocessor:
+    """Keeps macro state across the files it is given, returns active text."""
+
+    def __init__(self, defines):
+        self.macros = {}  # name -> (params or None, body)
+        self.declared = {}  # function name as written -> symbol it declares
+        self.inline_functions = set()  # static inline functions defined by the header
+        for name, value in defines.items():
+            self.macros[name] = (None, value)
+
+    def _eval(self, expr, where):
+        def defined(m):
+            return " 1 " if (m.group(1) or m.group(2)) in self.macros else " 0 "
+        expr = re.sub(r"defined\s*\(\s*(\w+)\s*\)|defined\s+(\w+)", defined, expr)
+
+        def ident(m):
+            macro = self.macros.get(m.group(0))
+            if macro and macro[0] is None and re.fullmatch(r"\s*\d+[uUlL]*\s*", macro[1] or ""):
+                return macro[1].strip().rstrip("uUlL")
+            return "0"
+        expr = re.sub(r"\b[A-Za-z_]\w*\b", ident, expr)
+        expr = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", expr)
+        expr = expr.replace("&&", " and ").replace("||", " or ")
+        expr = re.sub(r"!(?!=)", " not ", expr)
+        try:
+            return bool(eval(expr, {"__builtins__": {}}, {}))  # noqa: S307 (header text)
+        except Exception as exc:
+            raise GenError(f"{where}: cannot evaluate #if {expr!r}: {exc}")
+
+    def run(self, path):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = strip_comments(f.read().replace("\\\n", ""))
+        out = []
+        stack = []  # (parent_active, branch_taken, active)
+        active = True
+        for lineno, line in enumerate(text.split("\n"), 1):
+            where = f"{os.path.basename(path)}:{lineno}"
+            m = re.match(r"\s*#\s*(\w+)\s*(.*)$", line)
+            if not m:
+                if active:
+                    for d in re.finditer(r"\bCUDAAPI\s+(cu\w+)\s*\(", line):
+                        self.declared[d.group(1)] = self.expand_name(d.group(1))
+                    for d in re.finditer(r"\bstatic\s+inline\s+CUresult\s+(cu\w+)\s*\(", line):
+                        self.inline_functions.add(d.group(1))
+                # Function names are expanded where they stand, as the
+                # compiler would: the same name means different symbols
+                # before and after an #undef.
+                out.append(re.sub(r"\bcu[A-Z]\w*", lambda n: self.expand_name(n.group(0)), line)
+                           if active else "")
+                continue
+            out.append("")
+            d, rest = m.group(1), m.group(2).strip()
+            if d in ("if", "ifdef", "ifndef"):
+                if d == "if":
+                    cond = self._eval(rest, where) if active else False
+                elif d == "ifdef":
+                    cond = rest.split()[0] in self.macros
+                else:
+                    cond = rest.split()[0] not in self.macros
+                stack.append((active, active and cond, active and cond))
+                active = active and cond
+            elif d == "elif":
+                parent, taken, _ = stack.pop()
+                cond = parent and not taken and self._eval(rest, where)
+                stack.append((parent, taken or cond, cond))
+                active = cond
+            elif d == "else":
+                parent, taken, _ = stack.pop()
+                stack.append((parent, True, parent and not taken))
+                active = parent and not taken
+            elif d == "endif":
+                active = stack.pop()[0]
+            elif not active:
+                continue
+            elif d == "define":
+                dm = re.match(r"(\w+)(\(([^)]*)\))?\s*(.*)$", rest)
+                params = None
+                if dm.group(2):
+                    params = [p.strip() for p in dm.group(3).split(",") if p.strip()]
+                self.macros[dm.group(1)] = (params, dm.group(4).strip())
+            elif d == "undef":
+                self.macros.pop(rest.split()[0], None)
+        if stack:
+            raise GenError(f"{path}: unbalanced #if")
+        return "\n".join(out)
+
+    def expand_name(self, name, seen=None):
+        """What an identifier becomes after macro expansion (names only).
+
+        A macro is not expanded again inside its own expansion, as in C."""
+        seen = set(seen or ())
+        while name in self.macros and name not in seen:
+            seen.add(name)
+            params, body = self.macros[name]
+            if params is not None:
+                break
+            m = re.fullmatch(r"(\w+)\s*\(\s*(\w+)\s*\)", body)
+            if m and m.group(1) in self.macros and self.macros[m.group(1)][0]:
+                fparams, fbody = self.macros[m.group(1)]
+                arg = m.group(2)
+                if "##" not in fbody:
+                    arg = self.expand_name(arg, seen)
+                result = re.sub(r"\b%s\b" % re.escape(fparams[0]), arg, fbody)
+                name = re.sub(r"\s*##\s*", "", result).strip()
+            elif re.fullmatch(r"\w+", body):
+                name = body
+            else:
+                break
+        return name
+
+
+# --------------------------------------------------------------------------
+# Prototypes and types.
+
+_C_TYPE_WORDS = {"const", "volatile", "unsigned", "signed", "int", "char", "short", "long",
+                 "float", "double", "void", "struct", "enum", "union"}
+
+
+def balanced(text, start):
+    """Returns (inside, end) of the parenthesised group starting at text[start] == '('."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return text[start + 1:i], i + 1
+    raise GenError("unbalanced parentheses")
+
+
+def split_params(params):
+    parts, depth, cur = [], 0, ""
+    for ch in params:
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        cur += ch
+    parts.append(cur)
+    return [p.strip() for p in parts if p.strip()]
+
+
+class TypeTable:
+    """Simple typedef aliases (typedef A B;) so that CUdevice == CUdevice_v1 == int."""
+
+    def __init__(self):
+        self.alias = {}
+
+    def learn(self, text):
+        for m in re.finditer(r"\btypedef\s+([^;{}()]+?)\s*;", text):
+            tokens = tokenize(m.group(1))
+            if len(tokens) >= 2 and re.fullmatch(r"[A-Za-z_]\w*", tokens[-1]):
+                name = tokens[-1]
+                if name in _C_TYPE_WORDS:
+                    continue
+                self.alias.setdefault(name, tokens[:-1])
+
+    def canon(self, tokens, depth=0):
+        out = []
+        for t in tokens:
+            if t in self.alias and depth < 20:
+                out.extend(self.canon(self.alias[t], depth + 1))
+            else:
+                out.append(t)
+        # "unsigned" alone means "unsigned int".
+        fixed = []
+        for i, t in enumerate(out):
+            fixed.append(t)
+            if t in ("unsigned", "signed") and (i + 1 == len(out) or out[i + 1] not in
+                                                ("int", "char", "short", "long")):
+                fixed.append("int")
+        return fixed
+
+
+def tokenize(text):
+    return re.findall(r"[A-Za-z_]\w*|\d+|\S", text)
+
+
+def param_types(params, types):
+    """Normalised parameter type list (names dropped, typedefs resolved)."""
+    result = []
+    plist = split_params(params)
+    if plist == ["void"]:
+        return ()
+    for p in plist:
+        p = re.sub(r"\(\s*\*\s*\w+\s*\)", "(*)", p)     # function pointer parameter
+        p = re.sub(r"(\w+)\s*\[[^\]]*\]", r"* \1", p)   # array parameter
+        tokens = tokenize(p)
+        if (len(tokens) > 1 and re.fullmatch(r"[A-Za-z_]\w*", tokens[-1])
+                and tokens[-1] not in _C_TYPE_WORDS):
+            tokens = tokens[:-1]
+        result.append(" ".join(types.canon(tokens)))
+    return tuple(result)
+
+
+def parse_prototypes(text, types):
+    """CUresult CUDAAPI name(...); -> {exported symbol: param types}."""
+    protos = {}
+    for m in re.finditer(r"\bCUresult\s+CUDAAPI\s+(\w+)\s*\(", text):
+        params, end = balanced(text, m.end() - 1)
+        if not re.match(r"\s*;", text[end:]):
+            continue
+        symbol = m.group(1)
+        sig = param_types(params, types)
+        if symbol in protos and protos[symbol] != sig:
+            raise GenError(f"cuda.h declares {symbol} twice with different parameters")
+        protos[symbol] = sig
+    return protos
+
+
+def parse_pfn_typedefs(text, types):
+    """PFN_<api>_v<version>[_ptds|_ptsz] -> list of (api, version, flavor, params)."""
+    pfns = []
+    for m in re.finditer(r"\btypedef\s+CUresult\s*\(\s*CUDAAPI\s*\*\s*PFN_(\w+)\s*\)\s*\(", text):
+        nm = re.fullmatch(r"(cu\w+?)_v(\d+)(?:_(ptds|ptsz))?", m.group(1))
+        if not nm:
+            raise GenError(f"unexpected typedef name PFN_{m.group(1)}")
+        params, _ = balanced(text, m.end() - 1)
+        pfns.append((nm.group(1), int(nm.group(2)), nm.group(3) or "", param_types(params, types)))
+    return pfns
+
+
+# --------------------------------------------------------------------------
+# The model: what the headers say about every exported name.
+
+class Headers:
+    """Prototypes, PFN typedefs, name macros and CUresult values of one toolkit."""
+
+    def __init__(self, cuda_home):
+        inc = os.path.join(cuda_home, "include")
+        files = {n: os.path.join(inc, n) for n in
+                 ("cuda.h", "cudaProfiler.h", "cudaTypedefs.h", "cudaProfilerTypedefs.h")}
+        for path in files.values():
+            if not os.path.exists(path):
+                raise GenError(f"{path} not found (set --cuda-home)")
+        base_defines = {"__LP64__": "1", "__GNUC__": "12", "__linux__": "1"}
+
+        # With __CUDA_API_VERSION_INTERNAL every exported symbol is declared,
+        # each under its own name (the driver's view of the header).
+        internal = Preprocessor(dict(base_defines, __CUDA_API_VERSION_INTERNAL="1"))
+        self.types = TypeTable()
+        self.prototypes = {}
+        for name in ("cuda.h", "cudaProfiler.h"):
+            text = internal.run(files[name])
+            self.types.learn(text)
+            self.prototypes.update(parse_prototypes(text, self.types))
+        self.pfns = []
+        for name in ("cudaTypedefs.h", "cudaProfilerTypedefs.h"):
+            self.pfns += parse_pfn_typedefs(internal.run(files[name]), self.types)
+        self.internal_macros = set(internal.macros)
+
+        # What an application's source gets for a name, with and without
+        # per-thread default stream.
+        self.public = Preprocessor(dict(base_defines))
+        self.public.run(files["cuda.h"])
+        self.public_ptds = Preprocessor(dict(base_defines, CUDA_API_PER_THREAD_DEFAULT_STREAM="1"))
+        self.public_ptds.run(files["cuda.h"])
+        self.cuda_version = int(self.public.macros["CUDA_VERSION"][1])
+
+        with open(files["cuda.h"], encoding="utf-8", errors="replace") as f:
+            self.errors = parse_cuda_errors(f.read())
+
+
+def _clean_doc(doc):
+    lines = [re.sub(r"^\s*\*+ ?", "", ln).strip() for ln in doc.split("\n")]
+    text = " ".join(ln for ln in lines if ln)
+    deprecated = "\\deprecated" in text
+    text = text.replace("\\deprecated", "")
+    text = re.sub(r"\\(p|e|ref|b|c)\s+", "", text)
+    text = text.replace("::", "")
+    text = re.sub(r"<[^>]+>", "", text)
+    text = re.sub(r"\s+", " ", text).strip()
+    # First sentence ("e.g." and "i.e." do not end one).
+    m = re.search(r"(?<!e\.g)(?<!i\.e)(?<!etc)\.(\s|$)", text)
+    sentence = text[:m.start() + 1] if m else text
+    sentence = sentence.replace("\\", "").replace('"', "'")
+    if deprecated and "deprecated" not in sentence.lower():
+        sentence = "Deprecated: " + sentence
+    return sentence
+
+
+def parse_cuda_errors(raw):
+    m = re.search(r"typedef\s+enum\s+cudaError_enum\s*\{(.*?)\}\s*CUresult\s*;", raw, re.S)
+    if not m:
+        raise GenError("cuda.h: CUresult enum not found")
+    body = m.group(1)
+    errors = []
+    pending_doc = None
+    pos = 0
+    token_re = re.compile(r"/\*\*<(.*?)\*/|/\*\*(.*?)\*/|/\*.*?\*/|(CUDA_\w+)\s*=\s*(\d+)\s*,?", re.S)
+    for t in token_re.finditer(body):
+        if t.group(1) is not None:       # trailing /**< */ doc for the previous value
+            if errors and not errors[-1][2]:
+                errors[-1] = (errors[-1][0], errors[-1][1], _clean_doc(t.group(1)))
+        elif t.group(2) is not None:
+            pending_doc = t.group(2)
+        elif t.group(3):
+            errors.append((t.group(3), int(t.group(4)), _clean_doc(pending_doc) if pending_doc else ""))
+            pending_doc = None
+        pos = t.end()
+    if len(errors) < 50:
+        raise GenError(f"cuda.h: only {len(errors)} CUresult values found")
+    return errors
+
+
+# --------------------------------------------------------------------------
+# The cuGetProcAddress table: for every API name, each variant's version and
+# the exported symbol that implements it.
+
+def symbol_rank(api, symbol):
+    m = re.fullmatch(re.escape(api) + r"(?:_v(\d+))?(?:_(ptds|ptsz))?", symbol)
+    return (int(m.group(1)) if m.group(1) else 1, m.group(2) or "") if m else None
+
+
+def assign_variants(api, flavor, pfns, candidates, prototypes):
+    """Maps each PFN version (ascending) to a candidate symbol (ascending suffix).
+
+    A PFN typedef gives the parameter list of the variant introduced at that
+    version; the prototype in cuda.h gives each symbol's. A variant maps to a
+    symbol with the same parameters, and later versions to later (higher _vN)
+    symbols. When several assignments satisfy both rules (identical parameter
+    lists, e.g. cuCtxCreate v2000/v3020), each version takes its own symbol in
+    order, which needs as many symbols as versions.
+    """
+    versions = sorted(pfns, key=lambda p: p[0])
+    cands = sorted(candidates, key=lambda s: symbol_rank(api, s)[0])
+    n, m = len(versions), len(cands)
+
+    def fits(v, s):
+        return s in prototypes and prototypes[s] == v[1]
+
+    # Strictly increasing, signature-preserving assignments.
+    solutions = []
+
+    def search(i, j, acc):
+        if i == n:
+            solutions.append(list(acc))
+            return
+        for k in range(j, m):
+            if fits(versions[i], cands[k]):
+                acc.append(cands[k])
+                search(i + 1, k + 1, acc)
+                acc.pop()
+    search(0, 0, [])
+    if len(solutions) != 1:
+        detail = "; ".join(f"v{v[0]}{v[1]}" for v in versions)
+        protos = "; ".join(f"{s}{prototypes.get(s)}" for s in cands)
+        raise GenError(f"{api}{'_' + flavor if flavor else ''}: {len(solutions)} ways to match "
+                       f"PFN versions [{detail}] to symbols [{protos}]")
+    return [(versions[i][0], solutions[0][i]) for i in range(n)]
+
+
+class ProcEntry:
+    def __init__(self, api, version, symbol):
+        self.api, self.version, self.symbol = api, version, symbol
+        self.pt_symbol, self.pt_version = None, 0
+
+
+def build_proc_table(headers, exports):
+    exported = set(exports)
+    by_api = {}
+    for api, version, flavor, params in headers.pfns:
+        by_api.setdefault(api, {}).setdefault(flavor, []).append((version, params))
+
+    table = []
+    covered = set()
+    for api in sorted(by_api):
+        flavors = by_api[api]
+        if "" not in flavors:
+            raise GenError(f"{api}: only per-thread PFN typedefs")
+        cands = {}
+        for s in exported:
+            r = symbol_rank(api, s)
+            if r:
+                cands.setdefault(r[1], []).append(s)
+        legacy = assign_variants(api, "", flavors[""], cands.get("", []), headers.prototypes)
+        entries = [ProcEntry(api, v, s) for v, s in legacy]
+        for flavor in ("ptds", "ptsz"):
+            if flavor not in flavors:
+                continue
+            for v, s in assign_variants(api, flavor, flavors[flavor], cands.get(flavor, []),
+                                        headers.prototypes):
+                twin = s[:-len("_" + flavor)]
+                match = [e for e in entries if e.symbol == twin]
+                if not match or match[0].pt_symbol:
+                    raise GenError(f"{s}: no legacy variant {twin} to pair with")
+                match[0].pt_symbol, match[0].pt_version = s, v
+                covered.add(s)
+        for e in entries:
+            covered.add(e.symbol)
+        table += entries
+
+    for api, (version, symbol) in CROSS_NAME_ALIASES.items():
+        if symbol not in exported or api not in by_api:
+            raise GenError(f"alias {api} -> {symbol}: unknown name")
+        if any(e.api == api and e.version >= version for e in table):
+            raise GenError(f"alias {api} -> {symbol}: a PFN variant is newer than {version}")
+        table.append(ProcEntry(api, version, symbol))
+
+    missing = sorted(exported - covered - {s for _, (_, s) in CROSS_NAME_ALIASES.items()})
+    if missing:
+        raise GenError("exported but no PFN typedef maps to it: " + ", ".join(missing))
+    table.sort(key=lambda e: (e.api, e.version))
+    return table
+
+
+def lookup(table, api, version, per_thread):
+    best = None
+    for e in table:
+        if e.api == api and e.version <= version:
+            best = e
+    if best is None:
+        return None
+    if per_thread and best.pt_symbol and best.pt_version <= version:
+        return best.pt_symbol
+    return best.symbol
+
+
+def check_against_macros(headers, table):
+    """The newest variant of every API must be what cuda.h's macros name."""
+    problems = []
+    for api in sorted({e.api for e in table}):
+        for pp, per_thread, mode in ((headers.public, False, "default"),
+                                     (headers.public_ptds, True, "per-thread")):
+            want = pp.expand_name(api)
+            got = lookup(table, api, headers.cuda_version, per_thread)
+            if want == got:
+                continue
+            # A newer variant that the header spells out as its own public
+            # name (cuCtxGetDevice_v2, cuStreamGetCtx_v2): source code keeps
+            # the old one under the plain name, cuGetProcAddress follows the
+            # PFN typedefs.
+            if any(literal != api and symbol_rank(api, literal) and sym == got
+                   for literal, sym in pp.declared.items()):
+                continue
+            # A header-only inline wrapper (cuGetProcAddress_v2_ptsz) is no
+            # exported symbol; the driver's answer is the exported one.
+            if want in pp.inline_functions and got == lookup(table, api, headers.cuda_version, False):
+                continue
+            problems.append(f"{api} ({mode}): cuda.h says {want}, table gives {got}")
+    if problems:
+        raise GenError("table disagrees with cuda.h:\n  " + "\n  ".join(problems))
+
+
+# --------------------------------------------------------------------------
+# Lists.
+
+def read_exports(path):
+    with open(path, encoding="ascii") as f:
+        names = [ln.strip() for ln in f if ln.strip()]
+    for n in names:
+        if not re.fullmatch(r"cu[A-Za-z0-9_]+", n):
+            raise GenError(f"{path}: not a driver function name: {n!r}")
+    if names != sorted(set(names)):
+        raise GenError(f"{path}: names must be sorted and unique (use --refresh-exports)")
+    return names
+
+
+def read_implemented(path, exports):
+    names = []
+    exported = set(exports)
+    with open(path, encoding="ascii") as f:
+        for lineno, line in enumerate(f, 1):
+            name = line.split("#", 1)[0].strip()
+            if not name:
+                continue
+            if name not in exported:
+                raise GenError(f"{path}:{lineno}: {name} is not an exported driver function")
+            if name in names:
+                raise GenError(f"{path}:{lineno}: {name} listed twice")
+            names.append(name)
+    return set(names)
+
+
+# --------------------------------------------------------------------------
+# Output.
+
+def banner(comment, what):
+    return (f"{comment} Generated by {GENERATOR} from the CUDA headers and the lists in\n"
+            f"{comment} client-shim/api/; do not edit. {what}\n")
+
+
+def emit_unimplemented(exports, implemented):
+    lines = [banner("//", "Run the generator to change it."),
+             "// One stub per exported driver function that rgpu does not implement:\n"
+             "// it logs its name once and returns CUDA_ERROR_NOT_SUPPORTED. cuda.h is\n"
+             "// not included on purpose: a stub takes no parameters (a C caller may pass\n"
+             "// any and they are ignored), so it cannot clash with cuda.h's prototype.\n",
+             '#include "../src/unimplemented.h"\n',
+             'extern "C" {\n']
+    for name in exports:
+        if name in implemented:
+            continue
+        lines.append(f"RGPU_SHIM_EXPORT int {name}() noexcept {{ "
+                     f"return rgpu::shim::report_unimplemented(\"{name}\"); }}\n")
+    lines.append('}  // extern "C"\n')
+    return "".join(lines[:3]) + "\n" + lines[3] + "\n" + "".join(lines[4:])
+
+
+def emit_procs_h(headers):
+    return banner("//", "The table behind cuGetProcAddress.") + f"""#pragma once
+
+#include <cstddef>
+
+namespace rgpu::shim {{
+
+// The CUDA version (CUDA_VERSION of the headers) that the table describes.
+inline constexpr int kDriverProcsCudaVersion = {headers.cuda_version};
+
+// One variant of a driver API: for callers asking for `api` with a CUDA
+// version >= `version` (and below the next entry's), `fn` (this library's own
+// exported function `symbol`) implements it. Where the API has a per-thread
+// default stream twin (_ptds/_ptsz) of this variant, `per_thread_fn` is it,
+// introduced at `per_thread_version`. Immutable static data; any thread.
+struct DriverProc {{
+  const char* api;
+  int version;
+  const char* symbol;
+  void (*fn)();
+  const char* per_thread_symbol;
+  void (*per_thread_fn)();
+  int per_thread_version;
+}};
+
+// Sorted by (api as strcmp orders it, version).
+extern const DriverProc kDriverProcs[];
+extern const std::size_t kDriverProcCount;
+
+}}  // namespace rgpu::shim
+"""
+
+
+def emit_procs_cpp(headers, table, exports):
+    # Names the driver's view of cuda.h still defines as macros at its end.
+    still_macros = sorted(n for n in exports if n in headers.internal_macros)
+    out = [banner("//", "The table behind cuGetProcAddress."),
+           "// Each variant comes from a PFN_<api>_v<version>[_ptds|_ptsz] typedef in\n"
+           "// cudaTypedefs.h, matched to the exported symbol whose cuda.h prototype has\n"
+           "// the same parameters. The driver's view of cuda.h\n"
+           "// (__CUDA_API_VERSION_INTERNAL) declares every exported symbol under its\n"
+           "// own name, so each address below is taken with its real type.\n",
+           "#define __CUDA_API_VERSION_INTERNAL 1\n",
+           "#include <cuda.h>\n#include <cudaProfiler.h>\n\n",
+           '#include "driver_procs.h"\n\n']
+    for n in still_macros:
+        out.append(f"#undef {n}\n")
+    out.append("#define RGPU_PROC(f) reinterpret_cast<void (*)()>(&f)\n\n")
+    out.append("namespace rgpu::shim {\n\nconst DriverProc kDriverProcs[] = {\n")
+    for e in table:
+        if e.pt_symbol:
+            pt = f'"{e.pt_symbol}", RGPU_PROC({e.pt_symbol}), {e.pt_version}'
+        else:
+            pt = "nullptr, nullptr, 0"
+        out.append(f'    {{"{e.api}", {e.version}, "{e.symbol}", RGPU_PROC({e.symbol}), {pt}}},\n')
+    out.append("};\n\nconst std::size_t kDriverProcCount = sizeof(kDriverProcs) / sizeof(kDriverProcs[0]);\n\n"
+               "}  // namespace rgpu::shim\n")
+    return "".join(out)
+
+
+def c_string(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def short_description(doc):
+    text = doc.rstrip(".")
+    for prefix in ("This error indicates that ", "This indicates that ", "This error indicates ",
+                   "This indicates ", "Indicates that ", "Indiciates "):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+            break
+    return text[:1].lower() + text[1:] if text else "no description"
+
+
+def emit_errors(headers):
+    errors = sorted(headers.errors, key=lambda e: e[1])
+    values = [e[1] for e in errors]
+    if len(values) != len(set(values)):
+        raise GenError("cuda.h: two CUresult names share a value")
+    out = [banner("//", "CUresult names and descriptions."),
+           "// One {value, name, description} per CUresult enumerator, sorted by value;\n"
+           "// the description is the first sentence of cuda.h's comment on it.\n"
+           "// Included inside an array initializer.\n"]
+    for name, value, doc in errors:
+        out.append(f"{{{name}, {c_string(name)}, {c_string(short_description(doc))}}},\n")
+    return "".join(out)
+
+
+def emit_map(node_lists):
+    out = [f"/* Generated by {GENERATOR} from the lists in client-shim/api/;\n"
+           "   do not edit. Linker version script of librgpu.so: exactly the listed\n"
+           "   API names are exported, one version node per API; all else is local. */\n"]
+    for i, (node, names) in enumerate(node_lists):
+        out.append(f"\n{node} {{\n  global:\n")
+        out += [f"    {n};\n" for n in names]
+        if i == 0:
+            out.append("  local:\n    *;\n")
+        out.append("};\n")
+    return "".join(out)
+
+
+def generate(cuda_home):
+    headers = Headers(cuda_home)
+    exports = read_exports(EXPORTS_FILE)
+    implemented = read_implemented(IMPLEMENTED_FILE, exports)
+    missing = [n for n in exports if n not in headers.prototypes]
+    if missing:
+        raise GenError("exported names with no prototype in cuda.h: " + ", ".join(missing))
+    table = build_proc_table(headers, exports)
+    check_against_macros(headers, table)
+    node_lists = [(node, read_exports(path)) for node, path in VERSION_NODES]
+    return {
+        "driver_unimplemented.cpp": emit_unimplemented(exports, implemented),
+        "driver_procs.h": emit_procs_h(headers),
+        "driver_procs.cpp": emit_procs_cpp(headers, table, exports),
+        "driver_errors.inc": emit_errors(headers),
+        "librgpu.map": emit_map(node_lists),
+    }
+
+
+def write_files(files, out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    for name, text in files.items():
+        path = os.path.join(out_dir, name)
+        old = None
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                old = f.read()
+        if old != text:
+            with open(path, "w", encoding="utf-8", newline="\n") as f:
+                f.write(text)
+
+
+def check_files(files, out_dir, scratch_dir=None):
+    """Regenerates into a scratch folder and compares with out_dir."""
+    with tempfile.TemporaryDirectory(dir=scratch_dir) as tmp:
+        write_files(files, tmp)
+        stale = []
+        for name in sorted(files):
+            with open(os.path.join(tmp, name), encoding="utf-8") as f:
+                fresh = f.read()
+            path = os.path.join(out_dir, name)
+            old = ""
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as f:
+                    old = f.read()
+            if old != fresh:
+                stale.append(name)
+                diff = difflib.unified_diff(old.splitlines(True), fresh.splitlines(True),
+                                            f"checked-in/{name}", f"regenerated/{name}")
+                sys.stdout.writelines(list(diff)[:60])
+    if stale:
+        print(f"gen_api: out of date in {out_dir}: {', '.join(stale)}; run {GENERATOR}")
+        return 1
+    print(f"gen_api: {out_dir} is up to date ({len(files)} files)")
+    return 0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cuda-home", default=os.environ.get("CUDA_HOME") or "/usr/local/cuda")
+    ap.add_argument("--out", default=DEFAULT_OUT, help="folder of the generated files")
+    ap.add_argument("--check", action="store_true",
+                    help="regenerate into a temporary folder; fail if --out differs")
+    ap.add_argument("--scratch", default=None, help="where --check makes its temporary folder")
+    ap.add_argument("--refresh-exports", nargs="?", const="", metavar="STUB_SO",
+                    help="rewrite libcuda.exports from a libcuda.so's .dynsym "
+                         "(default: CUDA_HOME/lib64/stubs/libcuda.so), then generate")
+    args = ap.parse_args(argv)
+    try:
+        if args.refresh_exports is not None:
+            stub = args.refresh_exports or os.path.join(args.cuda_home, "lib64", "stubs", "libcuda.so")
+            names = read_dynsym_exports(stub)
+            with open(EXPORTS_FILE, "w", encoding="ascii", newline="\n") as f:
+                f.write("".join(n + "\n" for n in names))
+            print(f"gen_api: {len(names)} names from {stub} -> {EXPORTS_FILE}")
+        files = generate(args.cuda_home)
+        if args.check:
+            rc = check_files(files, args.out, args.scratch)
+            stub = os.path.join(args.cuda_home, "lib64", "stubs", "libcuda.so")
+            if os.path.exists(stub) and read_dynsym_exports(stub) != read_exports(EXPORTS_FILE):
+                print(f"gen_api: {EXPORTS_FILE} differs from {stub}; run {GENERATOR} --refresh-exports")
+                rc = 1
+            return rc
+        write_files(files, args.out)
+        return 0
+    except (GenError, OSError) as exc:
+        print(f"gen_api: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

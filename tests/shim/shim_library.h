@@ -1,0 +1,36 @@
+// Test helpers: the client library under test (opened with dlopen), its
+// export lists, and the names its ELF .dynsym really exports.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace rgpu::shim::test {
+
+// The library under test, opened once per process and never closed.
+// Thread-safe after the first call; aborts the test on failure.
+void* library();
+// dlsym in the library under test; nullptr if absent.
+void* symbol(const char* name);
+template <typename Fn>
+Fn function(const char* name) {
+  return reinterpret_cast<Fn>(symbol(name));
+}
+
+// Every name the export lists say the library exports, sorted.
+std::vector<std::string> exported_names();
+// Names listed in driver_implemented.txt (comments and blanks dropped).
+std::set<std::string> implemented_names();
+
+// Defined global or weak symbols in an ELF file's .dynsym, by kind.
+struct DynamicSymbols {
+  std::set<std::string> functions;
+  std::set<std::string> others;  // defined non-function symbols other than version nodes
+  std::set<std::string> version_nodes;
+  std::string soname;
+};
+// Reads `path`; on failure returns an empty result and sets *error.
+DynamicSymbols read_dynamic_symbols(const std::string& path, std::string* error);
+
+}  // namespace rgpu::shim::test
