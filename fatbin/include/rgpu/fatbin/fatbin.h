@@ -78,7 +78,10 @@ Result<std::uint64_t> fatbin_size(Bytes header, const Limits& limits = {});
 // ---------------------------------------------------------------------------
 // The fatbin container
 
-enum class EntryKind : std::uint16_t { kPtx = 1, kCubin = 2 };
+// The entry header's kind field. Values other than these are kept verbatim
+// (static_cast) and never selected.
+enum class EntryKind : std::uint16_t { kPtx = 1, kCubin = 2, kLtoIr = 8 };
+const char* entry_kind_name(EntryKind kind);
 enum class Compression { kNone, kLz4, kZstd };
 const char* compression_name(Compression c);
 
@@ -88,6 +91,8 @@ inline constexpr std::uint64_t kFlagDebug = 0x2;
 inline constexpr std::uint64_t kFlagLinux = 0x10;
 inline constexpr std::uint64_t kFlagCompressedLz4 = 0x2000;
 inline constexpr std::uint64_t kFlagCompressedZstd = 0x8000;
+inline constexpr std::uint64_t kFlagArchSpecific = 0x100000;  // sm_90a, compute_90a
+inline constexpr std::uint64_t kFlagArchFamily = 0x200000;    // sm_100f, compute_100f
 
 // One entry of a fatbin. `payload` views the caller's buffer (compressed
 // bytes if `compression` is not kNone); it is valid while that buffer is.
@@ -99,7 +104,9 @@ struct FatbinEntry {
   std::uint64_t flags = 0;
   Compression compression = Compression::kNone;
   std::string identifier;  // source name (present with -G), may be empty
-  std::string options;     // ptxas options carried with PTX, may be empty
+  // ptxas options carried with PTX; may be empty. For sm_100+ cubins this
+  // record holds a small binary blob instead, kept verbatim.
+  std::string options;
   std::uint64_t offset = 0;             // of the entry header within the fatbin
   std::uint64_t header_size = 0;
   std::uint64_t uncompressed_size = 0;  // size of the payload once decompressed

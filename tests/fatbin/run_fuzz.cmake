@@ -1,0 +1,11 @@
+# Runs the fatbin fuzzer for about ten seconds on a fresh corpus seeded with
+# the generated images. Fails when the fuzzer finds a crash or leak.
+file(REMOVE_RECURSE ${CORPUS})
+file(MAKE_DIRECTORY ${CORPUS})
+execute_process(
+  COMMAND ${FUZZER} -max_total_time=10 -timeout=10 -rss_limit_mb=2048 -max_len=65536
+          -artifact_prefix=${CORPUS}/ ${CORPUS} ${SEEDS} ${SEEDS2}
+  RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "fuzzer failed: rc=${rc}; reproducer in ${CORPUS}")
+endif()
