@@ -1,0 +1,105 @@
+// Device memory of one CPU device: a reserved virtual address range, the
+// allocations carved from it, and the range checks every access goes through.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <vector>
+
+#include "rgpu/common/status.h"
+
+namespace rgpu::cpudev {
+
+// One live allocation. `size` is what was asked for; `mapped` is the page
+// rounded size that counts against the device's memory.
+struct Allocation {
+  uint64_t base = 0;
+  uint64_t size = 0;
+  uint64_t mapped = 0;
+  uint64_t owner = 0;  // opaque tag of the allocating context
+  uint64_t id = 0;     // process-wide unique, never reused
+};
+
+// The memory of one device. One address range of `capacity` bytes is reserved
+// at creation (PROT_NONE, MAP_NORESERVE); allocations are page aligned and are
+// made accessible when allocated. A freed allocation leaves the table at once
+// (so every later check fails), but its pages are returned to the system
+// (MADV_DONTNEED + PROT_NONE) and reused only when no Pin is alive, so code
+// that checked a range while pinned never touches an unmapped page.
+//
+// Lifetime: owned by its device; outlives every Pin taken from it.
+// Thread safety: every method is safe to call concurrently.
+class DeviceMemory {
+ public:
+  // While a Pin is alive, pages of allocations that were live when it was
+  // taken stay mapped, even if they are freed meanwhile. Hold one across a
+  // check() and the accesses it validated. Cheap (one atomic add). Movable.
+  class Pin {
+   public:
+    Pin() = default;
+    explicit Pin(const DeviceMemory* memory);
+    Pin(Pin&& other) noexcept;
+    Pin& operator=(Pin&& other) noexcept;
+    Pin(const Pin&) = delete;
+    Pin& operator=(const Pin&) = delete;
+    ~Pin();
+
+   private:
+    void reset();
+    const DeviceMemory* memory_ = nullptr;
+  };
+
+  // Reserves `capacity` bytes of address space (rounded up to pages).
+  static Result<std::unique_ptr<DeviceMemory>> create(uint64_t capacity);
+  ~DeviceMemory();
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+  // Allocates `size` (> 0) bytes, zero filled, page aligned. kOverloaded when
+  // the device has no room, kInvalidArgument for size 0.
+  Result<uint64_t> allocate(uint64_t size, uint64_t owner);
+  // Frees the allocation whose base is `base`. kInvalidArgument when `base` is
+  // not the base of a live allocation (double free, interior pointer, ...).
+  Status release(uint64_t base);
+  // Frees every allocation of `owner`; returns how many there were.
+  size_t release_owner(uint64_t owner);
+
+  // True when [addr, addr + size) lies entirely inside one live allocation.
+  // size 0 asks whether addr is inside one. Never faults, whatever the input.
+  bool check(uint64_t addr, uint64_t size) const;
+  // The live allocation containing addr, if any.
+  std::optional<Allocation> find(uint64_t addr) const;
+  // True when addr lies in this device's reserved range (live or not).
+  bool in_range(uint64_t addr) const { return addr >= base_ && addr - base_ < capacity_; }
+
+  Pin pin() const { return Pin(this); }
+
+  uint64_t base() const { return base_; }
+  uint64_t capacity() const { return capacity_; }
+  // Bytes not taken by live or not yet reclaimed allocations.
+  uint64_t free_bytes() const;
+  size_t live_count() const;
+
+ private:
+  DeviceMemory(uint64_t base, uint64_t capacity);
+  // Returns pending frees to the free list; requires mu_ held exclusively.
+  void reclaim_locked() const;
+  void unpin() const;
+
+  const uint64_t base_;
+  const uint64_t capacity_;
+  mutable std::shared_mutex mu_;
+  std::map<uint64_t, Allocation> live_;                // by base
+  mutable std::map<uint64_t, uint64_t> free_;          // offset -> length
+  mutable std::vector<Allocation> pending_;            // freed, still mapped
+  mutable uint64_t used_ = 0;                          // live + pending mapped bytes
+  mutable std::atomic<uint64_t> pins_{0};
+  static std::atomic<uint64_t> next_id_;
+};
+
+}  // namespace rgpu::cpudev

@@ -1,0 +1,125 @@
+// Entry points: contexts and the calling thread's context stack.
+#include <algorithm>
+
+#include "api_common.h"
+
+using namespace rgpu::cpudev;
+
+extern "C" {
+
+CUresult CUDAAPI cuCtxCreate(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags, CUdevice dev) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    if (flags & ~static_cast<unsigned>(CU_CTX_FLAGS_MASK)) return CUDA_ERROR_INVALID_VALUE;
+    if (!d->device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    if (params && (params->numExecAffinityParams > 0 || params->cigParams)) return CUDA_ERROR_NOT_SUPPORTED;
+    auto ctx = d->create_context(dev, flags);
+    context_stack().push_back(ctx->handle());
+    *pctx = to_handle<CUcontext>(ctx->handle());
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+    RGPU_CU_TRY(d->destroy_context(to_u64(ctx)));
+    auto& stack = context_stack();
+    stack.erase(std::remove(stack.begin(), stack.end(), to_u64(ctx)), stack.end());
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    if (!ctx || !d->context(to_u64(ctx))) return CUDA_ERROR_INVALID_CONTEXT;
+    context_stack().push_back(to_u64(ctx));
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult CUDAAPI cuCtxPopCurrent(CUcontext* pctx) {
+  Driver* d;
+  RGPU_CU_TRY(enter(&d));
+  auto& stack = context_stack();
+  if (stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (pctx) *pctx = to_handle<CUcontext>(stack.back());
+  stack.pop_back();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    auto& stack = context_stack();
+    if (!ctx) {
+      if (!stack.empty()) stack.pop_back();
+      return CUDA_SUCCESS;
+    }
+    if (!d->context(to_u64(ctx))) return CUDA_ERROR_INVALID_CONTEXT;
+    if (stack.empty()) {
+      stack.push_back(to_u64(ctx));
+    } else {
+      stack.back() = to_u64(ctx);
+    }
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
+  Driver* d;
+  RGPU_CU_TRY(enter(&d));
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  auto& stack = context_stack();
+  *pctx = stack.empty() ? nullptr : to_handle<CUcontext>(stack.back());
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
+  Driver* d;
+  std::shared_ptr<Context> ctx;
+  CUresult r = enter(&d, &ctx);
+  if (!ctx) return r;
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  *device = ctx->device();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetFlags(unsigned int* flags) {
+  Driver* d;
+  std::shared_ptr<Context> ctx;
+  CUresult r = enter(&d, &ctx);
+  if (!ctx) return r;
+  if (!flags) return CUDA_ERROR_INVALID_VALUE;
+  *flags = ctx->flags();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetStreamPriorityRange(int* least, int* greatest) {
+  Driver* d;
+  std::shared_ptr<Context> ctx;
+  CUresult r = enter(&d, &ctx);
+  if (!ctx) return r;
+  if (least) *least = 0;
+  if (greatest) *greatest = -5;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSynchronize(void) {
+  return guarded([&] {
+    Driver* d;
+    std::shared_ptr<Context> ctx;
+    CUresult r = enter(&d, &ctx);
+    if (!ctx) return r;
+    return ctx->synchronize();
+  });
+}
+
+}  // extern "C"

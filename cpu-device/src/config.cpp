@@ -1,0 +1,82 @@
+// Parsing of the CPU device's environment variables.
+#include "config.h"
+
+#include <cctype>
+#include <thread>
+
+namespace rgpu::cpudev {
+
+namespace {
+
+Result<int> parse_count(const char* name, const std::string& text, int max) {
+  if (text.empty() || text.size() > 9) return invalid_argument(std::string(name) + " must be a positive integer");
+  int v = 0;
+  for (char c : text) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) {
+      return invalid_argument(std::string(name) + " must be a positive integer");
+    }
+    v = v * 10 + (c - '0');
+  }
+  if (v < 1 || v > max) {
+    return invalid_argument(std::string(name) + " must be between 1 and " + std::to_string(max));
+  }
+  return v;
+}
+
+}  // namespace
+
+Result<uint64_t> parse_size(const std::string& text) {
+  size_t i = 0;
+  uint64_t v = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+    uint64_t d = static_cast<uint64_t>(text[i] - '0');
+    if (v > (UINT64_MAX - d) / 10) return invalid_argument("size too large: " + text);
+    v = v * 10 + d;
+    ++i;
+  }
+  if (i == 0) return invalid_argument("size must start with a number: " + text);
+  std::string suffix;
+  for (; i < text.size(); ++i) suffix += static_cast<char>(std::toupper(static_cast<unsigned char>(text[i])));
+  int shift = 0;
+  if (!suffix.empty()) {
+    switch (suffix[0]) {
+      case 'B': shift = 0; break;
+      case 'K': shift = 10; break;
+      case 'M': shift = 20; break;
+      case 'G': shift = 30; break;
+      case 'T': shift = 40; break;
+      default: return invalid_argument("unknown size suffix: " + text);
+    }
+    std::string rest = suffix.substr(1);
+    bool ok = suffix[0] == 'B' ? rest.empty() : (rest.empty() || rest == "B" || rest == "IB");
+    if (!ok) return invalid_argument("unknown size suffix: " + text);
+  }
+  if (shift && v > (UINT64_MAX >> shift)) return invalid_argument("size too large: " + text);
+  v <<= shift;
+  if (v == 0) return invalid_argument("size must be positive: " + text);
+  return v;
+}
+
+Result<Config> config_from_env(const char* (*getenv_fn)(const char*)) {
+  Config c;
+  unsigned hw = std::thread::hardware_concurrency();
+  c.threads = hw ? static_cast<int>(hw) : 1;
+  if (const char* v = getenv_fn("RGPU_CPU_DEVICES"); v && *v) {
+    auto r = parse_count("RGPU_CPU_DEVICES", v, 64);
+    if (!r) return r.status();
+    c.devices = *r;
+  }
+  if (const char* v = getenv_fn("RGPU_CPU_DEVICE_MEMORY"); v && *v) {
+    auto r = parse_size(v);
+    if (!r) return Status(ErrorKind::kInvalidArgument, "RGPU_CPU_DEVICE_MEMORY: " + r.status().message());
+    c.memory_bytes = *r;
+  }
+  if (const char* v = getenv_fn("RGPU_CPU_THREADS"); v && *v) {
+    auto r = parse_count("RGPU_CPU_THREADS", v, 1024);
+    if (!r) return r.status();
+    c.threads = *r;
+  }
+  return c;
+}
+
+}  // namespace rgpu::cpudev

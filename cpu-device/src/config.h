@@ -1,0 +1,26 @@
+// Configuration of the CPU device, read from the environment at cuInit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "rgpu/common/status.h"
+
+namespace rgpu::cpudev {
+
+// Plain values. Thread-compatible.
+struct Config {
+  int devices = 1;                        // RGPU_CPU_DEVICES
+  uint64_t memory_bytes = 4ull << 30;     // RGPU_CPU_DEVICE_MEMORY, per device
+  int threads = 1;                        // RGPU_CPU_THREADS (kernel workers)
+};
+
+// Parses "4096", "64K", "512M", "4G", "1T" (optionally followed by "B" or
+// "iB", case-insensitive; powers of 1024). Errors on anything else or zero.
+Result<uint64_t> parse_size(const std::string& text);
+
+// Reads the variables above through `getenv_fn`; unset ones take defaults
+// (threads: the hardware concurrency). A malformed value is an error.
+Result<Config> config_from_env(const char* (*getenv_fn)(const char*));
+
+}  // namespace rgpu::cpudev

@@ -1,0 +1,126 @@
+// Context streams, legacy-stream ordering and teardown.
+#include "context.h"
+
+namespace rgpu::cpudev {
+
+Context::Context(uint64_t handle, int device, unsigned flags, bool primary)
+    : handle_(handle), device_(device), flags_(flags), primary_(primary) {}
+
+Context::~Context() { shutdown(); }
+
+void Context::set_sticky(CUresult error) {
+  int expected = CUDA_SUCCESS;
+  state_->sticky.compare_exchange_strong(expected, error);
+}
+
+std::shared_ptr<Stream> Context::legacy() {
+  std::lock_guard lock(mu_);
+  if (!legacy_ && !shut_down_) {
+    legacy_ = std::make_shared<Stream>(0, handle_, device_, Stream::Kind::kLegacy, 0, 0);
+  }
+  return legacy_;
+}
+
+std::shared_ptr<Stream> Context::per_thread() {
+  std::lock_guard lock(mu_);
+  if (shut_down_) return nullptr;
+  auto& s = per_thread_[std::this_thread::get_id()];
+  if (!s) {
+    s = std::make_shared<Stream>(reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD), handle_, device_,
+                                 Stream::Kind::kPerThread, 0, 0);
+  }
+  return s;
+}
+
+std::shared_ptr<Stream> Context::create_stream(uint64_t handle, unsigned flags, int priority) {
+  std::lock_guard lock(mu_);
+  if (shut_down_) return nullptr;
+  reap_locked();
+  auto s = std::make_shared<Stream>(handle, handle_, device_, Stream::Kind::kUser, flags, priority);
+  streams_[handle] = s;
+  return s;
+}
+
+void Context::retire_stream(uint64_t handle) {
+  std::lock_guard lock(mu_);
+  auto it = streams_.find(handle);
+  if (it == streams_.end()) return;
+  it->second->close();
+  retired_.push_back(std::move(it->second));
+  streams_.erase(it);
+  reap_locked();
+}
+
+void Context::reap_locked() {
+  // Joining an idle, closed stream is immediate; busy ones wait for later.
+  for (auto it = retired_.begin(); it != retired_.end();) {
+    if ((*it)->idle()) {
+      (*it)->join();
+      it = retired_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+uint64_t Context::enqueue(const std::shared_ptr<Stream>& stream, std::vector<Dependency> deps, Work work) {
+  std::lock_guard lock(mu_);
+  auto add = [&deps](const std::shared_ptr<Stream>& s) {
+    uint64_t last = s->last_enqueued();
+    if (last && !s->done(last)) deps.push_back(Dependency{s, last});
+  };
+  if (stream->kind() == Stream::Kind::kLegacy) {
+    for (auto& [h, s] : streams_) {
+      if (s->blocking()) add(s);
+    }
+    for (auto& [t, s] : per_thread_) add(s);
+    for (auto& s : retired_) {
+      if (s->blocking()) add(s);
+    }
+  } else if (stream->blocking() && legacy_) {
+    add(legacy_);
+  }
+  return stream->enqueue(std::move(deps), std::move(work));
+}
+
+std::vector<std::shared_ptr<Stream>> Context::all_streams_locked() const {
+  std::vector<std::shared_ptr<Stream>> all;
+  if (legacy_) all.push_back(legacy_);
+  for (auto& [t, s] : per_thread_) all.push_back(s);
+  for (auto& [h, s] : streams_) all.push_back(s);
+  for (auto& s : retired_) all.push_back(s);
+  return all;
+}
+
+CUresult Context::synchronize() {
+  std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> targets;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& s : all_streams_locked()) targets.emplace_back(s, s->last_enqueued());
+  }
+  CUresult first = CUDA_SUCCESS;
+  for (auto& [s, seq] : targets) {
+    s->wait(seq);
+    CUresult e = s->take_error();
+    if (first == CUDA_SUCCESS) first = e;
+  }
+  CUresult st = sticky();
+  return st != CUDA_SUCCESS ? st : first;
+}
+
+void Context::shutdown() {
+  std::vector<std::shared_ptr<Stream>> all;
+  {
+    std::lock_guard lock(mu_);
+    shut_down_ = true;
+    all = all_streams_locked();
+    legacy_.reset();
+    per_thread_.clear();
+    streams_.clear();
+    retired_.clear();
+  }
+  for (auto& s : all) s->close();
+  for (auto& s : all) s->join();
+}
+
+}  // namespace rgpu::cpudev

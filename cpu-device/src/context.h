@@ -1,0 +1,81 @@
+// Context: the streams and events of one CUDA context and the legacy
+// default-stream ordering between them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "stream.h"
+
+namespace rgpu::cpudev {
+
+// State shared between a context and the operations it enqueued; holding it
+// never keeps the context (or its streams) alive.
+struct ContextState {
+  // CUDA_SUCCESS, or the sticky error (e.g. CUDA_ERROR_ILLEGAL_ADDRESS) that
+  // every later call in the context returns.
+  std::atomic<int> sticky{CUDA_SUCCESS};
+};
+
+// A context of one device. Owns its streams (the legacy NULL stream and the
+// per-thread default streams are created on first use).
+// Lifetime: shared (driver table and API calls in flight); shutdown() closes
+// and joins every stream. Thread safety: all methods are thread-safe.
+class Context {
+ public:
+  Context(uint64_t handle, int device, unsigned flags, bool primary);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  uint64_t handle() const { return handle_; }
+  int device() const { return device_; }
+  unsigned flags() const { return flags_; }
+  bool primary() const { return primary_; }
+  const std::shared_ptr<ContextState>& state() const { return state_; }
+  CUresult sticky() const { return static_cast<CUresult>(state_->sticky.load()); }
+  void set_sticky(CUresult error);
+
+  std::shared_ptr<Stream> legacy();
+  std::shared_ptr<Stream> per_thread();
+  std::shared_ptr<Stream> create_stream(uint64_t handle, unsigned flags, int priority);
+  // Closes the stream; it finishes its queued work and is joined later.
+  void retire_stream(uint64_t handle);
+
+  // Enqueues `work` on `stream` (which must belong to this context) after
+  // `deps`, with the legacy default stream's implicit ordering: an operation
+  // on the legacy stream waits for all earlier work of the blocking streams,
+  // and an operation on a blocking stream waits for earlier legacy work.
+  // Returns the operation's sequence number, 0 if the stream is closed.
+  uint64_t enqueue(const std::shared_ptr<Stream>& stream, std::vector<Dependency> deps, Work work);
+
+  // Waits for all work enqueued so far in every stream; returns the sticky
+  // error, else the first asynchronous error, else CUDA_SUCCESS.
+  CUresult synchronize();
+  // Closes and joins every stream. Idempotent.
+  void shutdown();
+
+ private:
+  std::vector<std::shared_ptr<Stream>> all_streams_locked() const;
+  void reap_locked();
+
+  const uint64_t handle_;
+  const int device_;
+  const unsigned flags_;
+  const bool primary_;
+  const std::shared_ptr<ContextState> state_ = std::make_shared<ContextState>();
+
+  mutable std::mutex mu_;
+  std::shared_ptr<Stream> legacy_;
+  std::map<std::thread::id, std::shared_ptr<Stream>> per_thread_;
+  std::map<uint64_t, std::shared_ptr<Stream>> streams_;  // user streams by handle
+  std::vector<std::shared_ptr<Stream>> retired_;         // closed, maybe still draining
+  bool shut_down_ = false;
+};
+
+}  // namespace rgpu::cpudev

@@ -1,0 +1,89 @@
+// Driver: the devices of the CPU device library and the tables that map API
+// handles (contexts, streams, events) to objects.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "context.h"
+#include "event.h"
+#include "rgpu/cpudev/memory.h"
+#include "stream.h"
+
+namespace rgpu::cpudev {
+
+// One CPU device. Its memory lives as long as the driver.
+struct Device {
+  int ordinal = 0;
+  std::string name;
+  unsigned char uuid[16] = {};
+  std::unique_ptr<DeviceMemory> memory;
+  // Primary context: a fixed handle, a reference count and flags.
+  uint64_t primary_handle = 0;
+  int primary_refs = 0;
+  unsigned primary_flags = 0;
+};
+
+// Everything cuInit creates. Handles are never reused, so a stale handle is
+// simply not found.
+// Lifetime: one per loaded library, from cuInit until the library unloads;
+// the destructor shuts every context down. Thread safety: all methods are
+// thread-safe.
+class Driver {
+ public:
+  static Result<std::unique_ptr<Driver>> create(const Config& config);
+  ~Driver();
+  Driver(const Driver&) = delete;
+  Driver& operator=(const Driver&) = delete;
+
+  const Config& config() const { return config_; }
+  int device_count() const { return static_cast<int>(devices_.size()); }
+  // Null for an invalid ordinal. Devices live as long as the driver.
+  Device* device(int ordinal);
+  // The device whose reserved range holds addr, or null.
+  Device* device_of(uint64_t addr);
+
+  uint64_t new_handle() { return next_handle_.fetch_add(0x10); }
+
+  // Contexts. Lookups return only live contexts.
+  std::shared_ptr<Context> create_context(int device, unsigned flags);
+  std::shared_ptr<Context> context(uint64_t handle);
+  // Destroys a (non-primary) context and everything it owns.
+  CUresult destroy_context(uint64_t handle);
+  CUresult primary_retain(int device, uint64_t* handle);
+  CUresult primary_release(int device);
+  CUresult primary_reset(int device);
+  CUresult primary_set_flags(int device, unsigned flags);
+  CUresult primary_state(int device, unsigned* flags, int* active);
+
+  // Streams and events, registered under new handles.
+  std::shared_ptr<Stream> create_stream(const std::shared_ptr<Context>& ctx, unsigned flags, int priority);
+  std::shared_ptr<Stream> stream(uint64_t handle);
+  CUresult destroy_stream(uint64_t handle);
+  std::shared_ptr<Event> create_event(const std::shared_ptr<Context>& ctx, unsigned flags);
+  std::shared_ptr<Event> event(uint64_t handle);
+  CUresult destroy_event(uint64_t handle);
+
+ private:
+  explicit Driver(const Config& config) : config_(config) {}
+  // Removes a context and its handles from the tables and frees its
+  // resources; `ctx` must already be out of contexts_.
+  void teardown(const std::shared_ptr<Context>& ctx);
+  std::shared_ptr<Context> unregister_locked(uint64_t handle);
+
+  const Config config_;
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::atomic<uint64_t> next_handle_{0x7f0000001000ull};
+  std::mutex mu_;
+  std::map<uint64_t, std::shared_ptr<Context>> contexts_;
+  std::map<uint64_t, std::shared_ptr<Stream>> streams_;
+  std::map<uint64_t, std::shared_ptr<Event>> events_;
+};
+
+}  // namespace rgpu::cpudev

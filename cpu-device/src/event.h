@@ -1,0 +1,57 @@
+// Event: the latest record of an event on a stream, and its timestamp.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "stream.h"
+
+namespace rgpu::cpudev {
+
+using Clock = std::chrono::steady_clock;
+
+// An event of one context. Each record replaces the previous one; the event
+// completes when its stream reaches the record, which then stamps the time.
+// Lifetime: shared (the driver's handle table and pending record operations).
+// Thread safety: all methods are thread-safe.
+class Event {
+ public:
+  Event(uint64_t handle, uint64_t context, unsigned flags) : handle_(handle), context_(context), flags_(flags) {}
+
+  uint64_t handle() const { return handle_; }
+  uint64_t context() const { return context_; }
+  unsigned flags() const { return flags_; }
+  bool timing() const { return !(flags_ & CU_EVENT_DISABLE_TIMING); }
+
+  // Makes a new record on `stream`: `enqueue(generation)` must enqueue the
+  // operation that calls complete(generation) and return its sequence number
+  // (0 when it could not). Returns false in that case.
+  bool record(const std::shared_ptr<Stream>& stream, const std::function<uint64_t(uint64_t)>& enqueue);
+  // Called on the stream's worker when the record is reached.
+  void complete(uint64_t generation, Clock::time_point when);
+
+  bool recorded() const;
+  // The latest record as a dependency; empty when never recorded.
+  Dependency dependency() const;
+  // True when never recorded or the latest record has completed.
+  bool done() const;
+  // Blocks until done().
+  void wait() const;
+  // The time of the latest record, when it has completed.
+  bool time(Clock::time_point* out) const;
+
+ private:
+  const uint64_t handle_;
+  const uint64_t context_;
+  const unsigned flags_;
+  mutable std::mutex mu_;
+  uint64_t generation_ = 0;  // 0: never recorded
+  std::weak_ptr<Stream> stream_;
+  uint64_t seq_ = 0;
+  bool completed_ = false;
+  Clock::time_point time_{};
+};
+
+}  // namespace rgpu::cpudev

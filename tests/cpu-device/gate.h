@@ -1,0 +1,40 @@
+// Test helper: a host function that holds a stream until the test opens it,
+// so tests can observe work that is queued but not yet run.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+namespace rgpu::cpudev::test {
+
+// Thread-safe. Must outlive the streams it was launched on (or be opened).
+class Gate {
+ public:
+  // A CUhostFn; `user` is a Gate*. Waits at most 30 s so a failing test ends.
+  static void CUDA_CB hold(void* user) {
+    auto* g = static_cast<Gate*>(user);
+    std::unique_lock lock(g->mu_);
+    ++g->entered_;
+    g->cv_.notify_all();
+    g->cv_.wait_for(lock, std::chrono::seconds(30), [&] { return g->open_; });
+  }
+  void open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  // Waits until `n` holders have entered (at most 10 s).
+  bool wait_entered(int n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return entered_ >= n; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+  int entered_ = 0;
+};
+
+}  // namespace rgpu::cpudev::test
