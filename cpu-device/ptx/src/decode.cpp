@@ -1,0 +1,767 @@
+// Decoder: ast::Module -> ProgramImpl. Resolves names to register slots,
+// labels to instruction indices and opcodes to handler pointers, so that the
+// interpreter never touches a string.
+#include "decode.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace rgpu::ptx {
+namespace {
+
+uint32_t align_up(uint32_t v, uint32_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+
+struct SpecialName {
+  const char* name;
+  Special id;
+};
+const SpecialName kSpecials[] = {
+    {"%tid.x", kTidX},       {"%tid.y", kTidY},         {"%tid.z", kTidZ},
+    {"%ntid.x", kNtidX},     {"%ntid.y", kNtidY},       {"%ntid.z", kNtidZ},
+    {"%ctaid.x", kCtaidX},   {"%ctaid.y", kCtaidY},     {"%ctaid.z", kCtaidZ},
+    {"%nctaid.x", kNctaidX}, {"%nctaid.y", kNctaidY},   {"%nctaid.z", kNctaidZ},
+    {"%laneid", kLaneId},    {"%warpid", kWarpId},      {"%nwarpid", kNWarpId},
+    {"%lanemask_eq", kLanemaskEq}, {"%lanemask_le", kLanemaskLe}, {"%lanemask_lt", kLanemaskLt},
+    {"%lanemask_ge", kLanemaskGe}, {"%lanemask_gt", kLanemaskGt}, {"%smid", kSmId},
+    {"%nsmid", kNSmId},      {"%gridid", kGridId},
+};
+
+// A name visible in a function body.
+struct Sym {
+  enum class Kind : uint8_t { kReg, kLParam, kKParam, kLocal, kVar, kFunc } kind;
+  uint32_t index = 0;  // slot, offset, variable or function index
+  uint32_t size = 0;
+};
+
+class FunctionDecoder {
+ public:
+  FunctionDecoder(ProgramImpl& p, const std::unordered_map<std::string, uint32_t>& funcs,
+                  const std::unordered_map<std::string, uint32_t>& vars, const ast::Function& src,
+                  Function& out, const std::vector<ParamInfo>* kparams)
+      : p_(p), funcs_(funcs), vars_(vars), src_(src), f_(out), kparams_(kparams) {}
+
+  Status run() {
+    scopes_.emplace_back();
+    // Parameter area: returns, then parameters (.func); kernel params are a
+    // separate buffer addressed by kParamKernel.
+    if (!f_.entry) {
+      for (const auto& r : src_.rets) {
+        uint32_t sz = decl_bytes(r);
+        uint32_t off = alloc_lparam(sz, r.align ? r.align : std::max<uint32_t>(1, ast::type_size(r.type)));
+        f_.ret_offsets.push_back(off);
+        f_.ret_sizes.push_back(sz);
+        scopes_.back()[r.name] = {Sym::Kind::kLParam, off, sz};
+      }
+      for (const auto& q : src_.params) {
+        uint32_t sz = decl_bytes(q);
+        uint32_t off = alloc_lparam(sz, q.align ? q.align : std::max<uint32_t>(1, ast::type_size(q.type)));
+        f_.param_offsets.push_back(off);
+        f_.param_sizes.push_back(sz);
+        scopes_.back()[q.name] = {Sym::Kind::kLParam, off, sz};
+      }
+    } else {
+      for (const auto& q : *kparams_) scopes_.back()[q.name] = {Sym::Kind::kKParam, q.offset, q.size};
+    }
+    zero_slot_ = imm_slot(0);
+    // First pass: labels to instruction indices.
+    uint32_t pc = 0;
+    for (const auto& st : src_.body) {
+      if (st.kind == ast::Statement::Kind::kLabel) labels_[st.label] = pc;
+      if (st.kind == ast::Statement::Kind::kInstruction) ++pc;
+    }
+    for (const auto& st : src_.body) {
+      switch (st.kind) {
+        case ast::Statement::Kind::kOpen: scopes_.emplace_back(); break;
+        case ast::Statement::Kind::kClose:
+          if (scopes_.size() > 1) scopes_.pop_back();
+          break;
+        case ast::Statement::Kind::kLabel: break;
+        case ast::Statement::Kind::kDecl:
+          if (Status s = declare(st.decl); !s.is_ok()) return s;
+          break;
+        case ast::Statement::Kind::kInstruction: {
+          Inst in;
+          in.line = st.inst.line;
+          if (Status s = instruction(st.inst, in); !s.is_ok()) return s;
+          f_.code.push_back(in);
+          break;
+        }
+      }
+    }
+    // Falling off the end returns (or exits, for a kernel).
+    Inst tail;
+    tail.kind = f_.entry ? Kind::kExit : Kind::kRet;
+    tail.line = src_.body.empty() ? src_.line : src_.body.back().line;
+    f_.code.push_back(tail);
+    f_.num_slots = next_slot_;
+    f_.lparam_bytes = align_up(lparam_bytes_, 8);
+    f_.local_bytes = align_up(local_bytes_, 16);
+    return Status::ok();
+  }
+
+ private:
+  Status err(uint32_t line, const std::string& m) {
+    return invalid_argument("line " + std::to_string(line) + ": " + m);
+  }
+  uint32_t decl_bytes(const ast::Decl& d) {
+    uint64_t n = uint64_t{ast::type_size(d.type)} * d.vec * static_cast<uint64_t>(d.array < 0 ? 1 : d.array);
+    return static_cast<uint32_t>(std::min<uint64_t>(n, 1u << 30));
+  }
+  uint32_t alloc_lparam(uint32_t size, uint32_t align) {
+    lparam_bytes_ = align_up(lparam_bytes_, align) + size;
+    return lparam_bytes_ - size;
+  }
+  uint32_t new_slot() { return next_slot_++; }
+  uint32_t imm_slot(uint64_t v) {
+    auto it = imms_.find(v);
+    if (it != imms_.end()) return it->second;
+    uint32_t s = new_slot();
+    f_.inits.push_back({SlotInit::Kind::kImm, s, 0, v});
+    imms_[v] = s;
+    return s;
+  }
+  uint32_t init_slot(SlotInit::Kind k, uint32_t index, uint64_t value) {
+    uint64_t key = (static_cast<uint64_t>(k) << 56) ^ (uint64_t{index} << 32) ^ value;
+    auto it = inits_.find(key);
+    if (it != inits_.end()) return it->second;
+    uint32_t s = new_slot();
+    f_.inits.push_back({k, s, index, value});
+    inits_[key] = s;
+    return s;
+  }
+  const Sym* lookup(const std::string& name) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto f = it->find(name);
+      if (f != it->end()) return &f->second;
+    }
+    return nullptr;
+  }
+
+  Status declare(const ast::Decl& d) {
+    auto& scope = scopes_.back();
+    if (d.space == "reg") {
+      if (d.range >= 0) {
+        for (int64_t i = 0; i < d.range; ++i)
+          scope[d.name + std::to_string(i)] = {Sym::Kind::kReg, new_slot(), ast::type_size(d.type)};
+      } else if (d.vec > 1) {
+        return err(d.line, "vector registers are not supported");
+      } else {
+        scope[d.name] = {Sym::Kind::kReg, new_slot(), ast::type_size(d.type)};
+      }
+      return Status::ok();
+    }
+    uint32_t align = d.align ? d.align : std::max<uint32_t>(1, ast::type_size(d.type));
+    uint32_t size = decl_bytes(d);
+    if (d.space == "param") {
+      scope[d.name] = {Sym::Kind::kLParam, alloc_lparam(size, align), size};
+      return Status::ok();
+    }
+    if (d.space == "local") {
+      if (d.has_init) return err(d.line, "initialized .local variables are not supported");
+      local_bytes_ = align_up(local_bytes_, align);
+      scope[d.name] = {Sym::Kind::kLocal, local_bytes_, size};
+      local_bytes_ += size;
+      if (local_bytes_ > (1u << 24)) return err(d.line, "local frame too large");
+      return Status::ok();
+    }
+    // Function-scope .shared/.global/.const: module variables in all but scope.
+    auto it = vars_.find(d.name);
+    if (it == vars_.end()) return err(d.line, "internal: undeclared variable " + d.name);
+    scope[d.name] = {Sym::Kind::kVar, it->second, size};
+    return Status::ok();
+  }
+
+  // Resolves a value operand to a slot.
+  Status value(const ast::Operand& o, uint32_t line, uint32_t* slot, bool generic_symbols = false) {
+    using K = ast::Operand::Kind;
+    switch (o.kind) {
+      case K::kInt:
+      case K::kF32:
+      case K::kF64: *slot = imm_slot(o.bits); return Status::ok();
+      case K::kSink: *slot = new_slot(); return Status::ok();
+      case K::kName:
+      case K::kAddr: {
+        uint64_t off = o.kind == K::kAddr ? o.bits : 0;
+        if (o.negated) return err(line, "'!' is only allowed on predicates in this position");
+        if (const Sym* s = lookup(o.name)) {
+          switch (s->kind) {
+            case Sym::Kind::kReg:
+              if (off) return err(line, "register with offset used as a value");
+              *slot = s->index;
+              return Status::ok();
+            case Sym::Kind::kVar: {
+              const VariableInfo& v = p_.variables[s->index];
+              if (v.space == Space::kShared) {
+                note_shared(s->index);
+                *slot = generic_symbols ? init_slot(SlotInit::Kind::kSharedGeneric, 0, p_.shared_offset[s->index] + off)
+                                        : imm_slot(p_.shared_offset[s->index] + off);
+              } else {
+                *slot = init_slot(SlotInit::Kind::kVarAddr, s->index, off);
+              }
+              return Status::ok();
+            }
+            case Sym::Kind::kLocal: *slot = init_slot(SlotInit::Kind::kLocalAddr, 0, s->index + off); return Status::ok();
+            case Sym::Kind::kKParam:
+            case Sym::Kind::kLParam: *slot = imm_slot(s->index + off); return Status::ok();
+            case Sym::Kind::kFunc: break;
+          }
+          return err(line, "cannot use " + o.name + " as a value");
+        }
+        for (const auto& sp : kSpecials)
+          if (o.name == sp.name) {
+            *slot = init_slot(SlotInit::Kind::kSpecial, sp.id, 0);
+            return Status::ok();
+          }
+        auto v = vars_.find(o.name);
+        if (v != vars_.end()) {
+          Sym tmp{Sym::Kind::kVar, v->second, 0};
+          scopes_.front()[o.name] = tmp;
+          return value(o, line, slot, generic_symbols);
+        }
+        if (funcs_.count(o.name)) return err(line, "function addresses are not supported (" + o.name + ")");
+        return err(line, "unknown name " + o.name);
+      }
+      default: return err(line, "unexpected operand");
+    }
+  }
+  void note_shared(uint32_t var) {
+    if (std::find(f_.shared_vars.begin(), f_.shared_vars.end(), var) == f_.shared_vars.end())
+      f_.shared_vars.push_back(var);
+  }
+
+  // Resolves [base+off] for a memory instruction of space `space`.
+  Status address(const ast::Operand& o, uint32_t line, Inst& in) {
+    if (o.kind != ast::Operand::Kind::kAddr) return err(line, "expected an address");
+    in.imm = static_cast<int64_t>(o.bits);
+    if (o.name.empty()) {
+      in.a = zero_slot_;
+      return Status::ok();
+    }
+    const Sym* s = lookup(o.name);
+    if (!s) {
+      auto v = vars_.find(o.name);
+      if (v == vars_.end()) return err(line, "unknown name " + o.name);
+      scopes_.front()[o.name] = {Sym::Kind::kVar, v->second, 0};
+      s = lookup(o.name);
+    }
+    switch (s->kind) {
+      case Sym::Kind::kReg:
+        in.a = s->index;
+        if (in.space == Mem::kParamKernel && !f_.entry) in.space = Mem::kParamLocal;
+        return Status::ok();
+      case Sym::Kind::kKParam:
+        in.a = zero_slot_;
+        in.imm += s->index;
+        if (in.space == Mem::kParamLocal || in.space == Mem::kParamKernel) in.space = Mem::kParamKernel;
+        else return err(line, "parameter " + o.name + " accessed outside .param space");
+        return Status::ok();
+      case Sym::Kind::kLParam:
+        in.a = zero_slot_;
+        in.imm += s->index;
+        if (in.space == Mem::kParamLocal || in.space == Mem::kParamKernel) in.space = Mem::kParamLocal;
+        else return err(line, "parameter " + o.name + " accessed outside .param space");
+        return Status::ok();
+      case Sym::Kind::kLocal:
+        in.a = init_slot(SlotInit::Kind::kLocalAddr, 0, s->index);
+        if (in.space == Mem::kGeneric) return err(line, "generic access to a .local symbol is not supported");
+        return Status::ok();
+      case Sym::Kind::kVar: {
+        const VariableInfo& v = p_.variables[s->index];
+        if (v.space == Space::kShared) {
+          note_shared(s->index);
+          if (in.space == Mem::kGeneric) {
+            in.a = init_slot(SlotInit::Kind::kSharedGeneric, 0, p_.shared_offset[s->index]);
+          } else {
+            in.a = zero_slot_;
+            in.imm += p_.shared_offset[s->index];
+          }
+        } else {
+          in.a = init_slot(SlotInit::Kind::kVarAddr, s->index, 0);
+        }
+        return Status::ok();
+      }
+      case Sym::Kind::kFunc: break;
+    }
+    return err(line, "bad address operand");
+  }
+
+  Status dest(const ast::Operand& o, uint32_t line, uint32_t* slot) {
+    if (o.kind == ast::Operand::Kind::kSink) {
+      *slot = new_slot();
+      return Status::ok();
+    }
+    if (o.kind != ast::Operand::Kind::kName) return err(line, "destination must be a register");
+    const Sym* s = lookup(o.name);
+    if (!s || s->kind != Sym::Kind::kReg) return err(line, "destination " + o.name + " is not a register");
+    *slot = s->index;
+    return Status::ok();
+  }
+
+  Status call(const ast::Instruction& ai, Inst& in) {
+    // call[.uni] [(rets),] func [, (args)] [, prototype]
+    size_t i = 0;
+    const ast::Operand* rets = nullptr;
+    const ast::Operand* args = nullptr;
+    if (i < ai.ops.size() && ai.ops[i].kind == ast::Operand::Kind::kList) rets = &ai.ops[i++];
+    if (i >= ai.ops.size() || ai.ops[i].kind != ast::Operand::Kind::kName)
+      return err(ai.line, "call without a target");
+    const std::string& target = ai.ops[i++].name;
+    if (i < ai.ops.size() && ai.ops[i].kind == ast::Operand::Kind::kList) args = &ai.ops[i++];
+    in.kind = Kind::kCall;
+    CallSite cs;
+    auto fit = funcs_.find(target);
+    if (fit == funcs_.end()) {
+      if (const Sym* s = lookup(target); s && s->kind == Sym::Kind::kReg) {
+        in.kind = Kind::kUnsupported;
+        unsupported(ai, "indirect call");
+        return Status::ok();
+      }
+      return err(ai.line, "call to unknown function " + target);
+    }
+    const Function& callee = p_.functions[fit->second];
+    auto collect = [&](const ast::Operand* list, std::vector<uint32_t>* offs, std::vector<uint32_t>* sizes) -> Status {
+      if (!list) return Status::ok();
+      for (const auto& e : list->elems) {
+        const Sym* s = e.kind == ast::Operand::Kind::kName ? lookup(e.name) : nullptr;
+        if (!s || s->kind != Sym::Kind::kLParam)
+          return err(ai.line, "call arguments must be .param variables");
+        offs->push_back(s->index);
+        sizes->push_back(s->size);
+      }
+      return Status::ok();
+    };
+    std::vector<uint32_t> roff, rsz, aoff, asz;
+    if (Status s = collect(rets, &roff, &rsz); !s.is_ok()) return s;
+    if (Status s = collect(args, &aoff, &asz); !s.is_ok()) return s;
+    if (callee.has_body) {
+      if (aoff.size() != callee.param_offsets.size() || roff.size() > callee.ret_offsets.size())
+        return err(ai.line, "call to " + target + " with the wrong number of arguments");
+      cs.callee = static_cast<int32_t>(fit->second);
+      for (size_t k = 0; k < aoff.size(); ++k)
+        cs.args.push_back({aoff[k], callee.param_offsets[k], std::min(asz[k], callee.param_sizes[k])});
+      for (size_t k = 0; k < roff.size(); ++k)
+        cs.rets.push_back({callee.ret_offsets[k], roff[k], std::min(rsz[k], callee.ret_sizes[k])});
+    } else {
+      in.kind = Kind::kExtern;
+      if (target == "vprintf") cs.builtin = 1;
+      else if (target == "__assertfail") cs.builtin = 2;
+      else {
+        in.kind = Kind::kUnsupported;
+        unsupported(ai, "call to external function " + target);
+        return Status::ok();
+      }
+      for (size_t k = 0; k < aoff.size(); ++k) cs.args.push_back({aoff[k], 0, asz[k]});
+      for (size_t k = 0; k < roff.size(); ++k) cs.rets.push_back({0, roff[k], rsz[k]});
+    }
+    in.target = static_cast<uint32_t>(f_.calls.size());
+    f_.calls.push_back(std::move(cs));
+    return Status::ok();
+  }
+
+  void unsupported(const ast::Instruction& ai, const std::string& why) {
+    if (f_.unsupported.empty())
+      f_.unsupported = "unsupported instruction '" + ai.opcode + "' (" + why + ") at line " + std::to_string(ai.line) +
+                       " in " + f_.name;
+  }
+
+  Status instruction(const ast::Instruction& ai, Inst& in);
+
+  ProgramImpl& p_;
+  const std::unordered_map<std::string, uint32_t>& funcs_;
+  const std::unordered_map<std::string, uint32_t>& vars_;
+  const ast::Function& src_;
+  Function& f_;
+  const std::vector<ParamInfo>* kparams_;
+  std::vector<std::unordered_map<std::string, Sym>> scopes_;
+  std::unordered_map<std::string, uint32_t> labels_;
+  std::unordered_map<uint64_t, uint32_t> imms_;
+  std::unordered_map<uint64_t, uint32_t> inits_;
+  uint32_t next_slot_ = 0;
+  uint32_t zero_slot_ = 0;
+  uint32_t lparam_bytes_ = 0;
+  uint32_t local_bytes_ = 0;
+};
+
+OpText split_opcode(const std::string& s) {
+  OpText t;
+  size_t p = s.find('.');
+  t.base = s.substr(0, p);
+  while (p != std::string::npos) {
+    size_t q = s.find('.', p + 1);
+    std::string part = s.substr(p + 1, q == std::string::npos ? std::string::npos : q - p - 1);
+    if (parse_ty(part) != Ty::kNone) t.types.push_back(part);
+    else t.mods.push_back(part);
+    p = q;
+  }
+  return t;
+}
+
+Mem space_of(const OpText& t) {
+  for (const auto& m : t.mods) {
+    if (m == "global") return Mem::kGlobal;
+    if (m == "shared" || m == "shared::cta") return Mem::kShared;
+    if (m == "local") return Mem::kLocal;
+    if (m == "const") return Mem::kConst;
+    if (m == "param") return Mem::kParamKernel;
+  }
+  return Mem::kGeneric;
+}
+
+Status FunctionDecoder::instruction(const ast::Instruction& ai, Inst& in) {
+  OpText t = split_opcode(ai.opcode);
+  const std::string& b = t.base;
+  if (!ai.guard.empty()) {
+    const Sym* g = lookup(ai.guard);
+    if (!g || g->kind != Sym::Kind::kReg) return err(ai.line, "guard " + ai.guard + " is not a register");
+    in.guard = g->index;
+    in.guard_neg = ai.guard_neg;
+  }
+  const auto& ops = ai.ops;
+  auto need = [&](size_t n) -> Status {
+    if (ops.size() < n) return err(ai.line, ai.opcode + " needs " + std::to_string(n) + " operands");
+    return Status::ok();
+  };
+  // Control flow first.
+  if (b == "bra" || b == "brx") {
+    if (b == "brx") {
+      in.kind = Kind::kUnsupported;
+      unsupported(ai, "indexed branch");
+      return Status::ok();
+    }
+    if (Status s = need(1); !s.is_ok()) return s;
+    auto it = labels_.find(ops[0].name);
+    if (it == labels_.end()) return err(ai.line, "unknown label " + ops[0].name);
+    in.kind = Kind::kBra;
+    in.target = it->second;
+    return Status::ok();
+  }
+  if (b == "call") return call(ai, in);
+  if (b == "ret") { in.kind = Kind::kRet; return Status::ok(); }
+  if (b == "exit") { in.kind = Kind::kExit; return Status::ok(); }
+  if (b == "trap" || b == "brkpt") { in.kind = b == "trap" ? Kind::kTrap : Kind::kNop; return Status::ok(); }
+  if ((b == "bar" || b == "barrier") && !t.has("warp")) {
+    if (t.has("arrive") || t.has("red")) {
+      in.kind = Kind::kUnsupported;
+      unsupported(ai, "barrier arrive/reduction");
+      return Status::ok();
+    }
+    in.kind = Kind::kBar;
+    return Status::ok();
+  }
+  if (b == "bar" || b == "membar" || b == "fence" || b == "nanosleep" || b == "prefetch" || b == "prefetchu" ||
+      b == "griddepcontrol" || b == "pmevent" || b == "discard" || b == "applypriority") {
+    in.kind = Kind::kNop;  // a CPU thread sees its own writes in order; others are fenced by the launch join
+    return Status::ok();
+  }
+  // Operand shapes for ordinary instructions.
+  in.space = space_of(t);
+  bool is_mem = b == "ld" || b == "ldu" || b == "st" || b == "atom" || b == "red";
+  if (is_mem) {
+    if (b == "st" || b == "red") {
+      if (Status s = need(2); !s.is_ok()) return s;
+      if (Status s = address(ops[0], ai.line, in); !s.is_ok()) return s;
+      const auto& val = ops[1];
+      if (val.kind == ast::Operand::Kind::kVec) {
+        if (val.elems.size() > 4 || val.elems.empty()) return err(ai.line, "bad vector");
+        for (size_t k = 0; k < val.elems.size(); ++k)
+          if (Status s = value(val.elems[k], ai.line, &in.v[k]); !s.is_ok()) return s;
+      } else {
+        if (Status s = value(val, ai.line, &in.v[0], in.space == Mem::kGeneric); !s.is_ok()) return s;
+        in.b = in.v[0];
+      }
+      if (ops.size() > 2) return err(ai.line, "too many operands");
+    } else if (b == "atom") {
+      if (Status s = need(3); !s.is_ok()) return s;
+      if (Status s = dest(ops[0], ai.line, &in.d); !s.is_ok()) return s;
+      if (Status s = address(ops[1], ai.line, in); !s.is_ok()) return s;
+      if (Status s = value(ops[2], ai.line, &in.b); !s.is_ok()) return s;
+      if (ops.size() > 3)
+        if (Status s = value(ops[3], ai.line, &in.c); !s.is_ok()) return s;
+    } else {
+      if (Status s = need(2); !s.is_ok()) return s;
+      if (Status s = address(ops[1], ai.line, in); !s.is_ok()) return s;
+      const auto& dst = ops[0];
+      if (dst.kind == ast::Operand::Kind::kVec) {
+        if (dst.elems.size() > 4 || dst.elems.empty()) return err(ai.line, "bad vector");
+        for (size_t k = 0; k < dst.elems.size(); ++k)
+          if (Status s = dest(dst.elems[k], ai.line, &in.v[k]); !s.is_ok()) return s;
+      } else {
+        if (Status s = dest(dst, ai.line, &in.v[0]); !s.is_ok()) return s;
+        in.d = in.v[0];
+      }
+    }
+    if (!select_mem(t, in)) {
+      in.kind = Kind::kUnsupported;
+      unsupported(ai, "this form of memory access");
+    }
+    return Status::ok();
+  }
+  // Value instructions: d[,d2], a, b, c, e. Vectors appear only in mov.
+  if (ops.empty()) {
+    if (!select_warp(t, in)) {
+      in.kind = Kind::kUnsupported;
+      unsupported(ai, "not implemented");
+    }
+    return Status::ok();
+  }
+  bool cvta = b == "cvta" || b == "isspacep";
+  bool dst_is_src = b == "prefetch";
+  (void)dst_is_src;
+  const auto& d0 = ops[0];
+  if (d0.kind == ast::Operand::Kind::kVec) {
+    // mov.b64 {lo, hi}, %rd : unpack
+    if (d0.elems.size() > 4) return err(ai.line, "bad vector");
+    for (size_t k = 0; k < d0.elems.size(); ++k)
+      if (Status s = dest(d0.elems[k], ai.line, &in.v[k]); !s.is_ok()) return s;
+    in.aux = static_cast<uint8_t>(d0.elems.size());
+    in.mode = 1;  // unpack
+  } else {
+    if (Status s = dest(d0, ai.line, &in.d); !s.is_ok()) return s;
+    if (!d0.pair.empty()) {
+      const Sym* q = lookup(d0.pair);
+      if (!q || q->kind != Sym::Kind::kReg) return err(ai.line, "bad second destination " + d0.pair);
+      in.d2 = q->index;
+    }
+  }
+  uint32_t* srcs[4] = {&in.a, &in.b, &in.c, &in.e};
+  if (ops.size() > 5) return err(ai.line, "too many operands");
+  for (size_t k = 1; k < ops.size(); ++k) {
+    const auto& o = ops[k];
+    if (o.kind == ast::Operand::Kind::kVec) {
+      if (k != 1 || in.mode == 1 || o.elems.size() > 4) return err(ai.line, "unexpected vector operand");
+      for (size_t j = 0; j < o.elems.size(); ++j)
+        if (Status s = value(o.elems[j], ai.line, &in.v[j]); !s.is_ok()) return s;
+      in.aux = static_cast<uint8_t>(o.elems.size());
+      in.mode = 2;  // pack
+      continue;
+    }
+    if (o.kind == ast::Operand::Kind::kName && o.negated) {
+      // !%p as a source (selp/and.pred with negation is not PTX; setp's c operand is).
+      if (Status s = value(ast::Operand{ast::Operand::Kind::kName, false, o.name, 0, {}, {}}, ai.line, srcs[k - 1]);
+          !s.is_ok())
+        return s;
+      in.aux |= static_cast<uint8_t>(0x10u << (k - 1));
+      continue;
+    }
+    if (o.kind == ast::Operand::Kind::kName &&
+        (o.name == "%clock" || o.name == "%clock64" || o.name == "%globaltimer" || o.name == "%globaltimer_lo" ||
+         o.name == "%globaltimer_hi" || o.name == "%clock_hi")) {
+      in.mode = o.name == "%clock" ? 10 : o.name == "%clock64" ? 11 : o.name == "%globaltimer" ? 12
+              : o.name == "%globaltimer_lo" ? 13 : o.name == "%clock_hi" ? 15 : 14;
+      continue;
+    }
+    if (Status s = value(o, ai.line, srcs[k - 1], b == "mov" || cvta); !s.is_ok()) return s;
+  }
+  bool ok = select_int(t, in) || select_float(t, in) || select_cvt(t, in) || select_warp(t, in);
+  if (!ok) {
+    in.kind = Kind::kUnsupported;
+    unsupported(ai, "not implemented for these types or modifiers");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Ty parse_ty(const std::string& t) {
+  static const struct { const char* n; Ty t; } kTys[] = {
+      {"b8", Ty::kB8},     {"b16", Ty::kB16},   {"b32", Ty::kB32},       {"b64", Ty::kB64},   {"u8", Ty::kU8},
+      {"u16", Ty::kU16},   {"u32", Ty::kU32},   {"u64", Ty::kU64},       {"s8", Ty::kS8},     {"s16", Ty::kS16},
+      {"s32", Ty::kS32},   {"s64", Ty::kS64},   {"f16", Ty::kF16},       {"f16x2", Ty::kF16x2},
+      {"bf16", Ty::kBF16}, {"bf16x2", Ty::kBF16x2}, {"f32", Ty::kF32},   {"f64", Ty::kF64},   {"pred", Ty::kPred},
+      {"b128", Ty::kB128},
+  };
+  for (const auto& e : kTys)
+    if (t == e.n) return e.t;
+  return Ty::kNone;
+}
+
+uint32_t ty_size(Ty t) {
+  switch (t) {
+    case Ty::kB8: case Ty::kU8: case Ty::kS8: case Ty::kPred: return 1;
+    case Ty::kB16: case Ty::kU16: case Ty::kS16: case Ty::kF16: case Ty::kBF16: return 2;
+    case Ty::kB32: case Ty::kU32: case Ty::kS32: case Ty::kF32: case Ty::kF16x2: case Ty::kBF16x2: return 4;
+    case Ty::kB64: case Ty::kU64: case Ty::kS64: case Ty::kF64: return 8;
+    case Ty::kB128: return 16;
+    case Ty::kNone: return 0;
+  }
+  return 0;
+}
+
+Result<std::unique_ptr<ProgramImpl>> decode(const ast::Module& m) {
+  auto p = std::make_unique<ProgramImpl>();
+  p->version = m.version;
+  p->target = m.target;
+  std::unordered_map<std::string, uint32_t> vars, funcs;
+  uint32_t shared_end = 0;
+  auto add_var = [&](const ast::Decl& d) -> Status {
+    if (vars.count(d.name)) {
+      // A later definition of an .extern declaration replaces it.
+      VariableInfo& old = p->variables[vars[d.name]];
+      if (!old.is_extern || d.is_extern) return invalid_argument("line " + std::to_string(d.line) + ": " + d.name + " declared twice");
+    }
+    VariableInfo v;
+    v.name = d.name;
+    v.space = d.space == "shared" ? Space::kShared : d.space == "const" ? Space::kConst
+            : d.space == "local" ? Space::kLocal : Space::kGlobal;
+    uint32_t esz = ast::type_size(d.type) * d.vec;
+    v.size = uint64_t{esz} * static_cast<uint64_t>(d.array < 0 ? 1 : d.array);
+    v.align = d.align ? d.align : std::max<uint32_t>(1, esz);
+    v.init = d.init;
+    if (v.init.size() > v.size) {
+      if (d.array == 0) v.size = v.init.size();  // b8 s[] = {...}
+      else return invalid_argument("line " + std::to_string(d.line) + ": initializer larger than " + d.name);
+    }
+    v.is_extern = d.is_extern;
+    v.visible = d.visible;
+    if (v.space == Space::kLocal) return invalid_argument("line " + std::to_string(d.line) + ": module-scope .local is not supported");
+    uint32_t off = 0;
+    if (v.space == Space::kShared && !v.is_extern) {
+      if (v.size > (1u << 26)) return invalid_argument("line " + std::to_string(d.line) + ": shared variable too large");
+      off = align_up(shared_end, v.align);
+      shared_end = off + static_cast<uint32_t>(v.size);
+    }
+    if (vars.count(d.name)) {
+      p->variables[vars[d.name]] = v;
+      p->shared_offset[vars[d.name]] = off;
+    } else {
+      vars[d.name] = static_cast<uint32_t>(p->variables.size());
+      p->variables.push_back(std::move(v));
+      p->shared_offset.push_back(off);
+    }
+    return Status::ok();
+  };
+  for (const auto& d : m.variables)
+    if (Status s = add_var(d); !s.is_ok()) return s;
+  for (const auto& f : m.functions)
+    for (const auto& st : f.body)
+      if (st.kind == ast::Statement::Kind::kDecl &&
+          (st.decl.space == "shared" || st.decl.space == "global" || st.decl.space == "const"))
+        if (Status s = add_var(st.decl); !s.is_ok()) return s;
+  // Dynamic shared memory (.extern .shared) starts after all static shared memory.
+  uint32_t dyn_base = align_up(shared_end, 16);
+  p->dyn_shared_base = dyn_base;
+  for (size_t i = 0; i < p->variables.size(); ++i)
+    if (p->variables[i].space == Space::kShared && p->variables[i].is_extern) p->shared_offset[i] = dyn_base;
+
+  // Functions: a prototype and its definition share one index.
+  std::vector<const ast::Function*> bodies;
+  for (const auto& f : m.functions) {
+    auto it = funcs.find(f.name);
+    uint32_t idx;
+    if (it == funcs.end()) {
+      idx = static_cast<uint32_t>(p->functions.size());
+      funcs[f.name] = idx;
+      p->functions.emplace_back();
+      bodies.push_back(nullptr);
+    } else {
+      idx = it->second;
+      if (f.has_body && bodies[idx]) return invalid_argument("line " + std::to_string(f.line) + ": " + f.name + " defined twice");
+    }
+    Function& fn = p->functions[idx];
+    fn.name = f.name;
+    fn.entry = f.entry;
+    fn.is_extern = f.is_extern;
+    fn.max_threads = f.max_threads;
+    if (f.has_body) {
+      fn.has_body = true;
+      bodies[idx] = &f;
+    }
+    // Parameter layout is needed by callers decoded before the body.
+    if (!f.entry && !f.has_body && bodies[idx] == nullptr) {
+      fn.param_offsets.clear();
+      fn.param_sizes.clear();
+      fn.ret_offsets.clear();
+      fn.ret_sizes.clear();
+    }
+  }
+  // Signatures first (callers may precede callees), then bodies.
+  for (size_t i = 0; i < p->functions.size(); ++i) {
+    Function& fn = p->functions[i];
+    const ast::Function* src = bodies[i];
+    if (!src) {
+      for (const auto& f : m.functions)
+        if (f.name == fn.name) src = &f;
+    }
+    uint32_t off = 0;
+    auto lay = [&](const ast::Decl& d, std::vector<uint32_t>* offs, std::vector<uint32_t>* sizes) {
+      uint32_t a = d.align ? d.align : std::max<uint32_t>(1, ast::type_size(d.type));
+      uint32_t sz = static_cast<uint32_t>(std::min<uint64_t>(
+          uint64_t{ast::type_size(d.type)} * d.vec * static_cast<uint64_t>(d.array < 0 ? 1 : d.array), 1u << 30));
+      off = align_up(off, a);
+      offs->push_back(off);
+      sizes->push_back(sz);
+      off += sz;
+    };
+    if (fn.entry) {
+      KernelInfo k;
+      k.name = fn.name;
+      for (const auto& q : src->params) {
+        ParamInfo pi;
+        pi.name = q.name;
+        pi.align = q.align ? q.align : std::max<uint32_t>(1, ast::type_size(q.type));
+        pi.size = static_cast<uint32_t>(std::min<uint64_t>(
+            uint64_t{ast::type_size(q.type)} * q.vec * static_cast<uint64_t>(q.array < 0 ? 1 : q.array), 1u << 20));
+        pi.offset = align_up(off, pi.align);
+        off = pi.offset + pi.size;
+        k.params.push_back(pi);
+      }
+      if (off > 32764 + 4096 * 8) return invalid_argument("line " + std::to_string(src->line) + ": kernel parameters too large");
+      k.param_bytes = off;
+      k.max_threads = fn.max_threads ? fn.max_threads : 1024;
+      p->kernel_function.push_back(static_cast<int>(i));
+      p->kernels.push_back(std::move(k));
+    } else {
+      for (const auto& r : src->rets) lay(r, &fn.ret_offsets, &fn.ret_sizes);
+      for (const auto& q : src->params) lay(q, &fn.param_offsets, &fn.param_sizes);
+    }
+  }
+  for (size_t i = 0; i < p->functions.size(); ++i) {
+    if (!bodies[i]) continue;
+    Function& fn = p->functions[i];
+    const std::vector<ParamInfo>* kp = nullptr;
+    if (fn.entry)
+      for (size_t k = 0; k < p->kernels.size(); ++k)
+        if (p->kernel_function[k] == static_cast<int>(i)) kp = &p->kernels[k].params;
+    fn.param_offsets.clear();
+    fn.param_sizes.clear();
+    fn.ret_offsets.clear();
+    fn.ret_sizes.clear();
+    FunctionDecoder fd(*p, funcs, vars, *bodies[i], fn, kp);
+    if (Status s = fd.run(); !s.is_ok()) return s;
+  }
+  // Per kernel: reachable functions -> unsupported reason, shared bytes, stack.
+  for (size_t k = 0; k < p->kernels.size(); ++k) {
+    std::vector<int> stack{p->kernel_function[k]};
+    std::vector<bool> seen(p->functions.size(), false);
+    std::string why;
+    uint64_t local = 0;
+    uint32_t shared = 0, regs = 0;
+    bool recursive = false;
+    while (!stack.empty()) {
+      int fi = stack.back();
+      stack.pop_back();
+      if (seen[fi]) { recursive = true; continue; }
+      seen[fi] = true;
+      const Function& fn = p->functions[fi];
+      if (why.empty() && !fn.unsupported.empty()) why = fn.unsupported;
+      local += fn.local_bytes;
+      regs = std::max(regs, fn.num_slots);
+      for (uint32_t v : fn.shared_vars)
+        if (!p->variables[v].is_extern)
+          shared = std::max<uint32_t>(shared, p->shared_offset[v] + static_cast<uint32_t>(p->variables[v].size));
+      for (const auto& cs : fn.calls)
+        if (cs.callee >= 0) stack.push_back(cs.callee);
+    }
+    // Recursion or shared callees: leave room for a few nested frames.
+    if (recursive) local = local * 4 + 4096;
+    p->kernels[k].static_shared_bytes = shared;
+    p->kernels[k].local_bytes = static_cast<uint32_t>(std::min<uint64_t>(local, 1u << 20));
+    p->kernels[k].num_regs = regs;
+    p->kernel_unsupported.push_back(why);
+    p->kernel_stack.push_back(p->kernels[k].local_bytes);
+  }
+  return p;
+}
+
+}  // namespace rgpu::ptx

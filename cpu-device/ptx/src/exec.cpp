@@ -1,0 +1,510 @@
+// The warp scheduler: runs the warps of a block in lockstep groups (lowest
+// PC first, so diverged lanes meet again at join points), handles calls,
+// barriers, exit and traps, and spreads blocks over worker threads.
+#include "exec.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <new>
+
+namespace rgpu::ptx {
+namespace {
+
+constexpr uint32_t kNoPc = 0xffffffffu;
+
+struct Frame {
+  const Function* fn = nullptr;
+  size_t reg_base = 0;      // in Warp::regs, u64 units
+  size_t lparam_base = 0;   // in Warp::lparams, bytes
+  uint32_t local_base = 0;  // per-thread local offset of this frame's .local data
+  uint32_t pc[32] = {};
+  uint32_t live = 0;        // lanes still running in this frame
+  uint32_t returned = 0;    // lanes that executed ret
+  uint32_t cur_pc = 0, cur_mask = 0;
+  uint32_t wait_min = kNoPc;
+  uint32_t call_site = 0;   // caller's CallSite index (frames above the first)
+  uint32_t call_pc = 0;     // caller's pc of the call
+};
+
+struct Warp {
+  uint32_t index = 0;
+  uint32_t exited = 0;
+  uint32_t blocked = 0;     // lanes waiting at a barrier
+  bool done = false;
+  bool at_barrier = false;
+  std::vector<Frame> frames;
+  size_t depth = 0;         // frames in use
+  std::vector<uint64_t> regs;
+  std::vector<uint8_t> lparams;
+  uint32_t local_sp = 0;
+  uint32_t special[kSpecialCount][32] = {};
+};
+
+enum class Stop { kDone, kBarrier, kFault };
+
+struct Worker {
+  LaunchState& st;
+  ExecCtx x;
+  std::vector<Warp> warps;
+  std::unique_ptr<uint8_t[]> shared_mem;
+  std::unique_ptr<uint8_t[]> local_mem;
+  uint64_t executed = 0;
+  uint64_t until_check = 0;
+
+  explicit Worker(LaunchState& s) : st(s) {}
+
+  // Fills a frame's slots from the function's init list.
+  void init_frame(Warp& w, Frame& f) {
+    const Function& fn = *f.fn;
+    size_t need = f.reg_base + static_cast<size_t>(fn.num_slots) * 32;
+    if (w.regs.size() < need) w.regs.resize(need);
+    uint64_t* regs = w.regs.data() + f.reg_base;
+    for (const SlotInit& si : fn.inits) {
+      uint64_t* s = regs + static_cast<size_t>(si.slot) * 32;
+      switch (si.kind) {
+        case SlotInit::Kind::kImm:
+          for (int l = 0; l < 32; ++l) s[l] = si.value;
+          break;
+        case SlotInit::Kind::kVarAddr: {
+          uint64_t v = si.index < st.var_addr.size() ? st.var_addr[si.index] : 0;
+          v = v ? v + si.value : 0;
+          for (int l = 0; l < 32; ++l) s[l] = v;
+          break;
+        }
+        case SlotInit::Kind::kSharedGeneric: {
+          uint64_t v = reinterpret_cast<uint64_t>(shared_mem.get()) + si.value;
+          for (int l = 0; l < 32; ++l) s[l] = v;
+          break;
+        }
+        case SlotInit::Kind::kLocalAddr:
+          for (int l = 0; l < 32; ++l) s[l] = f.local_base + si.value;
+          break;
+        case SlotInit::Kind::kSpecial:
+          for (int l = 0; l < 32; ++l) s[l] = w.special[si.index][l];
+          break;
+      }
+    }
+    size_t pneed = f.lparam_base + static_cast<size_t>(fn.lparam_bytes) * 32;
+    if (w.lparams.size() < pneed) w.lparams.resize(pneed);
+  }
+
+  void bind(Warp& w) {
+    Frame& f = w.frames[w.depth - 1];
+    x.regs = w.regs.data() + f.reg_base;
+    x.lparams = w.lparams.data() + f.lparam_base;
+    x.lparam_stride = f.fn->lparam_bytes;
+    x.thread_base = w.index * 32;
+    x.warp = nullptr;
+  }
+
+  static void regroup(Warp& w, Frame& f) {
+    for (uint32_t m = f.cur_mask; m; m &= m - 1) f.pc[__builtin_ctz(m)] = f.cur_pc;
+    uint32_t ready = f.live & ~w.blocked;
+    f.cur_mask = 0;
+    f.wait_min = kNoPc;
+    if (!ready) return;
+    uint32_t best = kNoPc, second = kNoPc;
+    for (uint32_t m = ready; m; m &= m - 1) {
+      uint32_t p = f.pc[__builtin_ctz(m)];
+      if (p < best) second = best, best = p;
+      else if (p > best && p < second) second = p;
+    }
+    for (uint32_t m = ready; m; m &= m - 1) {
+      int l = __builtin_ctz(m);
+      if (f.pc[l] == best) f.cur_mask |= 1u << l;
+    }
+    f.cur_pc = best;
+    f.wait_min = second;
+  }
+
+  static void merge(Warp& w, Frame& f) {
+    uint32_t ready = f.live & ~w.blocked & ~f.cur_mask;
+    uint32_t next = kNoPc;
+    for (uint32_t m = ready; m; m &= m - 1) {
+      int l = __builtin_ctz(m);
+      if (f.pc[l] == f.cur_pc) f.cur_mask |= 1u << l;
+      else if (f.pc[l] < next) next = f.pc[l];
+    }
+    f.wait_min = next;
+  }
+
+  bool fault(Fault kind, const std::string& msg, uint64_t addr = 0) {
+    x.set_fault(kind, msg, addr);
+    return false;
+  }
+
+  // Pops finished frames; false when the warp has no lanes left at all.
+  bool unwind(Warp& w) {
+    for (;;) {
+      Frame& f = w.frames[w.depth - 1];
+      if (f.live != 0) return true;
+      if (w.depth == 1) {
+        w.done = true;
+        return false;
+      }
+      // Return to the caller: copy return values, resume after the call.
+      Frame& c = w.frames[w.depth - 2];
+      uint32_t back = f.returned & ~w.exited;
+      const CallSite& cs = c.fn->calls[f.call_site];
+      uint8_t* from = w.lparams.data() + f.lparam_base;
+      uint8_t* to = w.lparams.data() + c.lparam_base;
+      for (uint32_t m = back; m; m &= m - 1) {
+        int l = __builtin_ctz(m);
+        for (const auto& cp : cs.rets)
+          memcpy(to + static_cast<size_t>(l) * c.fn->lparam_bytes + cp.to,
+                 from + static_cast<size_t>(l) * f.fn->lparam_bytes + cp.from, cp.size);
+        c.pc[l] = f.call_pc + 1;
+      }
+      w.local_sp = f.local_base;
+      --w.depth;
+      c.live &= ~w.exited;
+      c.cur_mask = 0;
+      regroup(w, c);
+      bind(w);
+    }
+  }
+
+  bool call(Warp& w, const Inst& in, uint32_t m) {
+    Frame& c = w.frames[w.depth - 1];
+    const CallSite& cs = c.fn->calls[in.target];
+    const Function* callee = &st.prog->functions[static_cast<size_t>(cs.callee)];
+    if (w.depth >= 1024) return fault(Fault::kIllegalAddress, "call stack overflow at line " + std::to_string(in.line));
+    // Lanes of the group that do not call wait after the call.
+    for (uint32_t r = c.cur_mask & ~m; r; r &= r - 1) c.pc[__builtin_ctz(r)] = c.cur_pc + 1;
+    for (uint32_t r = m; r; r &= r - 1) c.pc[__builtin_ctz(r)] = c.cur_pc;
+    uint32_t call_pc = c.cur_pc;
+    c.cur_mask = 0;
+    if (w.frames.size() <= w.depth) w.frames.emplace_back();
+    Frame& caller = w.frames[w.depth - 1];
+    Frame& f = w.frames[w.depth];
+    f = Frame{};
+    f.fn = callee;
+    f.reg_base = caller.reg_base + static_cast<size_t>(caller.fn->num_slots) * 32;
+    f.lparam_base = caller.lparam_base + static_cast<size_t>(caller.fn->lparam_bytes) * 32;
+    f.local_base = w.local_sp;
+    if (uint64_t{w.local_sp} + callee->local_bytes > st.local_stride)
+      return fault(Fault::kIllegalAddress, "local memory stack overflow calling " + callee->name + " at line " +
+                                               std::to_string(in.line));
+    w.local_sp += callee->local_bytes;
+    f.live = m;
+    f.cur_mask = m;
+    f.cur_pc = 0;
+    f.call_site = in.target;
+    f.call_pc = call_pc;
+    ++w.depth;
+    init_frame(w, f);
+    Frame& cf = w.frames[w.depth - 2];
+    uint8_t* from = w.lparams.data() + cf.lparam_base;
+    uint8_t* to = w.lparams.data() + f.lparam_base;
+    for (uint32_t r = m; r; r &= r - 1) {
+      int l = __builtin_ctz(r);
+      for (const auto& cp : cs.args)
+        memcpy(to + static_cast<size_t>(l) * callee->lparam_bytes + cp.to,
+               from + static_cast<size_t>(l) * cf.fn->lparam_bytes + cp.from, cp.size);
+    }
+    bind(w);
+    return true;
+  }
+
+  // Reads device memory for builtins (printf, assert): generic addresses.
+  bool read_generic(uint64_t addr, void* out, size_t n) {
+    uint64_t sh = reinterpret_cast<uint64_t>(x.shared);
+    uint64_t lo = reinterpret_cast<uint64_t>(x.local);
+    bool inside = (x.shared && addr >= sh && addr - sh + n <= x.shared_size) ||
+                  (x.local && addr >= lo && addr - lo + n <= x.local_total);
+    if (!inside && !st.check(addr, n, false)) return false;
+    memcpy(out, reinterpret_cast<const void*>(addr), n);
+    return true;
+  }
+  bool read_string(uint64_t addr, std::string* s) {
+    for (size_t i = 0; i < 65536; ++i) {
+      char ch;
+      if (!read_generic(addr + i, &ch, 1)) return false;
+      if (ch == 0) return true;
+      s->push_back(ch);
+    }
+    return true;
+  }
+
+  bool builtin(Warp& w, const Inst& in, uint32_t m) {
+    Frame& f = w.frames[w.depth - 1];
+    const CallSite& cs = f.fn->calls[in.target];
+    auto arg64 = [&](int l, size_t k) -> uint64_t {
+      uint64_t v = 0;
+      if (k < cs.args.size())
+        memcpy(&v, x.lparams + static_cast<size_t>(l) * x.lparam_stride + cs.args[k].from, std::min<uint32_t>(8, cs.args[k].size));
+      return v;
+    };
+    for (uint32_t r = m; r; r &= r - 1) {
+      int l = __builtin_ctz(r);
+      if (cs.builtin == 1) {
+        std::string fmt;
+        if (!read_string(arg64(l, 0), &fmt))
+          return fault(Fault::kIllegalAddress, "printf format string at a bad address, line " + std::to_string(in.line),
+                       arg64(l, 0));
+        bool ok = true;
+        std::string text = format_printf(fmt, arg64(l, 1),
+                                         [&](uint64_t a, void* o, size_t n) { return read_generic(a, o, n); }, &ok);
+        if (!ok) return fault(Fault::kIllegalAddress, "printf arguments at a bad address, line " + std::to_string(in.line));
+        if (st.env->printf_sink) st.env->printf_sink(text);
+        else fwrite(text.data(), 1, text.size(), stdout);
+        int32_t ret = static_cast<int32_t>(text.size());
+        for (const auto& cp : cs.rets)
+          memcpy(x.lparams + static_cast<size_t>(l) * x.lparam_stride + cp.to, &ret, std::min<uint32_t>(4, cp.size));
+      } else if (cs.builtin == 2) {
+        std::string msg, file, func;
+        read_string(arg64(l, 0), &msg);
+        read_string(arg64(l, 1), &file);
+        read_string(arg64(l, 3), &func);
+        uint32_t line = static_cast<uint32_t>(arg64(l, 2));
+        return fault(Fault::kTrap, "device assertion failed: " + msg + " (" + file + ":" + std::to_string(line) + " in " +
+                                       func + ")");
+      }
+    }
+    return true;
+  }
+
+  bool watchdog() {
+    until_check = 1 << 14;
+    if (st.stop.load(std::memory_order_relaxed)) return fault(Fault::kTimeout, "stopped");
+    const LaunchEnv& env = *st.env;
+    if (env.cancel && env.cancel->load(std::memory_order_relaxed))
+      return fault(Fault::kTimeout, "launch cancelled in " + st.kernel->name);
+    if (env.deadline != std::chrono::steady_clock::time_point::max() && std::chrono::steady_clock::now() > env.deadline)
+      return fault(Fault::kTimeout, "launch timed out in " + st.kernel->name);
+    return true;
+  }
+
+  Stop run_warp(Warp& w) {
+    bind(w);
+    for (;;) {
+      Frame& f = w.frames[w.depth - 1];
+      if (f.cur_mask == 0) {
+        if (f.live & ~w.blocked) {
+          regroup(w, f);
+          continue;
+        }
+        if (f.live == 0) {
+          if (!unwind(w)) return Stop::kDone;
+          continue;
+        }
+        w.at_barrier = true;
+        return Stop::kBarrier;
+      }
+      if (f.cur_pc == f.wait_min) merge(w, f);
+      const Inst& in = f.fn->code[f.cur_pc];
+      uint32_t m = f.cur_mask;
+      if (in.guard != kNoSlot) {
+        const uint64_t* g = x.reg(in.guard);
+        uint32_t pm = 0;
+        for_lanes(m, [&](int l) { pm |= static_cast<uint32_t>((g[l] & 1) ^ in.guard_neg) << l; });
+        m = pm;
+      }
+      executed += static_cast<uint64_t>(__builtin_popcount(m));
+      if (--until_check == 0 && !watchdog()) return Stop::kFault;
+      switch (in.kind) {
+        case Kind::kOp:
+          if (m) {
+            in.fn(x, in, m);
+            if (x.fault != Fault::kNone) return Stop::kFault;
+          }
+          ++f.cur_pc;
+          break;
+        case Kind::kNop: ++f.cur_pc; break;
+        case Kind::kBra:
+          if (m == f.cur_mask) {
+            f.cur_pc = in.target;
+            if (f.cur_pc > f.wait_min) regroup(w, f);
+          } else if (m == 0) {
+            ++f.cur_pc;
+          } else {
+            for (uint32_t r = m; r; r &= r - 1) f.pc[__builtin_ctz(r)] = in.target;
+            for (uint32_t r = f.cur_mask & ~m; r; r &= r - 1) f.pc[__builtin_ctz(r)] = f.cur_pc + 1;
+            f.cur_mask = 0;
+            regroup(w, f);
+          }
+          break;
+        case Kind::kExit:
+        case Kind::kRet: {
+          if (m == 0) {
+            ++f.cur_pc;
+            break;
+          }
+          if (in.kind == Kind::kExit || w.depth == 1) {
+            w.exited |= m;
+            for (size_t k = 0; k < w.depth; ++k) w.frames[k].live &= ~m;
+          } else {
+            f.returned |= m;
+            f.live &= ~m;
+          }
+          uint32_t rest = f.cur_mask & ~m;
+          f.cur_mask = rest;
+          if (rest) ++f.cur_pc;
+          break;
+        }
+        case Kind::kCall:
+          if (m == 0) {
+            ++f.cur_pc;
+            break;
+          }
+          if (!call(w, in, m)) return Stop::kFault;
+          break;
+        case Kind::kExtern:
+          if (m && !builtin(w, in, m)) return Stop::kFault;
+          ++f.cur_pc;
+          break;
+        case Kind::kBar:
+          if (m == 0) {
+            ++f.cur_pc;
+            break;
+          }
+          w.blocked |= m;
+          ++f.cur_pc;
+          for (uint32_t r = f.cur_mask; r; r &= r - 1) f.pc[__builtin_ctz(r)] = f.cur_pc;
+          f.cur_mask = 0;
+          regroup(w, f);
+          break;
+        case Kind::kTrap:
+          if (m == 0) {
+            ++f.cur_pc;
+            break;
+          }
+          fault(Fault::kTrap, "trap at line " + std::to_string(in.line) + " in " + f.fn->name);
+          return Stop::kFault;
+        case Kind::kUnsupported:
+          if (m == 0) {
+            ++f.cur_pc;
+            break;
+          }
+          fault(Fault::kUnsupported, "unsupported instruction at line " + std::to_string(in.line) + " in " + f.fn->name);
+          return Stop::kFault;
+      }
+    }
+  }
+
+  void setup_warp(Warp& w, uint32_t index, const uint32_t ctaid[3], uint32_t nthreads) {
+    const Dim3& b = st.block;
+    w.index = index;
+    w.exited = 0;
+    w.blocked = 0;
+    w.done = false;
+    w.at_barrier = false;
+    w.depth = 1;
+    w.local_sp = st.kernel->local_bytes;
+    if (w.frames.empty()) w.frames.emplace_back();
+    uint32_t exists = 0;
+    for (uint32_t l = 0; l < 32; ++l) {
+      uint32_t t = index * 32 + l;
+      if (t < nthreads) exists |= 1u << l;
+      w.special[kTidX][l] = t % b.x;
+      w.special[kTidY][l] = (t / b.x) % b.y;
+      w.special[kTidZ][l] = t / (b.x * b.y);
+      w.special[kNtidX][l] = b.x;
+      w.special[kNtidY][l] = b.y;
+      w.special[kNtidZ][l] = b.z;
+      w.special[kCtaidX][l] = ctaid[0];
+      w.special[kCtaidY][l] = ctaid[1];
+      w.special[kCtaidZ][l] = ctaid[2];
+      w.special[kNctaidX][l] = st.grid.x;
+      w.special[kNctaidY][l] = st.grid.y;
+      w.special[kNctaidZ][l] = st.grid.z;
+      w.special[kLaneId][l] = l;
+      w.special[kWarpId][l] = index;
+      w.special[kNWarpId][l] = st.warps_per_block;
+      w.special[kLanemaskEq][l] = 1u << l;
+      w.special[kLanemaskLe][l] = static_cast<uint32_t>((2ull << l) - 1);
+      w.special[kLanemaskLt][l] = (1u << l) - 1;
+      w.special[kLanemaskGe][l] = ~((1u << l) - 1);
+      w.special[kLanemaskGt][l] = static_cast<uint32_t>(~((2ull << l) - 1));
+      w.special[kSmId][l] = 0;
+      w.special[kNSmId][l] = 1;
+      w.special[kGridId][l] = 1;
+    }
+    Frame& f = w.frames[0];
+    f = Frame{};
+    f.fn = st.kernel;
+    f.live = exists;
+    f.cur_mask = exists;
+    f.cur_pc = 0;
+    init_frame(w, f);
+  }
+
+  bool run_block(uint64_t linear) {
+    uint32_t ctaid[3] = {static_cast<uint32_t>(linear % st.grid.x),
+                         static_cast<uint32_t>((linear / st.grid.x) % st.grid.y),
+                         static_cast<uint32_t>(linear / (uint64_t{st.grid.x} * st.grid.y))};
+    uint32_t nthreads = static_cast<uint32_t>(st.block.count());
+    for (uint32_t i = 0; i < st.warps_per_block; ++i) setup_warp(warps[i], i, ctaid, nthreads);
+    for (;;) {
+      bool all_done = true;
+      for (uint32_t i = 0; i < st.warps_per_block; ++i) {
+        Warp& w = warps[i];
+        if (w.done || w.at_barrier) {
+          all_done = all_done && w.done;
+          continue;
+        }
+        Stop s = run_warp(w);
+        if (s == Stop::kFault) return false;
+        if (s == Stop::kBarrier) all_done = false;
+      }
+      if (all_done) return true;
+      // Every warp is done or waiting: release the barrier.
+      for (uint32_t i = 0; i < st.warps_per_block; ++i) {
+        Warp& w = warps[i];
+        if (w.done) continue;
+        w.at_barrier = false;
+        w.blocked = 0;
+        Frame& f = w.frames[w.depth - 1];
+        f.cur_mask = 0;
+        regroup(w, f);
+      }
+    }
+  }
+
+  void run() {
+    const uint32_t threads = static_cast<uint32_t>(st.block.count());
+    warps.resize(st.warps_per_block);
+    try {
+      shared_mem.reset(new (std::align_val_t(64)) uint8_t[std::max<uint32_t>(st.shared_bytes, 16)]);
+      if (st.local_stride)
+        local_mem.reset(new (std::align_val_t(64)) uint8_t[static_cast<size_t>(st.local_stride) * st.warps_per_block * 32]);
+    } catch (const std::bad_alloc&) {
+      st.record(Fault::kOutOfResources, "cannot allocate block memory for " + st.kernel->name, 0);
+      return;
+    }
+    (void)threads;
+    x.shared = shared_mem.get();
+    x.shared_size = st.shared_bytes;
+    x.local = local_mem.get();
+    x.local_stride = st.local_stride;
+    x.local_total = uint64_t{st.local_stride} * st.warps_per_block * 32;
+    x.kparams = st.params;
+    x.kparam_size = st.params_size;
+    x.launch = &st;
+    until_check = 1 << 14;
+    const uint64_t blocks = st.grid.count();
+    while (!st.stop.load(std::memory_order_relaxed)) {
+      uint64_t b = st.next_block.fetch_add(1, std::memory_order_relaxed);
+      if (b >= blocks) break;
+      if (!run_block(b)) {
+        if (x.fault == Fault::kTimeout && x.message == "stopped") break;  // another block faulted
+        char where[96];
+        snprintf(where, sizeof(where), " (kernel %s, block %llu)", st.kernel->name.c_str(),
+                 static_cast<unsigned long long>(b));
+        st.record(x.fault, x.message + where, x.fault_addr);
+        break;
+      }
+    }
+    st.instructions.fetch_add(executed, std::memory_order_relaxed);
+  }
+};
+
+}  // namespace
+
+void run_worker(LaunchState& st) {
+  auto w = std::make_unique<Worker>(st);
+  w->run();
+}
+
+}  // namespace rgpu::ptx

@@ -1,0 +1,59 @@
+// Launch-wide state shared by the worker threads of one launch, and the
+// entry point that runs one block. Private to rgpu_ptx.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ir.h"
+
+namespace rgpu::ptx {
+
+// Read-only during the launch except for the atomics and the fault record.
+struct LaunchState {
+  const ProgramImpl* prog = nullptr;
+  const Function* kernel = nullptr;
+  const LaunchEnv* env = nullptr;
+  Dim3 grid, block;
+  uint32_t warps_per_block = 0;
+  uint32_t shared_bytes = 0;      // static + dynamic, per block
+  uint32_t local_stride = 0;      // per thread
+  const uint8_t* params = nullptr;
+  uint32_t params_size = 0;
+  std::vector<uint64_t> var_addr;  // per module variable (0 if none)
+
+  std::atomic<uint64_t> next_block{0};
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> instructions{0};
+  std::mutex fault_mu;
+  LaunchResult first_fault;        // guarded by fault_mu
+
+  bool check(uint64_t addr, size_t size, bool write) const {
+    if (addr < 65536) return false;  // the null page is never device memory
+    return !env->checker || env->checker(addr, size, write);
+  }
+  void record(Fault f, const std::string& msg, uint64_t addr) {
+    std::lock_guard<std::mutex> lock(fault_mu);
+    if (first_fault.fault == Fault::kNone) {
+      first_fault.fault = f;
+      first_fault.message = msg;
+      first_fault.address = addr;
+    }
+    stop.store(true, std::memory_order_relaxed);
+  }
+};
+
+// Runs blocks from st.next_block until none are left or st.stop is set.
+// One call per worker thread.
+void run_worker(LaunchState& st);
+
+// Formats a device printf: fmt and the packed argument buffer as nvcc lays
+// it out (each argument aligned to its size). `read` fetches device memory
+// safely; false on a bad address.
+std::string format_printf(const std::string& fmt, uint64_t args_addr,
+                          const std::function<bool(uint64_t, void*, size_t)>& read, bool* ok);
+
+}  // namespace rgpu::ptx

@@ -1,0 +1,160 @@
+// Program: parse + decode, module queries, and launch (checks the shape,
+// then runs blocks on the caller's pool or on threads started here).
+#include <cuda.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "decode.h"
+#include "exec.h"
+#include "rgpu/common/log.h"
+
+namespace rgpu::ptx {
+
+int cuda_error_code(Fault fault) {
+  switch (fault) {
+    case Fault::kNone: return CUDA_SUCCESS;
+    case Fault::kIllegalAddress: return CUDA_ERROR_ILLEGAL_ADDRESS;
+    case Fault::kMisalignedAddress: return CUDA_ERROR_MISALIGNED_ADDRESS;
+    case Fault::kUnsupported: return CUDA_ERROR_NOT_SUPPORTED;
+    case Fault::kIllegalInstruction: return CUDA_ERROR_ILLEGAL_INSTRUCTION;
+    case Fault::kTimeout: return CUDA_ERROR_LAUNCH_TIMEOUT;
+    case Fault::kTrap: return CUDA_ERROR_ASSERT;
+    case Fault::kInvalidLaunch: return CUDA_ERROR_INVALID_VALUE;
+    case Fault::kOutOfResources: return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+  }
+  return CUDA_ERROR_LAUNCH_FAILED;
+}
+
+const char* fault_name(Fault fault) {
+  switch (fault) {
+    case Fault::kNone: return "none";
+    case Fault::kIllegalAddress: return "illegal_address";
+    case Fault::kMisalignedAddress: return "misaligned_address";
+    case Fault::kUnsupported: return "unsupported";
+    case Fault::kIllegalInstruction: return "illegal_instruction";
+    case Fault::kTimeout: return "timeout";
+    case Fault::kTrap: return "trap";
+    case Fault::kInvalidLaunch: return "invalid_launch";
+    case Fault::kOutOfResources: return "out_of_resources";
+  }
+  return "unknown";
+}
+
+Status LaunchResult::status() const {
+  switch (fault) {
+    case Fault::kNone: return Status::ok();
+    case Fault::kInvalidLaunch: return invalid_argument(message);
+    case Fault::kUnsupported: return unimplemented(message);
+    case Fault::kOutOfResources: return overloaded(message);
+    default: return failed(std::string(fault_name(fault)) + ": " + message);
+  }
+}
+
+Program::Program(std::unique_ptr<ProgramImpl> impl) : impl_(std::move(impl)) {}
+Program::~Program() = default;
+
+Result<std::unique_ptr<Program>> Program::parse(std::string_view ptx_text) {
+  Result<ast::Module> m = ast::parse(ptx_text);
+  if (!m.is_ok()) return m.status();
+  Result<std::unique_ptr<ProgramImpl>> impl = decode(m.value());
+  if (!impl.is_ok()) return impl.status();
+  return std::unique_ptr<Program>(new Program(std::move(impl.value())));
+}
+
+const std::vector<KernelInfo>& Program::kernels() const { return impl_->kernels; }
+const std::vector<VariableInfo>& Program::variables() const { return impl_->variables; }
+const std::string& Program::target() const { return impl_->target; }
+const std::string& Program::version() const { return impl_->version; }
+
+int Program::find_kernel(std::string_view name) const {
+  for (size_t i = 0; i < impl_->kernels.size(); ++i)
+    if (impl_->kernels[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+int Program::find_variable(std::string_view name) const {
+  for (size_t i = 0; i < impl_->variables.size(); ++i)
+    if (impl_->variables[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+std::string Program::unsupported_reason(int kernel_index) const {
+  if (kernel_index < 0 || static_cast<size_t>(kernel_index) >= impl_->kernels.size()) return "no such kernel";
+  return impl_->kernel_unsupported[static_cast<size_t>(kernel_index)];
+}
+
+namespace {
+LaunchResult refuse(Fault f, std::string msg) {
+  LaunchResult r;
+  r.fault = f;
+  r.message = std::move(msg);
+  return r;
+}
+}  // namespace
+
+LaunchResult Program::launch(int kernel_index, Dim3 grid, Dim3 block, uint32_t dynamic_shared_bytes,
+                             const void* params, size_t params_size, const LaunchEnv& env) const {
+  const ProgramImpl& p = *impl_;
+  if (kernel_index < 0 || static_cast<size_t>(kernel_index) >= p.kernels.size())
+    return refuse(Fault::kInvalidLaunch, "no kernel with index " + std::to_string(kernel_index));
+  const KernelInfo& k = p.kernels[static_cast<size_t>(kernel_index)];
+  const std::string& why = p.kernel_unsupported[static_cast<size_t>(kernel_index)];
+  if (!why.empty()) return refuse(Fault::kUnsupported, why);
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0)
+    return refuse(Fault::kInvalidLaunch, "empty grid or block for " + k.name);
+  if (block.count() > k.max_threads || block.x > 1024 || block.y > 1024 || block.z > 64)
+    return refuse(Fault::kInvalidLaunch, "block of " + std::to_string(block.count()) + " threads too large for " + k.name);
+  if (grid.y > 65535 || grid.z > 65535)
+    return refuse(Fault::kInvalidLaunch, "grid too large for " + k.name);
+  if (params_size < k.param_bytes || (k.param_bytes && !params))
+    return refuse(Fault::kInvalidLaunch, "parameter buffer of " + std::to_string(params_size) + " bytes, " + k.name +
+                                             " needs " + std::to_string(k.param_bytes));
+  uint64_t shared = k.static_shared_bytes;
+  if (dynamic_shared_bytes) shared = std::max<uint64_t>(shared, uint64_t{p.dyn_shared_base} + dynamic_shared_bytes);
+  if (shared > 228 * 1024)
+    return refuse(Fault::kInvalidLaunch, "shared memory of " + std::to_string(shared) + " bytes too large for " + k.name);
+
+  LaunchState st;
+  st.prog = &p;
+  st.kernel = &p.functions[static_cast<size_t>(p.kernel_function[static_cast<size_t>(kernel_index)])];
+  st.env = &env;
+  st.grid = grid;
+  st.block = block;
+  st.warps_per_block = static_cast<uint32_t>((block.count() + 31) / 32);
+  st.shared_bytes = static_cast<uint32_t>(shared);
+  st.local_stride = (k.local_bytes + 15) / 16 * 16;
+  st.params = static_cast<const uint8_t*>(params);
+  st.params_size = static_cast<uint32_t>(std::min<size_t>(params_size, 1u << 20));
+  st.var_addr = env.variable_addresses;
+  st.var_addr.resize(p.variables.size(), 0);
+
+  uint64_t blocks = grid.count();
+  unsigned workers = env.pool ? env.pool->concurrency() : env.workers;
+  if (workers == 0) workers = std::max(1u, std::thread::hardware_concurrency());
+  workers = static_cast<unsigned>(std::min<uint64_t>(workers, blocks));
+  if (workers <= 1) {
+    run_worker(st);
+  } else if (env.pool) {
+    env.pool->run(workers, [&](unsigned) { run_worker(st); });
+  } else {
+    std::vector<std::thread> threads;
+    threads.reserve(workers - 1);
+    try {
+      for (unsigned i = 1; i < workers; ++i) threads.emplace_back([&st] { run_worker(st); });
+    } catch (const std::system_error&) {
+      // Fewer threads than asked for: the ones we have share the blocks.
+    }
+    run_worker(st);
+    for (auto& t : threads) t.join();
+  }
+  LaunchResult r;
+  {
+    std::lock_guard<std::mutex> lock(st.fault_mu);
+    r = st.first_fault;
+  }
+  r.thread_instructions = st.instructions.load();
+  if (!r.ok()) RGPU_DEBUG("ptx launch fault kernel=%s fault=%s msg=\"%s\"", k.name.c_str(), fault_name(r.fault), r.message.c_str());
+  return r;
+}
+
+}  // namespace rgpu::ptx
