@@ -5,6 +5,8 @@
 #   RGPU_SHIM_MAP               the linker version script (-Wl,--version-script)
 #   RGPU_SHIM_EXPORT_LISTS      the exported-name lists the map is made from
 #   RGPU_SHIM_GENERATOR         the generator (client-shim/api/gen_api.py)
+#   RGPU_SHIM_API_OWN_FUNCTIONS the exported functions that the hand-written
+#                               files among RGPU_SHIM_API_SOURCES define
 # and defines the target rgpu_regen_check, which fails when regenerating would
 # change the checked-in files in client-shim/generated/.
 get_filename_component(_rgpu_shim_dir "${CMAKE_CURRENT_LIST_DIR}" DIRECTORY)
@@ -18,6 +20,8 @@ set(RGPU_SHIM_API_SOURCES
 set(RGPU_SHIM_MAP ${_rgpu_shim_dir}/generated/librgpu.map)
 set(RGPU_SHIM_EXPORT_LISTS ${_rgpu_shim_dir}/api/libcuda.exports)
 set(RGPU_SHIM_GENERATOR ${_rgpu_shim_dir}/api/gen_api.py)
+set(RGPU_SHIM_API_OWN_FUNCTIONS
+    cuGetErrorName cuGetErrorString cuGetExportTable cuGetProcAddress cuGetProcAddress_v2)
 
 # The build never regenerates by itself (that would hide a forgotten commit
 # of the output); the check, also a ctest (tests/shim), reports it instead.
