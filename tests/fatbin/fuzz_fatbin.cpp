@@ -6,6 +6,7 @@
 #include "rgpu/fatbin/fatbin.h"
 
 using namespace rgpu::fatbin;
+using rgpu::Result;
 
 namespace {
 
