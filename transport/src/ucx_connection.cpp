@@ -1,0 +1,424 @@
+// One UCX connection: framing and sending, the hello handshake, in-order
+// delivery of received messages, payloads, and closing.
+#include <cstring>
+
+#include "rgpu/common/log.h"
+#include "ucx_internal.h"
+
+namespace rgpu::transport::ucx {
+namespace {
+
+// Completion callbacks own the request: ucp_request_free() before completion
+// would silence them.
+void send_done(void* request, ucs_status_t status, void* user_data) {
+  static_cast<Waiter*>(user_data)->complete(status);
+  ucp_request_free(request);
+}
+
+void recv_done(void* request, ucs_status_t status, size_t length, void* user_data) {
+  static_cast<Waiter*>(user_data)->complete(status);
+  ucp_request_free(request);
+}
+
+void ep_error_cb(void* arg, ucp_ep_h ep, ucs_status_t status) {
+  static_cast<UcxConnection*>(arg)->on_error(status);
+}
+
+// Fire-and-forget send of a hello or ack; the header lives in the connection.
+ucs_status_t send_control(ucp_ep_h ep, unsigned id, const Hello* hello, uint32_t flags) {
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  p.flags = flags;
+  ucs_status_ptr_t req = ucp_am_send_nbx(ep, id, hello, sizeof(Hello), nullptr, 0, &p);
+  if (req == nullptr) return UCS_OK;
+  if (UCS_PTR_IS_ERR(req)) return UCS_PTR_STATUS(req);
+  ucp_request_free(req);
+  return UCS_OK;
+}
+
+}  // namespace
+
+// ---- payloads ---------------------------------------------------------------
+
+CopiedPayload::CopiedPayload(const void* data, size_t size)
+    : data_(static_cast<const std::byte*>(data), static_cast<const std::byte*>(data) + size) {}
+
+Status CopiedPayload::receive(void* dst) {
+  if (taken_) return invalid_argument("payload already received");
+  taken_ = true;
+  if (data_.empty()) return Status::ok();
+  if (dst == nullptr) return invalid_argument("null receive buffer");
+  std::memcpy(dst, data_.data(), data_.size());
+  return Status::ok();
+}
+
+RndvPayload::~RndvPayload() {
+  if (taken_.load(std::memory_order_acquire)) return;
+  std::shared_lock<std::shared_mutex> lock(core_->life());
+  if (core_->alive()) ucp_am_data_release(core_->worker(), desc_);
+}
+
+Status RndvPayload::receive(void* dst) {
+  if (taken_.exchange(true, std::memory_order_acq_rel)) return invalid_argument("payload already received");
+  Waiter waiter;
+  {
+    std::shared_lock<std::shared_mutex> lock(core_->life());
+    if (!core_->alive()) return disconnected("transport shut down");
+    if (dst == nullptr) {
+      ucp_am_data_release(core_->worker(), desc_);
+      return invalid_argument("null receive buffer");
+    }
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.cb.recv_am = recv_done;
+    p.user_data = &waiter;
+    waiter.add();
+    ucs_status_ptr_t req = ucp_am_recv_data_nbx(core_->worker(), desc_, dst, size_, &p);
+    if (req == nullptr) {
+      waiter.complete(UCS_OK);
+    } else if (UCS_PTR_IS_ERR(req)) {
+      waiter.complete(UCS_PTR_STATUS(req));
+    } else if (!core_->on_progress_thread()) {
+      core_->kick();
+    }
+  }
+  const ucs_status_t st = core_->wait(waiter);
+  if (st != UCS_OK) return disconnected(std::string("payload receive failed: ") + ucs_status_string(st));
+  return Status::ok();
+}
+
+// ---- connection -------------------------------------------------------------
+
+UcxConnection::UcxConnection(std::shared_ptr<Core> core, std::string peer, bool client)
+    : core_(std::move(core)), peer_(std::move(peer)), client_(client) {}
+
+UcxConnection::~UcxConnection() = default;
+
+Status UcxConnection::create_client_ep(const sockaddr_storage& addr, socklen_t len) {
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_ERR_HANDLER |
+                 UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  p.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+  p.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
+  p.sockaddr.addrlen = len;
+  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  p.err_handler.cb = ep_error_cb;
+  p.err_handler.arg = this;
+  const ucs_status_t st = ucp_ep_create(core_->worker(), &p, &ep_);
+  if (st != UCS_OK) {
+    ep_ = nullptr;
+    return disconnected(std::string("cannot connect to ") + peer_ + ": " + ucs_status_string(st));
+  }
+  return Status::ok();
+}
+
+Status UcxConnection::create_server_ep(ucp_conn_request_h request) {
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLER |
+                 UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  p.conn_request = request;
+  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  p.err_handler.cb = ep_error_cb;
+  p.err_handler.arg = this;
+  const ucs_status_t st = ucp_ep_create(core_->worker(), &p, &ep_);
+  if (st != UCS_OK) {
+    ep_ = nullptr;
+    return failed(std::string("cannot accept from ") + peer_ + ": " + ucs_status_string(st));
+  }
+  return Status::ok();
+}
+
+Status UcxConnection::send_hello() {
+  hello_buf_ = Hello{kHelloMagic, kWireVersion, local_id_, 0};
+  const ucs_status_t st = send_control(ep_, kAmHello, &hello_buf_, UCP_AM_SEND_FLAG_REPLY);
+  if (st != UCS_OK) return disconnected(std::string("hello failed: ") + ucs_status_string(st));
+  return Status::ok();
+}
+
+void UcxConnection::on_hello(const Hello& hello) {
+  if (state_.load() != kConnecting) return;
+  if (listener_ == nullptr || listener_->listener == nullptr) {
+    // The listener was destroyed after the request arrived: refuse.
+    core_->defer([self = shared_from_this()] { self->close_locked(true, disconnected("listener closed")); });
+    return;
+  }
+  peer_id_ = hello.client_conn_id;
+  hello_buf_ = Hello{kHelloMagic, kWireVersion, hello.client_conn_id, local_id_};
+  const ucs_status_t st = send_control(ep_, kAmHelloAck, &hello_buf_, 0);
+  if (st != UCS_OK) {
+    RGPU_WARN("transport=ucx event=accept_failed peer=%s status=%s", peer_.c_str(), ucs_status_string(st));
+    core_->defer([self = shared_from_this()] { self->close_locked(true, disconnected("accept failed")); });
+    return;
+  }
+  state_.store(kOpen, std::memory_order_release);
+  dispatched_ = true;
+  Event ev;
+  ev.kind = Event::kAccept;
+  ev.conn = shared_from_this();
+  ev.listener = std::move(listener_);
+  core_->push_event(std::move(ev));
+  RGPU_DEBUG("transport=ucx event=accepted peer=%s conn_id=%u", peer_.c_str(), local_id_);
+}
+
+void UcxConnection::on_hello_ack(const Hello& ack) {
+  std::lock_guard<std::mutex> lock(connect_mu_);
+  if (state_.load() != kConnecting || abandoned_) return;
+  peer_id_ = ack.server_conn_id;
+  state_.store(kOpen, std::memory_order_release);
+  established_ = true;
+  dispatched_ = true;
+  connect_cv_.notify_all();
+}
+
+Status UcxConnection::wait_established(std::chrono::steady_clock::time_point deadline) {
+  const bool ok = core_->wait_until(connect_mu_, connect_cv_,
+                                    [this] { return established_ || !connect_error_.is_ok(); }, deadline);
+  std::lock_guard<std::mutex> lock(connect_mu_);
+  if (established_) return Status::ok();
+  abandoned_ = true;
+  if (!ok) return disconnected("connect to " + peer_ + " timed out");
+  return connect_error_;
+}
+
+ucs_status_t UcxConnection::post_am(Waiter& waiter, const Frame& frame, const void* header,
+                                    size_t header_len, const void* data, size_t length) {
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.send = send_done;
+  p.user_data = &waiter;
+  const size_t threshold = core_->rndv_threshold();
+  if (threshold != 0 && length != 0 && (frame.flags & (kHeaderInData | kHeaderPart)) == 0) {
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = length >= threshold ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER;
+  }
+  waiter.add();
+  ucs_status_ptr_t req = ucp_am_send_nbx(ep_, kAmMessage, header, header_len, data, length, &p);
+  if (req == nullptr) {
+    waiter.complete(UCS_OK);
+    return UCS_OK;
+  }
+  if (UCS_PTR_IS_ERR(req)) {
+    waiter.complete(UCS_PTR_STATUS(req));
+    return UCS_PTR_STATUS(req);
+  }
+  return UCS_INPROGRESS;
+}
+
+Status UcxConnection::send(Bytes header, Bytes payload) {
+  if (header.size() > kMaxHeader) return invalid_argument("header too large");
+  Waiter waiter;
+  // Buffers UCX may read until the requests complete, so outside the lock scope.
+  std::byte inline_buf[sizeof(Frame) + kMaxInlineHeader];
+  Frame frames[2];
+  bool in_flight = false;
+  {
+    std::shared_lock<std::shared_mutex> lock(ep_mu_);
+    if (state_.load(std::memory_order_acquire) != kOpen) return disconnected("connection closed");
+    ucs_status_t st;
+    if (header.size() <= core_->max_inline_header()) {
+      frames[0] = Frame{next_send_seq_.fetch_add(1, std::memory_order_relaxed), peer_id_, kHeaderInline};
+      std::memcpy(inline_buf, &frames[0], sizeof(Frame));
+      if (!header.empty()) std::memcpy(inline_buf + sizeof(Frame), header.data(), header.size());
+      st = post_am(waiter, frames[0], inline_buf, sizeof(Frame) + header.size(), payload.data(),
+                   payload.size());
+      in_flight = st == UCS_INPROGRESS;
+    } else if (payload.empty()) {
+      frames[0] = Frame{next_send_seq_.fetch_add(1, std::memory_order_relaxed), peer_id_, kHeaderInData};
+      st = post_am(waiter, frames[0], &frames[0], sizeof(Frame), header.data(), header.size());
+      in_flight = st == UCS_INPROGRESS;
+    } else {
+      const uint64_t seq = next_send_seq_.fetch_add(2, std::memory_order_relaxed);
+      frames[0] = Frame{seq, peer_id_, kHeaderPart};
+      frames[1] = Frame{seq + 1, peer_id_, kHeaderFromPrev};
+      st = post_am(waiter, frames[0], &frames[0], sizeof(Frame), header.data(), header.size());
+      in_flight = st == UCS_INPROGRESS;
+      if (st == UCS_OK || st == UCS_INPROGRESS) {
+        st = post_am(waiter, frames[1], &frames[1], sizeof(Frame), payload.data(), payload.size());
+        in_flight = in_flight || st == UCS_INPROGRESS;
+      }
+    }
+    if (in_flight && !core_->on_progress_thread()) core_->kick();
+  }
+  const ucs_status_t st = core_->wait(waiter);
+  if (st != UCS_OK) return disconnected(std::string("send failed: ") + ucs_status_string(st));
+  return Status::ok();
+}
+
+void UcxConnection::close() {
+  {
+    std::unique_lock<std::shared_mutex> lock(ep_mu_);
+    int expected = kOpen;
+    if (!state_.compare_exchange_strong(expected, kClosing)) {
+      expected = kConnecting;
+      if (!state_.compare_exchange_strong(expected, kClosing)) return;
+    }
+  }
+  core_->post([self = shared_from_this()] { self->close_locked(false, Status::ok()); });
+}
+
+void UcxConnection::on_error(ucs_status_t status) {
+  // Called inside UCX progress: close once progress has returned.
+  core_->defer([self = shared_from_this(), status] {
+    const char* why = status == UCS_ERR_CONNECTION_RESET ? "peer closed the connection" : "peer failed";
+    self->close_locked(true, disconnected(std::string(why) + ": " + ucs_status_string(status)));
+  });
+}
+
+void UcxConnection::close_locked(bool force, Status status) {
+  std::shared_ptr<UcxConnection> self = shared_from_this();
+  ucp_ep_h ep;
+  {
+    std::unique_lock<std::shared_mutex> lock(ep_mu_);
+    if (state_.load() == kClosed) return;
+    state_.store(kClosed, std::memory_order_release);
+    ep = ep_;
+  }
+  RGPU_DEBUG("transport=ucx event=close peer=%s conn_id=%u force=%d status=%s", peer_.c_str(), local_id_,
+             force ? 1 : 0, status.to_string().c_str());
+  core_->unregister_connection(local_id_);
+  if (ep != nullptr) core_->accepting().erase(ep);
+  slots_.clear();
+  held_header_.clear();
+  listener_.reset();
+  {
+    std::lock_guard<std::mutex> lock(connect_mu_);
+    if (!established_ && connect_error_.is_ok()) {
+      connect_error_ = status.is_ok() ? disconnected("connection closed") : status;
+    }
+    connect_cv_.notify_all();
+  }
+  if (ep != nullptr) core_->close_ep(ep, force, self);
+  if (dispatched_ && !close_reported_) {
+    Event ev;
+    ev.kind = Event::kClosed;
+    ev.conn = self;
+    ev.status = std::move(status);
+    core_->push_event(std::move(ev));
+  }
+}
+
+void UcxConnection::fail(const char* why) {
+  RGPU_WARN("transport=ucx event=protocol_error peer=%s reason=%s", peer_.c_str(), why);
+  core_->defer([self = shared_from_this(), why] {
+    self->close_locked(true, failed(std::string("protocol error: ") + why));
+  });
+}
+
+// ---- receive side (progress thread) ----------------------------------------
+
+UcxConnection::Slot* UcxConnection::slot_for(uint64_t seq) {
+  if (seq < next_recv_seq_) return nullptr;
+  const uint64_t index = seq - next_recv_seq_;
+  if (index >= kMaxReorderWindow) return nullptr;
+  if (index >= slots_.size()) slots_.resize(index + 1);
+  Slot* slot = &slots_[index];
+  return slot->kind == Slot::kEmpty ? slot : nullptr;
+}
+
+// A header travelling by rendezvous. It owns the buffer UCX writes into, so a
+// connection closed meanwhile cannot free it under UCX.
+struct UcxConnection::HeaderFetch {
+  std::shared_ptr<UcxConnection> conn;
+  uint64_t seq;
+  std::vector<std::byte> buffer;
+};
+
+void UcxConnection::on_header_fetched(void* request, ucs_status_t status, size_t length, void* user_data) {
+  std::unique_ptr<HeaderFetch> fetch(static_cast<HeaderFetch*>(user_data));
+  ucp_request_free(request);
+  UcxConnection& c = *fetch->conn;
+  if (c.state_.load() == kClosed || fetch->seq < c.next_recv_seq_) return;
+  if (status != UCS_OK) {
+    c.fail("header receive failed");
+    return;
+  }
+  const uint64_t index = fetch->seq - c.next_recv_seq_;
+  if (index >= c.slots_.size()) return;
+  c.slots_[index].message.header = std::move(fetch->buffer);
+  c.slots_[index].kind = Slot::kReady;
+  c.drain();
+}
+
+ucs_status_t UcxConnection::on_am(const Frame& frame, const std::byte* header, size_t header_len, void* data,
+                                  size_t length, uint64_t recv_attr) {
+  if (state_.load(std::memory_order_acquire) == kClosed) return UCS_OK;
+  Slot* slot = slot_for(frame.seq);
+  if (slot == nullptr) {
+    fail("sequence number out of window");
+    return UCS_OK;
+  }
+  const bool rndv = (recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  slot->flags = frame.flags;
+  ucs_status_t ret = UCS_OK;
+  if (frame.flags & (kHeaderInData | kHeaderPart)) {
+    // The user header is the AM data.
+    if (header_len != 0 || (frame.flags & kHeaderFromPrev)) {
+      fail("malformed frame");
+      return UCS_OK;
+    }
+    if (!rndv) {
+      slot->message.header.assign(static_cast<const std::byte*>(data),
+                                  static_cast<const std::byte*>(data) + length);
+      slot->kind = Slot::kReady;
+    } else {
+      slot->kind = Slot::kFetching;
+      auto fetch = std::make_unique<HeaderFetch>(HeaderFetch{shared_from_this(), frame.seq, {}});
+      fetch->buffer.resize(length);
+      void* dst = fetch->buffer.data();
+      ucp_request_param_t p{};
+      p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+      p.cb.recv_am = on_header_fetched;
+      p.user_data = fetch.get();
+      ucs_status_ptr_t req = ucp_am_recv_data_nbx(core_->worker(), data, dst, length, &p);
+      if (req == nullptr) {
+        slot->message.header = std::move(fetch->buffer);
+        slot->kind = Slot::kReady;
+      } else if (UCS_PTR_IS_ERR(req)) {
+        fail("header receive failed");
+        return UCS_OK;
+      } else {
+        fetch.release();  // owned by on_header_fetched
+      }
+    }
+  } else {
+    if (frame.flags & ~static_cast<uint32_t>(kHeaderFromPrev)) {
+      fail("unknown frame flags");
+      return UCS_OK;
+    }
+    if (!(frame.flags & kHeaderFromPrev)) slot->message.header.assign(header, header + header_len);
+    if (length != 0) {
+      if (rndv) {
+        slot->message.payload = std::make_unique<RndvPayload>(core_, data, length);
+        ret = UCS_INPROGRESS;
+      } else {
+        slot->message.payload = std::make_unique<CopiedPayload>(data, length);
+      }
+    }
+    slot->kind = Slot::kReady;
+  }
+  drain();
+  return ret;
+}
+
+void UcxConnection::drain() {
+  while (!slots_.empty() && slots_.front().kind == Slot::kReady) {
+    Slot slot = std::move(slots_.front());
+    slots_.pop_front();
+    ++next_recv_seq_;
+    if (slot.flags & kHeaderPart) {
+      held_header_ = std::move(slot.message.header);
+      continue;
+    }
+    if (slot.flags & kHeaderFromPrev) {
+      slot.message.header = std::move(held_header_);
+      held_header_ = {};
+    }
+    Event ev;
+    ev.kind = Event::kMessage;
+    ev.conn = shared_from_this();
+    ev.message = std::move(slot.message);
+    core_->push_event(std::move(ev));
+  }
+}
+
+}  // namespace rgpu::transport::ucx

@@ -1,0 +1,455 @@
+// The UCX worker core: context and worker setup, the progress thread that
+// sleeps on the worker's event fd, command posting, waits and AM dispatch.
+#include <netdb.h>
+#include <arpa/inet.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "rgpu/common/log.h"
+#include "ucx_internal.h"
+
+namespace rgpu::transport::ucx {
+namespace {
+
+// How long the progress thread keeps polling after the last activity before
+// it arms the event fd and sleeps; short, so that a round trip in flight does
+// not pay a wakeup, and bounded, so that an idle transport costs no CPU.
+constexpr auto kSpinAfterActivity = std::chrono::microseconds(30);
+// Longest sleep on the event fd; UCX timers (keepalive) need progress now and then.
+constexpr int kIdleSleepMs = 100;
+// How long shutdown waits for endpoints to finish closing.
+constexpr auto kShutdownGrace = std::chrono::seconds(2);
+
+ucs_status_t am_message_cb(void* arg, const void* header, size_t header_length, void* data,
+                           size_t length, const ucp_am_recv_param_t* param) {
+  auto* core = static_cast<Core*>(arg);
+  if (header_length < sizeof(Frame)) {
+    RGPU_WARN("transport=ucx event=drop reason=short_frame header_bytes=%zu", header_length);
+    return UCS_OK;
+  }
+  Frame frame;
+  std::memcpy(&frame, header, sizeof(frame));
+  UcxConnection* conn = core->find_connection(frame.conn_id);
+  if (conn == nullptr) {
+    RGPU_DEBUG("transport=ucx event=drop reason=unknown_connection conn_id=%u", frame.conn_id);
+    return UCS_OK;
+  }
+  return conn->on_am(frame, static_cast<const std::byte*>(header) + sizeof(Frame),
+                     header_length - sizeof(Frame), data, length, param->recv_attr);
+}
+
+bool parse_hello(const void* header, size_t header_length, Hello* out) {
+  if (header_length != sizeof(Hello)) return false;
+  std::memcpy(out, header, sizeof(Hello));
+  return out->magic == kHelloMagic && out->version == kWireVersion;
+}
+
+ucs_status_t am_hello_cb(void* arg, const void* header, size_t header_length, void* data, size_t length,
+                         const ucp_am_recv_param_t* param) {
+  auto* core = static_cast<Core*>(arg);
+  Hello hello;
+  if (!parse_hello(header, header_length, &hello) ||
+      (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) == 0) {
+    RGPU_WARN("transport=ucx event=drop reason=bad_hello header_bytes=%zu", header_length);
+    return UCS_OK;
+  }
+  auto it = core->accepting().find(param->reply_ep);
+  if (it == core->accepting().end()) {
+    RGPU_DEBUG("transport=ucx event=drop reason=hello_without_request");
+    return UCS_OK;
+  }
+  std::shared_ptr<UcxConnection> conn = it->second;
+  core->accepting().erase(it);
+  conn->on_hello(hello);
+  return UCS_OK;
+}
+
+ucs_status_t am_hello_ack_cb(void* arg, const void* header, size_t header_length, void* data,
+                             size_t length, const ucp_am_recv_param_t* param) {
+  auto* core = static_cast<Core*>(arg);
+  Hello ack;
+  if (!parse_hello(header, header_length, &ack)) {
+    RGPU_WARN("transport=ucx event=drop reason=bad_hello_ack header_bytes=%zu", header_length);
+    return UCS_OK;
+  }
+  if (UcxConnection* conn = core->find_connection(ack.client_conn_id)) conn->on_hello_ack(ack);
+  return UCS_OK;
+}
+
+Status ucx_error(const char* what, ucs_status_t status) {
+  return failed(std::string(what) + ": " + ucs_status_string(status));
+}
+
+}  // namespace
+
+void Waiter::complete(ucs_status_t s) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (s != UCS_OK && status == UCS_OK) status = s;
+  if (--pending == 0) {
+    done = true;
+    cv.notify_all();
+  }
+}
+
+Result<std::shared_ptr<Core>> Core::create(const UcxOptions& options) {
+  std::shared_ptr<Core> core(new Core());
+  ucp_config_t* config = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+  if (st != UCS_OK) return ucx_error("ucp_config_read", st);
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
+  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  params.name = "rgpu";
+  st = ucp_init(&params, config, &core->context_);
+  ucp_config_release(config);
+  if (st != UCS_OK) return ucx_error("ucp_init", st);
+
+  ucp_worker_params_t wparams{};
+  wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wparams.thread_mode = UCS_THREAD_MODE_MULTI;
+  st = ucp_worker_create(core->context_, &wparams, &core->worker_);
+  if (st != UCS_OK) return ucx_error("ucp_worker_create", st);
+
+  ucp_worker_attr_t attr{};
+  attr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE | UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+  st = ucp_worker_query(core->worker_, &attr);
+  if (st != UCS_OK) return ucx_error("ucp_worker_query", st);
+  if (attr.thread_mode != UCS_THREAD_MODE_MULTI) {
+    return failed("UCX was built without multi-thread support (needs --enable-mt)");
+  }
+  if (attr.max_am_header < sizeof(Frame)) return failed("UCX active message header too small");
+  core->max_inline_header_ = std::min(attr.max_am_header - sizeof(Frame), kMaxInlineHeader);
+  core->rndv_threshold_ = options.rendezvous_threshold;
+
+  int efd = -1;
+  st = ucp_worker_get_efd(core->worker_, &efd);
+  if (st != UCS_OK) return ucx_error("ucp_worker_get_efd", st);
+  core->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (core->epoll_fd_ < 0) return failed(std::string("epoll_create1: ") + std::strerror(errno));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = efd;
+  if (epoll_ctl(core->epoll_fd_, EPOLL_CTL_ADD, efd, &ev) != 0) {
+    return failed(std::string("epoll_ctl: ") + std::strerror(errno));
+  }
+
+  struct {
+    unsigned id;
+    ucp_am_recv_callback_t cb;
+  } handlers[] = {{kAmMessage, am_message_cb}, {kAmHello, am_hello_cb}, {kAmHelloAck, am_hello_ack_cb}};
+  for (const auto& h : handlers) {
+    ucp_am_handler_param_t hp{};
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+    hp.id = h.id;
+    hp.cb = h.cb;
+    hp.arg = core.get();
+    hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+    st = ucp_worker_set_am_recv_handler(core->worker_, &hp);
+    if (st != UCS_OK) return ucx_error("ucp_worker_set_am_recv_handler", st);
+  }
+  core->alive_ = true;
+  RGPU_DEBUG("transport=ucx event=init max_am_header=%zu inline_header=%zu rndv_threshold=%zu",
+             attr.max_am_header, core->max_inline_header_, core->rndv_threshold_);
+  return core;
+}
+
+Core::~Core() {
+  // shutdown() normally ran; this covers a Core that failed half-way in create().
+  if (worker_ != nullptr) ucp_worker_destroy(worker_);
+  if (context_ != nullptr) ucp_cleanup(context_);
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+}
+
+void Core::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+void Core::shutdown() {
+  if (!thread_.joinable()) return;
+  if (on_progress_thread()) {
+    RGPU_ERROR("transport=ucx event=shutdown_from_handler action=leak");
+    thread_.detach();
+    return;
+  }
+  post([this] { close_all_locked(); });
+  thread_.join();
+  std::unique_lock<std::shared_mutex> lock(life_);
+  alive_ = false;
+  {
+    std::lock_guard<std::mutex> c(commands_mu_);
+    commands_.clear();
+  }
+  events_.clear();
+  connections_.clear();
+  accepting_.clear();
+  listeners_.clear();
+  ucp_worker_destroy(worker_);
+  worker_ = nullptr;
+  ucp_cleanup(context_);
+  context_ = nullptr;
+  dead_.store(true, std::memory_order_release);
+}
+
+void Core::post(std::function<void()> fn) {
+  if (on_progress_thread()) {
+    fn();
+    return;
+  }
+  std::shared_lock<std::shared_mutex> lock(life_);
+  if (!alive_ || stopping()) return;
+  {
+    std::lock_guard<std::mutex> c(commands_mu_);
+    commands_.push_back(std::move(fn));
+  }
+  wake_seq_.fetch_add(1, std::memory_order_release);
+  ucp_worker_signal(worker_);
+}
+
+void Core::defer(std::function<void()> fn) {
+  std::lock_guard<std::mutex> c(commands_mu_);
+  commands_.push_back(std::move(fn));
+  wake_seq_.fetch_add(1, std::memory_order_release);
+}
+
+void Core::kick() {
+  wake_seq_.fetch_add(1, std::memory_order_release);
+  ucp_worker_signal(worker_);
+}
+
+void Core::run_commands() {
+  for (;;) {
+    std::vector<std::function<void()>> batch;
+    {
+      std::lock_guard<std::mutex> c(commands_mu_);
+      if (commands_.empty()) return;
+      batch.swap(commands_);
+    }
+    for (auto& fn : batch) fn();
+  }
+}
+
+void Core::progress_or_sleep(int timeout_ms) {
+  const uint64_t seen = wake_seq_.load(std::memory_order_acquire);
+  if (ucp_worker_progress(worker_) != 0) {
+    last_activity_ = std::chrono::steady_clock::now();
+    return;
+  }
+  if (!events_.empty()) return;
+  if (std::chrono::steady_clock::now() - last_activity_ < kSpinAfterActivity) return;
+  const ucs_status_t st = ucp_worker_arm(worker_);
+  if (st == UCS_ERR_BUSY) return;
+  if (st != UCS_OK) {
+    RGPU_ERROR("transport=ucx event=arm_failed status=%s", ucs_status_string(st));
+    timeout_ms = std::min(timeout_ms, 1);
+  }
+  // A post() or kick() after `seen` may have had its signal consumed by arm.
+  if (wake_seq_.load(std::memory_order_acquire) != seen) return;
+  epoll_event ev;
+  const int n = epoll_wait(epoll_fd_, &ev, 1, timeout_ms);
+  if (n > 0) last_activity_ = std::chrono::steady_clock::now();
+}
+
+void Core::run() {
+  thread_id_ = std::this_thread::get_id();
+  last_activity_ = std::chrono::steady_clock::now();
+  for (;;) {
+    run_commands();
+    progress_or_sleep(kIdleSleepMs);
+    dispatch_events();
+    if (stopping()) {
+      bool idle;
+      {
+        std::lock_guard<std::mutex> c(commands_mu_);
+        idle = commands_.empty();
+      }
+      idle = idle && events_.empty();
+      if (idle && (closing_eps_ == 0 || std::chrono::steady_clock::now() > stop_deadline_)) break;
+    }
+  }
+}
+
+void Core::dispatch_events() {
+  while (!events_.empty()) {
+    Event ev = std::move(events_.front());
+    events_.pop_front();
+    UcxConnection& conn = *ev.conn;
+    switch (ev.kind) {
+      case Event::kAccept:
+        if (!conn.close_reported_ && ev.listener && ev.listener->on_accept) {
+          conn.handler_ = ev.listener->on_accept(ev.conn);
+        }
+        break;
+      case Event::kMessage:
+        if (!conn.close_reported_ && conn.handler_.on_message) {
+          conn.handler_.on_message(conn, std::move(ev.message));
+        }
+        break;
+      case Event::kClosed:
+        if (!conn.close_reported_) {
+          conn.close_reported_ = true;
+          ConnectionHandler handler = std::move(conn.handler_);
+          conn.handler_ = {};
+          if (handler.on_closed) handler.on_closed(conn, ev.status);
+        }
+        break;
+    }
+  }
+}
+
+ucs_status_t Core::wait(Waiter& waiter) {
+  if (on_progress_thread()) {
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(waiter.mu);
+        if (waiter.pending == 0) return waiter.status;
+      }
+      run_commands();
+      progress_or_sleep(kIdleSleepMs);
+    }
+  }
+  std::unique_lock<std::mutex> lock(waiter.mu);
+  while (waiter.pending != 0) {
+    waiter.cv.wait_for(lock, std::chrono::milliseconds(kIdleSleepMs));
+    if (waiter.pending != 0 && dead_.load(std::memory_order_acquire)) return UCS_ERR_CANCELED;
+  }
+  return waiter.status;
+}
+
+bool Core::wait_until(std::mutex& mu, std::condition_variable& cv, const std::function<bool()>& pred,
+                      std::chrono::steady_clock::time_point deadline) {
+  if (on_progress_thread()) {
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (pred()) return true;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) return false;
+      run_commands();
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+      progress_or_sleep(static_cast<int>(std::clamp<int64_t>(left, 1, kIdleSleepMs)));
+    }
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  return cv.wait_until(lock, deadline, pred);
+}
+
+uint32_t Core::register_connection(std::shared_ptr<UcxConnection> conn) {
+  uint32_t id = next_conn_id_;
+  while (id == 0 || connections_.count(id) != 0) ++id;
+  next_conn_id_ = id + 1;
+  conn->set_local_id(id);
+  connections_.emplace(id, std::move(conn));
+  return id;
+}
+
+void Core::unregister_connection(uint32_t id) { connections_.erase(id); }
+
+UcxConnection* Core::find_connection(uint32_t id) {
+  auto it = connections_.find(id);
+  return it == connections_.end() ? nullptr : it->second.get();
+}
+
+void Core::remove_listener(const std::shared_ptr<ListenerState>& l) {
+  if (l->listener != nullptr) {
+    ucp_listener_destroy(l->listener);
+    l->listener = nullptr;
+  }
+  listeners_.erase(std::remove(listeners_.begin(), listeners_.end(), l), listeners_.end());
+}
+
+ListenerState* Core::find_listener(const ListenerState* raw) {
+  for (auto& l : listeners_) {
+    if (l.get() == raw) return l.get();
+  }
+  return nullptr;
+}
+
+std::shared_ptr<ListenerState> Core::listener_ptr(const ListenerState* raw) {
+  for (auto& l : listeners_) {
+    if (l.get() == raw) return l;
+  }
+  return nullptr;
+}
+
+namespace {
+struct CloseContext {
+  Core* core;
+  std::shared_ptr<UcxConnection> conn;  // alive until UCX is done with its endpoint
+};
+}  // namespace
+
+void Core::close_ep(ucp_ep_h ep, bool force, std::shared_ptr<UcxConnection> conn) {
+  auto ctx = std::make_unique<CloseContext>(CloseContext{this, std::move(conn)});
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+  p.cb.send = [](void* request, ucs_status_t status, void* user_data) {
+    std::unique_ptr<CloseContext> done(static_cast<CloseContext*>(user_data));
+    --done->core->closing_eps_;
+    ucp_request_free(request);
+  };
+  p.user_data = ctx.get();
+  ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &p);
+  if (req == nullptr || UCS_PTR_IS_ERR(req)) return;  // closed already; ctx frees the connection
+  ++closing_eps_;
+  ctx.release();  // owned by the callback, which frees the request
+}
+
+void Core::close_all_locked() {
+  stopping_.store(true, std::memory_order_release);
+  stop_deadline_ = std::chrono::steady_clock::now() + kShutdownGrace;
+  while (!listeners_.empty()) remove_listener(listeners_.back());
+  std::vector<std::shared_ptr<UcxConnection>> conns;
+  for (auto& [id, conn] : connections_) conns.push_back(conn);
+  for (auto& conn : conns) conn->close_locked(true, disconnected("transport shut down"));
+  accepting_.clear();
+}
+
+Status resolve(const std::string& host_port, sockaddr_storage* out, socklen_t* len) {
+  std::string host;
+  uint16_t port = 0;
+  if (!split_host_port(host_port, &host, &port)) return invalid_argument("bad address: " + host_port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  const std::string service = std::to_string(port);
+  const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
+  if (rc != 0) return invalid_argument("cannot resolve " + host + ": " + gai_strerror(rc));
+  const addrinfo* pick = res;
+  for (const addrinfo* a = res; a != nullptr; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {  // prefer IPv4, as "localhost" listeners do
+      pick = a;
+      break;
+    }
+  }
+  std::memset(out, 0, sizeof(*out));
+  std::memcpy(out, pick->ai_addr, pick->ai_addrlen);
+  *len = pick->ai_addrlen;
+  freeaddrinfo(res);
+  return Status::ok();
+}
+
+std::string format_sockaddr(const sockaddr* addr) {
+  char buf[INET6_ADDRSTRLEN] = {0};
+  if (addr->sa_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(addr);
+    inet_ntop(AF_INET, &in->sin_addr, buf, sizeof(buf));
+    return std::string(buf) + ":" + std::to_string(ntohs(in->sin_port));
+  }
+  if (addr->sa_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(addr);
+    inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof(buf));
+    return "[" + std::string(buf) + "]:" + std::to_string(ntohs(in6->sin6_port));
+  }
+  return "unknown";
+}
+
+}  // namespace rgpu::transport::ucx

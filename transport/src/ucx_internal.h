@@ -1,0 +1,323 @@
+// Internal types of the UCX transport: the wire frames, the worker core with
+// its progress thread, connections and payloads. Not a public header.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "rgpu/transport/transport.h"
+
+namespace rgpu::transport::ucx {
+
+// ---- Wire format (see docs/transport.md, "Framing") -------------------------
+
+// Active message ids registered on every worker.
+enum AmId : unsigned { kAmMessage = 0x52, kAmHello = 0x53, kAmHelloAck = 0x54 };
+
+// Frame flags: where the user header travels.
+enum FrameFlag : uint32_t {
+  kHeaderInline = 0,         // AM header = Frame + user header; AM data = payload
+  kHeaderInData = 1u << 0,   // header-only message; AM data = user header
+  kHeaderPart = 1u << 1,     // first of two: AM data = user header; never dispatched alone
+  kHeaderFromPrev = 1u << 2  // second of two: AM data = payload; header from the previous seq
+};
+
+// Prefix of every kAmMessage AM header. Host byte order (UCX peers here are
+// homogeneous little-endian hosts).
+struct Frame {
+  uint64_t seq;      // per-connection send order, from 0
+  uint32_t conn_id;  // the receiver's id for this connection
+  uint32_t flags;    // FrameFlag
+};
+static_assert(sizeof(Frame) == 16);
+
+constexpr uint32_t kHelloMagic = 0x52475055;  // "RGPU"
+constexpr uint32_t kWireVersion = 1;
+
+// kAmHello (client → server, sent with UCP_AM_SEND_FLAG_REPLY) and
+// kAmHelloAck (server → client) AM headers.
+struct Hello {
+  uint32_t magic;
+  uint32_t version;
+  uint32_t client_conn_id;
+  uint32_t server_conn_id;  // 0 in kAmHello
+};
+static_assert(sizeof(Hello) == 16);
+
+// Largest user header sent inline in the AM header; bigger ones go as AM data.
+constexpr size_t kMaxInlineHeader = 1024;
+// Largest user header accepted at all.
+constexpr size_t kMaxHeader = size_t{1} << 30;
+// Out-of-order window per connection before the peer is declared broken.
+constexpr uint64_t kMaxReorderWindow = 1u << 20;
+
+// ---- Completion of one or more UCX requests --------------------------------
+
+// Counts outstanding requests and records the first error. Lives on the stack
+// of the waiting thread; completion callbacks run on the progress thread.
+struct Waiter {
+  std::mutex mu;
+  std::condition_variable cv;
+  int pending = 0;
+  bool done = false;
+  ucs_status_t status = UCS_OK;
+
+  void add() { ++pending; }
+  void complete(ucs_status_t s);
+};
+
+class Core;
+class UcxConnection;
+
+// Thread-safe; keeps its Core alive. Releases the rendezvous data unreceived
+// when destroyed before receive().
+class RndvPayload final : public IncomingPayload {
+ public:
+  RndvPayload(std::shared_ptr<Core> core, void* desc, size_t size)
+      : core_(std::move(core)), desc_(desc), size_(size) {}
+  ~RndvPayload() override;
+  size_t size() const override { return size_; }
+  Status receive(void* dst) override;
+
+ private:
+  std::shared_ptr<Core> core_;
+  void* desc_;  // UCX descriptor until receive() or release
+  size_t size_;
+  std::atomic<bool> taken_{false};
+};
+
+// An eager payload copied out of UCX's buffer inside the AM callback.
+class CopiedPayload final : public IncomingPayload {
+ public:
+  CopiedPayload(const void* data, size_t size);
+  size_t size() const override { return data_.size(); }
+  Status receive(void* dst) override;
+
+ private:
+  std::vector<std::byte> data_;
+  bool taken_ = false;
+};
+
+// One listening socket. Touched by the progress thread; the Listener object
+// only asks the progress thread to destroy it.
+struct ListenerState {
+  Core* core = nullptr;
+  AcceptFn on_accept;
+  ucp_listener_h listener = nullptr;
+  std::string address;
+};
+
+// Something to hand to user code once UCX progress has returned.
+struct Event {
+  enum Kind { kMessage, kAccept, kClosed } kind = kMessage;
+  std::shared_ptr<UcxConnection> conn;
+  Message message;
+  Status status;
+  std::shared_ptr<ListenerState> listener;  // kAccept
+};
+
+// The UCX context, worker and progress thread of one Transport. Shared with
+// connections, listeners and payloads so that they fail cleanly (instead of
+// touching freed UCX objects) once the transport is gone. Thread-safe: post()
+// and the waits may be called from any thread; the *_locked and on_* members
+// run on the progress thread only.
+class Core : public std::enable_shared_from_this<Core> {
+ public:
+  static Result<std::shared_ptr<Core>> create(const UcxOptions& options);
+  ~Core();
+
+  // Starts the progress thread.
+  void start();
+  // Closes everything, stops the thread and destroys the worker. Idempotent;
+  // must not be called from the progress thread.
+  void shutdown();
+
+  // Runs fn on the progress thread (inline when already on it). Dropped once
+  // the transport is shutting down.
+  void post(std::function<void()> fn);
+  // Progress thread, inside UCX callbacks: runs fn after progress returns.
+  void defer(std::function<void()> fn);
+  // Makes the progress thread run ucp_worker_progress soon.
+  void kick();
+  bool on_progress_thread() const {
+    return std::this_thread::get_id() == thread_id_.load(std::memory_order_relaxed);
+  }
+
+  // Waits for every request counted in `waiter`: progresses inline on the
+  // progress thread, sleeps on the waiter elsewhere. Returns the first error.
+  ucs_status_t wait(Waiter& waiter);
+  // Waits (as above) until pred() is true or the deadline passes; pred is
+  // evaluated under `mu`, which cv is notified under.
+  bool wait_until(std::mutex& mu, std::condition_variable& cv, const std::function<bool()>& pred,
+                  std::chrono::steady_clock::time_point deadline);
+
+  ucp_worker_h worker() const { return worker_; }
+  size_t rndv_threshold() const { return rndv_threshold_; }
+  size_t max_inline_header() const { return max_inline_header_; }
+
+  // Lifetime guard: readers hold it shared while calling into UCX from any
+  // thread and check alive(); shutdown() takes it exclusively.
+  std::shared_mutex& life() { return life_; }
+  bool alive() const { return alive_; }
+  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+
+  // ---- progress thread only ----
+  uint32_t register_connection(std::shared_ptr<UcxConnection> conn);
+  void unregister_connection(uint32_t id);
+  UcxConnection* find_connection(uint32_t id);
+  void push_event(Event ev) { events_.push_back(std::move(ev)); }
+  void add_listener(std::shared_ptr<ListenerState> l) { listeners_.push_back(std::move(l)); }
+  void remove_listener(const std::shared_ptr<ListenerState>& l);
+  ListenerState* find_listener(const ListenerState* raw);
+  std::shared_ptr<ListenerState> listener_ptr(const ListenerState* raw);
+  // Closes an endpoint; `conn` stays alive until UCX has finished with it.
+  void close_ep(ucp_ep_h ep, bool force, std::shared_ptr<UcxConnection> conn);
+  // Server side: connection requests waiting for their hello, by endpoint.
+  std::unordered_map<ucp_ep_h, std::shared_ptr<UcxConnection>>& accepting() { return accepting_; }
+
+ private:
+  Core() = default;
+  void run();
+  void run_commands();
+  void dispatch_events();
+  // Progress until idle, then sleep on the event fd for at most timeout_ms.
+  void progress_or_sleep(int timeout_ms);
+  void close_all_locked();
+
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int epoll_fd_ = -1;
+  size_t rndv_threshold_ = 0;
+  size_t max_inline_header_ = 0;
+
+  std::thread thread_;
+  std::atomic<std::thread::id> thread_id_{};
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> dead_{false};  // worker destroyed
+  std::chrono::steady_clock::time_point last_activity_;
+  std::chrono::steady_clock::time_point stop_deadline_;
+  int closing_eps_ = 0;
+  std::atomic<uint64_t> wake_seq_{0};
+
+  std::mutex commands_mu_;
+  std::vector<std::function<void()>> commands_;
+
+  std::shared_mutex life_;
+  bool alive_ = false;  // guarded by life_
+
+  // Progress-thread state.
+  std::unordered_map<uint32_t, std::shared_ptr<UcxConnection>> connections_;
+  std::unordered_map<ucp_ep_h, std::shared_ptr<UcxConnection>> accepting_;
+  std::vector<std::shared_ptr<ListenerState>> listeners_;
+  std::deque<Event> events_;
+  uint32_t next_conn_id_ = 1;
+};
+
+// One UCX endpoint. Thread-safe as Connection requires; receive-side state is
+// touched only by the progress thread.
+class UcxConnection final : public Connection, public std::enable_shared_from_this<UcxConnection> {
+ public:
+  enum State : int { kConnecting, kOpen, kClosing, kClosed };
+
+  UcxConnection(std::shared_ptr<Core> core, std::string peer, bool client);
+  ~UcxConnection() override;
+
+  Status send(Bytes header, Bytes payload) override;
+  void close() override;
+  std::string peer() const override { return peer_; }
+
+  // ---- used by the core and transport (progress thread unless noted) ----
+  // Creates the endpoint: to a listener (client) or from a request (server).
+  Status create_client_ep(const struct sockaddr_storage& addr, socklen_t len);
+  Status create_server_ep(ucp_conn_request_h request);
+  // Client: sends the hello. Server: answers it and queues on_accept.
+  Status send_hello();
+  void on_hello(const Hello& hello);
+  void on_hello_ack(const Hello& ack);
+  // A kAmMessage for this connection. Returns the AM callback's status.
+  ucs_status_t on_am(const Frame& frame, const std::byte* header, size_t header_len, void* data,
+                     size_t length, uint64_t recv_attr);
+  // The endpoint failed or the peer went away.
+  void on_error(ucs_status_t status);
+  // Closes the endpoint now (force) or after a flush; reports `status`.
+  void close_locked(bool force, Status status);
+  // Client connect(): waits for the hello ack or a failure (any thread).
+  Status wait_established(std::chrono::steady_clock::time_point deadline);
+
+  void set_handler(ConnectionHandler handler) { handler_ = std::move(handler); }
+  void set_listener(std::shared_ptr<ListenerState> l) { listener_ = std::move(l); }
+  ConnectionHandler& handler() { return handler_; }
+  uint32_t local_id() const { return local_id_; }
+  void set_local_id(uint32_t id) { local_id_ = id; }
+  ucp_ep_h ep() const { return ep_; }
+  bool close_reported() const { return close_reported_; }
+  void set_close_reported() { close_reported_ = true; }
+
+ private:
+  // One message in receive order; dispatched when it and all before it are ready.
+  struct Slot {
+    enum Kind { kEmpty, kFetching, kReady } kind = kEmpty;
+    uint32_t flags = 0;
+    Message message;
+  };
+  struct HeaderFetch;
+
+  ucs_status_t post_am(Waiter& waiter, const Frame& frame, const void* header, size_t header_len,
+                       const void* data, size_t length);
+  Slot* slot_for(uint64_t seq);
+  void drain();
+  static void on_header_fetched(void* request, ucs_status_t status, size_t length, void* user_data);
+  void fail(const char* why);
+
+  const std::shared_ptr<Core> core_;
+  const std::string peer_;
+  const bool client_;
+  uint32_t local_id_ = 0;
+  uint32_t peer_id_ = 0;  // written before the connection is handed out
+  ucp_ep_h ep_ = nullptr;
+
+  // Senders hold it shared while posting to ep_; closing takes it exclusively.
+  mutable std::shared_mutex ep_mu_;
+  std::atomic<int> state_{kConnecting};
+  std::atomic<uint64_t> next_send_seq_{0};
+
+  // Connect handshake (client).
+  std::mutex connect_mu_;
+  std::condition_variable connect_cv_;
+  bool established_ = false;
+  Status connect_error_;
+
+  // Receive side, progress thread only.
+  uint64_t next_recv_seq_ = 0;
+  std::deque<Slot> slots_;  // slots_[i] holds seq next_recv_seq_ + i
+  std::vector<std::byte> held_header_;
+  ConnectionHandler handler_;
+  bool close_reported_ = false;
+  bool dispatched_ = false;  // handed to user code (on_accept or connect() returned)
+  bool abandoned_ = false;   // connect() gave up; guarded by connect_mu_
+  std::shared_ptr<ListenerState> listener_;  // server side, until accepted
+  Hello hello_buf_{};  // AM header of the hello / ack while UCX sends it
+  friend class Core;
+};
+
+// Parses and resolves "host:port" for UCX.
+Status resolve(const std::string& host_port, struct sockaddr_storage* out, socklen_t* len);
+// "host:port" of a socket address.
+std::string format_sockaddr(const struct sockaddr* addr);
+
+}  // namespace rgpu::transport::ucx

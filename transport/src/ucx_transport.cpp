@@ -1,0 +1,188 @@
+// The UCX transport object: listen (ucp_listener, connection requests) and
+// connect (client-server endpoints with the hello handshake).
+#include <chrono>
+
+#include "rgpu/common/log.h"
+#include "ucx_internal.h"
+
+namespace rgpu::transport {
+namespace ucx {
+namespace {
+
+// Generous bound for work handed to the progress thread; it only runs late
+// when a handler blocks it.
+constexpr auto kCommandTimeout = std::chrono::seconds(30);
+
+// Runs fn on the progress thread and waits for its status.
+Status run_on_progress(Core& core, std::function<Status()> fn) {
+  struct Sync {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool finished = false;
+    Status result;
+  };
+  auto sync = std::make_shared<Sync>();
+  core.post([sync, fn = std::move(fn)] {
+    Status st = fn();
+    std::lock_guard<std::mutex> lock(sync->mu);
+    sync->result = std::move(st);
+    sync->finished = true;
+    sync->cv.notify_all();
+  });
+  if (!core.wait_until(sync->mu, sync->cv, [&] { return sync->finished; },
+                       std::chrono::steady_clock::now() + kCommandTimeout)) {
+    return core.stopping() ? disconnected("transport shut down") : failed("transport progress thread stalled");
+  }
+  std::lock_guard<std::mutex> lock(sync->mu);
+  return sync->result;
+}
+
+// A connection request on a listener: create the endpoint and wait for the
+// client's hello before handing the connection to on_accept.
+void accept_request(Core* core, ListenerState* raw, ucp_conn_request_h request) {
+  std::shared_ptr<ListenerState> listener = core->listener_ptr(raw);
+  if (listener == nullptr || listener->listener == nullptr) return;  // destroyed with its listener
+  if (core->stopping()) {
+    ucp_listener_reject(listener->listener, request);
+    return;
+  }
+  std::string peer = "unknown";
+  ucp_conn_request_attr_t attr{};
+  attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
+  if (ucp_conn_request_query(request, &attr) == UCS_OK) {
+    peer = format_sockaddr(reinterpret_cast<const sockaddr*>(&attr.client_address));
+  }
+  auto conn = std::make_shared<UcxConnection>(core->shared_from_this(), peer, false);
+  conn->set_listener(listener);
+  core->register_connection(conn);
+  const Status st = conn->create_server_ep(request);
+  if (!st.is_ok()) {
+    RGPU_WARN("transport=ucx event=accept_failed peer=%s error=\"%s\"", peer.c_str(), st.message().c_str());
+    core->unregister_connection(conn->local_id());
+    return;
+  }
+  core->accepting()[conn->ep()] = conn;
+  RGPU_DEBUG("transport=ucx event=conn_request peer=%s conn_id=%u", peer.c_str(), conn->local_id());
+}
+
+void conn_request_cb(ucp_conn_request_h request, void* arg) {
+  auto* listener = static_cast<ListenerState*>(arg);
+  Core* core = listener->core;
+  core->defer([core, listener, request] { accept_request(core, listener, request); });
+}
+
+// Stops accepting when destroyed. Thread-safe.
+class UcxListener final : public Listener {
+ public:
+  UcxListener(std::shared_ptr<Core> core, std::shared_ptr<ListenerState> state)
+      : core_(std::move(core)), state_(std::move(state)), address_(state_->address) {}
+  ~UcxListener() override {
+    core_->post([core = core_, state = state_] { core->remove_listener(state); });
+  }
+  std::string address() const override { return address_; }
+
+ private:
+  std::shared_ptr<Core> core_;
+  std::shared_ptr<ListenerState> state_;
+  const std::string address_;
+};
+
+// Owns the Core; destroying it shuts the core down. Thread-safe.
+class UcxTransport final : public Transport {
+ public:
+  explicit UcxTransport(std::shared_ptr<Core> core) : core_(std::move(core)) {}
+  ~UcxTransport() override { core_->shutdown(); }
+
+  Result<std::unique_ptr<Listener>> listen(const std::string& host_port, AcceptFn on_accept) override {
+    if (!on_accept) return invalid_argument("listen needs an accept callback");
+    sockaddr_storage addr{};
+    socklen_t len = 0;
+    Status st = resolve(host_port, &addr, &len);
+    if (!st.is_ok()) return st;
+    auto state = std::make_shared<ListenerState>();
+    state->core = core_.get();
+    state->on_accept = std::move(on_accept);
+    st = run_on_progress(*core_, [core = core_, state, addr, len]() -> Status {
+      ucp_listener_params_t p{};
+      p.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+      p.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
+      p.sockaddr.addrlen = len;
+      p.conn_handler.cb = conn_request_cb;
+      p.conn_handler.arg = state.get();
+      ucs_status_t s = ucp_listener_create(core->worker(), &p, &state->listener);
+      if (s != UCS_OK) {
+        state->listener = nullptr;
+        return failed(std::string("listen failed: ") + ucs_status_string(s));
+      }
+      ucp_listener_attr_t attr{};
+      attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+      s = ucp_listener_query(state->listener, &attr);
+      if (s != UCS_OK) {
+        ucp_listener_destroy(state->listener);
+        state->listener = nullptr;
+        return failed(std::string("ucp_listener_query: ") + ucs_status_string(s));
+      }
+      state->address = format_sockaddr(reinterpret_cast<const sockaddr*>(&attr.sockaddr));
+      core->add_listener(state);
+      return Status::ok();
+    });
+    if (!st.is_ok()) {
+      RGPU_ERROR("transport=ucx event=listen_failed address=%s error=\"%s\"", host_port.c_str(),
+                 st.message().c_str());
+      return st;
+    }
+    RGPU_INFO("transport=ucx event=listening address=%s", state->address.c_str());
+    return std::unique_ptr<Listener>(std::make_unique<UcxListener>(core_, state));
+  }
+
+  Result<std::shared_ptr<Connection>> connect(const std::string& host_port, ConnectionHandler handler,
+                                              std::chrono::milliseconds timeout) override {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    sockaddr_storage addr{};
+    socklen_t len = 0;
+    Status st = resolve(host_port, &addr, &len);
+    if (!st.is_ok()) return st;
+    if (core_->stopping()) return disconnected("transport shut down");
+    auto conn = std::make_shared<UcxConnection>(core_, host_port, true);
+    conn->set_handler(std::move(handler));
+    core_->post([core = core_, conn, addr, len] {
+      if (core->stopping()) {
+        conn->close_locked(true, disconnected("transport shut down"));
+        return;
+      }
+      core->register_connection(conn);
+      Status s = conn->create_client_ep(addr, len);
+      if (s.is_ok()) s = conn->send_hello();
+      if (!s.is_ok()) conn->close_locked(true, s);
+    });
+    st = conn->wait_established(deadline);
+    if (!st.is_ok()) {
+      core_->post([conn] { conn->close_locked(true, disconnected("connect abandoned")); });
+      RGPU_DEBUG("transport=ucx event=connect_failed address=%s error=\"%s\"", host_port.c_str(),
+                 st.message().c_str());
+      return st;
+    }
+    RGPU_DEBUG("transport=ucx event=connected address=%s conn_id=%u", host_port.c_str(), conn->local_id());
+    return std::shared_ptr<Connection>(std::move(conn));
+  }
+
+  const char* name() const override { return "ucx"; }
+
+ private:
+  std::shared_ptr<Core> core_;
+};
+
+}  // namespace
+}  // namespace ucx
+
+Result<std::unique_ptr<Transport>> make_ucx_transport(const UcxOptions& options) {
+  Result<std::shared_ptr<ucx::Core>> core = ucx::Core::create(options);
+  if (!core.is_ok()) {
+    RGPU_ERROR("transport=ucx event=init_failed error=\"%s\"", core.status().message().c_str());
+    return core.status();
+  }
+  core.value()->start();
+  return std::unique_ptr<Transport>(std::make_unique<ucx::UcxTransport>(std::move(core.value())));
+}
+
+}  // namespace rgpu::transport
