@@ -1,0 +1,319 @@
+// Client: the session with rgpud.
+#include "client.h"
+
+#include <unistd.h>
+
+#include "rgpu/common/log.h"
+
+namespace rgpu::shim {
+namespace {
+
+std::string program_name() {
+  char buf[512];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, n) : std::string("?");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options,
+                                                std::shared_ptr<transport::Transport> transport) {
+  std::unique_ptr<Client> client(new Client());
+  client->options_ = options;
+  if (!transport) {
+    auto ucx = transport::make_ucx_transport();
+    if (!ucx.is_ok()) return ucx.status();
+    transport = std::move(ucx.value());
+  }
+  client->transport_ = std::move(transport);
+  transport::ConnectionHandler handler;
+  Client* self = client.get();
+  handler.on_message = [self](transport::Connection&, transport::Message m) { self->on_message(std::move(m)); };
+  handler.on_closed = [self](transport::Connection&, const Status& why) { self->on_closed(why); };
+  auto connection = client->transport_->connect(options.server, std::move(handler), options.connect_timeout);
+  if (!connection.is_ok()) {
+    return disconnected("cannot reach rgpud at " + options.server + ": " + connection.status().message());
+  }
+  client->connection_ = std::move(connection.value());
+  if (Status s = client->handshake(options); !s.is_ok()) return s;
+  client->flusher_ = std::thread([self] { self->run_flusher(); });
+  return client;
+}
+
+Client::~Client() {
+  {
+    std::lock_guard<std::mutex> lock(batch_mu_);
+    stop_flusher_ = true;
+  }
+  flush_cv_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+  closing_ = true;
+  if (connection_) connection_->close();
+  connection_.reset();
+  transport_.reset();
+}
+
+Status Client::handshake(const ClientOptions& options) {
+  capnp::MallocMessageBuilder builder;
+  auto hello = builder.initRoot<wire::Envelope>().initHello();
+  hello.setProtocolVersion(wire::PROTOCOL_VERSION);
+  hello.setClientBuild(RGPU_VERSION_STRING);
+  hello.setAuthToken(options.auth_token);
+  hello.setPid(static_cast<uint32_t>(getpid()));
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  hello.setHostname(host);
+  hello.setProgram(program_name());
+  auto words = protocol::encode(builder);
+  if (Status s = connection_->send(protocol::as_bytes(words)); !s.is_ok()) return s;
+
+  std::unique_lock<std::mutex> lock(replies_mu_);
+  bool answered = replies_cv_.wait_for(lock, options.connect_timeout, [&] { return welcomed_ || failed_.load(); });
+  if (!answered || !welcomed_) {
+    return disconnected("rgpud at " + options.server + " did not answer the handshake");
+  }
+  auto welcome = welcome_->envelope().getWelcome();
+  if (!welcome.getAccepted()) {
+    return rgpu::failed(std::string("rgpud at ") + options.server + " refused the session: " + welcome.getRefusal().cStr());
+  }
+  driver_version_ = welcome.getDriverVersion();
+  for (auto d : welcome.getDevices()) {
+    DeviceInfo info;
+    info.name = d.getName();
+    auto uuid = d.getUuid();
+    std::memcpy(info.uuid.bytes, uuid.begin(), std::min<size_t>(uuid.size(), sizeof info.uuid.bytes));
+    info.total_mem = d.getTotalMem();
+    for (auto a : d.getAttributes()) info.attributes.push_back(a);
+    for (auto m : d.getAttributeMissing()) info.attribute_missing.push_back(m);
+    devices_.push_back(std::move(info));
+  }
+  welcome_.reset();
+  welcome_message_ = {};
+  RGPU_INFO("connected server=%s devices=%zu", options.server.c_str(), devices_.size());
+  return Status::ok();
+}
+
+wire::Call::Builder Client::add_call_locked(uint64_t ctx) {
+  if (!builder_) builder_ = std::make_unique<capnp::MallocMessageBuilder>();
+  auto orphan = builder_->getOrphanage().newOrphan<wire::Call>();
+  wire::Call::Builder call = orphan.get();
+  call.setId(next_id_++);
+  call.setCtx(ctx);
+  calls_.push_back(kj::mv(orphan));
+  return call;
+}
+
+void Client::after_async_locked(std::unique_lock<std::mutex>& lock) {
+  if (calls_.size() >= options_.batch_calls) {
+    (void)send_batch_locked({});
+  } else if (calls_.size() == 1) {
+    batch_started_ = std::chrono::steady_clock::now();
+    flush_cv_.notify_one();
+  }
+}
+
+Status Client::send_batch_locked(transport::Bytes payload) {
+  if (calls_.empty()) return Status::ok();
+  auto list = builder_->initRoot<wire::Envelope>().initBatch().initCalls(static_cast<unsigned>(calls_.size()));
+  for (size_t i = 0; i < calls_.size(); ++i) list[i].adoptCall(kj::mv(calls_[i]));
+  calls_.clear();
+  auto words = protocol::encode(*builder_);
+  builder_.reset();
+  Status s = connection_->send(protocol::as_bytes(words), payload);
+  if (!s.is_ok()) on_closed(s);
+  return s;
+}
+
+void Client::flush() {
+  std::lock_guard<std::mutex> lock(batch_mu_);
+  (void)send_batch_locked({});
+}
+
+void Client::run_flusher() {
+  std::unique_lock<std::mutex> lock(batch_mu_);
+  while (!stop_flusher_) {
+    if (calls_.empty()) {
+      flush_cv_.wait(lock);
+      continue;
+    }
+    auto deadline = batch_started_ + options_.flush_delay;
+    if (std::chrono::steady_clock::now() < deadline) {
+      flush_cv_.wait_until(lock, deadline);
+      continue;
+    }
+    (void)send_batch_locked({});
+  }
+}
+
+SyncResult Client::finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64_t id, transport::Bytes payload,
+                                      OutBuffer out) {
+  Waiter waiter;
+  {
+    std::lock_guard<std::mutex> r(replies_mu_);
+    waiters_[id] = &waiter;
+  }
+  Status sent = send_batch_locked(payload);
+  lock.unlock();
+
+  std::unique_lock<std::mutex> r(replies_mu_);
+  replies_cv_.wait(r, [&] { return waiter.done || failed_.load(); });
+  waiters_.erase(id);
+  if (!waiter.done || !sent.is_ok()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
+
+  auto decoded = protocol::decode(waiter.message.header);
+  if (!decoded.is_ok()) return SyncResult{CUDA_ERROR_UNKNOWN};
+  auto reply = decoded.value()->envelope().getReply();
+  SyncResult result;
+  result.result = static_cast<CUresult>(reply.getResult());
+  for (auto v : reply.getValues()) result.values.push_back(v);
+  result.elapsed_ms = reply.getElapsedMs();
+  if (reply.hasMessage() && result.result != CUDA_SUCCESS) {
+    RGPU_DEBUG("call failed id=%llu result=%d detail=\"%s\"", static_cast<unsigned long long>(id), result.result,
+               reply.getMessage().cStr());
+  }
+  // Errors of earlier async calls surface here, at the next sync call.
+  auto async_error = static_cast<CUresult>(reply.getAsyncError());
+  if (async_error != CUDA_SUCCESS && sticky_async_error_ == CUDA_SUCCESS) sticky_async_error_ = async_error;
+  r.unlock();
+
+  if (result.result == CUDA_SUCCESS && out.data) {
+    if (reply.getPayloadBytes() > 0) {
+      if (!waiter.message.payload || waiter.message.payload->size() != out.size ||
+          reply.getPayloadBytes() != out.size) {
+        result.result = CUDA_ERROR_UNKNOWN;
+      } else if (!waiter.message.payload->receive(out.data).is_ok()) {
+        result.result = CUDA_ERROR_DEVICE_UNAVAILABLE;
+      }
+    } else {
+      auto bytes = reply.getBytes();
+      if (bytes.size() != out.size) {
+        result.result = CUDA_ERROR_UNKNOWN;
+      } else {
+        std::memcpy(out.data, bytes.begin(), bytes.size());
+      }
+    }
+  }
+  r.lock();
+  if (sticky_async_error_ != CUDA_SUCCESS && result.result == CUDA_SUCCESS) {
+    result.result = sticky_async_error_;
+    sticky_async_error_ = CUDA_SUCCESS;
+  }
+  return result;
+}
+
+void Client::copy_out_async(uint64_t ctx, uint64_t src, void* dst, uint64_t size, uint64_t stream) {
+  std::unique_lock<std::mutex> lock(batch_mu_);
+  wire::Call::Builder call = add_call_locked(ctx);
+  auto out = call.initMemcpyDtoH();
+  out.setSrc(src);
+  out.setSize(size);
+  out.setStream(stream);
+  out.setAsync(true);
+  {
+    std::lock_guard<std::mutex> r(replies_mu_);
+    copy_outs_[call.getId()] = CopyOut{dst, size, stream};
+  }
+  after_async_locked(lock);
+}
+
+CUresult Client::wait_copy_outs(uint64_t stream) {
+  std::unique_lock<std::mutex> r(replies_mu_);
+  uint64_t horizon = copy_outs_.empty() ? 0 : copy_outs_.rbegin()->first;
+  auto pending = [&] {
+    for (auto& [id, c] : copy_outs_) {
+      if (id > horizon) break;
+      if (!c.done && (stream == kAnyStream || c.stream == stream)) return true;
+    }
+    return false;
+  };
+  replies_cv_.wait(r, [&] { return !pending() || failed_.load(); });
+  CUresult first = failed_.load() && pending() ? CUDA_ERROR_DEVICE_UNAVAILABLE : CUDA_SUCCESS;
+  for (auto it = copy_outs_.begin(); it != copy_outs_.end();) {
+    if (it->second.done) {
+      if (first == CUDA_SUCCESS) first = it->second.result;
+      it = copy_outs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return first;
+}
+
+bool Client::copy_outs_pending(uint64_t stream) {
+  std::lock_guard<std::mutex> r(replies_mu_);
+  for (auto& [id, c] : copy_outs_) {
+    if (!c.done && (stream == kAnyStream || c.stream == stream)) return true;
+  }
+  return false;
+}
+
+void Client::on_message(transport::Message message) {
+  auto decoded = protocol::decode(message.header);
+  if (!decoded.is_ok()) {
+    RGPU_WARN("dropping malformed message from server");
+    return;
+  }
+  auto envelope = decoded.value()->envelope();
+  switch (envelope.which()) {
+    case wire::Envelope::WELCOME: {
+      std::lock_guard<std::mutex> lock(replies_mu_);
+      welcome_message_ = std::move(message);
+      welcome_ = std::move(decoded.value());
+      welcomed_ = true;
+      replies_cv_.notify_all();
+      return;
+    }
+    case wire::Envelope::REPLY: {
+      uint64_t id = envelope.getReply().getId();
+      std::lock_guard<std::mutex> lock(replies_mu_);
+      auto it = waiters_.find(id);
+      if (it == waiters_.end()) {
+        RGPU_WARN("reply for unknown call id=%llu", static_cast<unsigned long long>(id));
+        return;
+      }
+      it->second->message = std::move(message);
+      it->second->done = true;
+      replies_cv_.notify_all();
+      return;
+    }
+    case wire::Envelope::COPY_DONE: {
+      auto done = envelope.getCopyDone();
+      CopyOut target{};
+      {
+        std::lock_guard<std::mutex> lock(replies_mu_);
+        auto it = copy_outs_.find(done.getId());
+        if (it == copy_outs_.end()) return;
+        target = it->second;
+      }
+      CUresult result = static_cast<CUresult>(done.getResult());
+      if (result == CUDA_SUCCESS) {
+        if (done.getPayloadBytes() > 0 && message.payload && message.payload->size() == target.size) {
+          if (!message.payload->receive(target.dst).is_ok()) result = CUDA_ERROR_DEVICE_UNAVAILABLE;
+        } else if (done.getBytes().size() == target.size) {
+          std::memcpy(target.dst, done.getBytes().begin(), target.size);
+        } else if (target.size != 0) {
+          result = CUDA_ERROR_UNKNOWN;
+        }
+      }
+      std::lock_guard<std::mutex> lock(replies_mu_);
+      auto it = copy_outs_.find(done.getId());
+      if (it != copy_outs_.end()) {
+        it->second.done = true;
+        it->second.result = result;
+      }
+      replies_cv_.notify_all();
+      return;
+    }
+    default:
+      RGPU_WARN("unexpected message from server kind=%d", static_cast<int>(envelope.which()));
+  }
+}
+
+void Client::on_closed(const Status& why) {
+  if (failed_.exchange(true) || closing_.load()) return;
+  RGPU_ERROR("connection to rgpud lost server=%s reason=\"%s\"", options_.server.c_str(), why.to_string().c_str());
+  std::lock_guard<std::mutex> lock(replies_mu_);
+  replies_cv_.notify_all();
+}
+
+}  // namespace rgpu::shim

@@ -1,0 +1,178 @@
+// The client's session with one rgpud: handshake, batched calls, replies.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rgpu/common/status.h"
+#include "rgpu/protocol/codec.h"
+#include "rgpu/transport/transport.h"
+
+namespace rgpu::shim {
+
+struct ClientOptions {
+  std::string server;  // host:port
+  std::string auth_token;
+  std::chrono::milliseconds connect_timeout{5000};
+  // Async calls are flushed when this many are queued, or after flush_delay.
+  size_t batch_calls = 1024;
+  std::chrono::microseconds flush_delay{100};
+};
+
+struct DeviceInfo {
+  std::string name;
+  CUuuid uuid{};
+  uint64_t total_mem = 0;
+  std::vector<int32_t> attributes;
+  std::vector<bool> attribute_missing;
+};
+
+// The answer to a sync call.
+struct SyncResult {
+  SyncResult() = default;
+  explicit SyncResult(CUresult r) : result(r) {}
+  CUresult result = CUDA_SUCCESS;
+  std::vector<uint64_t> values;
+  float elapsed_ms = 0;
+};
+
+// What the caller wants done with device-to-host bytes of a sync reply.
+struct OutBuffer {
+  void* data = nullptr;
+  uint64_t size = 0;
+};
+
+// One connection to rgpud, shared by all threads of the process. Thread-safe.
+// Calls from all threads are sent in one order; async calls are queued in a
+// batch that goes out with the next sync call, when full, or after a short
+// delay. Destruction closes the connection (the server then frees everything
+// the session held).
+class Client {
+ public:
+  // Connects and completes the handshake. `transport` defaults to UCX.
+  static Result<std::unique_ptr<Client>> connect(const ClientOptions& options,
+                                                 std::shared_ptr<transport::Transport> transport = nullptr);
+  ~Client();
+
+  const std::vector<DeviceInfo>& devices() const { return devices_; }
+  int driver_version() const { return driver_version_; }
+
+  // Queues an async call. `fill` sets the call's union member on the builder.
+  template <class Fill>
+  void call_async(uint64_t ctx, Fill&& fill) {
+    std::unique_lock<std::mutex> lock(batch_mu_);
+    wire::Call::Builder call = add_call_locked(ctx);
+    fill(call);
+    after_async_locked(lock);
+  }
+
+  // Queues an async call whose bulk `payload` (large host data) goes with it;
+  // returns once the payload buffer may be reused.
+  template <class Fill>
+  CUresult call_async_bulk(uint64_t ctx, Fill&& fill, transport::Bytes payload) {
+    std::unique_lock<std::mutex> lock(batch_mu_);
+    if (failed_.load()) return CUDA_ERROR_DEVICE_UNAVAILABLE;
+    wire::Call::Builder call = add_call_locked(ctx);
+    fill(call);
+    call.setPayloadBytes(payload.size());
+    return send_batch_locked(payload).is_ok() ? CUDA_SUCCESS : CUDA_ERROR_DEVICE_UNAVAILABLE;
+  }
+
+  // An async device-to-host copy: `dst` is written by the time a later sync
+  // call that covers `stream` returns.
+  void copy_out_async(uint64_t ctx, uint64_t src, void* dst, uint64_t size, uint64_t stream);
+
+  // Sends a sync call (with everything queued before it) and waits for its
+  // reply. `payload` travels as bulk data; `out` receives reply bytes.
+  template <class Fill>
+  SyncResult call_sync(uint64_t ctx, Fill&& fill, transport::Bytes payload = {}, OutBuffer out = {}) {
+    std::unique_lock<std::mutex> lock(batch_mu_);
+    if (failed_.load()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
+    wire::Call::Builder call = add_call_locked(ctx);
+    fill(call);
+    if (!payload.empty()) call.setPayloadBytes(payload.size());
+    uint64_t id = call.getId();
+    return finish_sync_locked(lock, id, payload, out);
+  }
+
+  // Waits until every async copy-out issued before now (on `stream`, or on
+  // any stream when `stream` is ~0) has landed in its buffer.
+  CUresult wait_copy_outs(uint64_t stream);
+  // True when async copy-outs issued so far on `stream` (~0: any) are pending.
+  bool copy_outs_pending(uint64_t stream);
+
+  // Sends queued async calls now.
+  void flush();
+  bool connection_failed() const { return failed_.load(); }
+
+  static constexpr uint64_t kAnyStream = ~uint64_t{0};
+  // Data up to this size is sent inline in the message; larger goes as payload.
+  static constexpr size_t kInlineLimit = 64 * 1024;
+
+ private:
+  struct Waiter {
+    bool done = false;
+    transport::Message message;
+  };
+  struct CopyOut {
+    void* dst;
+    uint64_t size;
+    uint64_t stream;
+    bool done = false;
+    CUresult result = CUDA_SUCCESS;
+  };
+
+  Client() = default;
+  Status handshake(const ClientOptions& options);
+  wire::Call::Builder add_call_locked(uint64_t ctx);
+  void after_async_locked(std::unique_lock<std::mutex>& lock);
+  SyncResult finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64_t id, transport::Bytes payload,
+                                OutBuffer out);
+  Status send_batch_locked(transport::Bytes payload);
+  void on_message(transport::Message message);
+  void on_closed(const Status& why);
+  void run_flusher();
+
+  ClientOptions options_;
+  std::shared_ptr<transport::Transport> transport_;
+  std::shared_ptr<transport::Connection> connection_;
+  std::vector<DeviceInfo> devices_;
+  int driver_version_ = 0;
+
+  // The open batch (batch_mu_).
+  std::mutex batch_mu_;
+  std::unique_ptr<capnp::MallocMessageBuilder> builder_;
+  std::vector<capnp::Orphan<wire::Call>> calls_;
+  uint64_t next_id_ = 1;
+  std::chrono::steady_clock::time_point batch_started_;
+
+  // Replies and copy-outs in flight (replies_mu_).
+  std::mutex replies_mu_;
+  std::condition_variable replies_cv_;
+  std::map<uint64_t, Waiter*> waiters_;
+  std::map<uint64_t, CopyOut> copy_outs_;
+  CUresult sticky_async_error_ = CUDA_SUCCESS;
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> closing_{false};  // our own close: not an error to report
+
+  // Handshake (replies_mu_).
+  bool welcomed_ = false;
+  std::unique_ptr<protocol::Decoded> welcome_;
+  transport::Message welcome_message_;
+
+  std::condition_variable flush_cv_;
+  bool stop_flusher_ = false;
+  std::thread flusher_;
+};
+
+}  // namespace rgpu::shim

@@ -1,0 +1,769 @@
+// The implemented CUDA driver API entry points: answered locally from state
+// fetched once, or forwarded to rgpud as async (batched) or sync calls.
+#include <cuda.h>
+
+#include <cstring>
+
+#include "rgpu/common/log.h"
+#include "shim.h"
+
+// These names are both exported as they are (the oldest ABI, with the same
+// signature) and mapped by cuda.h to their _v2 successors: define both.
+#undef cuDeviceGetUuid
+#undef cuDevicePrimaryCtxRelease
+#undef cuDevicePrimaryCtxSetFlags
+#undef cuDevicePrimaryCtxReset
+#undef cuCtxDestroy
+#undef cuCtxPushCurrent
+#undef cuCtxPopCurrent
+#undef cuStreamDestroy
+#undef cuEventDestroy
+#undef cuEventElapsedTime
+
+using rgpu::shim::Client;
+using rgpu::shim::ContextInfo;
+using rgpu::shim::current_context;
+using rgpu::shim::HandleKind;
+using rgpu::shim::OutBuffer;
+using rgpu::shim::Shim;
+using rgpu::shim::SyncResult;
+namespace wire = rgpu::wire;
+
+#define RGPU_EXPORT extern "C" __attribute__((visibility("default")))
+
+// No exception ever crosses the C boundary.
+#define API_BEGIN try {
+#define API_END                      \
+  }                                  \
+  catch (...) {                      \
+    return CUDA_ERROR_UNKNOWN;       \
+  }
+
+#define SHIM_OR_RETURN(var)                           \
+  CUresult shim_error_ = CUDA_SUCCESS;                \
+  Shim* var = rgpu::shim::shim_or_error(&shim_error_); \
+  if (!var) return shim_error_;
+
+#define CONTEXT_OR_RETURN(shim, var)                                           \
+  uint64_t var = current_context();                                            \
+  if (var == 0 || !(shim)->context_info(var, nullptr)) return CUDA_ERROR_INVALID_CONTEXT;
+
+namespace {
+
+uint64_t handle_of(const void* h) { return reinterpret_cast<uint64_t>(h); }
+
+// Maps a stream argument to the wire handle: 0 is the NULL stream (the
+// per-thread stream for _ptsz entry points), 1 and 2 the special streams.
+CUresult stream_handle(Shim* shim, CUstream stream, bool per_thread, uint64_t* out) {
+  uint64_t h = handle_of(stream);
+  if (h == 0) {
+    *out = per_thread ? handle_of(CU_STREAM_PER_THREAD) : 0;
+    return CUDA_SUCCESS;
+  }
+  if (h == handle_of(CU_STREAM_LEGACY) || h == handle_of(CU_STREAM_PER_THREAD)) {
+    *out = h;
+    return CUDA_SUCCESS;
+  }
+  if (!shim->has_handle(h, HandleKind::kStream)) return CUDA_ERROR_INVALID_HANDLE;
+  *out = h;
+  return CUDA_SUCCESS;
+}
+
+// Sync calls on the legacy stream wait for async copy-outs on every stream.
+uint64_t copy_out_scope(uint64_t stream) {
+  return stream == 0 || stream == handle_of(CU_STREAM_LEGACY) ? Client::kAnyStream : stream;
+}
+
+CUresult sync_result(Shim* shim, const SyncResult& r) { return r.result; }
+
+CUresult memcpy_htod(CUdeviceptr dst, const void* src, size_t size, CUstream stream, bool async, bool per_thread) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  if (size > 0 && !src) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t s = 0;
+  if (CUresult r = stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  auto fill = [&](wire::Call::Builder call) {
+    auto in = call.initMemcpyHtoD();
+    in.setDst(dst);
+    in.setSize(size);
+    in.setStream(s);
+    in.setAsync(async);
+    if (size <= Client::kInlineLimit) in.setBytes(kj::arrayPtr(static_cast<const capnp::byte*>(src), size));
+  };
+  rgpu::transport::Bytes payload;
+  if (size > Client::kInlineLimit) payload = rgpu::transport::Bytes(static_cast<const std::byte*>(src), size);
+  if (!async) return sync_result(shim, shim->client().call_sync(ctx, fill, payload));
+  if (!payload.empty()) return shim->client().call_async_bulk(ctx, fill, payload);
+  shim->client().call_async(ctx, fill);
+  return CUDA_SUCCESS;
+  API_END
+}
+
+CUresult memcpy_dtoh(void* dst, CUdeviceptr src, size_t size, CUstream stream, bool async, bool per_thread) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  if (size > 0 && !dst) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t s = 0;
+  if (CUresult r = stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  if (async) {
+    shim->client().copy_out_async(ctx, src, dst, size, s);
+    return CUDA_SUCCESS;
+  }
+  auto fill = [&](wire::Call::Builder call) {
+    auto out = call.initMemcpyDtoH();
+    out.setSrc(src);
+    out.setSize(size);
+    out.setStream(s);
+  };
+  return sync_result(shim, shim->client().call_sync(ctx, fill, {}, OutBuffer{dst, size}));
+  API_END
+}
+
+CUresult memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t size, CUstream stream, bool async, bool per_thread) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  uint64_t s = 0;
+  if (CUresult r = stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  auto fill = [&](wire::Call::Builder call) {
+    auto c = call.initMemcpyDtoD();
+    c.setDst(dst);
+    c.setSrc(src);
+    c.setSize(size);
+    c.setStream(s);
+    c.setAsync(async);
+  };
+  if (!async) return sync_result(shim, shim->client().call_sync(ctx, fill));
+  shim->client().call_async(ctx, fill);
+  return CUDA_SUCCESS;
+  API_END
+}
+
+CUresult memset_any(CUdeviceptr dst, unsigned value, unsigned element_size, size_t count, CUstream stream,
+                    bool async, bool per_thread) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  uint64_t s = 0;
+  if (CUresult r = stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  auto fill = [&](wire::Call::Builder call) {
+    auto m = call.initMemset();
+    m.setDst(dst);
+    m.setValue(value);
+    m.setElementSize(static_cast<uint8_t>(element_size));
+    m.setCount(count);
+    m.setStream(s);
+    m.setAsync(async);
+  };
+  if (!async) return sync_result(shim, shim->client().call_sync(ctx, fill));
+  shim->client().call_async(ctx, fill);
+  return CUDA_SUCCESS;
+  API_END
+}
+
+CUresult stream_synchronize(CUstream stream, bool per_thread) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  uint64_t s = 0;
+  if (CUresult r = stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  CUresult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(s); }).result;
+  CUresult copies = shim->client().wait_copy_outs(copy_out_scope(s));
+  return r != CUDA_SUCCESS ? r : copies;
+  API_END
+}
+
+CUresult stream_query(CUstream stream, bool per_thread) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  uint64_t s = 0;
+  if (CUresult r = stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  CUresult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.initStreamQuery().setHandle(s); }).result;
+  if (r == CUDA_SUCCESS && shim->client().copy_outs_pending(copy_out_scope(s))) return CUDA_ERROR_NOT_READY;
+  return r;
+  API_END
+}
+
+CUresult stream_wait_event(CUstream stream, CUevent event, unsigned flags, bool per_thread) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  uint64_t s = 0;
+  if (CUresult r = stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  if (!shim->has_handle(handle_of(event), HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  shim->client().call_async(ctx, [&](wire::Call::Builder c) {
+    auto w = c.initStreamWaitEvent();
+    w.setStream(s);
+    w.setEvent(handle_of(event));
+    w.setFlags(flags);
+  });
+  return CUDA_SUCCESS;
+  API_END
+}
+
+CUresult event_record(CUevent event, CUstream stream, bool per_thread) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  uint64_t s = 0;
+  if (CUresult r = stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  if (!shim->has_handle(handle_of(event), HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  shim->client().call_async(ctx, [&](wire::Call::Builder c) {
+    auto e = c.initEventRecord();
+    e.setEvent(handle_of(event));
+    e.setStream(s);
+  });
+  return CUDA_SUCCESS;
+  API_END
+}
+
+CUresult ctx_create(CUcontext* pctx, unsigned flags, CUdevice dev) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  if (!shim->device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  uint64_t h = shim->mint_handle();
+  shim->add_context(h, ContextInfo{dev, false});
+  shim->client().call_async(0, [&](wire::Call::Builder c) {
+    auto cc = c.initCtxCreate();
+    cc.setHandle(h);
+    cc.setFlags(flags);
+    cc.setDevice(dev);
+  });
+  rgpu::shim::context_stack().push_back(h);
+  *pctx = reinterpret_cast<CUcontext>(h);
+  return CUDA_SUCCESS;
+  API_END
+}
+
+CUresult ctx_destroy(CUcontext ctx) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  uint64_t h = handle_of(ctx);
+  ContextInfo info;
+  if (h == 0 || !shim->context_info(h, &info) || info.primary) return CUDA_ERROR_INVALID_CONTEXT;
+  SyncResult r = shim->client().call_sync(0, [&](wire::Call::Builder c) { c.initCtxDestroy().setHandle(h); });
+  shim->remove_context(h);
+  auto& stack = rgpu::shim::context_stack();
+  for (auto it = stack.begin(); it != stack.end();) it = *it == h ? stack.erase(it) : std::next(it);
+  return r.result;
+  API_END
+}
+
+CUresult primary_release(CUdevice dev) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!shim->device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  int n = shim->primary_release(dev);
+  if (n < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (n == 0) {
+    uint64_t h = Shim::primary_handle(dev);
+    shim->client().call_async(0, [&](wire::Call::Builder c) {
+      auto p = c.initPrimaryCtxRelease();
+      p.setHandle(h);
+      p.setDevice(dev);
+    });
+  }
+  return CUDA_SUCCESS;
+  API_END
+}
+
+CUresult primary_set_flags(CUdevice dev, unsigned flags) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!shim->device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  shim->primary_set_flags(dev, flags);
+  return CUDA_SUCCESS;
+  API_END
+}
+
+CUresult primary_reset(CUdevice dev) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!shim->device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  shim->primary_reset(dev);
+  uint64_t h = Shim::primary_handle(dev);
+  return shim->client()
+      .call_sync(0, [&](wire::Call::Builder c) {
+        auto p = c.initPrimaryCtxReset();
+        p.setHandle(h);
+        p.setDevice(dev);
+      })
+      .result;
+  API_END
+}
+
+CUresult ctx_push(CUcontext ctx) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  uint64_t h = handle_of(ctx);
+  if (h == 0 || !shim->context_info(h, nullptr)) return CUDA_ERROR_INVALID_CONTEXT;
+  rgpu::shim::context_stack().push_back(h);
+  return CUDA_SUCCESS;
+  API_END
+}
+
+CUresult ctx_pop(CUcontext* pctx) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  auto& stack = rgpu::shim::context_stack();
+  if (stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (pctx) *pctx = reinterpret_cast<CUcontext>(stack.back());
+  stack.pop_back();
+  return CUDA_SUCCESS;
+  API_END
+}
+
+CUresult event_destroy(CUevent event) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  uint64_t h = handle_of(event);
+  if (!shim->remove_handle(h, HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  shim->client().call_async(current_context(), [&](wire::Call::Builder c) { c.initEventDestroy().setHandle(h); });
+  return CUDA_SUCCESS;
+  API_END
+}
+
+CUresult stream_destroy(CUstream stream) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  uint64_t h = handle_of(stream);
+  if (!shim->remove_handle(h, HandleKind::kStream)) return CUDA_ERROR_INVALID_HANDLE;
+  shim->client().call_async(current_context(), [&](wire::Call::Builder c) { c.initStreamDestroy().setHandle(h); });
+  return CUDA_SUCCESS;
+  API_END
+}
+
+CUresult event_elapsed(float* ms, CUevent start, CUevent end) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  if (!ms) return CUDA_ERROR_INVALID_VALUE;
+  if (!shim->has_handle(handle_of(start), HandleKind::kEvent) || !shim->has_handle(handle_of(end), HandleKind::kEvent)) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  SyncResult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) {
+    auto p = c.initEventElapsedTime();
+    p.setStart(handle_of(start));
+    p.setEnd(handle_of(end));
+  });
+  if (r.result == CUDA_SUCCESS) *ms = r.elapsed_ms;
+  return r.result;
+  API_END
+}
+
+}  // namespace
+
+// ---- initialisation and versions -------------------------------------------
+
+RGPU_EXPORT CUresult CUDAAPI cuInit(unsigned int flags) {
+  API_BEGIN
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  return rgpu::shim::initialize();
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuDriverGetVersion(int* version) {
+  if (!version) return CUDA_ERROR_INVALID_VALUE;
+  *version = CUDA_VERSION;  // the API this library implements
+  return CUDA_SUCCESS;
+}
+
+// ---- devices: answered locally ---------------------------------------------
+
+RGPU_EXPORT CUresult CUDAAPI cuDeviceGetCount(int* count) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  *count = shim->device_count();
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  if (!shim->device(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  const auto* d = shim->device(dev);
+  if (!d) return CUDA_ERROR_INVALID_DEVICE;
+  size_t n = std::min(d->name.size(), static_cast<size_t>(len - 1));
+  std::memcpy(name, d->name.data(), n);
+  name[n] = '\0';
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!uuid) return CUDA_ERROR_INVALID_VALUE;
+  const auto* d = shim->device(dev);
+  if (!d) return CUDA_ERROR_INVALID_DEVICE;
+  *uuid = d->uuid;
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) { return cuDeviceGetUuid_v2(uuid, dev); }
+
+RGPU_EXPORT CUresult CUDAAPI cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  const auto* d = shim->device(dev);
+  if (!d) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = d->total_mem;
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attrib, CUdevice dev) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  const auto* d = shim->device(dev);
+  if (!d) return CUDA_ERROR_INVALID_DEVICE;
+  size_t a = static_cast<size_t>(attrib);
+  if (a >= d->attributes.size() || a >= d->attribute_missing.size() || d->attribute_missing[a]) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *value = d->attributes[a];
+  return CUDA_SUCCESS;
+  API_END
+}
+
+// ---- contexts ----------------------------------------------------------------
+
+RGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  if (!shim->device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  unsigned flags = 0;
+  uint64_t h = Shim::primary_handle(dev);
+  if (shim->primary_retain(dev, &flags) == 1) {
+    shim->client().call_async(0, [&](wire::Call::Builder c) {
+      auto p = c.initPrimaryCtxRetain();
+      p.setHandle(h);
+      p.setDevice(dev);
+      p.setFlags(flags);
+    });
+  }
+  *pctx = reinterpret_cast<CUcontext>(h);
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) { return primary_release(dev); }
+RGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) { return primary_release(dev); }
+RGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
+  return primary_set_flags(dev, flags);
+}
+RGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
+  return primary_set_flags(dev, flags);
+}
+RGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) { return primary_reset(dev); }
+RGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev) { return primary_reset(dev); }
+
+RGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
+  if (!shim->device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  shim->primary_state(dev, flags, active);
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags,
+                                            CUdevice dev) {
+  if (params && (params->numExecAffinityParams > 0 || params->cigParams)) return CUDA_ERROR_NOT_SUPPORTED;
+  return ctx_create(pctx, flags, dev);
+}
+RGPU_EXPORT CUresult CUDAAPI cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  return ctx_create(pctx, flags, dev);
+}
+RGPU_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) { return ctx_destroy(ctx); }
+RGPU_EXPORT CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) { return ctx_destroy(ctx); }
+RGPU_EXPORT CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) { return ctx_push(ctx); }
+RGPU_EXPORT CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) { return ctx_push(ctx); }
+RGPU_EXPORT CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* pctx) { return ctx_pop(pctx); }
+RGPU_EXPORT CUresult CUDAAPI cuCtxPopCurrent(CUcontext* pctx) { return ctx_pop(pctx); }
+
+RGPU_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  uint64_t h = handle_of(ctx);
+  auto& stack = rgpu::shim::context_stack();
+  if (h == 0) {
+    if (!stack.empty()) stack.pop_back();
+    return CUDA_SUCCESS;
+  }
+  if (!shim->context_info(h, nullptr)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (stack.empty()) {
+    stack.push_back(h);
+  } else {
+    stack.back() = h;
+  }
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  *pctx = reinterpret_cast<CUcontext>(current_context());
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  ContextInfo info;
+  uint64_t h = current_context();
+  if (h == 0 || !shim->context_info(h, &info)) return CUDA_ERROR_INVALID_CONTEXT;
+  *device = info.device;
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuCtxSynchronize() {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  CUresult r = shim->client().call_sync(ctx, [](wire::Call::Builder c) { c.setCtxSynchronize(); }).result;
+  CUresult copies = shim->client().wait_copy_outs(Client::kAnyStream);
+  return r != CUDA_SUCCESS ? r : copies;
+  API_END
+}
+
+// ---- memory ------------------------------------------------------------------
+
+RGPU_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t size) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  if (!dptr || size == 0) return CUDA_ERROR_INVALID_VALUE;
+  SyncResult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.setMemAlloc(size); });
+  if (r.result == CUDA_SUCCESS && r.values.size() == 1) *dptr = r.values[0];
+  return r.result;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  if (dptr == 0) return CUDA_SUCCESS;
+  return shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.setMemFree(dptr); }).result;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t* free_bytes, size_t* total) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
+  SyncResult r = shim->client().call_sync(ctx, [](wire::Call::Builder c) { c.setMemGetInfo(); });
+  if (r.result == CUDA_SUCCESS && r.values.size() == 2) {
+    *free_bytes = r.values[0];
+    *total = r.values[1];
+  }
+  return r.result;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdeviceptr dptr) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  SyncResult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.setMemGetAddressRange(dptr); });
+  if (r.result == CUDA_SUCCESS && r.values.size() == 2) {
+    if (base) *base = r.values[0];
+    if (size) *size = r.values[1];
+  }
+  return r.result;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
+  return memcpy_htod(dst, src, n, nullptr, false, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void* src, size_t n) {
+  return memcpy_htod(dst, src, n, nullptr, false, true);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
+  return memcpy_htod(dst, src, n, s, true, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
+  return memcpy_htod(dst, src, n, s, true, true);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
+  return memcpy_dtoh(dst, src, n, nullptr, false, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void* dst, CUdeviceptr src, size_t n) {
+  return memcpy_dtoh(dst, src, n, nullptr, false, true);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream s) {
+  return memcpy_dtoh(dst, src, n, s, true, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void* dst, CUdeviceptr src, size_t n, CUstream s) {
+  return memcpy_dtoh(dst, src, n, s, true, true);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  return memcpy_dtod(dst, src, n, nullptr, false, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  return memcpy_dtod(dst, src, n, nullptr, false, true);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  return memcpy_dtod(dst, src, n, s, true, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  return memcpy_dtod(dst, src, n, s, true, true);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
+  return memset_any(d, v, 1, n, nullptr, false, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) {
+  return memset_any(d, v, 1, n, nullptr, false, true);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) {
+  return memset_any(d, v, 2, n, nullptr, false, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n) {
+  return memset_any(d, v, 2, n, nullptr, false, true);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) {
+  return memset_any(d, v, 4, n, nullptr, false, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) {
+  return memset_any(d, v, 4, n, nullptr, false, true);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
+  return memset_any(d, v, 1, n, s, true, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
+  return memset_any(d, v, 1, n, s, true, true);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s) {
+  return memset_any(d, v, 2, n, s, true, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream s) {
+  return memset_any(d, v, 2, n, s, true, true);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s) {
+  return memset_any(d, v, 4, n, s, true, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s) {
+  return memset_any(d, v, 4, n, s, true, true);
+}
+
+// ---- streams -------------------------------------------------------------------
+
+RGPU_EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream* stream, unsigned int flags, int priority) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  if (!stream) return CUDA_ERROR_INVALID_VALUE;
+  if (flags & ~static_cast<unsigned>(CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t h = shim->mint_handle();
+  shim->add_handle(h, HandleKind::kStream);
+  shim->client().call_async(ctx, [&](wire::Call::Builder c) {
+    auto s = c.initStreamCreate();
+    s.setHandle(h);
+    s.setFlags(flags);
+    s.setPriority(priority);
+  });
+  *stream = reinterpret_cast<CUstream>(h);
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int flags) {
+  return cuStreamCreateWithPriority(stream, flags, 0);
+}
+RGPU_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream s) { return stream_destroy(s); }
+RGPU_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream s) { return stream_destroy(s); }
+RGPU_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) { return stream_synchronize(s, false); }
+RGPU_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) { return stream_synchronize(s, true); }
+RGPU_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream s) { return stream_query(s, false); }
+RGPU_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream s) { return stream_query(s, true); }
+RGPU_EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
+  return stream_wait_event(s, e, flags, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags) {
+  return stream_wait_event(s, e, flags, true);
+}
+
+// ---- events --------------------------------------------------------------------
+
+RGPU_EXPORT CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int flags) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  if (!event) return CUDA_ERROR_INVALID_VALUE;
+  constexpr unsigned kKnown = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+  if (flags & ~kKnown) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t h = shim->mint_handle();
+  shim->add_handle(h, HandleKind::kEvent);
+  shim->client().call_async(ctx, [&](wire::Call::Builder c) {
+    auto e = c.initEventCreate();
+    e.setHandle(h);
+    e.setFlags(flags);
+  });
+  *event = reinterpret_cast<CUevent>(h);
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) { return event_record(e, s, false); }
+RGPU_EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) { return event_record(e, s, true); }
+
+RGPU_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent event) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  uint64_t h = handle_of(event);
+  if (!shim->has_handle(h, HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  CUresult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.initEventSynchronize().setHandle(h); }).result;
+  CUresult copies = shim->client().wait_copy_outs(Client::kAnyStream);
+  return r != CUDA_SUCCESS ? r : copies;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuEventQuery(CUevent event) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  uint64_t h = handle_of(event);
+  if (!shim->has_handle(h, HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  return shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.initEventQuery().setHandle(h); }).result;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuEventElapsedTime_v2(float* ms, CUevent start, CUevent end) {
+  return event_elapsed(ms, start, end);
+}
+RGPU_EXPORT CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
+  return event_elapsed(ms, start, end);
+}
+RGPU_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent e) { return event_destroy(e); }
+RGPU_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent e) { return event_destroy(e); }

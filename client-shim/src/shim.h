@@ -1,0 +1,73 @@
+// The client library's process state: one lazily created session with rgpud,
+// client-minted handles and each thread's context stack.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "client.h"
+
+namespace rgpu::shim {
+
+enum class HandleKind { kStream, kEvent };
+
+struct ContextInfo {
+  int device = 0;
+  bool primary = false;
+};
+
+// Process-wide state behind the exported API. Created once by cuInit (the
+// library's only lazy initialisation) and torn down at exit, after which every
+// call answers CUDA_ERROR_DEINITIALIZED. Thread-safe.
+class Shim {
+ public:
+  explicit Shim(std::unique_ptr<Client> client);
+
+  Client& client() { return *client_; }
+  int device_count() const { return static_cast<int>(client_->devices().size()); }
+  const DeviceInfo* device(int ordinal) const;
+
+  // Handles are small integers minted here; the server maps them per session.
+  uint64_t mint_handle() { return next_handle_.fetch_add(1); }
+  void add_handle(uint64_t h, HandleKind kind);
+  // Removes a live handle; false when it is not one of `kind`.
+  bool remove_handle(uint64_t h, HandleKind kind);
+  bool has_handle(uint64_t h, HandleKind kind);
+
+  // Contexts. Primary contexts have fixed handles, one per device.
+  static uint64_t primary_handle(int device) { return 1 + static_cast<uint64_t>(device); }
+  void add_context(uint64_t h, ContextInfo info);
+  bool remove_context(uint64_t h);
+  bool context_info(uint64_t h, ContextInfo* out);
+  // Primary context reference counting; returns the count after the change.
+  int primary_retain(int device, unsigned* flags);
+  int primary_release(int device);
+  void primary_state(int device, unsigned* flags, int* active);
+  void primary_set_flags(int device, unsigned flags);
+  int primary_reset(int device);
+
+ private:
+  std::unique_ptr<Client> client_;
+  std::atomic<uint64_t> next_handle_{0x100};
+  std::mutex mu_;
+  std::unordered_map<uint64_t, HandleKind> handles_;
+  std::unordered_map<uint64_t, ContextInfo> contexts_;
+  std::vector<int> primary_refs_;
+  std::vector<unsigned> primary_flags_;
+};
+
+// The state, or null with *error set (not initialised, failed, deinitialised).
+Shim* shim_or_error(CUresult* error);
+// cuInit's work: connects on first call; later calls return the first result.
+CUresult initialize();
+
+// The calling thread's current context handle (0: none), and its stack.
+uint64_t current_context();
+std::vector<uint64_t>& context_stack();
+
+}  // namespace rgpu::shim

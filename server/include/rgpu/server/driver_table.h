@@ -1,0 +1,53 @@
+// The driver table: the CUDA driver functions rgpud calls, resolved once from a
+// driver library loaded at run time (NVIDIA's libcuda.so.1 or rgpu's CPU device).
+#pragma once
+
+#include <cuda.h>
+
+#include <memory>
+#include <string>
+
+#include "rgpu/common/status.h"
+
+namespace rgpu::server {
+
+// Every function the server needs, by the name cuda.h (CUDA 13.0) maps it to,
+// so the table is pinned to that ABI: X(cuMemAlloc) resolves "cuMemAlloc_v2".
+#define RGPU_DRIVER_REQUIRED(X)                                                          \
+  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)  \
+  X(cuDeviceGetUuid) X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuCtxCreate)          \
+  X(cuCtxDestroy) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree)      \
+  X(cuMemGetInfo) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemcpyHtoDAsync)   \
+  X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8) X(cuMemsetD16) X(cuMemsetD32)  \
+  X(cuMemsetD8Async) X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuStreamCreateWithPriority) \
+  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery) X(cuStreamWaitEvent)        \
+  X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery)                \
+  X(cuEventElapsedTime) X(cuEventDestroy) X(cuGetErrorName)
+
+// Functions used when present (older drivers or the CPU device may lack them).
+#define RGPU_DRIVER_OPTIONAL(X) X(cuMemGetAddressRange) X(cuGetErrorString)
+
+#define RGPU_DRIVER_STR2(x) #x
+#define RGPU_DRIVER_STR(x) RGPU_DRIVER_STR2(x)
+
+// Function pointers into one loaded driver library. Immutable after load();
+// safe to use from any thread. The library stays loaded while the table lives.
+struct DriverTable {
+#define RGPU_DRIVER_FIELD(fn) decltype(&::fn) fn = nullptr;
+  RGPU_DRIVER_REQUIRED(RGPU_DRIVER_FIELD)
+  RGPU_DRIVER_OPTIONAL(RGPU_DRIVER_FIELD)
+#undef RGPU_DRIVER_FIELD
+
+  std::string path;  // the library actually loaded
+  std::shared_ptr<void> handle;
+
+  // Loads `path` (dlopen) and resolves every function. A missing required
+  // function is an error naming it.
+  static Result<std::shared_ptr<const DriverTable>> load(const std::string& path);
+};
+
+// Finds rgpu's CPU device library next to the running rgpud (same folder,
+// ../lib, or the build tree's lib/), or "" when not found.
+std::string find_cpu_device_library();
+
+}  // namespace rgpu::server

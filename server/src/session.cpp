@@ -1,0 +1,319 @@
+// Session: executes one client's calls in order through the driver table.
+#include "session.h"
+
+#include <cstring>
+
+#include "rgpu/common/log.h"
+
+namespace rgpu::server {
+namespace {
+
+// Device-to-host results up to this size ride inline in the reply; larger
+// ones travel as the transport payload (rendezvous, no extra copy).
+constexpr uint64_t kInlineLimit = 64 * 1024;
+
+}  // namespace
+
+Session::Session(uint64_t id, std::shared_ptr<const DriverTable> driver, std::shared_ptr<const ServerInfo> info,
+                 std::shared_ptr<transport::Connection> connection)
+    : id_(id),
+      driver_(std::move(driver)),
+      cu_(*driver_),
+      info_(std::move(info)),
+      connection_(std::move(connection)) {
+  executor_ = std::thread([this] { run_executor(); });
+  completer_ = std::thread([this] { run_completions(); });
+}
+
+Session::~Session() {
+  close();
+  if (executor_.joinable()) executor_.join();
+  {
+    std::lock_guard<std::mutex> lock(completions_mu_);
+    completions_stop_ = true;
+  }
+  completions_cv_.notify_all();
+  if (completer_.joinable()) completer_.join();
+  std::vector<std::thread> waiters;
+  {
+    std::lock_guard<std::mutex> lock(waiters_mu_);
+    waiters.swap(waiters_);
+  }
+  for (auto& t : waiters) t.join();
+  connection_->close();
+  release_all();
+  RGPU_INFO("session closed id=%llu", static_cast<unsigned long long>(id_));
+}
+
+void Session::post(transport::Message message) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closing_) return;
+    inbox_.push_back(std::move(message));
+  }
+  cv_.notify_one();
+}
+
+void Session::close() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closing_ = true;
+    inbox_.clear();
+  }
+  cv_.notify_all();
+}
+
+void Session::run_executor() {
+  for (;;) {
+    transport::Message message;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return closing_ || !inbox_.empty(); });
+      if (closing_) return;
+      message = std::move(inbox_.front());
+      inbox_.pop_front();
+    }
+    handle_message(message);
+  }
+}
+
+void Session::handle_message(transport::Message& message) {
+  auto decoded = protocol::decode(message.header);
+  if (!decoded.is_ok()) {
+    RGPU_WARN("session dropping malformed message id=%llu error=\"%s\"", static_cast<unsigned long long>(id_),
+              decoded.status().message().c_str());
+    return;
+  }
+  auto envelope = decoded.value()->envelope();
+  switch (envelope.which()) {
+    case wire::Envelope::HELLO:
+      handle_hello(envelope.getHello());
+      return;
+    case wire::Envelope::BATCH:
+      if (!accepted_) {
+        RGPU_WARN("session ignoring calls before hello id=%llu", static_cast<unsigned long long>(id_));
+        return;
+      }
+      handle_batch(envelope.getBatch(), message);
+      return;
+    default:
+      RGPU_WARN("session ignoring unexpected message id=%llu kind=%d", static_cast<unsigned long long>(id_),
+                static_cast<int>(envelope.which()));
+      return;
+  }
+}
+
+void Session::handle_hello(wire::Hello::Reader hello) {
+  capnp::MallocMessageBuilder builder;
+  auto welcome = builder.initRoot<wire::Envelope>().initWelcome();
+  welcome.setProtocolVersion(wire::PROTOCOL_VERSION);
+  welcome.setServerBuild(info_->build);
+  welcome.setSessionId(id_);
+  std::string refusal;
+  if (hello.getProtocolVersion() != wire::PROTOCOL_VERSION) {
+    refusal = "client speaks protocol version " + std::to_string(hello.getProtocolVersion()) +
+              ", this server speaks " + std::to_string(wire::PROTOCOL_VERSION) + "; use matching rgpu builds";
+  } else if (!info_->auth_token.empty() && hello.getAuthToken() != info_->auth_token.c_str()) {
+    refusal = "authentication failed: wrong or missing RGPU_AUTH_TOKEN";
+  }
+  if (!refusal.empty()) {
+    welcome.setAccepted(false);
+    welcome.setRefusal(refusal);
+    RGPU_WARN("session refused id=%llu peer=%s reason=\"%s\"", static_cast<unsigned long long>(id_),
+              connection_->peer().c_str(), refusal.c_str());
+  } else {
+    accepted_ = true;
+    welcome.setAccepted(true);
+    welcome.setDriverVersion(info_->driver_version);
+    auto devices = welcome.initDevices(static_cast<unsigned>(info_->devices.size()));
+    for (size_t i = 0; i < info_->devices.size(); ++i) {
+      const auto& d = info_->devices[i];
+      auto out = devices[i];
+      out.setName(d.name);
+      out.setUuid(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(d.uuid.bytes), sizeof d.uuid.bytes));
+      out.setTotalMem(d.total_mem);
+      auto attrs = out.initAttributes(static_cast<unsigned>(d.attributes.size()));
+      auto missing = out.initAttributeMissing(static_cast<unsigned>(d.attribute_missing.size()));
+      for (size_t a = 0; a < d.attributes.size(); ++a) attrs.set(a, d.attributes[a]);
+      for (size_t a = 0; a < d.attribute_missing.size(); ++a) missing.set(a, d.attribute_missing[a]);
+    }
+    RGPU_INFO("session accepted id=%llu peer=%s pid=%u program=%s", static_cast<unsigned long long>(id_),
+              connection_->peer().c_str(), hello.getPid(), hello.getProgram().cStr());
+  }
+  auto words = protocol::encode(builder);
+  if (Status s = connection_->send(protocol::as_bytes(words)); !s.is_ok()) {
+    RGPU_WARN("session welcome failed id=%llu error=\"%s\"", static_cast<unsigned long long>(id_),
+              s.to_string().c_str());
+  }
+  if (!accepted_) connection_->close();
+}
+
+void Session::handle_batch(wire::Batch::Reader batch, transport::Message& message) {
+  reap_staging(false);
+  auto calls = batch.getCalls();
+  uint64_t payload_offset = 0;
+  for (unsigned i = 0; i < calls.size(); ++i) {
+    execute(calls[i].getCall(), message, payload_offset, i + 1 == calls.size());
+  }
+}
+
+void Session::record_async_error(uint64_t call_id, CUresult result) {
+  if (result == CUDA_SUCCESS) return;
+  std::lock_guard<std::mutex> lock(async_error_mu_);
+  if (async_error_ == CUDA_SUCCESS) {
+    async_error_ = result;
+    async_error_call_ = call_id;
+  }
+}
+
+void Session::send_reply(uint64_t call_id, Outcome outcome) {
+  capnp::MallocMessageBuilder builder;
+  auto reply = builder.initRoot<wire::Envelope>().initReply();
+  reply.setId(call_id);
+  reply.setResult(outcome.result);
+  {
+    std::lock_guard<std::mutex> lock(async_error_mu_);
+    reply.setAsyncError(async_error_);
+    reply.setAsyncErrorCall(async_error_call_);
+    async_error_ = CUDA_SUCCESS;
+    async_error_call_ = 0;
+  }
+  if (!outcome.values.empty()) {
+    auto values = reply.initValues(static_cast<unsigned>(outcome.values.size()));
+    for (size_t i = 0; i < outcome.values.size(); ++i) values.set(i, outcome.values[i]);
+  }
+  reply.setElapsedMs(outcome.elapsed_ms);
+  if (!outcome.message.empty()) reply.setMessage(outcome.message);
+  transport::Bytes payload;
+  if (outcome.data && outcome.data_size > 0) {
+    if (outcome.data_size <= kInlineLimit) {
+      reply.setBytes(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(outcome.data.get()), outcome.data_size));
+    } else {
+      reply.setPayloadBytes(outcome.data_size);
+      payload = transport::Bytes(outcome.data.get(), outcome.data_size);
+    }
+  }
+  auto words = protocol::encode(builder);
+  if (Status s = connection_->send(protocol::as_bytes(words), payload); !s.is_ok()) {
+    RGPU_DEBUG("session reply not sent id=%llu call=%llu error=\"%s\"", static_cast<unsigned long long>(id_),
+               static_cast<unsigned long long>(call_id), s.to_string().c_str());
+  }
+}
+
+// ---- handles and validation ------------------------------------------------
+
+CUresult Session::make_current(uint64_t ctx) {
+  if (ctx == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (ctx == current_ctx_) return CUDA_SUCCESS;
+  auto it = contexts_.find(ctx);
+  if (it == contexts_.end()) return CUDA_ERROR_INVALID_CONTEXT;
+  CUresult r = cu_.cuCtxSetCurrent(it->second);
+  if (r == CUDA_SUCCESS) current_ctx_ = ctx;
+  return r;
+}
+
+CUresult Session::lookup_stream(uint64_t handle, CUstream* out) const {
+  if (is_special_stream(handle)) {
+    *out = reinterpret_cast<CUstream>(handle);
+    return CUDA_SUCCESS;
+  }
+  auto it = streams_.find(handle);
+  if (it == streams_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  *out = it->second;
+  return CUDA_SUCCESS;
+}
+
+CUresult Session::lookup_event(uint64_t handle, CUevent* out) const {
+  auto it = events_.find(handle);
+  if (it == events_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  *out = it->second;
+  return CUDA_SUCCESS;
+}
+
+CUresult Session::check_range(uint64_t ptr, uint64_t size) const {
+  if (size == 0) return CUDA_SUCCESS;
+  auto it = allocations_.upper_bound(ptr);
+  if (it == allocations_.begin()) return CUDA_ERROR_INVALID_VALUE;
+  --it;
+  uint64_t base = it->first;
+  uint64_t end = base + it->second.size;
+  if (ptr < base || ptr >= end || size > end - ptr) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+CUresult Session::create_context(uint64_t handle, int device, unsigned flags) {
+  if (handle == 0 || contexts_.count(handle)) return CUDA_ERROR_INVALID_VALUE;
+  CUdevice dev;
+  CUresult r = cu_.cuDeviceGet(&dev, device);
+  if (r != CUDA_SUCCESS) return r;
+  CUcontext ctx = nullptr;
+  // Each session gets contexts of its own (never the shared primary context),
+  // so a sticky error in one session cannot poison another.
+  r = cu_.cuCtxCreate(&ctx, nullptr, flags, dev);
+  if (r != CUDA_SUCCESS) return r;
+  contexts_[handle] = ctx;
+  current_ctx_ = handle;  // cuCtxCreate made it current on this thread
+  return CUDA_SUCCESS;
+}
+
+CUresult Session::destroy_context(uint64_t handle) {
+  auto it = contexts_.find(handle);
+  if (it == contexts_.end()) return CUDA_ERROR_INVALID_CONTEXT;
+  CUcontext ctx = it->second;
+  // The device must be done with staged host buffers before they go.
+  cu_.cuCtxSetCurrent(ctx);
+  cu_.cuCtxSynchronize();
+  reap_staging(true);
+  CUresult r = cu_.cuCtxDestroy(ctx);
+  contexts_.erase(it);
+  if (current_ctx_ == handle) current_ctx_ = 0;
+  for (auto a = allocations_.begin(); a != allocations_.end();) {
+    a = a->second.ctx == handle ? allocations_.erase(a) : std::next(a);
+  }
+  for (auto s = stream_ctx_.begin(); s != stream_ctx_.end();) {
+    if (s->second == handle) {
+      streams_.erase(s->first);
+      s = stream_ctx_.erase(s);
+    } else {
+      ++s;
+    }
+  }
+  for (auto e = event_ctx_.begin(); e != event_ctx_.end();) {
+    if (e->second == handle) {
+      events_.erase(e->first);
+      e = event_ctx_.erase(e);
+    } else {
+      ++e;
+    }
+  }
+  return r;
+}
+
+void Session::reap_staging(bool wait_all) {
+  while (!staging_.empty()) {
+    Staged& s = staging_.front();
+    CUresult r = wait_all ? cu_.cuEventSynchronize(s.done) : cu_.cuEventQuery(s.done);
+    if (r == CUDA_ERROR_NOT_READY) return;
+    cu_.cuEventDestroy(s.done);
+    staging_.pop_front();
+  }
+}
+
+void Session::release_all() {
+  for (auto& [handle, ctx] : contexts_) {
+    cu_.cuCtxSetCurrent(ctx);
+    cu_.cuCtxSynchronize();
+  }
+  staging_.clear();  // the contexts' destruction frees the events
+  for (auto& [handle, ctx] : contexts_) {
+    CUresult r = cu_.cuCtxDestroy(ctx);
+    if (r != CUDA_SUCCESS) {
+      RGPU_WARN("session context destroy failed id=%llu result=%d", static_cast<unsigned long long>(id_), r);
+    }
+  }
+  contexts_.clear();
+  allocations_.clear();
+  cu_.cuCtxSetCurrent(nullptr);
+}
+
+}  // namespace rgpu::server

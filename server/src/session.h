@@ -1,0 +1,159 @@
+// One client session on the server: its executor, handles and allocations.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "rgpu/protocol/codec.h"
+#include "rgpu/server/driver_table.h"
+#include "rgpu/transport/transport.h"
+
+namespace rgpu::server {
+
+// The NULL stream and CUDA's two special stream handles (legacy, per-thread)
+// pass through unmapped.
+inline bool is_special_stream(uint64_t handle) { return handle <= 2; }
+
+// What the server tells every accepted client about itself.
+struct ServerInfo {
+  std::string build;
+  std::string auth_token;  // empty: no token required
+  int driver_version = 0;
+  struct Device {
+    std::string name;
+    CUuuid uuid{};
+    uint64_t total_mem = 0;
+    std::vector<int32_t> attributes;
+    std::vector<bool> attribute_missing;
+  };
+  std::vector<Device> devices;
+};
+
+// A session owns everything one client created: contexts (and so their memory,
+// streams and events), staging buffers and the threads that wait for device
+// work on its behalf. Calls run on its own executor thread, in the client's
+// order, so a slow session never blocks another.
+// Thread-safety: post() and close() may be called from any thread; the rest is
+// private to the executor thread. Destruction joins every thread and frees
+// every resource on the device.
+class Session {
+ public:
+  Session(uint64_t id, std::shared_ptr<const DriverTable> driver, std::shared_ptr<const ServerInfo> info,
+          std::shared_ptr<transport::Connection> connection);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  uint64_t id() const { return id_; }
+  // Queues a message from the client for the executor.
+  void post(transport::Message message);
+  // The client is gone: stop executing; the destructor frees the rest.
+  void close();
+
+ private:
+  struct Allocation {
+    uint64_t size;
+    uint64_t ctx;  // client context handle that owns it
+  };
+  struct Staged {  // host memory the device may still read or write
+    CUevent done;
+    std::unique_ptr<std::byte[]> buffer;
+  };
+  struct PendingCopyOut {  // an async device-to-host copy to send back when done
+    uint64_t call_id;
+    uint64_t ctx;
+    CUevent done;
+    std::unique_ptr<std::byte[]> buffer;
+    uint64_t size;
+    CUresult result;  // an error found when the copy was issued
+  };
+  // The result of one call, to be put into a Reply.
+  struct Outcome {
+    Outcome() = default;
+    explicit Outcome(CUresult r) : result(r) {}
+    CUresult result = CUDA_SUCCESS;
+    std::vector<uint64_t> values;
+    float elapsed_ms = 0;
+    std::unique_ptr<std::byte[]> data;  // device-to-host bytes
+    uint64_t data_size = 0;
+    std::string message;
+  };
+
+  void run_executor();
+  void handle_message(transport::Message& message);
+  void handle_hello(wire::Hello::Reader hello);
+  void handle_batch(wire::Batch::Reader batch, transport::Message& message);
+  // Runs one call. Returns true when it was a sync call whose reply was sent
+  // (or handed to a waiter thread).
+  void execute(wire::Call::Reader call, transport::Message& message, uint64_t& payload_offset, bool is_last);
+  Outcome execute_sync(wire::Call::Reader call, transport::Message& message);
+  CUresult execute_async(wire::Call::Reader call, transport::Message& message);
+
+  // Blocking waits (stream/event/context synchronize) run on their own thread
+  // unless already complete, so the executor keeps accepting calls.
+  void wait_then_reply(uint64_t call_id, uint64_t ctx, std::function<CUresult()> wait);
+  void send_reply(uint64_t call_id, Outcome outcome);
+  void record_async_error(uint64_t call_id, CUresult result);
+  void run_completions();
+  void reap_staging(bool wait_all);
+  void release_all();
+
+  CUresult make_current(uint64_t ctx);
+  CUresult lookup_stream(uint64_t handle, CUstream* out) const;
+  CUresult lookup_event(uint64_t handle, CUevent* out) const;
+  CUresult check_range(uint64_t ptr, uint64_t size) const;
+  CUresult create_context(uint64_t handle, int device, unsigned flags);
+  CUresult destroy_context(uint64_t handle);
+
+  const uint64_t id_;
+  const std::shared_ptr<const DriverTable> driver_;
+  const DriverTable& cu_;
+  const std::shared_ptr<const ServerInfo> info_;
+  const std::shared_ptr<transport::Connection> connection_;
+  bool accepted_ = false;
+
+  // Executor state (executor thread only).
+  std::unordered_map<uint64_t, CUcontext> contexts_;
+  std::unordered_map<uint64_t, CUstream> streams_;
+  std::unordered_map<uint64_t, CUevent> events_;
+  std::unordered_map<uint64_t, uint64_t> stream_ctx_;  // stream/event handle -> owning context handle
+  std::unordered_map<uint64_t, uint64_t> event_ctx_;
+  std::map<uint64_t, Allocation> allocations_;
+  std::deque<Staged> staging_;
+  uint64_t current_ctx_ = 0;
+
+  // First error of an async call since the last reply.
+  std::mutex async_error_mu_;
+  CUresult async_error_ = CUDA_SUCCESS;
+  uint64_t async_error_call_ = 0;
+
+  // Incoming queue.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<transport::Message> inbox_;
+  bool closing_ = false;
+
+  // Waiter threads and the completion queue for async device-to-host copies.
+  std::mutex waiters_mu_;
+  std::vector<std::thread> waiters_;
+  std::mutex completions_mu_;
+  std::condition_variable completions_cv_;
+  std::deque<PendingCopyOut> completions_;
+  bool completions_stop_ = false;
+
+  std::thread executor_;
+  std::thread completer_;
+};
+
+}  // namespace rgpu::server

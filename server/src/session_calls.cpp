@@ -1,0 +1,453 @@
+// Session: the calls themselves, sync and async, and the threads that wait.
+#include <cstring>
+
+#include "rgpu/common/log.h"
+#include "session.h"
+
+namespace rgpu::server {
+namespace {
+
+bool is_sync(wire::Call::Reader call) {
+  switch (call.which()) {
+    case wire::Call::CTX_DESTROY:
+    case wire::Call::CTX_SYNCHRONIZE:
+    case wire::Call::PRIMARY_CTX_RESET:
+    case wire::Call::MEM_ALLOC:
+    case wire::Call::MEM_FREE:
+    case wire::Call::MEM_GET_INFO:
+    case wire::Call::STREAM_SYNCHRONIZE:
+    case wire::Call::STREAM_QUERY:
+    case wire::Call::EVENT_SYNCHRONIZE:
+    case wire::Call::EVENT_QUERY:
+    case wire::Call::EVENT_ELAPSED_TIME:
+    case wire::Call::MEM_GET_ADDRESS_RANGE:
+      return true;
+    case wire::Call::MEMCPY_HTO_D: return !call.getMemcpyHtoD().getAsync();
+    case wire::Call::MEMCPY_DTO_H: return !call.getMemcpyDtoH().getAsync();
+    case wire::Call::MEMCPY_DTO_D: return !call.getMemcpyDtoD().getAsync();
+    case wire::Call::MEMSET: return !call.getMemset().getAsync();
+    default:
+      return false;
+  }
+}
+
+bool is_wait(wire::Call::Reader call) {
+  auto w = call.which();
+  return w == wire::Call::CTX_SYNCHRONIZE || w == wire::Call::STREAM_SYNCHRONIZE ||
+         w == wire::Call::EVENT_SYNCHRONIZE;
+}
+
+// Where the bytes of a host-to-device copy are: inline, or the message payload.
+struct SourceBytes {
+  const std::byte* data = nullptr;
+  std::unique_ptr<std::byte[]> owned;
+};
+
+CUresult source_bytes(wire::Call::CopyIn::Reader in, uint64_t payload_bytes, transport::Message& message,
+                      bool is_last, bool need_copy, SourceBytes* out) {
+  uint64_t size = in.getSize();
+  auto inline_bytes = in.getBytes();
+  if (payload_bytes == 0) {
+    if (inline_bytes.size() != size) return CUDA_ERROR_INVALID_VALUE;
+    if (need_copy) {
+      out->owned = std::make_unique<std::byte[]>(size);
+      std::memcpy(out->owned.get(), inline_bytes.begin(), size);
+      out->data = out->owned.get();
+    } else {
+      out->data = reinterpret_cast<const std::byte*>(inline_bytes.begin());
+    }
+    return CUDA_SUCCESS;
+  }
+  // The payload belongs to the last call of its message, and only once.
+  if (!is_last || !message.payload || payload_bytes != size || message.payload->size() != size) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  out->owned = std::make_unique<std::byte[]>(size);
+  Status s = message.payload->receive(out->owned.get());
+  message.payload.reset();
+  if (!s.is_ok()) return CUDA_ERROR_UNKNOWN;
+  out->data = out->owned.get();
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+void Session::execute(wire::Call::Reader call, transport::Message& message, uint64_t& payload_offset,
+                      bool is_last) {
+  const uint64_t id = call.getId();
+  if (!is_sync(call)) {
+    record_async_error(id, execute_async(call, message));
+    return;
+  }
+  if (is_wait(call)) {
+    // Complete already? Answer now. Otherwise wait on another thread.
+    CUresult ready = CUDA_ERROR_NOT_READY;
+    CUcontext ctx = nullptr;
+    std::function<CUresult()> wait;
+    CUresult r = make_current(call.getCtx());
+    if (r != CUDA_SUCCESS) {
+      send_reply(id, Outcome{r});
+      return;
+    }
+    ctx = contexts_[call.getCtx()];
+    switch (call.which()) {
+      case wire::Call::CTX_SYNCHRONIZE:
+        wait = [this] { return cu_.cuCtxSynchronize(); };
+        break;
+      case wire::Call::STREAM_SYNCHRONIZE: {
+        CUstream s;
+        if ((r = lookup_stream(call.getStreamSynchronize().getHandle(), &s)) != CUDA_SUCCESS) break;
+        ready = cu_.cuStreamQuery(s);
+        wait = [this, s] { return cu_.cuStreamSynchronize(s); };
+        break;
+      }
+      case wire::Call::EVENT_SYNCHRONIZE: {
+        CUevent e;
+        if ((r = lookup_event(call.getEventSynchronize().getHandle(), &e)) != CUDA_SUCCESS) break;
+        ready = cu_.cuEventQuery(e);
+        wait = [this, e] { return cu_.cuEventSynchronize(e); };
+        break;
+      }
+      default:
+        break;
+    }
+    if (r != CUDA_SUCCESS) {
+      send_reply(id, Outcome{r});
+    } else if (ready != CUDA_ERROR_NOT_READY) {
+      send_reply(id, Outcome{ready});
+    } else {
+      wait_then_reply(id, reinterpret_cast<uint64_t>(ctx), std::move(wait));
+    }
+    return;
+  }
+  send_reply(id, execute_sync(call, message));
+  (void)payload_offset;
+  (void)is_last;
+}
+
+Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Message& message) {
+  Outcome out;
+  auto needs_ctx = [&]() -> bool {
+    out.result = make_current(call.getCtx());
+    return out.result == CUDA_SUCCESS;
+  };
+  switch (call.which()) {
+    case wire::Call::CTX_DESTROY:
+      out.result = destroy_context(call.getCtxDestroy().getHandle());
+      break;
+    case wire::Call::PRIMARY_CTX_RESET:
+      out.result = destroy_context(call.getPrimaryCtxReset().getHandle());
+      if (out.result == CUDA_ERROR_INVALID_CONTEXT) out.result = CUDA_SUCCESS;  // resetting an inactive one is fine
+      break;
+    case wire::Call::MEM_ALLOC: {
+      if (!needs_ctx()) break;
+      uint64_t size = call.getMemAlloc();
+      if (size == 0) {
+        out.result = CUDA_ERROR_INVALID_VALUE;
+        break;
+      }
+      CUdeviceptr ptr = 0;
+      out.result = cu_.cuMemAlloc(&ptr, size);
+      if (out.result == CUDA_SUCCESS) {
+        allocations_[ptr] = Allocation{size, call.getCtx()};
+        out.values = {ptr};
+      }
+      break;
+    }
+    case wire::Call::MEM_FREE: {
+      if (!needs_ctx()) break;
+      uint64_t ptr = call.getMemFree();
+      auto it = allocations_.find(ptr);
+      if (it == allocations_.end()) {
+        out.result = CUDA_ERROR_INVALID_VALUE;
+        out.message = "not an allocation of this session";
+        break;
+      }
+      out.result = cu_.cuMemFree(ptr);
+      if (out.result == CUDA_SUCCESS) allocations_.erase(it);
+      break;
+    }
+    case wire::Call::MEM_GET_INFO: {
+      if (!needs_ctx()) break;
+      size_t free_bytes = 0, total = 0;
+      out.result = cu_.cuMemGetInfo(&free_bytes, &total);
+      out.values = {free_bytes, total};
+      break;
+    }
+    case wire::Call::MEM_GET_ADDRESS_RANGE: {
+      uint64_t ptr = call.getMemGetAddressRange();
+      auto it = allocations_.upper_bound(ptr);
+      if (it == allocations_.begin() || ptr >= std::prev(it)->first + std::prev(it)->second.size) {
+        out.result = CUDA_ERROR_NOT_FOUND;
+        break;
+      }
+      --it;
+      out.values = {it->first, it->second.size};
+      break;
+    }
+    case wire::Call::MEMCPY_HTO_D: {
+      if (!needs_ctx()) break;
+      auto in = call.getMemcpyHtoD();
+      if ((out.result = check_range(in.getDst(), in.getSize())) != CUDA_SUCCESS) break;
+      SourceBytes src;
+      out.result = source_bytes(in, call.getPayloadBytes(), message, true, false, &src);
+      if (out.result == CUDA_SUCCESS && in.getSize() > 0) {
+        out.result = cu_.cuMemcpyHtoD(in.getDst(), src.data, in.getSize());
+      }
+      break;
+    }
+    case wire::Call::MEMCPY_DTO_H: {
+      if (!needs_ctx()) break;
+      auto in = call.getMemcpyDtoH();
+      if ((out.result = check_range(in.getSrc(), in.getSize())) != CUDA_SUCCESS) break;
+      if (in.getSize() == 0) break;
+      out.data = std::make_unique<std::byte[]>(in.getSize());
+      out.data_size = in.getSize();
+      out.result = cu_.cuMemcpyDtoH(out.data.get(), in.getSrc(), in.getSize());
+      if (out.result != CUDA_SUCCESS) out.data.reset(), out.data_size = 0;
+      break;
+    }
+    case wire::Call::MEMCPY_DTO_D: {
+      if (!needs_ctx()) break;
+      auto in = call.getMemcpyDtoD();
+      if ((out.result = check_range(in.getDst(), in.getSize())) != CUDA_SUCCESS) break;
+      if ((out.result = check_range(in.getSrc(), in.getSize())) != CUDA_SUCCESS) break;
+      if (in.getSize() > 0) out.result = cu_.cuMemcpyDtoD(in.getDst(), in.getSrc(), in.getSize());
+      break;
+    }
+    case wire::Call::MEMSET: {
+      if (!needs_ctx()) break;
+      auto in = call.getMemset();
+      unsigned es = in.getElementSize();
+      if ((es != 1 && es != 2 && es != 4) || in.getCount() > UINT64_MAX / es) {
+        out.result = CUDA_ERROR_INVALID_VALUE;
+        break;
+      }
+      if ((out.result = check_range(in.getDst(), in.getCount() * es)) != CUDA_SUCCESS) break;
+      if (es == 1) out.result = cu_.cuMemsetD8(in.getDst(), static_cast<unsigned char>(in.getValue()), in.getCount());
+      if (es == 2) out.result = cu_.cuMemsetD16(in.getDst(), static_cast<unsigned short>(in.getValue()), in.getCount());
+      if (es == 4) out.result = cu_.cuMemsetD32(in.getDst(), in.getValue(), in.getCount());
+      break;
+    }
+    case wire::Call::STREAM_QUERY: {
+      if (!needs_ctx()) break;
+      CUstream s;
+      if ((out.result = lookup_stream(call.getStreamQuery().getHandle(), &s)) != CUDA_SUCCESS) break;
+      out.result = cu_.cuStreamQuery(s);
+      break;
+    }
+    case wire::Call::EVENT_QUERY: {
+      if (!needs_ctx()) break;
+      CUevent e;
+      if ((out.result = lookup_event(call.getEventQuery().getHandle(), &e)) != CUDA_SUCCESS) break;
+      out.result = cu_.cuEventQuery(e);
+      break;
+    }
+    case wire::Call::EVENT_ELAPSED_TIME: {
+      if (!needs_ctx()) break;
+      CUevent a, b;
+      if ((out.result = lookup_event(call.getEventElapsedTime().getStart(), &a)) != CUDA_SUCCESS) break;
+      if ((out.result = lookup_event(call.getEventElapsedTime().getEnd(), &b)) != CUDA_SUCCESS) break;
+      out.result = cu_.cuEventElapsedTime(&out.elapsed_ms, a, b);
+      break;
+    }
+    default:
+      out.result = CUDA_ERROR_NOT_SUPPORTED;
+      out.message = "call not implemented by this server";
+      break;
+  }
+  return out;
+}
+
+CUresult Session::execute_async(wire::Call::Reader call, transport::Message& message) {
+  CUresult r = CUDA_SUCCESS;
+  switch (call.which()) {
+    case wire::Call::CTX_CREATE: {
+      auto in = call.getCtxCreate();
+      return create_context(in.getHandle(), in.getDevice(), in.getFlags());
+    }
+    case wire::Call::PRIMARY_CTX_RETAIN: {
+      auto in = call.getPrimaryCtxRetain();
+      if (contexts_.count(in.getHandle())) return CUDA_SUCCESS;
+      return create_context(in.getHandle(), in.getDevice(), in.getFlags());
+    }
+    case wire::Call::PRIMARY_CTX_RELEASE:
+      return destroy_context(call.getPrimaryCtxRelease().getHandle());
+    case wire::Call::STREAM_DESTROY: {
+      uint64_t h = call.getStreamDestroy().getHandle();
+      CUstream s;
+      if ((r = lookup_stream(h, &s)) != CUDA_SUCCESS || is_special_stream(h)) return CUDA_ERROR_INVALID_HANDLE;
+      streams_.erase(h);
+      stream_ctx_.erase(h);
+      return cu_.cuStreamDestroy(s);
+    }
+    case wire::Call::EVENT_DESTROY: {
+      uint64_t h = call.getEventDestroy().getHandle();
+      CUevent e;
+      if ((r = lookup_event(h, &e)) != CUDA_SUCCESS) return r;
+      events_.erase(h);
+      event_ctx_.erase(h);
+      return cu_.cuEventDestroy(e);
+    }
+    default:
+      break;
+  }
+  if ((r = make_current(call.getCtx())) != CUDA_SUCCESS) {
+    if (call.which() == wire::Call::MEMCPY_DTO_H) {
+      // The client waits for every async copy-out: always answer it.
+      completions_mu_.lock();
+      completions_.push_back(PendingCopyOut{call.getId(), 0, nullptr, nullptr, 0, r});
+      completions_mu_.unlock();
+      completions_cv_.notify_one();
+    }
+    return r;
+  }
+  switch (call.which()) {
+    case wire::Call::STREAM_CREATE: {
+      auto in = call.getStreamCreate();
+      if (in.getHandle() < 16 || streams_.count(in.getHandle())) return CUDA_ERROR_INVALID_VALUE;
+      CUstream s = nullptr;
+      r = cu_.cuStreamCreateWithPriority(&s, in.getFlags(), in.getPriority());
+      if (r == CUDA_SUCCESS) {
+        streams_[in.getHandle()] = s;
+        stream_ctx_[in.getHandle()] = call.getCtx();
+      }
+      return r;
+    }
+    case wire::Call::EVENT_CREATE: {
+      auto in = call.getEventCreate();
+      if (in.getHandle() == 0 || events_.count(in.getHandle())) return CUDA_ERROR_INVALID_VALUE;
+      CUevent e = nullptr;
+      r = cu_.cuEventCreate(&e, in.getFlags());
+      if (r == CUDA_SUCCESS) {
+        events_[in.getHandle()] = e;
+        event_ctx_[in.getHandle()] = call.getCtx();
+      }
+      return r;
+    }
+    case wire::Call::EVENT_RECORD: {
+      CUevent e;
+      CUstream s;
+      if ((r = lookup_event(call.getEventRecord().getEvent(), &e)) != CUDA_SUCCESS) return r;
+      if ((r = lookup_stream(call.getEventRecord().getStream(), &s)) != CUDA_SUCCESS) return r;
+      return cu_.cuEventRecord(e, s);
+    }
+    case wire::Call::STREAM_WAIT_EVENT: {
+      CUevent e;
+      CUstream s;
+      auto in = call.getStreamWaitEvent();
+      if ((r = lookup_stream(in.getStream(), &s)) != CUDA_SUCCESS) return r;
+      if ((r = lookup_event(in.getEvent(), &e)) != CUDA_SUCCESS) return r;
+      return cu_.cuStreamWaitEvent(s, e, in.getFlags());
+    }
+    case wire::Call::MEMCPY_HTO_D: {
+      auto in = call.getMemcpyHtoD();
+      CUstream s;
+      if ((r = lookup_stream(in.getStream(), &s)) != CUDA_SUCCESS) return r;
+      if ((r = check_range(in.getDst(), in.getSize())) != CUDA_SUCCESS) return r;
+      SourceBytes src;
+      if ((r = source_bytes(in, call.getPayloadBytes(), message, true, true, &src)) != CUDA_SUCCESS) return r;
+      if (in.getSize() == 0) return CUDA_SUCCESS;
+      if ((r = cu_.cuMemcpyHtoDAsync(in.getDst(), src.data, in.getSize(), s)) != CUDA_SUCCESS) return r;
+      CUevent done = nullptr;
+      if ((r = cu_.cuEventCreate(&done, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) return r;
+      cu_.cuEventRecord(done, s);
+      staging_.push_back(Staged{done, std::move(src.owned)});
+      return CUDA_SUCCESS;
+    }
+    case wire::Call::MEMCPY_DTO_H: {
+      auto in = call.getMemcpyDtoH();
+      PendingCopyOut pending{call.getId(), reinterpret_cast<uint64_t>(contexts_[call.getCtx()]), nullptr, nullptr,
+                             in.getSize(), CUDA_SUCCESS};
+      CUstream s;
+      r = lookup_stream(in.getStream(), &s);
+      if (r == CUDA_SUCCESS) r = check_range(in.getSrc(), in.getSize());
+      if (r == CUDA_SUCCESS && in.getSize() > 0) {
+        pending.buffer = std::make_unique<std::byte[]>(in.getSize());
+        r = cu_.cuMemcpyDtoHAsync(pending.buffer.get(), in.getSrc(), in.getSize(), s);
+        if (r == CUDA_SUCCESS) r = cu_.cuEventCreate(&pending.done, CU_EVENT_DISABLE_TIMING);
+        if (r == CUDA_SUCCESS) r = cu_.cuEventRecord(pending.done, s);
+      }
+      if (r != CUDA_SUCCESS) {
+        pending.buffer.reset();
+        pending.size = 0;
+        if (pending.done) cu_.cuEventDestroy(pending.done), pending.done = nullptr;
+        pending.result = r;
+      }
+      {
+        std::lock_guard<std::mutex> lock(completions_mu_);
+        completions_.push_back(std::move(pending));
+      }
+      completions_cv_.notify_one();
+      return r;
+    }
+    case wire::Call::MEMCPY_DTO_D: {
+      auto in = call.getMemcpyDtoD();
+      CUstream s;
+      if ((r = lookup_stream(in.getStream(), &s)) != CUDA_SUCCESS) return r;
+      if ((r = check_range(in.getDst(), in.getSize())) != CUDA_SUCCESS) return r;
+      if ((r = check_range(in.getSrc(), in.getSize())) != CUDA_SUCCESS) return r;
+      if (in.getSize() == 0) return CUDA_SUCCESS;
+      return cu_.cuMemcpyDtoDAsync(in.getDst(), in.getSrc(), in.getSize(), s);
+    }
+    case wire::Call::MEMSET: {
+      auto in = call.getMemset();
+      CUstream s;
+      unsigned es = in.getElementSize();
+      if ((es != 1 && es != 2 && es != 4) || in.getCount() > UINT64_MAX / es) return CUDA_ERROR_INVALID_VALUE;
+      if ((r = lookup_stream(in.getStream(), &s)) != CUDA_SUCCESS) return r;
+      if ((r = check_range(in.getDst(), in.getCount() * es)) != CUDA_SUCCESS) return r;
+      if (es == 1) return cu_.cuMemsetD8Async(in.getDst(), static_cast<unsigned char>(in.getValue()), in.getCount(), s);
+      if (es == 2) return cu_.cuMemsetD16Async(in.getDst(), static_cast<unsigned short>(in.getValue()), in.getCount(), s);
+      return cu_.cuMemsetD32Async(in.getDst(), in.getValue(), in.getCount(), s);
+    }
+    default:
+      return CUDA_ERROR_NOT_SUPPORTED;
+  }
+}
+
+void Session::wait_then_reply(uint64_t call_id, uint64_t ctx, std::function<CUresult()> wait) {
+  std::lock_guard<std::mutex> lock(waiters_mu_);
+  waiters_.emplace_back([this, call_id, ctx, wait = std::move(wait)] {
+    CUresult r = cu_.cuCtxSetCurrent(reinterpret_cast<CUcontext>(ctx));
+    if (r == CUDA_SUCCESS) r = wait();
+    send_reply(call_id, Outcome{r});
+  });
+}
+
+void Session::run_completions() {
+  for (;;) {
+    PendingCopyOut p;
+    {
+      std::unique_lock<std::mutex> lock(completions_mu_);
+      completions_cv_.wait(lock, [&] { return completions_stop_ || !completions_.empty(); });
+      if (completions_.empty()) return;
+      p = std::move(completions_.front());
+      completions_.pop_front();
+    }
+    CUresult r = p.result;
+    if (r == CUDA_SUCCESS && p.done) {
+      cu_.cuCtxSetCurrent(reinterpret_cast<CUcontext>(p.ctx));
+      r = cu_.cuEventSynchronize(p.done);
+      cu_.cuEventDestroy(p.done);
+    }
+    capnp::MallocMessageBuilder builder;
+    auto done = builder.initRoot<wire::Envelope>().initCopyDone();
+    done.setId(p.call_id);
+    done.setResult(r);
+    transport::Bytes payload;
+    if (r == CUDA_SUCCESS && p.size > 0) {
+      if (p.size <= 64 * 1024) {
+        done.setBytes(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(p.buffer.get()), p.size));
+      } else {
+        done.setPayloadBytes(p.size);
+        payload = transport::Bytes(p.buffer.get(), p.size);
+      }
+    }
+    if (r != CUDA_SUCCESS) record_async_error(p.call_id, r);
+    auto words = protocol::encode(builder);
+    (void)connection_->send(protocol::as_bytes(words), payload);
+  }
+}
+
+}  // namespace rgpu::server
