@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what rgpu needs to build and test on Debian 12, if it is missing.
+# Sourced or run by scripts/demo.sh and scripts/test.sh.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config python3
+  libucx-dev ucx-utils            # transport (UCX: verbs, tcp, shared memory)
+  libcapnp-dev capnproto          # wire schema
+  libibverbs-dev librdmacm-dev    # rdma-core
+  liblz4-dev libzstd-dev          # compressed fatbin entries
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev        # libFuzzer targets
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "rgpu setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}"
+fi
+
+cuda_home="${CUDA_HOME:-/usr/local/cuda}"
+if [ ! -f "$cuda_home/include/cuda.h" ] || [ ! -x "$cuda_home/bin/nvcc" ]; then
+  echo "rgpu setup: the CUDA toolkit (headers and nvcc, 13.0) is needed at CUDA_HOME=$cuda_home" >&2
+  echo "            (only the toolkit; no NVIDIA driver is needed on the client side)" >&2
+  exit 1
+fi

@@ -1,0 +1,309 @@
+// End to end: an ordinary program written against cuda.h, linked against
+// libcuda.so.1 only, run through `rgpu run` against a real rgpud over UCX.
+#include <cuda.h>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace {
+
+#define ASSERT_CU(call) ASSERT_EQ((call), CUDA_SUCCESS) << #call
+#define EXPECT_CU(call) EXPECT_EQ((call), CUDA_SUCCESS) << #call
+
+class Driver : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+    ASSERT_EQ(cuDeviceGet(&dev_, 0), CUDA_SUCCESS);
+    ASSERT_EQ(cuDevicePrimaryCtxRetain(&ctx_, dev_), CUDA_SUCCESS);
+  }
+  void SetUp() override { ASSERT_CU(cuCtxSetCurrent(ctx_)); }
+
+  static std::vector<unsigned char> pattern(size_t n, uint64_t seed) {
+    std::vector<unsigned char> v(n);
+    std::mt19937_64 rng(seed);
+    for (size_t i = 0; i < n; i += 8) {
+      uint64_t x = rng();
+      std::memcpy(v.data() + i, &x, std::min<size_t>(8, n - i));
+    }
+    return v;
+  }
+
+  static inline CUdevice dev_ = 0;
+  static inline CUcontext ctx_ = nullptr;
+};
+
+TEST_F(Driver, DeviceQueries) {
+  int count = 0;
+  ASSERT_CU(cuDeviceGetCount(&count));
+  EXPECT_GE(count, 1);
+  char name[256] = {};
+  ASSERT_CU(cuDeviceGetName(name, sizeof name, dev_));
+  EXPECT_GT(std::strlen(name), 0u);
+  int warp = 0, major = 0, threads = 0;
+  ASSERT_CU(cuDeviceGetAttribute(&warp, CU_DEVICE_ATTRIBUTE_WARP_SIZE, dev_));
+  ASSERT_CU(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_));
+  ASSERT_CU(cuDeviceGetAttribute(&threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, dev_));
+  EXPECT_EQ(warp, 32);
+  EXPECT_GE(major, 3);
+  EXPECT_GE(threads, 256);
+  size_t total = 0;
+  ASSERT_CU(cuDeviceTotalMem(&total, dev_));
+  EXPECT_GT(total, size_t{1} << 20);
+  CUuuid a{}, zero{};
+  ASSERT_CU(cuDeviceGetUuid(&a, dev_));
+  EXPECT_NE(std::memcmp(a.bytes, zero.bytes, sizeof a.bytes), 0);
+  int version = 0;
+  ASSERT_CU(cuDriverGetVersion(&version));
+  EXPECT_GE(version, 13000);
+
+  CUdevice bad;
+  EXPECT_EQ(cuDeviceGet(&bad, count), CUDA_ERROR_INVALID_DEVICE);
+  int v;
+  EXPECT_EQ(cuDeviceGetAttribute(&v, static_cast<CUdevice_attribute>(100000), dev_), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuDeviceGetAttribute(nullptr, CU_DEVICE_ATTRIBUTE_WARP_SIZE, dev_), CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(Driver, CopiesOfEverySizeKeepTheirContent) {
+  const size_t sizes[] = {1, 7, 4096, 65535, 65536, 65537, 1 << 20, (16 << 20) + 3, 64 << 20};
+  for (size_t n : sizes) {
+    SCOPED_TRACE("size " + std::to_string(n));
+    auto src = pattern(n, n);
+    std::vector<unsigned char> back(n, 0), back2(n, 0);
+    CUdeviceptr a, b;
+    ASSERT_CU(cuMemAlloc(&a, n));
+    ASSERT_CU(cuMemAlloc(&b, n));
+    ASSERT_CU(cuMemcpyHtoD(a, src.data(), n));
+    ASSERT_CU(cuMemcpyDtoD(b, a, n));
+    ASSERT_CU(cuMemcpyDtoH(back.data(), b, n));
+    EXPECT_TRUE(std::memcmp(src.data(), back.data(), n) == 0);
+    // The same through a stream, asynchronously.
+    CUstream s;
+    ASSERT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    ASSERT_CU(cuMemsetD8Async(b, 0, n, s));
+    ASSERT_CU(cuMemcpyHtoDAsync(b, src.data(), n, s));
+    ASSERT_CU(cuMemcpyDtoHAsync(back2.data(), b, n, s));
+    ASSERT_CU(cuStreamSynchronize(s));
+    EXPECT_TRUE(std::memcmp(src.data(), back2.data(), n) == 0);
+    ASSERT_CU(cuStreamDestroy(s));
+    ASSERT_CU(cuMemFree(a));
+    ASSERT_CU(cuMemFree(b));
+  }
+}
+
+TEST_F(Driver, CopiesAtOffsetsInsideAnAllocation) {
+  CUdeviceptr d;
+  ASSERT_CU(cuMemAlloc(&d, 1 << 16));
+  auto src = pattern(1000, 3);
+  ASSERT_CU(cuMemsetD8(d, 0xEE, 1 << 16));
+  ASSERT_CU(cuMemcpyHtoD(d + 12345, src.data(), src.size()));
+  std::vector<unsigned char> back(1 << 16);
+  ASSERT_CU(cuMemcpyDtoH(back.data(), d, back.size()));
+  EXPECT_EQ(back[12344], 0xEE);
+  EXPECT_EQ(std::memcmp(back.data() + 12345, src.data(), src.size()), 0);
+  EXPECT_EQ(back[12345 + 1000], 0xEE);
+  ASSERT_CU(cuMemFree(d));
+}
+
+TEST_F(Driver, Memsets) {
+  const size_t n = 1 << 20;
+  CUdeviceptr d;
+  ASSERT_CU(cuMemAlloc(&d, n));
+  std::vector<uint8_t> b8(n);
+  ASSERT_CU(cuMemsetD8(d, 0x5A, n));
+  ASSERT_CU(cuMemcpyDtoH(b8.data(), d, n));
+  EXPECT_TRUE(std::all_of(b8.begin(), b8.end(), [](uint8_t x) { return x == 0x5A; }));
+  std::vector<uint16_t> b16(n / 2);
+  ASSERT_CU(cuMemsetD16(d, 0xBEEF, n / 2));
+  ASSERT_CU(cuMemcpyDtoH(b16.data(), d, n));
+  EXPECT_TRUE(std::all_of(b16.begin(), b16.end(), [](uint16_t x) { return x == 0xBEEF; }));
+  std::vector<uint32_t> b32(n / 4);
+  CUstream s;
+  ASSERT_CU(cuStreamCreate(&s, 0));
+  ASSERT_CU(cuMemsetD32Async(d, 0xCAFEF00D, n / 4, s));
+  ASSERT_CU(cuMemsetD16Async(d, 0x1111, 2, s));
+  ASSERT_CU(cuStreamSynchronize(s));
+  ASSERT_CU(cuMemcpyDtoH(b32.data(), d, n));
+  EXPECT_EQ(b32[0], 0x11111111u);
+  EXPECT_TRUE(std::all_of(b32.begin() + 1, b32.end(), [](uint32_t x) { return x == 0xCAFEF00D; }));
+  ASSERT_CU(cuStreamDestroy(s));
+  ASSERT_CU(cuMemFree(d));
+}
+
+TEST_F(Driver, MemoryAccounting) {
+  size_t free0, total0, free1, total1;
+  ASSERT_CU(cuMemGetInfo(&free0, &total0));
+  CUdeviceptr d;
+  ASSERT_CU(cuMemAlloc(&d, 64 << 20));
+  ASSERT_CU(cuMemGetInfo(&free1, &total1));
+  EXPECT_EQ(total0, total1);
+  EXPECT_LE(free1 + (64 << 20), free0 + (1 << 20));  // allow other users' noise of up to 1 MiB
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  ASSERT_CU(cuMemGetAddressRange(&base, &size, d + 100));
+  EXPECT_EQ(base, d);
+  EXPECT_EQ(size, size_t{64} << 20);
+  ASSERT_CU(cuMemFree(d));
+}
+
+TEST_F(Driver, StreamsAndEvents) {
+  CUstream s1, s2;
+  ASSERT_CU(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+  ASSERT_CU(cuStreamCreateWithPriority(&s2, CU_STREAM_NON_BLOCKING, 0));
+  CUevent start, stop, mid;
+  ASSERT_CU(cuEventCreate(&start, CU_EVENT_DEFAULT));
+  ASSERT_CU(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+  ASSERT_CU(cuEventCreate(&mid, CU_EVENT_DISABLE_TIMING));
+  const size_t n = 8 << 20;
+  CUdeviceptr a, b;
+  ASSERT_CU(cuMemAlloc(&a, n));
+  ASSERT_CU(cuMemAlloc(&b, n));
+  auto src = pattern(n, 11);
+  std::vector<unsigned char> back(n);
+  ASSERT_CU(cuEventRecord(start, s1));
+  ASSERT_CU(cuMemcpyHtoDAsync(a, src.data(), n, s1));
+  ASSERT_CU(cuEventRecord(mid, s1));
+  // s2 must see s1's copy: it waits for `mid`.
+  ASSERT_CU(cuStreamWaitEvent(s2, mid, 0));
+  ASSERT_CU(cuMemcpyDtoDAsync(b, a, n, s2));
+  ASSERT_CU(cuMemcpyDtoHAsync(back.data(), b, n, s2));
+  ASSERT_CU(cuEventRecord(stop, s2));
+  ASSERT_CU(cuEventSynchronize(stop));
+  EXPECT_EQ(cuEventQuery(stop), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamQuery(s2), CUDA_SUCCESS);
+  EXPECT_EQ(std::memcmp(src.data(), back.data(), n), 0);
+  float ms = -1;
+  ASSERT_CU(cuEventElapsedTime(&ms, start, stop));
+  EXPECT_GE(ms, 0.0f);
+  EXPECT_EQ(cuEventElapsedTime(&ms, start, mid), CUDA_ERROR_INVALID_HANDLE);  // timing disabled on `mid`
+  for (CUevent e : {start, stop, mid}) ASSERT_CU(cuEventDestroy(e));
+  ASSERT_CU(cuStreamDestroy(s1));
+  ASSERT_CU(cuStreamDestroy(s2));
+  ASSERT_CU(cuMemFree(a));
+  ASSERT_CU(cuMemFree(b));
+}
+
+TEST_F(Driver, ErrorCases) {
+  CUdeviceptr d;
+  ASSERT_CU(cuMemAlloc(&d, 4096));
+  char buf[64] = {};
+  // Outside any allocation, and running off the end of one.
+  EXPECT_EQ(cuMemcpyHtoD(0x10, buf, 8), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemcpyHtoD(d + 4090, buf, 8), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemcpyDtoH(buf, d + 4096, 1), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemsetD32(d, 0, 1025), CUDA_ERROR_INVALID_VALUE);
+  // Double free, and freeing an interior pointer.
+  EXPECT_EQ(cuMemFree(d + 16), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_CU(cuMemFree(d));
+  EXPECT_EQ(cuMemFree(d), CUDA_ERROR_INVALID_VALUE);
+  // A freed stream and a freed event.
+  CUstream s;
+  ASSERT_CU(cuStreamCreate(&s, 0));
+  ASSERT_CU(cuStreamDestroy(s));
+  EXPECT_EQ(cuStreamSynchronize(s), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuMemsetD8Async(d, 0, 1, s), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuStreamDestroy(s), CUDA_ERROR_INVALID_HANDLE);
+  CUevent e;
+  ASSERT_CU(cuEventCreate(&e, 0));
+  ASSERT_CU(cuEventDestroy(e));
+  EXPECT_EQ(cuEventRecord(e, nullptr), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuEventSynchronize(e), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuMemAlloc(nullptr, 16), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemAlloc(&d, 0), CUDA_ERROR_INVALID_VALUE);
+}
+
+// An async call's error is reported at the next synchronizing call, once.
+TEST_F(Driver, AsyncErrorsSurfaceAtTheNextSync) {
+  CUstream s;
+  ASSERT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr d;
+  ASSERT_CU(cuMemAlloc(&d, 256));
+  ASSERT_CU(cuMemFree(d));
+  EXPECT_EQ(cuMemsetD8Async(d, 1, 256, s), CUDA_SUCCESS);  // queued, not yet checked
+  EXPECT_EQ(cuStreamSynchronize(s), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuStreamSynchronize(s), CUDA_SUCCESS);
+  ASSERT_CU(cuStreamDestroy(s));
+}
+
+TEST_F(Driver, OwnContextsFreeTheirMemoryWhenDestroyed) {
+  size_t free0, total, free1;
+  ASSERT_CU(cuMemGetInfo(&free0, &total));
+  CUcontext mine;
+  ASSERT_CU(cuCtxCreate(&mine, nullptr, 0, dev_));
+  CUcontext cur = nullptr;
+  ASSERT_CU(cuCtxGetCurrent(&cur));
+  EXPECT_EQ(cur, mine);
+  CUdeviceptr d;
+  ASSERT_CU(cuMemAlloc(&d, 32 << 20));
+  ASSERT_CU(cuCtxDestroy(mine));
+  ASSERT_CU(cuCtxSetCurrent(ctx_));
+  ASSERT_CU(cuMemGetInfo(&free1, &total));
+  EXPECT_GE(free1 + (1 << 20), free0);
+  EXPECT_EQ(cuCtxSetCurrent(mine), CUDA_ERROR_INVALID_CONTEXT);
+  ASSERT_CU(cuCtxSetCurrent(nullptr));
+  EXPECT_EQ(cuMemAlloc(&d, 16), CUDA_ERROR_INVALID_CONTEXT);
+  ASSERT_CU(cuCtxSetCurrent(ctx_));
+  ASSERT_CU(cuCtxSynchronize());
+}
+
+TEST_F(Driver, ThreadsWithTheirOwnStreams) {
+  constexpr int kThreads = 4;
+  std::vector<std::thread> threads;
+  std::vector<int> ok(kThreads, 0);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      if (cuCtxSetCurrent(ctx_) != CUDA_SUCCESS) return;
+      CUstream s;
+      CUdeviceptr d;
+      const size_t n = (1 << 20) + t;
+      if (cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS || cuMemAlloc(&d, n) != CUDA_SUCCESS) return;
+      int good = 1;
+      for (int i = 0; i < 20; ++i) {
+        auto src = pattern(n, t * 100 + i);
+        std::vector<unsigned char> back(n);
+        good &= cuMemcpyHtoDAsync(d, src.data(), n, s) == CUDA_SUCCESS;
+        good &= cuMemcpyDtoHAsync(back.data(), d, n, s) == CUDA_SUCCESS;
+        good &= cuStreamSynchronize(s) == CUDA_SUCCESS;
+        good &= std::memcmp(src.data(), back.data(), n) == 0;
+      }
+      good &= cuMemFree(d) == CUDA_SUCCESS && cuStreamDestroy(s) == CUDA_SUCCESS;
+      ok[t] = good;
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(ok[t], 1) << "thread " << t;
+}
+
+TEST_F(Driver, DlopenOfTheDriverReachesRgpu) {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(h, nullptr) << dlerror();
+  EXPECT_EQ(dlsym(h, "cuInit"), reinterpret_cast<void*>(&cuInit));
+  void* again = dlopen("libcuda.so.1", RTLD_NOW);
+  EXPECT_EQ(again, h);
+  dlclose(again);
+  dlclose(h);
+}
+
+TEST_F(Driver, ProcAddressAndUnimplementedEntryPoints) {
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult status;
+  ASSERT_CU(cuGetProcAddress("cuMemAlloc", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &status));
+  EXPECT_EQ(status, CU_GET_PROC_ADDRESS_SUCCESS);
+  EXPECT_EQ(fn, reinterpret_cast<void*>(&cuMemAlloc_v2));
+  EXPECT_EQ(cuGetProcAddress("cuNoSuchFunction", &fn, 13000, 0, &status), CUDA_ERROR_NOT_FOUND);
+  const void* table = nullptr;
+  CUuuid id{};
+  EXPECT_EQ(cuGetExportTable(&table, &id), CUDA_ERROR_NOT_SUPPORTED);
+  CUgraph graph;
+  EXPECT_EQ(cuGraphCreate(&graph, 0), CUDA_ERROR_NOT_SUPPORTED);
+  const char* name = nullptr;
+  ASSERT_CU(cuGetErrorName(CUDA_ERROR_INVALID_VALUE, &name));
+  EXPECT_STREQ(name, "CUDA_ERROR_INVALID_VALUE");
+}
+
+}  // namespace

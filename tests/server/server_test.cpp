@@ -1,0 +1,215 @@
+// The server and the client session over the in-process transport, on the
+// CPU device: handshake, refusals, calls, deferred errors and cleanup.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+
+#include "client.h"
+#include "rgpu/server/server.h"
+
+namespace rgpu {
+namespace {
+
+using shim::Client;
+using shim::ClientOptions;
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("RGPU_CPU_DEVICE_MEMORY", "1G", 1);
+    auto driver = server::DriverTable::load(RGPU_CPU_DEVICE_LIBRARY);
+    ASSERT_TRUE(driver.is_ok()) << driver.status().to_string();
+    transport_ = transport::make_inproc_transport();
+    server::ServerOptions options;
+    options.listen = "server:1";
+    options.auth_token = token_;
+    auto server = server::Server::start(driver.value(), transport_, options);
+    ASSERT_TRUE(server.is_ok()) << server.status().to_string();
+    server_ = std::move(server.value());
+  }
+
+  Result<std::unique_ptr<Client>> connect(const std::string& token) {
+    ClientOptions o;
+    o.server = server_->address();
+    o.auth_token = token;
+    o.connect_timeout = std::chrono::milliseconds(5000);
+    return Client::connect(o, transport_);
+  }
+
+  // Retains a context for `c` and returns its handle.
+  uint64_t context(Client& c) {
+    c.call_async(0, [](wire::Call::Builder call) {
+      auto p = call.initPrimaryCtxRetain();
+      p.setHandle(1);
+      p.setDevice(0);
+    });
+    return 1;
+  }
+
+  uint64_t free_memory(Client& c, uint64_t ctx) {
+    auto r = c.call_sync(ctx, [](wire::Call::Builder call) { call.setMemGetInfo(); });
+    EXPECT_EQ(r.result, CUDA_SUCCESS);
+    return r.values.empty() ? 0 : r.values[0];
+  }
+
+  std::string token_ = "sesame";
+  std::shared_ptr<transport::Transport> transport_;
+  std::unique_ptr<server::Server> server_;
+};
+
+TEST_F(ServerTest, HandshakeDescribesTheDevices) {
+  auto c = connect(token_);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  ASSERT_GE(c.value()->devices().size(), 1u);
+  const auto& d = c.value()->devices()[0];
+  EXPECT_FALSE(d.name.empty());
+  EXPECT_EQ(d.total_mem, 1ull << 30);
+  ASSERT_GT(d.attributes.size(), static_cast<size_t>(CU_DEVICE_ATTRIBUTE_WARP_SIZE));
+  EXPECT_EQ(d.attributes[CU_DEVICE_ATTRIBUTE_WARP_SIZE], 32);
+  EXPECT_FALSE(d.attribute_missing[CU_DEVICE_ATTRIBUTE_WARP_SIZE]);
+}
+
+TEST_F(ServerTest, WrongTokenIsRefusedWithAReason) {
+  auto c = connect("wrong");
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_NE(c.status().message().find("authentication"), std::string::npos) << c.status().message();
+}
+
+TEST_F(ServerTest, OtherProtocolVersionIsRefusedWithAReason) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string refusal;
+  bool answered = false;
+  transport::ConnectionHandler h;
+  h.on_message = [&](transport::Connection&, transport::Message m) {
+    auto d = protocol::decode(m.header);
+    std::lock_guard<std::mutex> lock(mu);
+    if (d.is_ok() && d.value()->envelope().isWelcome()) {
+      auto w = d.value()->envelope().getWelcome();
+      EXPECT_FALSE(w.getAccepted());
+      refusal = w.getRefusal();
+      answered = true;
+      cv.notify_all();
+    }
+  };
+  h.on_closed = [](transport::Connection&, const Status&) {};
+  auto conn = transport_->connect(server_->address(), h, std::chrono::milliseconds(2000));
+  ASSERT_TRUE(conn.is_ok());
+  capnp::MallocMessageBuilder b;
+  auto hello = b.initRoot<wire::Envelope>().initHello();
+  hello.setProtocolVersion(wire::PROTOCOL_VERSION + 41);
+  hello.setAuthToken(token_);
+  auto words = protocol::encode(b);
+  ASSERT_TRUE(conn.value()->send(protocol::as_bytes(words)).is_ok());
+  std::unique_lock<std::mutex> lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(5), [&] { return answered; }));
+  EXPECT_NE(refusal.find("protocol version " + std::to_string(wire::PROTOCOL_VERSION + 41)), std::string::npos)
+      << refusal;
+}
+
+TEST_F(ServerTest, AllocateCopyAndFree) {
+  auto c = connect(token_);
+  ASSERT_TRUE(c.is_ok());
+  Client& client = *c.value();
+  uint64_t ctx = context(client);
+  auto alloc = client.call_sync(ctx, [](wire::Call::Builder call) { call.setMemAlloc(1 << 20); });
+  ASSERT_EQ(alloc.result, CUDA_SUCCESS);
+  uint64_t ptr = alloc.values.at(0);
+  std::vector<unsigned char> src(1 << 20), back(1 << 20);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 13);
+  auto put = client.call_sync(
+      ctx,
+      [&](wire::Call::Builder call) {
+        auto in = call.initMemcpyHtoD();
+        in.setDst(ptr);
+        in.setSize(src.size());
+      },
+      transport::Bytes(reinterpret_cast<const std::byte*>(src.data()), src.size()));
+  ASSERT_EQ(put.result, CUDA_SUCCESS);
+  auto get = client.call_sync(
+      ctx,
+      [&](wire::Call::Builder call) {
+        auto out = call.initMemcpyDtoH();
+        out.setSrc(ptr);
+        out.setSize(back.size());
+      },
+      {}, shim::OutBuffer{back.data(), back.size()});
+  ASSERT_EQ(get.result, CUDA_SUCCESS);
+  EXPECT_EQ(src, back);
+  auto bad = client.call_sync(ctx, [&](wire::Call::Builder call) { call.setMemFree(ptr + 8); });
+  EXPECT_EQ(bad.result, CUDA_ERROR_INVALID_VALUE);
+  auto ok = client.call_sync(ctx, [&](wire::Call::Builder call) { call.setMemFree(ptr); });
+  EXPECT_EQ(ok.result, CUDA_SUCCESS);
+}
+
+TEST_F(ServerTest, SessionsCannotTouchEachOthersMemory) {
+  auto a = connect(token_);
+  auto b = connect(token_);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  uint64_t ca = context(*a.value()), cb = context(*b.value());
+  auto alloc = a.value()->call_sync(ca, [](wire::Call::Builder call) { call.setMemAlloc(4096); });
+  ASSERT_EQ(alloc.result, CUDA_SUCCESS);
+  uint64_t ptr = alloc.values.at(0);
+  auto steal = b.value()->call_sync(cb, [&](wire::Call::Builder call) {
+    auto m = call.initMemset();
+    m.setDst(ptr);
+    m.setValue(0);
+    m.setElementSize(1);
+    m.setCount(16);
+  });
+  EXPECT_EQ(steal.result, CUDA_ERROR_INVALID_VALUE);
+  auto free_other = b.value()->call_sync(cb, [&](wire::Call::Builder call) { call.setMemFree(ptr); });
+  EXPECT_EQ(free_other.result, CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(ServerTest, ClosedSessionReturnsItsMemory) {
+  auto observer = connect(token_);
+  ASSERT_TRUE(observer.is_ok());
+  uint64_t co = context(*observer.value());
+  uint64_t before = free_memory(*observer.value(), co);
+  {
+    auto c = connect(token_);
+    ASSERT_TRUE(c.is_ok());
+    uint64_t ctx = context(*c.value());
+    for (int i = 0; i < 4; ++i) {
+      auto r = c.value()->call_sync(ctx, [](wire::Call::Builder call) { call.setMemAlloc(32 << 20); });
+      ASSERT_EQ(r.result, CUDA_SUCCESS);
+    }
+    EXPECT_LE(free_memory(*observer.value(), co) + (128 << 20), before);
+  }  // the client goes away without freeing anything
+  uint64_t after = 0;
+  for (int i = 0; i < 200 && (after = free_memory(*observer.value(), co)) != before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(after, before);
+}
+
+TEST_F(ServerTest, AsyncErrorIsReportedOnceAtTheNextSyncCall) {
+  auto c = connect(token_);
+  ASSERT_TRUE(c.is_ok());
+  Client& client = *c.value();
+  uint64_t ctx = context(client);
+  client.call_async(ctx, [](wire::Call::Builder call) {
+    auto m = call.initMemset();
+    m.setDst(0x1234);  // not an allocation
+    m.setElementSize(1);
+    m.setCount(1);
+    m.setAsync(true);
+  });
+  auto first = client.call_sync(ctx, [](wire::Call::Builder call) { call.setMemGetInfo(); });
+  EXPECT_EQ(first.result, CUDA_ERROR_INVALID_VALUE);
+  auto second = client.call_sync(ctx, [](wire::Call::Builder call) { call.setMemGetInfo(); });
+  EXPECT_EQ(second.result, CUDA_SUCCESS);
+}
+
+TEST_F(ServerTest, UnknownStreamHandleIsInvalid) {
+  auto c = connect(token_);
+  ASSERT_TRUE(c.is_ok());
+  uint64_t ctx = context(*c.value());
+  auto r = c.value()->call_sync(ctx, [](wire::Call::Builder call) { call.initStreamQuery().setHandle(0x999); });
+  EXPECT_EQ(r.result, CUDA_ERROR_INVALID_HANDLE);
+}
+
+}  // namespace
+}  // namespace rgpu

@@ -1,0 +1,216 @@
+// rgpu: the command-line front end. `rgpu run -- CMD` runs CMD with rgpu's
+// client library preloaded, against a given rgpud or an embedded local one.
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "usage: rgpu run [--server HOST:PORT] [--device cpu|cuda|auto] -- COMMAND [ARGS...]\n"
+               "       rgpu --version\n"
+               "\n"
+               "run      runs COMMAND with rgpu's client library preloaded, so its CUDA calls go to\n"
+               "         rgpud. With --server (or RGPU_SERVER set) it uses that server; otherwise it\n"
+               "         starts an embedded rgpud on a free loopback port for the duration of\n"
+               "         COMMAND (--device picks its device; auto: a GPU if there is one, else\n"
+               "         rgpu's CPU device).\n"
+               "\n"
+               "environment: RGPU_SERVER, RGPU_AUTH_TOKEN, RGPU_LOG_LEVEL, UCX_TLS (transport choice)\n");
+}
+
+fs::path self_dir() {
+  std::error_code ec;
+  return fs::read_symlink("/proc/self/exe", ec).parent_path();
+}
+
+// The client library: next to us in ../lib (build tree and install layout).
+fs::path find_client_library() {
+  fs::path dir = self_dir();
+  for (const fs::path& p : {dir / "../lib/librgpu.so", dir / "librgpu.so", dir / "../lib/rgpu/librgpu.so"}) {
+    std::error_code ec;
+    if (fs::exists(p, ec)) return fs::weakly_canonical(p, ec);
+  }
+  return {};
+}
+
+pid_t g_child = 0;
+void forward_signal(int sig) {
+  if (g_child > 0) kill(g_child, sig);
+}
+
+// A running embedded rgpud, stopped on destruction.
+struct EmbeddedServer {
+  pid_t pid = 0;
+  std::string address;
+  ~EmbeddedServer() {
+    if (pid <= 0) return;
+    kill(pid, SIGTERM);
+    for (int i = 0; i < 100; ++i) {  // up to 5 s for a clean stop
+      if (waitpid(pid, nullptr, WNOHANG) == pid) return;
+      usleep(50 * 1000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+};
+
+bool start_embedded_server(const std::string& device, EmbeddedServer* server) {
+  fs::path rgpud = self_dir() / "rgpud";
+  if (!fs::exists(rgpud)) {
+    std::fprintf(stderr, "rgpu: rgpud not found next to rgpu (%s)\n", rgpud.c_str());
+    return false;
+  }
+  int out[2];
+  if (pipe(out) != 0) return false;
+  pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    close(out[1]);
+    unsetenv("LD_PRELOAD");
+    execl(rgpud.c_str(), "rgpud", "--listen", "127.0.0.1:0", "--device", device.c_str(), nullptr);
+    std::fprintf(stderr, "rgpu: cannot start %s: %s\n", rgpud.c_str(), std::strerror(errno));
+    _exit(127);
+  }
+  close(out[1]);
+  server->pid = pid;
+  // Wait for "rgpud listening on HOST:PORT ..." (bounded).
+  std::string text;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{out[0], POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) {
+      if (waitpid(pid, nullptr, WNOHANG) == pid) {
+        server->pid = 0;
+        break;
+      }
+      continue;
+    }
+    char buf[256];
+    ssize_t n = read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    text.append(buf, n);
+    size_t at = text.find("rgpud listening on ");
+    size_t eol = text.find('\n', at == std::string::npos ? 0 : at);
+    if (at != std::string::npos && eol != std::string::npos) {
+      std::string line = text.substr(at + 19, eol - at - 19);
+      server->address = line.substr(0, line.find(' '));
+      close(out[0]);
+      return true;
+    }
+  }
+  close(out[0]);
+  std::fprintf(stderr, "rgpu: the embedded rgpud did not start\n");
+  return false;
+}
+
+int run(int argc, char** argv) {
+  std::string server_address;
+  std::string device = "auto";
+  int i = 0;
+  for (; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    } else if (arg == "--server" && i + 1 < argc) {
+      server_address = argv[++i];
+    } else if (arg == "--device" && i + 1 < argc) {
+      device = argv[++i];
+    } else if (arg == "--help" || arg == "-h") {
+      usage(stdout);
+      return 0;
+    } else if (arg[0] != '-') {
+      break;  // the command, without "--"
+    } else {
+      std::fprintf(stderr, "rgpu run: unknown option '%s'\n", arg.c_str());
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (i >= argc) {
+    std::fprintf(stderr, "rgpu run: no command given\n");
+    usage(stderr);
+    return 2;
+  }
+  if (device != "auto" && device != "cpu" && device != "cuda") {
+    std::fprintf(stderr, "rgpu run: --device must be cpu, cuda or auto\n");
+    return 2;
+  }
+  fs::path library = find_client_library();
+  if (library.empty()) {
+    std::fprintf(stderr, "rgpu: the client library librgpu.so was not found next to rgpu\n");
+    return 1;
+  }
+  if (server_address.empty()) {
+    if (const char* env = std::getenv("RGPU_SERVER"); env && *env) server_address = env;
+  }
+  EmbeddedServer embedded;
+  if (server_address.empty()) {
+    if (!start_embedded_server(device, &embedded)) return 1;
+    server_address = embedded.address;
+  }
+
+  std::string preload = library.string();
+  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+  std::string libpath = (library.parent_path() / "rgpu").string();
+  if (const char* old = std::getenv("LD_LIBRARY_PATH"); old && *old) libpath += std::string(":") + old;
+
+  pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("rgpu: fork");
+    return 1;
+  }
+  if (pid == 0) {
+    setenv("LD_PRELOAD", preload.c_str(), 1);
+    setenv("LD_LIBRARY_PATH", libpath.c_str(), 1);
+    setenv("RGPU_SERVER", server_address.c_str(), 1);
+    execvp(argv[i], argv + i);
+    std::fprintf(stderr, "rgpu: cannot run '%s': %s\n", argv[i], std::strerror(errno));
+    _exit(127);
+  }
+  g_child = pid;
+  signal(SIGINT, forward_signal);
+  signal(SIGTERM, forward_signal);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  std::string cmd = argv[1];
+  if (cmd == "run") return run(argc - 2, argv + 2);
+  if (cmd == "--version" || cmd == "version") {
+    std::printf("rgpu %s\n", RGPU_VERSION_STRING);
+    return 0;
+  }
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    usage(stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "rgpu: unknown command '%s'\n", cmd.c_str());
+  usage(stderr);
+  return 2;
+}
