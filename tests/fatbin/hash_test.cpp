@@ -1,4 +1,8 @@
-// Content hash: SHA-256 test vectors, stability and sensitivity.
+// Content hash: SHA-256 test vectors, stability and sensitivity, and the
+// accelerated path against the portable one.
+#include <random>
+
+#include "hash.h"
 #include "test_util.h"
 
 namespace rgpu::fatbin {
@@ -35,6 +39,22 @@ TEST(Hash, StableAndSensitive) {
   a[a.size() / 2] ^= 1;
   EXPECT_NE(content_hash(Bytes(a)), h);
   EXPECT_NE(content_hash(Bytes(load("none.fatbin"))), h);
+}
+
+// Where the CPU has SHA extensions, content_hash() uses them; both paths
+// must agree at every length around the block boundaries and beyond.
+TEST(Hash, AcceleratedMatchesPortable) {
+  std::mt19937 rng(7);
+  std::vector<std::uint8_t> buf(70000);
+  for (auto& b : buf) b = static_cast<std::uint8_t>(rng());
+  for (std::size_t n = 0; n <= 300; ++n) {
+    ASSERT_EQ(content_hash(Bytes(buf).first(n)), detail::content_hash_portable(Bytes(buf).first(n)))
+        << "length " << n;
+  }
+  EXPECT_EQ(content_hash(Bytes(buf)), detail::content_hash_portable(Bytes(buf)));
+  EXPECT_EQ(detail::content_hash_portable(Bytes(reinterpret_cast<const std::uint8_t*>("abc"), 3))
+                .to_hex(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 }  // namespace
