@@ -24,6 +24,14 @@ struct Child {
   int out = -1;
   std::string text;
 
+  Child() = default;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  Child(Child&& o) noexcept : pid(o.pid), out(o.out), text(std::move(o.text)) {
+    o.pid = -1;
+    o.out = -1;
+  }
+
   static Child spawn(std::vector<std::string> argv, const std::vector<std::string>& env = {}) {
     int p[2];
     if (pipe(p) != 0) std::abort();
