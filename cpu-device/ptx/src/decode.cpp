@@ -454,6 +454,20 @@ Status FunctionDecoder::instruction(const ast::Instruction& ai, Inst& in) {
     in.kind = Kind::kNop;  // a CPU thread sees its own writes in order; others are fenced by the launch join
     return Status::ok();
   }
+  // Anything else we do not know is reported at launch, not at load.
+  static const char* kKnown[] = {
+      "add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg", "min", "max", "popc",
+      "clz", "bfind", "brev", "bfe", "bfi", "prmt", "lop3", "shf", "shl", "shr", "and", "or", "xor", "not",
+      "cnot", "addc", "subc", "madc", "copysign", "testp", "fma", "rcp", "sqrt", "rsqrt", "sin", "cos", "lg2",
+      "ex2", "tanh", "setp", "set", "selp", "slct", "mov", "cvt", "cvta", "isspacep", "ld", "ldu", "st", "atom",
+      "red", "shfl", "vote", "match", "activemask", "redux", "elect"};
+  bool known = false;
+  for (const char* k : kKnown) known = known || b == k;
+  if (!known) {
+    in.kind = Kind::kUnsupported;
+    unsupported(ai, "not implemented");
+    return Status::ok();
+  }
   // Operand shapes for ordinary instructions.
   in.space = space_of(t);
   bool is_mem = b == "ld" || b == "ldu" || b == "st" || b == "atom" || b == "red";
@@ -505,7 +519,7 @@ Status FunctionDecoder::instruction(const ast::Instruction& ai, Inst& in) {
     }
     return Status::ok();
   }
-  bool cvta = b == "cvta" || b == "isspacep";
+  // Symbols are addresses in their own state space; generic addresses come from cvta.
   bool dst_is_src = b == "prefetch";
   (void)dst_is_src;
   const auto& d0 = ops[0];
@@ -551,7 +565,7 @@ Status FunctionDecoder::instruction(const ast::Instruction& ai, Inst& in) {
               : o.name == "%globaltimer_lo" ? 13 : o.name == "%clock_hi" ? 15 : 14;
       continue;
     }
-    if (Status s = value(o, ai.line, srcs[k - 1], b == "mov" || cvta); !s.is_ok()) return s;
+    if (Status s = value(o, ai.line, srcs[k - 1]); !s.is_ok()) return s;
   }
   bool ok = select_int(t, in) || select_float(t, in) || select_cvt(t, in) || select_warp(t, in);
   if (!ok) {

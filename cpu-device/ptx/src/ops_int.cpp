@@ -182,6 +182,12 @@ void h_unary(ExecCtx& x, const Inst& in, uint32_t m) {
         break;
       }
       case 7: d[l] = wr<T>(static_cast<T>(u == 0 ? 1 : 0)); break;  // cnot
+      case 8: {  // bfind.shiftamt: left shift that brings that bit to the top
+        UT w = (std::is_signed_v<T> && v < 0) ? static_cast<UT>(~u) : u;
+        d[l] = w == 0 ? 0xffffffffu
+                      : static_cast<uint32_t>(kBits<T> - 1 - (63 - __builtin_clzll(static_cast<uint64_t>(w))));
+        break;
+      }
     }
   });
 }
@@ -471,7 +477,10 @@ bool select_int(const OpText& op, Inst& in) {
   if (b == "popc" || b == "clz" || b == "brev" || b == "bfind" || b == "cnot") {
     if (!is_int(t)) return false;
     int k = b == "popc" ? 3 : b == "clz" ? 4 : b == "brev" ? 5 : b == "bfind" ? 6 : 7;
-    if (b == "bfind" && op.has("shiftamt")) return false;
+    if (b == "bfind" && op.has("shiftamt")) {
+      in.fn = pick1<Un<8>::H>(t);
+      return in.fn != nullptr;
+    }
     in.fn = k == 3 ? pick1<Un<3>::H>(t) : k == 4 ? pick1<Un<4>::H>(t) : k == 5 ? pick1<Un<5>::H>(t)
           : k == 6 ? pick1<Un<6>::H>(t) : pick1<Un<7>::H>(t);
     return in.fn != nullptr;

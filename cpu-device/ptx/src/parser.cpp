@@ -489,6 +489,15 @@ class Parser {
       op->kind = Operand::Kind::kAddr;
       if (peek().kind == Token::Kind::kIdent) {
         op->name = std::string(next().text);
+        if (accept(",")) {
+          // [texref, {coords}] and similar: kept as elements, decoded (or refused) later.
+          do {
+            Operand e;
+            if (Status s = operand(&e, depth + 1); !s.is_ok()) return s;
+            op->elems.push_back(std::move(e));
+          } while (accept(","));
+          return expect("]");
+        }
       } else {
         int64_t v;
         if (Status s = integer(&v); !s.is_ok()) return s;
