@@ -180,6 +180,10 @@ Result<std::vector<std::uint8_t>> entry_contents(const FatbinEntry& entry, const
   std::vector<std::uint8_t> out;
   const std::string where = std::string(entry_kind_name(entry.kind)) + " entry for arch " +
                             std::to_string(entry.arch);
+  if (entry.flags & kFlagScrambled) {
+    return unimplemented(where + ": payload is scrambled (flags=" + hex(entry.flags) +
+                         "); only nvcc's own tools read it");
+  }
   switch (entry.compression) {
     case Compression::kNone:
       out.assign(entry.payload.begin(), entry.payload.end());

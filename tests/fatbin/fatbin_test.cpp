@@ -177,6 +177,30 @@ TEST(Fatbin, ArchSpecificAndFamilyEntries) {
   EXPECT_EQ(pick(120, SelectPolicy::kCubinOrPtx), "none");
 }
 
+// LTO-IR entries are parsed but never chosen for loading. Compressed ones
+// are also scrambled, which entry_contents() says rather than misdecoding.
+TEST(Fatbin, LtoIrEntriesAreNeverSelected) {
+  Parsed p = parse("lto.fatbin");
+  ASSERT_EQ(p.fb.entries.size(), 1u);
+  const FatbinEntry& e = p.fb.entries[0];
+  EXPECT_EQ(e.kind, EntryKind::kLtoIr);
+  EXPECT_EQ(e.arch, 80u);
+  EXPECT_STREQ(entry_kind_name(e.kind), "lto-ir");
+  EXPECT_TRUE(e.flags & kFlagScrambled);
+  EXPECT_EQ(entry_contents(e).status().kind(), ErrorKind::kUnimplemented);
+  EXPECT_EQ(select_entry(p.fb, 80), nullptr);
+  EXPECT_EQ(select_entry(p.fb, 80, SelectPolicy::kPtxOnly), nullptr);
+  EXPECT_FALSE(select_code(Bytes(p.bytes), 80));
+
+  Parsed plain = parse("lto_none.fatbin");
+  ASSERT_EQ(plain.fb.entries.size(), 1u);
+  EXPECT_FALSE(plain.fb.entries[0].flags & kFlagScrambled);
+  std::vector<std::uint8_t> ir = contents(plain.fb.entries[0]);
+  ASSERT_GE(ir.size(), 4u);
+  EXPECT_EQ(ir[0], 0xed);  // NVVM IR container magic 0x7f4e43ed
+  EXPECT_EQ(ir[3], 0x7f);
+}
+
 TEST(Fatbin, SelectCodeGivesDecompressedPtxOrCubin) {
   std::vector<std::uint8_t> fb = load("lz4_all.fatbin");
   Result<SelectedCode> ptx = select_code(Bytes(fb), 80, SelectPolicy::kPtxOnly);

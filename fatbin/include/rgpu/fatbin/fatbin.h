@@ -91,6 +91,9 @@ inline constexpr std::uint64_t kFlagDebug = 0x2;
 inline constexpr std::uint64_t kFlagLinux = 0x10;
 inline constexpr std::uint64_t kFlagCompressedLz4 = 0x2000;
 inline constexpr std::uint64_t kFlagCompressedZstd = 0x8000;
+// Set on compressed LTO-IR entries, whose payload is then also scrambled
+// with a key at entry header offset 48; entry_contents() cannot read those.
+inline constexpr std::uint64_t kFlagScrambled = 0x10000;
 inline constexpr std::uint64_t kFlagArchSpecific = 0x100000;  // sm_90a, compute_90a
 inline constexpr std::uint64_t kFlagArchFamily = 0x200000;    // sm_100f, compute_100f
 
@@ -126,7 +129,8 @@ Result<Fatbin> parse_fatbin(Bytes data, const Limits& limits = {});
 
 // The payload of `entry`, decompressed when needed (LZ4 block or zstd
 // frame), checked against the size the entry header declares. For PTX the
-// result is the text without trailing NULs or padding.
+// result is the text without trailing NULs or padding. A scrambled payload
+// (kFlagScrambled) gives kUnimplemented.
 Result<std::vector<std::uint8_t>> entry_contents(const FatbinEntry& entry,
                                                  const Limits& limits = {});
 
