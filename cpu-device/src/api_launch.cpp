@@ -1,6 +1,7 @@
-// Entry points: kernel launches (not supported until modules are loaded by
-// the PTX interpreter).
+// Entry points: kernel launches and host functions.
 #include "api_common.h"
+#include "launch.h"
+#include "rgpu/common/log.h"
 
 using namespace rgpu::cpudev;
 
@@ -9,15 +10,30 @@ extern "C" {
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
                                 unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
                                 unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
-  Driver* d;
-  std::shared_ptr<Context> ctx;
-  RGPU_CU_TRY(enter(&d, &ctx));
-  return CUDA_ERROR_NOT_SUPPORTED;
+  return guarded([&] {
+    Driver* d;
+    std::shared_ptr<Context> current;
+    RGPU_CU_TRY(enter(&d, &current));
+    auto fn = d->function(reinterpret_cast<uint64_t>(f));
+    auto module = fn ? fn->module() : nullptr;
+    if (!module) return CUDA_ERROR_INVALID_HANDLE;
+    std::shared_ptr<Context> ctx;
+    std::shared_ptr<Stream> stream;
+    RGPU_CU_TRY(resolve_stream(d, current, hStream, &ctx, &stream));
+    if (ctx->handle() != module->context()) return CUDA_ERROR_INVALID_HANDLE;
+    const rgpu::ptx::KernelInfo& k = module->program().kernels()[static_cast<size_t>(fn->index())];
+    LaunchShape shape{{gridDimX, gridDimY, gridDimZ}, {blockDimX, blockDimY, blockDimZ}, sharedMemBytes};
+    RGPU_CU_TRY(check_shape(k, *fn, shape));
+    std::vector<uint8_t> params;
+    RGPU_CU_TRY(build_params(k, kernelParams, extra, &params));
+    const std::string& why = fn->unsupported_reason(*module);
+    if (!why.empty()) {
+      RGPU_WARN("cpudev kernel not supported kernel=%s reason=\"%s\"", k.name.c_str(), why.c_str());
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    return enqueue_launch(d, ctx, stream, std::move(module), fn->index(), shape, std::move(params));
+  });
 }
-
-}  // extern "C"
-
-extern "C" {
 
 CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
   return guarded([&] {

@@ -113,6 +113,7 @@ void Context::shutdown() {
   {
     std::lock_guard lock(mu_);
     shut_down_ = true;
+    state_->cancel.store(true);
     all = all_streams_locked();
     legacy_.reset();
     per_thread_.clear();

@@ -20,6 +20,8 @@ struct ContextState {
   // CUDA_SUCCESS, or the sticky error (e.g. CUDA_ERROR_ILLEGAL_ADDRESS) that
   // every later call in the context returns.
   std::atomic<int> sticky{CUDA_SUCCESS};
+  // Set when the context is being destroyed: running kernels stop.
+  std::atomic<bool> cancel{false};
 };
 
 // A context of one device. Owns its streams (the legacy NULL stream and the

@@ -38,6 +38,9 @@ Driver::~Driver() {
     events_.clear();
   }
   for (auto& c : all) c->shutdown();
+  std::lock_guard lock(mu_);
+  functions_.clear();
+  modules_.clear();  // frees module variables while the devices still exist
 }
 
 Device* Driver::device(int ordinal) {
@@ -75,6 +78,17 @@ std::shared_ptr<Context> Driver::unregister_locked(uint64_t handle) {
   }
   for (auto e = events_.begin(); e != events_.end();) {
     e = e->second->context() == handle ? events_.erase(e) : std::next(e);
+  }
+  for (auto m = modules_.begin(); m != modules_.end();) {
+    if (m->second->context() != handle) {
+      ++m;
+      continue;
+    }
+    uint64_t mh = m->first;
+    for (auto f = functions_.begin(); f != functions_.end();) {
+      f = f->second->module_handle() == mh ? functions_.erase(f) : std::next(f);
+    }
+    m = modules_.erase(m);
   }
   return ctx;
 }
@@ -211,6 +225,61 @@ std::shared_ptr<Event> Driver::event(uint64_t handle) {
 CUresult Driver::destroy_event(uint64_t handle) {
   std::lock_guard lock(mu_);
   return events_.erase(handle) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult Driver::load_module(const std::shared_ptr<Context>& ctx, const void* image, std::shared_ptr<Module>* out) {
+  Device* dev = device(ctx->device());
+  std::shared_ptr<Module> m;
+  CUresult r = Module::load(image, new_handle(), ctx->handle(), ctx->device(), dev->memory.get(), &m);
+  if (r != CUDA_SUCCESS) return r;
+  std::lock_guard lock(mu_);
+  if (!contexts_.count(ctx->handle())) return CUDA_ERROR_INVALID_CONTEXT;
+  modules_[m->handle()] = m;
+  *out = std::move(m);
+  return CUDA_SUCCESS;
+}
+
+std::shared_ptr<Module> Driver::module(uint64_t handle) {
+  std::lock_guard lock(mu_);
+  auto it = modules_.find(handle);
+  return it == modules_.end() ? nullptr : it->second;
+}
+
+CUresult Driver::unload_module(uint64_t handle) {
+  std::shared_ptr<Module> m;  // released outside the lock
+  std::lock_guard lock(mu_);
+  auto it = modules_.find(handle);
+  if (it == modules_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  m = std::move(it->second);
+  modules_.erase(it);
+  for (auto f = functions_.begin(); f != functions_.end();) {
+    f = f->second->module_handle() == handle ? functions_.erase(f) : std::next(f);
+  }
+  return CUDA_SUCCESS;
+}
+
+std::shared_ptr<Function> Driver::function_of(const std::shared_ptr<Module>& module, int index) {
+  std::lock_guard lock(mu_);
+  if (!modules_.count(module->handle())) return nullptr;
+  for (auto& [h, f] : functions_) {
+    if (f->module_handle() == module->handle() && f->index() == index) return f;
+  }
+  auto f = std::make_shared<Function>(new_handle(), module, index);
+  functions_[f->handle()] = f;
+  return f;
+}
+
+std::shared_ptr<Function> Driver::function(uint64_t handle) {
+  std::lock_guard lock(mu_);
+  auto it = functions_.find(handle);
+  return it == functions_.end() ? nullptr : it->second;
+}
+
+KernelPool* Driver::pool(int ordinal) {
+  Device* dev = device(ordinal);
+  if (!dev) return nullptr;
+  std::call_once(dev->pool_once, [&] { dev->pool = std::make_unique<KernelPool>(static_cast<unsigned>(config_.threads)); });
+  return dev->pool.get();
 }
 
 }  // namespace rgpu::cpudev

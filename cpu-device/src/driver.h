@@ -13,6 +13,8 @@
 #include "config.h"
 #include "context.h"
 #include "event.h"
+#include "kernel_pool.h"
+#include "module.h"
 #include "rgpu/cpudev/memory.h"
 #include "stream.h"
 
@@ -28,6 +30,9 @@ struct Device {
   uint64_t primary_handle = 0;
   int primary_refs = 0;
   unsigned primary_flags = 0;
+  // Kernel workers, started by the first launch.
+  std::once_flag pool_once;
+  std::unique_ptr<KernelPool> pool;
 };
 
 // Everything cuInit creates. Handles are never reused, so a stale handle is
@@ -70,6 +75,18 @@ class Driver {
   std::shared_ptr<Event> event(uint64_t handle);
   CUresult destroy_event(uint64_t handle);
 
+  // Modules and their functions. Unloading a module invalidates its
+  // functions; work already queued keeps the module alive until it ran.
+  CUresult load_module(const std::shared_ptr<Context>& ctx, const void* image, std::shared_ptr<Module>* out);
+  std::shared_ptr<Module> module(uint64_t handle);
+  CUresult unload_module(uint64_t handle);
+  // The handle for kernel `index` of `module` (the same one on every call).
+  std::shared_ptr<Function> function_of(const std::shared_ptr<Module>& module, int index);
+  std::shared_ptr<Function> function(uint64_t handle);
+
+  // The kernel worker pool of a device, started on first use.
+  KernelPool* pool(int device);
+
  private:
   explicit Driver(const Config& config) : config_(config) {}
   // Removes a context and its handles from the tables and frees its
@@ -84,6 +101,8 @@ class Driver {
   std::map<uint64_t, std::shared_ptr<Context>> contexts_;
   std::map<uint64_t, std::shared_ptr<Stream>> streams_;
   std::map<uint64_t, std::shared_ptr<Event>> events_;
+  std::map<uint64_t, std::shared_ptr<Module>> modules_;
+  std::map<uint64_t, std::shared_ptr<Function>> functions_;
 };
 
 }  // namespace rgpu::cpudev

@@ -29,7 +29,8 @@ namespace rgpu::cpudev::test {
   X(cuStreamCreateWithPriority) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery)           \
   X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize)       \
   X(cuEventElapsedTime) X(cuEventDestroy) X(cuLaunchKernel) X(cuLaunchHostFunc) X(cuGetErrorName)    \
-  X(cuGetErrorString)
+  X(cuGetErrorString) X(cuModuleLoadData) X(cuModuleLoadDataEx) X(cuModuleLoadFatBinary) X(cuModuleUnload)  \
+  X(cuModuleGetFunction) X(cuModuleGetGlobal) X(cuFuncGetAttribute) X(cuFuncSetAttribute)
 
 // One loaded instance of the library. Lifetime: the process (instances are
 // never unloaded, their worker threads may outlive a test). Thread-compatible.

@@ -303,8 +303,8 @@ TEST_F(CpuDeviceStream, ManyThreadsManyStreams) {
   EXPECT_EQ(total, free);
 }
 
-TEST_F(CpuDeviceStream, LaunchKernelIsNotSupportedYet) {
-  EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED,
+TEST_F(CpuDeviceStream, LaunchWithBadHandles) {
+  EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE,
             cu.cuLaunchKernel(reinterpret_cast<CUfunction>(0x10), 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr));
   EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cu.cuLaunchHostFunc(nullptr, nullptr, nullptr));
 }

@@ -1,0 +1,144 @@
+// Entry points: modules, functions and their attributes.
+#include <cstring>
+#include <string>
+
+#include "api_common.h"
+
+using namespace rgpu::cpudev;
+
+namespace {
+
+CUresult load(CUmodule* module, const void* image) {
+  return guarded([&] {
+    Driver* d;
+    std::shared_ptr<Context> ctx;
+    RGPU_CU_TRY(enter(&d, &ctx));
+    if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
+    std::shared_ptr<Module> m;
+    RGPU_CU_TRY(d->load_module(ctx, image, &m));
+    *module = to_handle<CUmodule>(m->handle());
+    return CUDA_SUCCESS;
+  });
+}
+
+int ptx_version(const std::string& v) {
+  // "8.5" -> 85
+  size_t dot = v.find('.');
+  if (dot == std::string::npos) return 0;
+  try {
+    return std::stoi(v.substr(0, dot)) * 10 + std::stoi(v.substr(dot + 1));
+  } catch (...) {
+    return 0;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) { return load(module, image); }
+
+CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int numOptions,
+                                    CUjit_option* options, void** optionValues) {
+  // JIT options tune a compiler the CPU device does not have; they are accepted and ignored.
+  if (numOptions > 0 && (!options || !optionValues)) return CUDA_ERROR_INVALID_VALUE;
+  return load(module, image);
+}
+
+CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) { return load(module, fatCubin); }
+
+CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    return d->unload_module(reinterpret_cast<uint64_t>(hmod));
+  });
+}
+
+CUresult CUDAAPI cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    if (!hfunc || !name) return CUDA_ERROR_INVALID_VALUE;
+    auto m = d->module(reinterpret_cast<uint64_t>(hmod));
+    if (!m) return CUDA_ERROR_INVALID_HANDLE;
+    int index = m->program().find_kernel(name);
+    if (index < 0) return CUDA_ERROR_NOT_FOUND;
+    auto f = d->function_of(m, index);
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    *hfunc = to_handle<CUfunction>(f->handle());
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod, const char* name) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    if (!name) return CUDA_ERROR_INVALID_VALUE;
+    auto m = d->module(reinterpret_cast<uint64_t>(hmod));
+    if (!m) return CUDA_ERROR_INVALID_HANDLE;
+    int index = m->program().find_variable(name);
+    if (index < 0 || m->addresses()[static_cast<size_t>(index)] == 0) return CUDA_ERROR_NOT_FOUND;
+    if (dptr) *dptr = m->addresses()[static_cast<size_t>(index)];
+    if (bytes) *bytes = m->program().variables()[static_cast<size_t>(index)].size;
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult CUDAAPI cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    if (!pi) return CUDA_ERROR_INVALID_VALUE;
+    auto f = d->function(reinterpret_cast<uint64_t>(hfunc));
+    auto m = f ? f->module() : nullptr;
+    if (!m) return CUDA_ERROR_INVALID_HANDLE;
+    const rgpu::ptx::KernelInfo& k = m->program().kernels()[static_cast<size_t>(f->index())];
+    switch (attrib) {
+      case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = static_cast<int>(std::min<uint32_t>(k.max_threads, 1024)); break;
+      case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = static_cast<int>(k.static_shared_bytes); break;
+      case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *pi = static_cast<int>(m->const_bytes()); break;
+      case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *pi = static_cast<int>(k.local_bytes); break;
+      case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = static_cast<int>(k.num_regs); break;
+      case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = ptx_version(m->program().version()); break;
+      case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 80; break;
+      case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: *pi = 0; break;
+      case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = f->max_dynamic_shared(); break;
+      case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *pi = -1; break;
+      case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
+      case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+      case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+      case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+      case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+      case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: *pi = 0; break;
+      default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    auto f = d->function(reinterpret_cast<uint64_t>(hfunc));
+    auto m = f ? f->module() : nullptr;
+    if (!m) return CUDA_ERROR_INVALID_HANDLE;
+    const rgpu::ptx::KernelInfo& k = m->program().kernels()[static_cast<size_t>(f->index())];
+    switch (attrib) {
+      case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: {
+        int optin = 163 * 1024;  // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+        if (value < 0 || static_cast<int64_t>(value) + k.static_shared_bytes > optin) return CUDA_ERROR_INVALID_VALUE;
+        f->set_max_dynamic_shared(value);
+        return CUDA_SUCCESS;
+      }
+      case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+        return value >= -1 && value <= 100 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+      default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,111 @@
+// Kernel launch checks and execution on the interpreter.
+#include "launch.h"
+
+#include <cstring>
+
+#include "rgpu/common/log.h"
+
+namespace rgpu::cpudev {
+
+namespace {
+
+// Faults after which a GPU context is unusable: they stick to the context.
+bool sticky(ptx::Fault f) {
+  switch (f) {
+    case ptx::Fault::kIllegalAddress:
+    case ptx::Fault::kMisalignedAddress:
+    case ptx::Fault::kIllegalInstruction:
+    case ptx::Fault::kTrap:
+    case ptx::Fault::kTimeout:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+CUresult build_params(const ptx::KernelInfo& k, void** kernel_params, void** extra, std::vector<uint8_t>* out) {
+  out->assign(k.param_bytes, 0);
+  if (kernel_params && extra) return CUDA_ERROR_INVALID_VALUE;
+  if (kernel_params) {
+    for (size_t i = 0; i < k.params.size(); ++i) {
+      const ptx::ParamInfo& p = k.params[i];
+      if (!kernel_params[i]) return CUDA_ERROR_INVALID_VALUE;
+      if (uint64_t{p.offset} + p.size > out->size()) return CUDA_ERROR_INVALID_VALUE;
+      std::memcpy(out->data() + p.offset, kernel_params[i], p.size);
+    }
+    return CUDA_SUCCESS;
+  }
+  if (extra) {
+    const void* buffer = nullptr;
+    const size_t* size = nullptr;
+    // Pairs of (tag, value) up to CU_LAUNCH_PARAM_END; bounded in case the
+    // terminator is missing.
+    for (int i = 0; i < 64; i += 2) {
+      if (extra[i] == CU_LAUNCH_PARAM_END) break;
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+        buffer = extra[i + 1];
+      } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+        size = static_cast<const size_t*>(extra[i + 1]);
+      } else {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+      if (i + 2 >= 64) return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!buffer || !size || *size < k.param_bytes) return CUDA_ERROR_INVALID_VALUE;
+    if (k.param_bytes) std::memcpy(out->data(), buffer, k.param_bytes);
+    return CUDA_SUCCESS;
+  }
+  return k.params.empty() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult check_shape(const ptx::KernelInfo& k, Function& f, const LaunchShape& s) {
+  const ptx::Dim3& g = s.grid;
+  const ptx::Dim3& b = s.block;
+  if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z) return CUDA_ERROR_INVALID_VALUE;
+  if (g.x > 2147483647u || g.y > 65535 || g.z > 65535) return CUDA_ERROR_INVALID_VALUE;
+  if (b.x > 1024 || b.y > 1024 || b.z > 64 || b.count() > 1024) return CUDA_ERROR_INVALID_VALUE;
+  if (k.max_threads && b.count() > k.max_threads) return CUDA_ERROR_INVALID_VALUE;
+  if (s.shared_bytes > static_cast<unsigned>(f.max_dynamic_shared())) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const std::shared_ptr<Stream>& stream,
+                        std::shared_ptr<Module> module, int kernel, const LaunchShape& shape,
+                        std::vector<uint8_t> params) {
+  KernelPool* pool = d->pool(ctx->device());
+  std::shared_ptr<ContextState> state = ctx->state();
+  uint64_t seq = ctx->enqueue(stream, {}, [d, pool, state, module = std::move(module), kernel, shape,
+                                           params = std::move(params)]() -> CUresult {
+    // Kernels of a context that already faulted do not run, as on a GPU.
+    if (state->sticky.load() != CUDA_SUCCESS) return static_cast<CUresult>(state->sticky.load());
+    // While pinned, memory freed during the launch stays mapped, so an access
+    // the checker allowed never faults on the host.
+    std::vector<DeviceMemory::Pin> pins;
+    for (int i = 0; i < d->device_count(); ++i) pins.push_back(d->device(i)->memory->pin());
+    ptx::LaunchEnv env;
+    env.variable_addresses = module->addresses();
+    env.checker = [d](uint64_t addr, size_t size, bool) {
+      Device* dev = d->device_of(addr);
+      return dev && dev->memory->check(addr, size);
+    };
+    env.pool = pool;
+    env.cancel = &state->cancel;
+    const ptx::KernelInfo& k = module->program().kernels()[static_cast<size_t>(kernel)];
+    ptx::LaunchResult r =
+        module->program().launch(kernel, shape.grid, shape.block, shape.shared_bytes, params.data(), params.size(), env);
+    if (r.ok()) return CUDA_SUCCESS;
+    auto code = static_cast<CUresult>(ptx::cuda_error_code(r.fault));
+    RGPU_ERROR("cpudev kernel fault kernel=%s fault=%s address=0x%llx detail=\"%s\"", k.name.c_str(),
+               ptx::fault_name(r.fault), static_cast<unsigned long long>(r.address), r.message.c_str());
+    if (sticky(r.fault)) {
+      int expected = CUDA_SUCCESS;
+      state->sticky.compare_exchange_strong(expected, code);
+    }
+    return code;
+  });
+  return seq ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+}  // namespace rgpu::cpudev

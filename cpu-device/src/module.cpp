@@ -1,0 +1,86 @@
+// Module loading: image detection, PTX selection, parsing, variable placement.
+#include "module.h"
+
+#include <cstring>
+
+#include "rgpu/common/log.h"
+#include "rgpu/fatbin/fatbin.h"
+
+namespace rgpu::cpudev {
+
+namespace {
+
+// The compute capability the CPU device reports (8.0).
+constexpr uint32_t kSm = 80;
+constexpr int kDefaultSharedPerBlock = 48 * 1024;
+
+// The PTX text to run for `image`: the best PTX for kSm, else (the
+// interpreter is not tied to an architecture) the newest PTX there is.
+CUresult pick_ptx(const void* image, std::string* ptx) {
+  auto detected = fatbin::image_from_pointer(image);
+  if (!detected) {
+    RGPU_WARN("cpudev module image rejected reason=\"%s\"", detected.status().message().c_str());
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  fatbin::Bytes bytes = detected->bytes;
+  if (detected->kind == fatbin::ImageKind::kPtx) {
+    ptx->assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    return CUDA_SUCCESS;
+  }
+  if (detected->kind == fatbin::ImageKind::kElf) return CUDA_ERROR_NO_BINARY_FOR_GPU;  // SASS only
+  auto code = fatbin::select_code(bytes, kSm, fatbin::SelectPolicy::kPtxOnly);
+  if (!code) code = fatbin::select_code(bytes, 0xffffffffu, fatbin::SelectPolicy::kPtxOnly);
+  if (!code) {
+    RGPU_WARN("cpudev module has no usable ptx reason=\"%s\"", code.status().message().c_str());
+    return code.status().kind() == ErrorKind::kInvalidArgument ? CUDA_ERROR_INVALID_IMAGE
+                                                                : CUDA_ERROR_NO_BINARY_FOR_GPU;
+  }
+  if (code->kind != fatbin::EntryKind::kPtx) return CUDA_ERROR_NO_BINARY_FOR_GPU;
+  ptx->assign(reinterpret_cast<const char*>(code->contents.data()), code->contents.size());
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+CUresult Module::load(const void* image, uint64_t handle, uint64_t context, int device, DeviceMemory* memory,
+                      std::shared_ptr<Module>* out) {
+  std::string text;
+  CUresult r = pick_ptx(image, &text);
+  if (r != CUDA_SUCCESS) return r;
+  auto program = ptx::Program::parse(text);
+  if (!program) {
+    RGPU_WARN("cpudev ptx rejected reason=\"%s\"", program.status().message().c_str());
+    return program.status().kind() == ErrorKind::kUnimplemented ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_PTX;
+  }
+  std::shared_ptr<Module> m(new Module(handle, context, device, memory));
+  m->program_ = std::move(program.value());
+  const auto& vars = m->program_->variables();
+  m->addresses_.assign(vars.size(), 0);
+  for (size_t i = 0; i < vars.size(); ++i) {
+    const ptx::VariableInfo& v = vars[i];
+    if (v.is_extern || v.size == 0 || (v.space != ptx::Space::kGlobal && v.space != ptx::Space::kConst)) continue;
+    auto addr = memory->allocate(v.size, handle);  // page aligned: any .align fits
+    if (!addr) return CUDA_ERROR_OUT_OF_MEMORY;     // ~Module frees what was placed
+    m->addresses_[i] = *addr;
+    size_t n = std::min<size_t>(v.init.size(), v.size);
+    if (n) std::memcpy(reinterpret_cast<void*>(*addr), v.init.data(), n);
+    if (v.space == ptx::Space::kConst) m->const_bytes_ += v.size;
+  }
+  *out = std::move(m);
+  return CUDA_SUCCESS;
+}
+
+Module::~Module() { memory_->release_owner(handle_); }
+
+Function::Function(uint64_t handle, const std::shared_ptr<Module>& module, int index)
+    : handle_(handle), module_handle_(module->handle()), module_(module), index_(index) {
+  int static_shared = static_cast<int>(module->program().kernels()[static_cast<size_t>(index)].static_shared_bytes);
+  max_dynamic_shared_ = static_shared < kDefaultSharedPerBlock ? kDefaultSharedPerBlock - static_shared : 0;
+}
+
+const std::string& Function::unsupported_reason(const Module& module) {
+  std::call_once(checked_, [&] { unsupported_ = module.program().unsupported_reason(index_); });
+  return unsupported_;
+}
+
+}  // namespace rgpu::cpudev
