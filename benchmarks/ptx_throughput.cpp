@@ -1,0 +1,144 @@
+// PTX interpreter throughput: thread-instructions per second on corpus
+// kernels (element-wise, tiled matmul, shuffle reduction, math functions,
+// divergent control flow), with 1 worker and with all cores.
+//
+// Usage: rgpu_ptx_throughput [--ptx-dir DIR] [--arch sm_75] [--seconds S] [--quick]
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rgpu/ptx/ptx.h"
+
+namespace {
+
+using rgpu::ptx::Dim3;
+using rgpu::ptx::KernelInfo;
+using rgpu::ptx::LaunchEnv;
+using rgpu::ptx::LaunchResult;
+using rgpu::ptx::Program;
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+class Params {
+ public:
+  explicit Params(const KernelInfo& k) : k_(k), buf_(k.param_bytes) {}
+  template <class T>
+  Params& add(const T& v) {
+    if (i_ < k_.params.size()) memcpy(buf_.data() + k_.params[i_++].offset, &v, sizeof(T));
+    return *this;
+  }
+  const std::vector<uint8_t>& bytes() const { return buf_; }
+
+ private:
+  const KernelInfo& k_;
+  std::vector<uint8_t> buf_;
+  size_t i_ = 0;
+};
+
+template <class T>
+uint64_t addr(std::vector<T>& v) {
+  return reinterpret_cast<uint64_t>(v.data());
+}
+
+struct Case {
+  const char* file;
+  const char* kernel;
+  Dim3 grid, block;
+  uint32_t shared = 0;
+  // Fills the parameter buffer; buffers live in the Case's storage.
+  std::function<std::vector<uint8_t>(const KernelInfo&)> params;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir = RGPU_PTX_DIR, arch = "sm_75";
+  double seconds = 1.0;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--ptx-dir") && i + 1 < argc) dir = argv[++i];
+    else if (!strcmp(argv[i], "--arch") && i + 1 < argc) arch = argv[++i];
+    else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--quick")) seconds = 0.05;
+    else {
+      fprintf(stderr, "usage: %s [--ptx-dir DIR] [--arch sm_75] [--seconds S] [--quick]\n", argv[0]);
+      return 2;
+    }
+  }
+  const int n = 1 << 18, mm = 128;
+  std::mt19937 rng(1);
+  std::vector<float> a(n), b(n), c(n), out10(10 * 4096);
+  for (auto& v : a) v = std::uniform_real_distribution<float>(-1, 1)(rng);
+  for (auto& v : b) v = std::uniform_real_distribution<float>(-1, 1)(rng);
+  std::vector<float> A(mm * mm, 0.5f), B(mm * mm, 0.25f), C(mm * mm);
+  std::vector<int> ints(n, 3), total(1), dout(n);
+  for (auto& v : ints) v = static_cast<int>(rng() % 5000);
+
+  std::vector<Case> cases = {
+      {"elementwise", "vec_add", {n / 256}, {256}, 0,
+       [&](const KernelInfo& k) { return Params(k).add(addr(a)).add(addr(b)).add(addr(c)).add(n).bytes(); }},
+      {"matmul", "matmul_tiled", {mm / 16, mm / 16}, {16, 16}, 0,
+       [&](const KernelInfo& k) {
+         return Params(k).add(addr(A)).add(addr(B)).add(addr(C)).add(mm).add(mm).add(mm).bytes();
+       }},
+      {"reduce", "reduce_shfl", {64}, {256}, 0,
+       [&](const KernelInfo& k) { return Params(k).add(addr(ints)).add(addr(total)).add(n).bytes(); }},
+      {"math_funcs", "math_funcs", {16}, {256}, 0,
+       [&](const KernelInfo& k) { return Params(k).add(addr(a)).add(addr(out10)).add(4096).bytes(); }},
+      {"divergence", "divergence", {n / 128}, {128}, 0,
+       [&](const KernelInfo& k) { return Params(k).add(addr(ints)).add(addr(dout)).add(n).bytes(); }},
+  };
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  printf("%-14s %-14s %8s %14s %12s\n", "file", "kernel", "workers", "thread-inst/s", "launches");
+  int failures = 0;
+  for (const Case& cs : cases) {
+    std::string path = dir + "/" + cs.file + "." + arch + ".ptx";
+    auto prog = Program::parse(read_file(path));
+    if (!prog.is_ok()) {
+      fprintf(stderr, "%s: %s\n", path.c_str(), prog.status().to_string().c_str());
+      ++failures;
+      continue;
+    }
+    int ki = (*prog)->find_kernel(cs.kernel);
+    if (ki < 0) {
+      fprintf(stderr, "%s: no kernel %s\n", path.c_str(), cs.kernel);
+      ++failures;
+      continue;
+    }
+    std::vector<uint8_t> params = cs.params((*prog)->kernels()[static_cast<size_t>(ki)]);
+    for (unsigned workers : {1u, cores}) {
+      LaunchEnv env;
+      env.workers = workers;
+      uint64_t inst = 0;
+      int launches = 0;
+      auto start = std::chrono::steady_clock::now();
+      double elapsed = 0;
+      do {
+        LaunchResult r = (*prog)->launch(ki, cs.grid, cs.block, cs.shared, params.data(), params.size(), env);
+        if (!r.ok()) {
+          fprintf(stderr, "%s: %s\n", cs.kernel, r.message.c_str());
+          ++failures;
+          break;
+        }
+        inst += r.thread_instructions;
+        ++launches;
+        elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      } while (elapsed < seconds);
+      printf("%-14s %-14s %8u %14.3e %12d\n", cs.file, cs.kernel, workers, elapsed > 0 ? inst / elapsed : 0.0,
+             launches);
+      if (workers == cores) break;
+    }
+  }
+  return failures ? 1 : 0;
+}
