@@ -94,6 +94,7 @@ class FunctionDecoder {
     tail.kind = f_.entry ? Kind::kExit : Kind::kRet;
     tail.line = src_.body.empty() ? src_.line : src_.body.back().line;
     f_.code.push_back(tail);
+    if (next_slot_ > 2 * kMaxSlots) return err(src_.line, "function " + f_.name + " is too large");
     f_.num_slots = next_slot_;
     f_.lparam_bytes = align_up(lparam_bytes_, 8);
     f_.local_bytes = align_up(local_bytes_, 16);
@@ -112,6 +113,7 @@ class FunctionDecoder {
     lparam_bytes_ = align_up(lparam_bytes_, align) + size;
     return lparam_bytes_ - size;
   }
+  static constexpr uint32_t kMaxSlots = 1u << 16;
   uint32_t new_slot() { return next_slot_++; }
   uint32_t imm_slot(uint64_t v) {
     auto it = imms_.find(v);
@@ -141,6 +143,9 @@ class FunctionDecoder {
   Status declare(const ast::Decl& d) {
     auto& scope = scopes_.back();
     if (d.space == "reg") {
+      // Each slot costs 256 bytes per warp: keep hostile modules bounded.
+      if (next_slot_ + static_cast<uint64_t>(d.range < 0 ? 1 : d.range) > kMaxSlots)
+        return err(d.line, "too many registers (more than " + std::to_string(kMaxSlots) + ")");
       if (d.range >= 0) {
         for (int64_t i = 0; i < d.range; ++i)
           scope[d.name + std::to_string(i)] = {Sym::Kind::kReg, new_slot(), ast::type_size(d.type)};

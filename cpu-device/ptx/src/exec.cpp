@@ -38,7 +38,7 @@ struct Warp {
   std::vector<uint64_t> regs;
   std::vector<uint8_t> lparams;
   uint32_t local_sp = 0;
-  uint32_t special[kSpecialCount][32] = {};
+  uint32_t ctaid[3] = {};
 };
 
 enum class Stop { kDone, kBarrier, kFault };
@@ -53,6 +53,38 @@ struct Worker {
   uint64_t until_check = 0;
 
   explicit Worker(LaunchState& s) : st(s) {}
+
+  // The value of special register `id` for lane l of warp w.
+  uint32_t special(const Warp& w, uint32_t id, uint32_t l) const {
+    const Dim3& b = st.block;
+    uint32_t t = w.index * 32 + l;
+    switch (id) {
+      case kTidX: return t % b.x;
+      case kTidY: return (t / b.x) % b.y;
+      case kTidZ: return t / (b.x * b.y);
+      case kNtidX: return b.x;
+      case kNtidY: return b.y;
+      case kNtidZ: return b.z;
+      case kCtaidX: return w.ctaid[0];
+      case kCtaidY: return w.ctaid[1];
+      case kCtaidZ: return w.ctaid[2];
+      case kNctaidX: return st.grid.x;
+      case kNctaidY: return st.grid.y;
+      case kNctaidZ: return st.grid.z;
+      case kLaneId: return l;
+      case kWarpId: return w.index;
+      case kNWarpId: return st.warps_per_block;
+      case kLanemaskEq: return 1u << l;
+      case kLanemaskLe: return static_cast<uint32_t>((2ull << l) - 1);
+      case kLanemaskLt: return (1u << l) - 1;
+      case kLanemaskGe: return ~((1u << l) - 1);
+      case kLanemaskGt: return static_cast<uint32_t>(~((2ull << l) - 1));
+      case kSmId: return 0;
+      case kNSmId: return 1;
+      case kGridId: return 1;
+      default: return 0;
+    }
+  }
 
   // Fills a frame's slots from the function's init list.
   void init_frame(Warp& w, Frame& f) {
@@ -81,7 +113,7 @@ struct Worker {
           for (int l = 0; l < 32; ++l) s[l] = f.local_base + si.value;
           break;
         case SlotInit::Kind::kSpecial:
-          for (int l = 0; l < 32; ++l) s[l] = w.special[si.index][l];
+          for (uint32_t l = 0; l < 32; ++l) s[l] = special(w, si.index, l);
           break;
       }
     }
@@ -384,7 +416,6 @@ struct Worker {
   }
 
   void setup_warp(Warp& w, uint32_t index, const uint32_t ctaid[3], uint32_t nthreads) {
-    const Dim3& b = st.block;
     w.index = index;
     w.exited = 0;
     w.blocked = 0;
@@ -392,35 +423,13 @@ struct Worker {
     w.at_barrier = false;
     w.depth = 1;
     w.local_sp = st.kernel->local_bytes;
+    w.ctaid[0] = ctaid[0];
+    w.ctaid[1] = ctaid[1];
+    w.ctaid[2] = ctaid[2];
     if (w.frames.empty()) w.frames.emplace_back();
     uint32_t exists = 0;
-    for (uint32_t l = 0; l < 32; ++l) {
-      uint32_t t = index * 32 + l;
-      if (t < nthreads) exists |= 1u << l;
-      w.special[kTidX][l] = t % b.x;
-      w.special[kTidY][l] = (t / b.x) % b.y;
-      w.special[kTidZ][l] = t / (b.x * b.y);
-      w.special[kNtidX][l] = b.x;
-      w.special[kNtidY][l] = b.y;
-      w.special[kNtidZ][l] = b.z;
-      w.special[kCtaidX][l] = ctaid[0];
-      w.special[kCtaidY][l] = ctaid[1];
-      w.special[kCtaidZ][l] = ctaid[2];
-      w.special[kNctaidX][l] = st.grid.x;
-      w.special[kNctaidY][l] = st.grid.y;
-      w.special[kNctaidZ][l] = st.grid.z;
-      w.special[kLaneId][l] = l;
-      w.special[kWarpId][l] = index;
-      w.special[kNWarpId][l] = st.warps_per_block;
-      w.special[kLanemaskEq][l] = 1u << l;
-      w.special[kLanemaskLe][l] = static_cast<uint32_t>((2ull << l) - 1);
-      w.special[kLanemaskLt][l] = (1u << l) - 1;
-      w.special[kLanemaskGe][l] = ~((1u << l) - 1);
-      w.special[kLanemaskGt][l] = static_cast<uint32_t>(~((2ull << l) - 1));
-      w.special[kSmId][l] = 0;
-      w.special[kNSmId][l] = 1;
-      w.special[kGridId][l] = 1;
-    }
+    for (uint32_t l = 0; l < 32; ++l)
+      if (index * 32 + l < nthreads) exists |= 1u << l;
     Frame& f = w.frames[0];
     f = Frame{};
     f.fn = st.kernel;
