@@ -36,6 +36,7 @@ TEST(Hash, StableAndSensitive) {
   EXPECT_EQ(content_hash(Bytes(a)), h);
   EXPECT_EQ(h.to_hex().size(), 64u);
   EXPECT_EQ(h.prefix64(), std::stoull(h.to_hex().substr(0, 16), nullptr, 16));
+  EXPECT_EQ(ContentHashHasher{}(h), h.prefix64());
   a[a.size() / 2] ^= 1;
   EXPECT_NE(content_hash(Bytes(a)), h);
   EXPECT_NE(content_hash(Bytes(load("none.fatbin"))), h);

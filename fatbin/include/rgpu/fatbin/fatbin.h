@@ -3,6 +3,11 @@
 // cubin ELF contents, kernel parameter layouts (from cubin .nv.info or PTX
 // .entry) and a content hash. Pure parsing: no driver, no NVIDIA library.
 //
+// Types here are plain values (thread-compatible: const use from many
+// threads is safe, mutation needs one owner) unless their comment says
+// otherwise. Those holding a Bytes view borrow the caller's buffer, which
+// must outlive them.
+//
 // Every function takes untrusted bytes: malformed input gives an error
 // Status (kInvalidArgument, or kUnimplemented for a valid but unsupported
 // feature), never a crash or a read outside the given span. The only
@@ -49,7 +54,7 @@ enum class ImageKind {
 };
 const char* image_kind_name(ImageKind kind);
 
-// What detect_image() found. `bytes` is a view into the caller's buffer: the
+// What detect_image() found; borrows the caller's buffer. `bytes` is a view into the caller's buffer: the
 // whole image (fatbin with header and entries, ELF up to its last section or
 // header table, PTX text without its NUL); for a wrapper, the wrapper struct
 // itself and `wrapped` is the fatbin address it holds (not dereferenced).
@@ -148,6 +153,7 @@ const FatbinEntry* select_entry(const Fatbin& fb, std::uint32_t sm,
 // ---------------------------------------------------------------------------
 // ELF cubin
 
+// One ELF section header, its name resolved. Plain value.
 struct ElfSection {
   std::string name;
   std::uint32_t type = 0;
@@ -159,6 +165,7 @@ struct ElfSection {
   std::uint64_t entsize = 0;
 };
 
+// One ELF symbol, its name resolved. Plain value.
 struct ElfSymbol {
   std::string name;
   std::uint64_t value = 0;
@@ -201,6 +208,7 @@ Result<std::uint64_t> elf_size(Bytes avail, const Limits& limits = {});
 // ---------------------------------------------------------------------------
 // Kernels
 
+// Where one kernel parameter lives in the parameter buffer. Plain value.
 struct KernelParam {
   std::uint32_t ordinal = 0;
   std::uint32_t offset = 0;  // byte offset within the parameter buffer
@@ -208,6 +216,7 @@ struct KernelParam {
 };
 
 // What a launcher needs to know about one kernel. Names stay mangled.
+// Plain value; owns its data.
 struct KernelInfo {
   std::string name;
   std::vector<KernelParam> params;  // sorted by ordinal, ordinals 0..n-1
@@ -229,7 +238,7 @@ Result<std::vector<KernelInfo>> kernels_from_ptx(std::string_view ptx, const Lim
 
 // The code a device would load from an image: the image itself if it is a
 // cubin or PTX, or for a fatbin the entry select_entry(fb, sm, policy)
-// picks, decompressed. PTX comes without its NUL.
+// picks, decompressed. PTX comes without its NUL. Owns its bytes.
 struct SelectedCode {
   EntryKind kind = EntryKind::kPtx;
   std::uint32_t arch = 0;  // 0 when unknown (bare PTX without .target)
@@ -248,12 +257,18 @@ Result<std::vector<KernelInfo>> kernels_from_image(Bytes image, std::uint32_t sm
 // Content hash (SHA-256): stable across runs and machines, and collision
 // resistant, so a server may share a module cache between sessions.
 
+// A 256-bit digest. Plain value; compare with ==.
 struct ContentHash {
   std::array<std::uint8_t, 32> bytes{};
   // The first 8 bytes, big-endian, for logs and hash tables.
   std::uint64_t prefix64() const;
   std::string to_hex() const;
   friend bool operator==(const ContentHash&, const ContentHash&) = default;
+};
+
+// For unordered containers keyed by ContentHash.
+struct ContentHashHasher {
+  std::size_t operator()(const ContentHash& h) const { return static_cast<std::size_t>(h.prefix64()); }
 };
 
 ContentHash content_hash(Bytes data);
