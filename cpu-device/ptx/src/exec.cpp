@@ -333,7 +333,7 @@ struct Worker {
         for_lanes(m, [&](int l) { pm |= static_cast<uint32_t>((g[l] & 1) ^ in.guard_neg) << l; });
         m = pm;
       }
-      executed += static_cast<uint64_t>(__builtin_popcount(m));
+      executed += lane_count(m);
       if (--until_check == 0 && !watchdog()) return Stop::kFault;
       switch (in.kind) {
         case Kind::kOp:
@@ -431,8 +431,15 @@ struct Worker {
     for (uint32_t l = 0; l < 32; ++l)
       if (index * 32 + l < nthreads) exists |= 1u << l;
     Frame& f = w.frames[0];
-    f = Frame{};
+    // pc[] needs no reset: lanes' pcs are written before they are read.
     f.fn = st.kernel;
+    f.reg_base = 0;
+    f.lparam_base = 0;
+    f.local_base = 0;
+    f.returned = 0;
+    f.wait_min = kNoPc;
+    f.call_site = 0;
+    f.call_pc = 0;
     f.live = exists;
     f.cur_mask = exists;
     f.cur_pc = 0;

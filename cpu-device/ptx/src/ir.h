@@ -141,7 +141,7 @@ struct ExecCtx {
 };
 
 template <class F>
-inline void for_lanes(uint32_t m, F&& f) {
+[[gnu::always_inline]] inline void for_lanes(uint32_t m, F&& f) {
   if (m == kFullMask) {
     for (int l = 0; l < 32; ++l) f(l);
   } else {
@@ -151,6 +151,15 @@ inline void for_lanes(uint32_t m, F&& f) {
       f(l);
     }
   }
+}
+
+// Number of set bits, without relying on the popcnt instruction (x86-64
+// baseline lacks it and the library call is slow in the dispatch loop).
+inline uint32_t lane_count(uint32_t m) {
+  m = m - ((m >> 1) & 0x55555555u);
+  m = (m & 0x33333333u) + ((m >> 2) & 0x33333333u);
+  m = (m + (m >> 4)) & 0x0f0f0f0fu;
+  return (m * 0x01010101u) >> 24;
 }
 
 // Register slot <-> typed value. 32-bit and narrower values are stored

@@ -41,7 +41,7 @@ inline int window(const ExecCtx& x, uint64_t addr, uint32_t size) {
 
 // Resolves each active lane's host address. On error sets the fault and
 // returns false. `size` is the full access size (vector included).
-bool resolve(ExecCtx& x, const Inst& in, uint32_t m, uint32_t size, bool write, uint8_t** host) {
+[[gnu::flatten]] bool resolve(ExecCtx& x, const Inst& in, uint32_t m, uint32_t size, bool write, uint8_t** host) {
   const uint64_t* a = x.reg(in.a);
   uint64_t any = 0;
   for_lanes(m, [&](int l) { any |= a[l] + static_cast<uint64_t>(in.imm); });
