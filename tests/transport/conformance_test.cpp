@@ -450,6 +450,15 @@ TEST_P(Conformance, DestroyingTransportWithLiveConnections) {
   }
 }
 
+TEST_P(Conformance, ListenerMayOutliveItsTransport) {
+  const std::string address = listen([](std::shared_ptr<Connection>) { return ConnectionHandler{}; });
+  client_.reset();
+  server_.reset();
+  const auto start = std::chrono::steady_clock::now();
+  listener_.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+}
+
 INSTANTIATE_TEST_SUITE_P(Inproc, Conformance, ::testing::Values("inproc"));
 INSTANTIATE_TEST_SUITE_P(Ucx, Conformance, ::testing::Values("ucx", "ucx_rndv"));
 

@@ -21,15 +21,18 @@ using namespace std::chrono_literals;
 // Bound for every wait in these tests.
 constexpr auto kWait = 20s;
 
+// Deterministic pseudo-random bytes; differs per seed and per offset.
 inline std::vector<std::byte> pattern(size_t n, uint32_t seed) {
   std::vector<std::byte> v(n);
-  uint32_t x = seed * 2654435761u + 1;
-  for (size_t i = 0; i < n; ++i) {
+  uint64_t x = (uint64_t{seed} << 32 | 0x9e3779b9u) * 0xbf58476d1ce4e5b9ull + 1;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
     x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    v[i] = static_cast<std::byte>(x);
+    x ^= x >> 7;
+    x ^= x << 17;
+    std::memcpy(v.data() + i, &x, 8);
   }
+  for (; i < n; ++i) v[i] = static_cast<std::byte>(x >> (8 * (i % 8)) ^ i);
   return v;
 }
 

@@ -1,5 +1,7 @@
 // One UCX connection: framing and sending, the hello handshake, in-order
 // delivery of received messages, payloads, and closing.
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "rgpu/common/log.h"
@@ -22,6 +24,29 @@ void recv_done(void* request, ucs_status_t status, size_t length, void* user_dat
 
 void ep_error_cb(void* arg, ucp_ep_h ep, ucs_status_t status) {
   static_cast<UcxConnection*>(arg)->on_error(status);
+}
+
+// Logs the endpoint's lanes (which UCX transports carry what) at debug level.
+void log_lanes(ucp_ep_h ep, const std::string& peer) {
+  if (static_cast<int>(rgpu::log::level()) < static_cast<int>(rgpu::log::Level::kDebug)) return;
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* stream = open_memstream(&text, &size);
+  if (stream == nullptr) return;
+  ucp_ep_print_info(ep, stream);
+  std::fclose(stream);
+  std::string all(text, size);
+  std::free(text);
+  size_t start = 0;
+  while (start < all.size()) {
+    size_t end = all.find('\n', start);
+    if (end == std::string::npos) end = all.size();
+    const std::string line = all.substr(start, end - start);
+    if (line.find("lane[") != std::string::npos) {
+      RGPU_DEBUG("transport=ucx event=lane peer=%s info=\"%s\"", peer.c_str(), line.c_str());
+    }
+    start = end + 1;
+  }
 }
 
 // Fire-and-forget send of a hello or ack; the header lives in the connection.
@@ -168,6 +193,7 @@ void UcxConnection::on_hello_ack(const Hello& ack) {
   established_ = true;
   dispatched_ = true;
   connect_cv_.notify_all();
+  log_lanes(ep_, peer_);
 }
 
 Status UcxConnection::wait_established(std::chrono::steady_clock::time_point deadline) {
@@ -253,12 +279,46 @@ void UcxConnection::close() {
       if (!state_.compare_exchange_strong(expected, kClosing)) return;
     }
   }
-  core_->post([self = shared_from_this()] { self->close_locked(false, Status::ok()); });
+  core_->post([self = shared_from_this()] { self->begin_close(); });
+}
+
+void UcxConnection::begin_close() {
+  ucp_ep_h ep;
+  {
+    std::unique_lock<std::shared_mutex> lock(ep_mu_);
+    if (state_.load() == kClosed) return;
+    ep = ep_;
+    // No send can be posting now (they hold the lock shared), so the bye is
+    // the last sequence number.
+    bye_buf_ = Frame{next_send_seq_.fetch_add(1), peer_id_, kBye};
+  }
+  if (ep == nullptr || !dispatched_) {
+    close_locked(true, Status::ok());
+    return;
+  }
+  ucp_request_param_t p{};
+  ucs_status_ptr_t req = ucp_am_send_nbx(ep, kAmMessage, &bye_buf_, sizeof(Frame), nullptr, 0, &p);
+  if (UCS_PTR_IS_ERR(req)) {
+    close_locked(true, Status::ok());
+    return;
+  }
+  if (req != nullptr) ucp_request_free(req);
+  // The peer closes its endpoint once it has handed out everything before the
+  // bye; that arrives here as an endpoint error. A silent peer is closed anyway.
+  core_->expect_bye_answer(shared_from_this(), std::chrono::steady_clock::now() + std::chrono::seconds(2));
 }
 
 void UcxConnection::on_error(ucs_status_t status) {
-  // Called inside UCX progress: close once progress has returned.
+  // Called inside UCX progress (or on UCX's async thread): close once
+  // progress has returned.
   core_->defer([self = shared_from_this(), status] {
+    // Deliver what already arrived from the peer before tearing down.
+    for (int i = 0; i < 64 && ucp_worker_progress(self->core_->worker()) != 0; ++i) {
+    }
+    if (self->state_.load() == kClosing) {
+      self->close_locked(true, Status::ok());  // the peer answered our bye
+      return;
+    }
     const char* why = status == UCS_ERR_CONNECTION_RESET ? "peer closed the connection" : "peer failed";
     self->close_locked(true, disconnected(std::string(why) + ": " + ucs_status_string(status)));
   });
@@ -350,7 +410,13 @@ ucs_status_t UcxConnection::on_am(const Frame& frame, const std::byte* header, s
   const bool rndv = (recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
   slot->flags = frame.flags;
   ucs_status_t ret = UCS_OK;
-  if (frame.flags & (kHeaderInData | kHeaderPart)) {
+  if (frame.flags & kBye) {
+    if (frame.flags != kBye || header_len != 0 || length != 0) {
+      fail("malformed bye");
+      return UCS_OK;
+    }
+    slot->kind = Slot::kReady;
+  } else if (frame.flags & (kHeaderInData | kHeaderPart)) {
     // The user header is the AM data.
     if (header_len != 0 || (frame.flags & kHeaderFromPrev)) {
       fail("malformed frame");
@@ -408,6 +474,14 @@ void UcxConnection::drain() {
     if (slot.flags & kHeaderPart) {
       held_header_ = std::move(slot.message.header);
       continue;
+    }
+    if (slot.flags & kBye) {
+      Event ev;
+      ev.kind = Event::kPeerBye;
+      ev.conn = shared_from_this();
+      core_->push_event(std::move(ev));
+      slots_.clear();  // nothing may follow a bye
+      return;
     }
     if (slot.flags & kHeaderFromPrev) {
       slot.message.header = std::move(held_header_);

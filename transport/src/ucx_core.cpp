@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include "rgpu/common/log.h"
 #include "ucx_internal.h"
@@ -100,6 +102,25 @@ Result<std::shared_ptr<Core>> Core::create(const UcxOptions& options) {
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) return ucx_error("ucp_config_read", st);
+  // Defaults that let a client and server on one host talk through shared
+  // memory, each overridden by its UCX_ variable (docs/transport.md):
+  // - shared-memory transports are left out of endpoints that need peer
+  //   failure detection unless their error handling is on;
+  // - rendezvous by get_zcopy, so that where no transport can read remote
+  //   memory (shared memory under peer error handling, tcp) bulk data goes in
+  //   fragments over the active-message lane instead of over tcp.
+  for (const auto& [name, value] : {std::pair<const char*, const char*>{"MM_ERROR_HANDLING", "y"},
+                                    std::pair<const char*, const char*>{"RNDV_SCHEME", "get_zcopy"}}) {
+    if (std::getenv((std::string("UCX_") + name).c_str()) != nullptr) continue;
+    st = ucp_config_modify(config, name, value);
+    if (st != UCS_OK) {
+      RGPU_DEBUG("transport=ucx event=config_default_skipped name=%s status=%s", name, ucs_status_string(st));
+    }
+  }
+  if (options.rendezvous_threshold != 0) {
+    // The per-send flags force the protocol; this keeps UCX's own estimate in step.
+    ucp_config_modify(config, "RNDV_THRESH", std::to_string(options.rendezvous_threshold).c_str());
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
@@ -195,25 +216,30 @@ void Core::shutdown() {
   dead_.store(true, std::memory_order_release);
 }
 
-void Core::post(std::function<void()> fn) {
+bool Core::post(std::function<void()> fn) {
   if (on_progress_thread()) {
     fn();
-    return;
+    return true;
   }
   std::shared_lock<std::shared_mutex> lock(life_);
-  if (!alive_ || stopping()) return;
+  if (!alive_ || stopping()) return false;
   {
     std::lock_guard<std::mutex> c(commands_mu_);
     commands_.push_back(std::move(fn));
   }
   wake_seq_.fetch_add(1, std::memory_order_release);
   ucp_worker_signal(worker_);
+  return true;
 }
 
 void Core::defer(std::function<void()> fn) {
-  std::lock_guard<std::mutex> c(commands_mu_);
-  commands_.push_back(std::move(fn));
+  {
+    std::lock_guard<std::mutex> c(commands_mu_);
+    commands_.push_back(std::move(fn));
+  }
   wake_seq_.fetch_add(1, std::memory_order_release);
+  // UCX may report endpoint errors from its own async thread.
+  if (!on_progress_thread()) ucp_worker_signal(worker_);
 }
 
 void Core::kick() {
@@ -259,6 +285,7 @@ void Core::run() {
   last_activity_ = std::chrono::steady_clock::now();
   for (;;) {
     run_commands();
+    if (!byes_.empty()) expire_byes();
     progress_or_sleep(kIdleSleepMs);
     dispatch_events();
     if (stopping()) {
@@ -288,6 +315,10 @@ void Core::dispatch_events() {
         if (!conn.close_reported_ && conn.handler_.on_message) {
           conn.handler_.on_message(conn, std::move(ev.message));
         }
+        break;
+      case Event::kPeerBye:
+        // Everything the peer sent before its bye has been handed out.
+        conn.close_locked(false, disconnected("peer closed the connection"));
         break;
       case Event::kClosed:
         if (!conn.close_reported_) {
@@ -401,7 +432,25 @@ void Core::close_ep(ucp_ep_h ep, bool force, std::shared_ptr<UcxConnection> conn
   ctx.release();  // owned by the callback, which frees the request
 }
 
+void Core::expire_byes() {
+  const auto now = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < byes_.size();) {
+    std::shared_ptr<UcxConnection> conn = byes_[i].second.lock();
+    if (conn == nullptr || conn->state_.load() == UcxConnection::kClosed) {
+      byes_[i] = std::move(byes_.back());
+      byes_.pop_back();
+    } else if (now >= byes_[i].first) {
+      byes_[i] = std::move(byes_.back());
+      byes_.pop_back();
+      conn->close_locked(false, Status::ok());
+    } else {
+      ++i;
+    }
+  }
+}
+
 void Core::close_all_locked() {
+  byes_.clear();
   stopping_.store(true, std::memory_order_release);
   stop_deadline_ = std::chrono::steady_clock::now() + kShutdownGrace;
   while (!listeners_.empty()) remove_listener(listeners_.back());

@@ -34,7 +34,8 @@ enum FrameFlag : uint32_t {
   kHeaderInline = 0,         // AM header = Frame + user header; AM data = payload
   kHeaderInData = 1u << 0,   // header-only message; AM data = user header
   kHeaderPart = 1u << 1,     // first of two: AM data = user header; never dispatched alone
-  kHeaderFromPrev = 1u << 2  // second of two: AM data = payload; header from the previous seq
+  kHeaderFromPrev = 1u << 2,  // second of two: AM data = payload; header from the previous seq
+  kBye = 1u << 3              // the sender closes: nothing follows; no header, no data
 };
 
 // Prefix of every kAmMessage AM header. Host byte order (UCX peers here are
@@ -124,7 +125,7 @@ struct ListenerState {
 
 // Something to hand to user code once UCX progress has returned.
 struct Event {
-  enum Kind { kMessage, kAccept, kClosed } kind = kMessage;
+  enum Kind { kMessage, kAccept, kPeerBye, kClosed } kind = kMessage;
   std::shared_ptr<UcxConnection> conn;
   Message message;
   Status status;
@@ -147,9 +148,9 @@ class Core : public std::enable_shared_from_this<Core> {
   // must not be called from the progress thread.
   void shutdown();
 
-  // Runs fn on the progress thread (inline when already on it). Dropped once
-  // the transport is shutting down.
-  void post(std::function<void()> fn);
+  // Runs fn on the progress thread (inline when already on it). Dropped, and
+  // false returned, once the transport is shutting down.
+  bool post(std::function<void()> fn);
   // Progress thread, inside UCX callbacks: runs fn after progress returns.
   void defer(std::function<void()> fn);
   // Makes the progress thread run ucp_worker_progress soon.
@@ -185,6 +186,10 @@ class Core : public std::enable_shared_from_this<Core> {
   void remove_listener(const std::shared_ptr<ListenerState>& l);
   ListenerState* find_listener(const ListenerState* raw);
   std::shared_ptr<ListenerState> listener_ptr(const ListenerState* raw);
+  // Closes `conn` (flush) if the peer has not answered its bye by `deadline`.
+  void expect_bye_answer(std::shared_ptr<UcxConnection> conn, std::chrono::steady_clock::time_point deadline) {
+    byes_.emplace_back(deadline, conn);
+  }
   // Closes an endpoint; `conn` stays alive until UCX has finished with it.
   void close_ep(ucp_ep_h ep, bool force, std::shared_ptr<UcxConnection> conn);
   // Server side: connection requests waiting for their hello, by endpoint.
@@ -198,6 +203,7 @@ class Core : public std::enable_shared_from_this<Core> {
   // Progress until idle, then sleep on the event fd for at most timeout_ms.
   void progress_or_sleep(int timeout_ms);
   void close_all_locked();
+  void expire_byes();
 
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
@@ -212,6 +218,8 @@ class Core : public std::enable_shared_from_this<Core> {
   std::chrono::steady_clock::time_point last_activity_;
   std::chrono::steady_clock::time_point stop_deadline_;
   int closing_eps_ = 0;
+  // Connections that said bye and wait for the peer to close, with deadlines.
+  std::vector<std::pair<std::chrono::steady_clock::time_point, std::weak_ptr<UcxConnection>>> byes_;
   std::atomic<uint64_t> wake_seq_{0};
 
   std::mutex commands_mu_;
@@ -256,6 +264,8 @@ class UcxConnection final : public Connection, public std::enable_shared_from_th
   void on_error(ucs_status_t status);
   // Closes the endpoint now (force) or after a flush; reports `status`.
   void close_locked(bool force, Status status);
+  // Local close(): sends the bye, then closes when the peer does (or later).
+  void begin_close();
   // Client connect(): waits for the hello ack or a failure (any thread).
   Status wait_established(std::chrono::steady_clock::time_point deadline);
 
@@ -312,6 +322,7 @@ class UcxConnection final : public Connection, public std::enable_shared_from_th
   bool abandoned_ = false;   // connect() gave up; guarded by connect_mu_
   std::shared_ptr<ListenerState> listener_;  // server side, until accepted
   Hello hello_buf_{};  // AM header of the hello / ack while UCX sends it
+  Frame bye_buf_{};    // AM header of the bye while UCX sends it
   friend class Core;
 };
 

@@ -22,13 +22,14 @@ Status run_on_progress(Core& core, std::function<Status()> fn) {
     Status result;
   };
   auto sync = std::make_shared<Sync>();
-  core.post([sync, fn = std::move(fn)] {
+  const bool posted = core.post([sync, fn = std::move(fn)] {
     Status st = fn();
     std::lock_guard<std::mutex> lock(sync->mu);
     sync->result = std::move(st);
     sync->finished = true;
     sync->cv.notify_all();
   });
+  if (!posted) return disconnected("transport shut down");
   if (!core.wait_until(sync->mu, sync->cv, [&] { return sync->finished; },
                        std::chrono::steady_clock::now() + kCommandTimeout)) {
     return core.stopping() ? disconnected("transport shut down") : failed("transport progress thread stalled");
@@ -76,8 +77,12 @@ class UcxListener final : public Listener {
  public:
   UcxListener(std::shared_ptr<Core> core, std::shared_ptr<ListenerState> state)
       : core_(std::move(core)), state_(std::move(state)), address_(state_->address) {}
+  // Waits until the socket is closed, so that a later connect() cannot reach it.
   ~UcxListener() override {
-    core_->post([core = core_, state = state_] { core->remove_listener(state); });
+    run_on_progress(*core_, [core = core_, state = state_] {
+      core->remove_listener(state);
+      return Status::ok();
+    });
   }
   std::string address() const override { return address_; }
 
@@ -145,7 +150,7 @@ class UcxTransport final : public Transport {
     if (core_->stopping()) return disconnected("transport shut down");
     auto conn = std::make_shared<UcxConnection>(core_, host_port, true);
     conn->set_handler(std::move(handler));
-    core_->post([core = core_, conn, addr, len] {
+    const bool posted = core_->post([core = core_, conn, addr, len] {
       if (core->stopping()) {
         conn->close_locked(true, disconnected("transport shut down"));
         return;
@@ -155,6 +160,7 @@ class UcxTransport final : public Transport {
       if (s.is_ok()) s = conn->send_hello();
       if (!s.is_ok()) conn->close_locked(true, s);
     });
+    if (!posted) return disconnected("transport shut down");
     st = conn->wait_established(deadline);
     if (!st.is_ok()) {
       core_->post([conn] { conn->close_locked(true, disconnected("connect abandoned")); });
