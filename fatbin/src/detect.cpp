@@ -98,8 +98,16 @@ Result<DetectedImage> detect_image(Bytes data, const Limits& limits) {
 Result<DetectedImage> image_from_pointer(const void* image, const Limits& limits) {
   if (image == nullptr) return invalid_argument("null image pointer");
   const auto* p = static_cast<const std::uint8_t*>(image);
+  // No magic has a NUL byte, so stop at one: a short PTX string may end
+  // right at the edge of readable memory.
+  std::uint8_t head[4] = {};
+  std::size_t n = 0;
+  while (n < sizeof head && p[n] != 0) {
+    head[n] = p[n];
+    ++n;
+  }
   std::uint32_t magic = 0;
-  std::memcpy(&magic, p, sizeof magic);
+  std::memcpy(&magic, head, sizeof magic);
   if (magic == kFatbinMagic) {
     Result<std::uint64_t> size = fatbin_size(Bytes(p, 16), limits);
     if (!size) return size.status();
@@ -119,7 +127,7 @@ Result<DetectedImage> image_from_pointer(const void* image, const Limits& limits
     if (!size) return size.status();
     return DetectedImage{ImageKind::kFatbin, Bytes(fb, *size), 0};
   }
-  if (is_elf(Bytes(p, 4))) {
+  if (is_elf(Bytes(head, sizeof head))) {
     // Two steps: the header tells where the section table is; the section
     // table tells where the contents end.
     std::uint64_t shoff = 0, phoff = 0;

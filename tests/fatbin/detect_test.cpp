@@ -116,6 +116,11 @@ TEST(Detect, UnknownFormatsAreErrors) {
   ASSERT_FALSE(d);
   EXPECT_EQ(d.status().kind(), ErrorKind::kInvalidArgument);
   EXPECT_FALSE(detect_image(Bytes()));
+  // Short strings are read only up to their NUL (ASan checks the bounds).
+  for (const char* s : {"", "a", ".v"}) {
+    std::vector<char> exact(s, s + std::strlen(s) + 1);
+    EXPECT_FALSE(image_from_pointer(exact.data())) << s;
+  }
   EXPECT_FALSE(image_from_pointer(nullptr));
   // PTX by pointer without a NUL within the size limit.
   std::string unterminated = ".version 9.0 ";
