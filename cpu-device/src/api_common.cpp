@@ -55,6 +55,8 @@ std::vector<uint64_t>& context_stack() {
 }
 
 CUresult enter(Driver** d) {
+  // As in CUDA, host functions must not call the API.
+  if (on_stream_worker()) return CUDA_ERROR_NOT_PERMITTED;
   *d = initialized_driver();
   return *d ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
 }

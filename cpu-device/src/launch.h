@@ -8,6 +8,7 @@
 
 namespace rgpu::cpudev {
 
+// The geometry of one launch. A value type.
 struct LaunchShape {
   ptx::Dim3 grid;
   ptx::Dim3 block;

@@ -3,6 +3,12 @@
 
 namespace rgpu::cpudev {
 
+namespace {
+thread_local bool t_stream_worker = false;
+}  // namespace
+
+bool on_stream_worker() { return t_stream_worker; }
+
 void wait_all(const std::vector<Dependency>& deps) {
   for (const Dependency& d : deps) {
     if (auto s = d.stream.lock()) s->wait(d.seq);
@@ -70,6 +76,7 @@ void Stream::join() {
 }
 
 void Stream::run() {
+  t_stream_worker = true;
   for (;;) {
     Op op;
     {

@@ -95,4 +95,9 @@ class Stream : public std::enable_shared_from_this<Stream> {
 // Waits for each dependency in turn.
 void wait_all(const std::vector<Dependency>& deps);
 
+// True on a stream's worker thread (inside a host function, for instance),
+// where API calls are refused: they could wait on, or destroy, the very
+// stream that runs them.
+bool on_stream_worker();
+
 }  // namespace rgpu::cpudev

@@ -58,6 +58,8 @@ CudaLib& private_lib(const std::map<std::string, std::string>& env) {
   l->handle = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (l->handle) resolve(*l);
   fs::remove(copy);  // the mapping stays valid
+  std::error_code ec;
+  fs::remove(dir, ec);
   // The environment is read at cuInit: the caller runs cuInit before it
   // loads another instance.
   return *l;

@@ -1,5 +1,6 @@
 // Tests of modules and kernels: loading nvcc's fatbin and PTX, globals and
 // constants, launches with kernelParams and extra, shared memory, faults.
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -245,6 +246,59 @@ TEST_F(CpuDeviceModule, KernelsKeepStreamOrder) {
   EXPECT_EQ(expect, got);
   CU_OK(cu.cuStreamDestroy(s));
   CU_OK(cu.cuMemFree(out));
+}
+
+TEST_F(CpuDeviceModule, ConcurrentLaunchesOnManyStreams) {
+  constexpr int kStreams = 4;
+  const int n = 64 * 64;
+  CUfunction f = fn("vec_add");
+  std::vector<float> a(n), b(n);
+  for (int i = 0; i < n; ++i) {
+    a[i] = static_cast<float>(i);
+    b[i] = 1.0f;
+  }
+  CUdeviceptr da, db;
+  CU_OK(cu.cuMemAlloc(&da, n * 4));
+  CU_OK(cu.cuMemAlloc(&db, n * 4));
+  CU_OK(cu.cuMemcpyHtoD(da, a.data(), n * 4));
+  CU_OK(cu.cuMemcpyHtoD(db, b.data(), n * 4));
+  CUstream s[kStreams];
+  CUdeviceptr dc[kStreams];
+  std::vector<std::vector<float>> out(kStreams, std::vector<float>(n, 0));
+  int count = n;
+  for (int k = 0; k < kStreams; ++k) {
+    CU_OK(cu.cuStreamCreate(&s[k], CU_STREAM_NON_BLOCKING));
+    CU_OK(cu.cuMemAlloc(&dc[k], n * 4));
+    void* args[] = {&da, &db, &dc[k], &count};  // copied at launch
+    CU_OK(cu.cuLaunchKernel(f, 64, 1, 1, 64, 1, 1, 0, s[k], args, nullptr));
+    CU_OK(cu.cuMemcpyDtoHAsync(out[k].data(), dc[k], n * 4, s[k]));
+  }
+  for (int k = 0; k < kStreams; ++k) {
+    CU_OK(cu.cuStreamSynchronize(s[k]));
+    for (int i = 0; i < n; ++i) ASSERT_EQ(i + 1.0f, out[k][i]) << k << " " << i;
+    CU_OK(cu.cuStreamDestroy(s[k]));
+    CU_OK(cu.cuMemFree(dc[k]));
+  }
+  CU_OK(cu.cuMemFree(da));
+  CU_OK(cu.cuMemFree(db));
+}
+
+TEST_F(CpuDeviceModule, DestroyingAContextStopsItsRunningKernel) {
+  CUcontext other;
+  CU_OK(cu.cuCtxCreate(&other, nullptr, 0, 0));
+  CUmodule m;
+  CU_OK(cu.cuModuleLoadData(&m, fatbin_.data()));
+  CUfunction spin;
+  CU_OK(cu.cuModuleGetFunction(&spin, m, "spin"));
+  CUdeviceptr out;
+  CU_OK(cu.cuMemAlloc(&out, 4));
+  int forever = 2000000000;  // far longer than any test may take
+  void* args[] = {&out, &forever};
+  CU_OK(cu.cuLaunchKernel(spin, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+  EXPECT_EQ(CUDA_ERROR_NOT_READY, cu.cuStreamQuery(nullptr));
+  auto t0 = std::chrono::steady_clock::now();
+  CU_OK(cu.cuCtxDestroy(other));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
 }
 
 TEST_F(CpuDeviceModule, FunctionAttributesAndLookups) {

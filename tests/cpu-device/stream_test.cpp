@@ -303,6 +303,30 @@ TEST_F(CpuDeviceStream, ManyThreadsManyStreams) {
   EXPECT_EQ(total, free);
 }
 
+struct HostCall {
+  CudaLib* cu;
+  CUresult sync = CUDA_SUCCESS;
+  CUresult alloc = CUDA_SUCCESS;
+};
+
+void CUDA_CB call_api(void* user) {
+  auto* h = static_cast<HostCall*>(user);
+  h->sync = h->cu->cuCtxSynchronize();
+  CUdeviceptr p;
+  h->alloc = h->cu->cuMemAlloc(&p, 16);
+}
+
+TEST_F(CpuDeviceStream, HostFunctionsMayNotCallTheApi) {
+  CUstream s;
+  CU_OK(cu.cuStreamCreate(&s, 0));
+  HostCall h{&cu};
+  CU_OK(cu.cuLaunchHostFunc(s, &call_api, &h));
+  CU_OK(cu.cuStreamSynchronize(s));
+  EXPECT_EQ(CUDA_ERROR_NOT_PERMITTED, h.sync);
+  EXPECT_EQ(CUDA_ERROR_NOT_PERMITTED, h.alloc);
+  CU_OK(cu.cuStreamDestroy(s));
+}
+
 TEST_F(CpuDeviceStream, LaunchWithBadHandles) {
   EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE,
             cu.cuLaunchKernel(reinterpret_cast<CUfunction>(0x10), 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr));
