@@ -399,4 +399,53 @@ inline void warp_sm80(const int* in, int* out, int threads) {
   }
 }
 
+// block_reduce: per block count/and/or of the predicates, per thread dot products.
+inline void block_reduce(const int* in, int* out, int* dots, int blocks, int block) {
+  for (int b = 0; b < blocks; ++b) {
+    int count = 0, all = 1, any = 0;
+    for (int t = 0; t < block; ++t) {
+      int v = in[b * block + t];
+      count += v > 0;
+      all &= v > -90;
+      any |= v > 95;
+    }
+    out[3 * b] = count;
+    out[3 * b + 1] = all;
+    out[3 * b + 2] = any;
+  }
+  auto sbyte = [](uint32_t x, int k) { return static_cast<int>(static_cast<int8_t>((x >> (8 * k)) & 0xff)); };
+  auto ubyte = [](uint32_t x, int k) { return static_cast<int>((x >> (8 * k)) & 0xff); };
+  for (int i = 0; i < blocks * block; ++i) {
+    int v = in[i], t = i % block;
+    uint32_t u = static_cast<uint32_t>(v) * 2654435761u, uv = static_cast<uint32_t>(v);
+    int s4 = 7;
+    unsigned u4 = 3;
+    for (int k = 0; k < 4; ++k) {
+      s4 += sbyte(u, k) * sbyte(uv, k);
+      u4 += static_cast<unsigned>(ubyte(u, k) * ubyte(uv, k));
+    }
+    int s2 = -5;
+    for (int k = 0; k < 2; ++k) s2 += static_cast<int>(static_cast<int16_t>((u >> (16 * k)) & 0xffff)) * sbyte(uv, k);
+    int base = t & 31, offset = (v % 5) - 2;
+    uint32_t pos = 0xffffffffu;
+    if (offset == 0) {
+      if (u & (1u << base)) pos = static_cast<uint32_t>(base);
+    } else {
+      int inc = offset > 0 ? 1 : -1, n = (offset > 0 ? offset : -offset) - 1;
+      for (int p = base; p >= 0 && p < 32; p += inc)
+        if (u & (1u << p)) {
+          if (n == 0) {
+            pos = static_cast<uint32_t>(p);
+            break;
+          }
+          --n;
+        }
+    }
+    dots[4 * i] = s4;
+    dots[4 * i + 1] = static_cast<int>(u4);
+    dots[4 * i + 2] = s2;
+    dots[4 * i + 3] = static_cast<int>(pos);
+  }
+}
+
 }  // namespace rgpu::testkernels

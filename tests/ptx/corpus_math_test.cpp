@@ -262,6 +262,23 @@ TEST_P(CorpusMath, DevicePrintf) {
   EXPECT_EQ(lines, tk::hello_printf_lines(42, 2, 64));
 }
 
+TEST_P(CorpusMath, BarrierReductionsAndDotProducts) {
+  Module m = load("block_reduce");
+  ASSERT_TRUE(m.ok());
+  const int blocks = 3, block = 96;
+  auto in = random_vector<int>(blocks * block, -100, 100, 36);
+  for (int t = 0; t < block; ++t) in[block + t] = t;  // block 1: no value above 95 ... nor below -90
+  std::vector<int> out(3 * blocks, -1), want(3 * blocks), dots(4 * blocks * block, 0), wdots(4 * blocks * block);
+  DeviceTable mem;
+  auto args = m.args("block_reduce");
+  args.add(mem.add(in)).add(mem.add(out)).add(mem.add(dots));
+  LaunchResult r = m.launch("block_reduce", {blocks}, {block}, args, mem);
+  ASSERT_TRUE(r.ok()) << r.message;
+  tk::block_reduce(in.data(), want.data(), wdots.data(), blocks, block);
+  EXPECT_EQ(out, want);
+  EXPECT_EQ(dots, wdots);
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, CorpusMath, ::testing::Values("sm_75", "sm_80", "sm_90"));
 
 }  // namespace rgpu::ptx::testing

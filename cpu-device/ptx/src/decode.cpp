@@ -446,12 +446,25 @@ Status FunctionDecoder::instruction(const ast::Instruction& ai, Inst& in) {
   if (b == "exit") { in.kind = Kind::kExit; return Status::ok(); }
   if (b == "trap" || b == "brkpt") { in.kind = b == "trap" ? Kind::kTrap : Kind::kNop; return Status::ok(); }
   if ((b == "bar" || b == "barrier") && !t.has("warp")) {
-    if (t.has("arrive") || t.has("red")) {
+    if (t.has("arrive")) {
       in.kind = Kind::kUnsupported;
-      unsupported(ai, "barrier arrive/reduction");
+      unsupported(ai, "barrier arrive");
       return Status::ok();
     }
     in.kind = Kind::kBar;
+    if (t.has("red")) {
+      // bar.red.{popc,and,or} d, id, [count,] {!}p: the block-wide reduction is
+      // written to d when the barrier opens.
+      in.mode = t.has("popc") ? 1 : t.has("and") ? 2 : t.has("or") ? 3 : 0;
+      if (in.mode == 0 || ops.size() < 3) return err(ai.line, "bad barrier reduction");
+      if (Status s = dest(ops[0], ai.line, &in.d); !s.is_ok()) return s;
+      const auto& p = ops.back();
+      if (p.kind != ast::Operand::Kind::kName) return err(ai.line, "barrier reduction needs a predicate");
+      const Sym* ps = lookup(p.name);
+      if (!ps || ps->kind != Sym::Kind::kReg) return err(ai.line, "unknown predicate " + p.name);
+      in.a = ps->index;
+      in.aux = p.negated ? 1 : 0;
+    }
     return Status::ok();
   }
   if (b == "bar" || b == "membar" || b == "fence" || b == "nanosleep" || b == "prefetch" || b == "prefetchu" ||
@@ -465,7 +478,7 @@ Status FunctionDecoder::instruction(const ast::Instruction& ai, Inst& in) {
       "clz", "bfind", "brev", "bfe", "bfi", "prmt", "lop3", "shf", "shl", "shr", "and", "or", "xor", "not",
       "cnot", "addc", "subc", "madc", "copysign", "testp", "fma", "rcp", "sqrt", "rsqrt", "sin", "cos", "lg2",
       "ex2", "tanh", "setp", "set", "selp", "slct", "mov", "cvt", "cvta", "isspacep", "ld", "ldu", "st", "atom",
-      "red", "shfl", "vote", "match", "activemask", "redux", "elect"};
+      "red", "shfl", "vote", "match", "activemask", "redux", "elect", "dp4a", "dp2a", "fns"};
   bool known = false;
   for (const char* k : kKnown) known = known || b == k;
   if (!known) {

@@ -39,6 +39,10 @@ struct Warp {
   std::vector<uint8_t> lparams;
   uint32_t local_sp = 0;
   uint32_t ctaid[3] = {};
+  // bar.red waiting for the barrier to open: destination slot and lanes.
+  uint32_t red_slot = kNoSlot;
+  uint32_t red_lanes = 0;
+  uint8_t red_mode = 0;
 };
 
 enum class Stop { kDone, kBarrier, kFault };
@@ -51,6 +55,9 @@ struct Worker {
   std::unique_ptr<uint8_t[]> local_mem;
   uint64_t executed = 0;
   uint64_t until_check = 0;
+  // Block-wide bar.red accumulators, reset when a barrier opens.
+  uint32_t red_count = 0;
+  bool red_all = true, red_any = false;
 
   explicit Worker(LaunchState& s) : st(s) {}
 
@@ -392,6 +399,18 @@ struct Worker {
             break;
           }
           w.blocked |= m;
+          if (in.mode) {
+            const uint64_t* p = x.reg(in.a);
+            for_lanes(m, [&](int l) {
+              bool v = (p[l] & 1) ^ (in.aux & 1);
+              red_count += v;
+              red_all = red_all && v;
+              red_any = red_any || v;
+            });
+            w.red_slot = in.d;
+            w.red_lanes |= m;
+            w.red_mode = in.mode;
+          }
           ++f.cur_pc;
           for (uint32_t r = f.cur_mask; r; r &= r - 1) f.pc[__builtin_ctz(r)] = f.cur_pc;
           f.cur_mask = 0;
@@ -426,6 +445,8 @@ struct Worker {
     w.ctaid[0] = ctaid[0];
     w.ctaid[1] = ctaid[1];
     w.ctaid[2] = ctaid[2];
+    w.red_slot = kNoSlot;
+    w.red_lanes = 0;
     if (w.frames.empty()) w.frames.emplace_back();
     uint32_t exists = 0;
     for (uint32_t l = 0; l < 32; ++l)
@@ -452,6 +473,9 @@ struct Worker {
                          static_cast<uint32_t>(linear / (uint64_t{st.grid.x} * st.grid.y))};
     uint32_t nthreads = static_cast<uint32_t>(st.block.count());
     for (uint32_t i = 0; i < st.warps_per_block; ++i) setup_warp(warps[i], i, ctaid, nthreads);
+    red_count = 0;
+    red_all = true;
+    red_any = false;
     for (;;) {
       bool all_done = true;
       for (uint32_t i = 0; i < st.warps_per_block; ++i) {
@@ -465,6 +489,11 @@ struct Worker {
         if (s == Stop::kBarrier) all_done = false;
       }
       if (all_done) return true;
+      uint32_t keep_count = red_count;
+      bool keep_all = red_all, keep_any = red_any;
+      red_count = 0;
+      red_all = true;
+      red_any = false;
       // Every warp is done or waiting: release the barrier.
       for (uint32_t i = 0; i < st.warps_per_block; ++i) {
         Warp& w = warps[i];
@@ -472,6 +501,13 @@ struct Worker {
         w.at_barrier = false;
         w.blocked = 0;
         Frame& f = w.frames[w.depth - 1];
+        if (w.red_slot != kNoSlot) {
+          uint64_t v = w.red_mode == 1 ? keep_count : w.red_mode == 2 ? keep_all : keep_any;
+          uint64_t* d = w.regs.data() + f.reg_base + static_cast<size_t>(w.red_slot) * 32;
+          for_lanes(w.red_lanes, [&](int l) { d[l] = v; });
+          w.red_slot = kNoSlot;
+          w.red_lanes = 0;
+        }
         f.cur_mask = 0;
         regroup(w, f);
       }

@@ -221,16 +221,16 @@ void h_setp(ExecCtx& x, const Inst& in, uint32_t m) {
   });
 }
 
-// set.cmp.dtype.stype: all ones (or 1.0f) when true.
-template <class T>
+// set.cmp.dtype.stype: in.imm (all ones, or 1.0 in the destination type) when true.
+template <class T, int kHalf>
 void h_set(ExecCtx& x, const Inst& in, uint32_t m) {
   uint64_t* d = x.reg(in.d);
   const uint64_t* a = x.reg(in.a);
   const uint64_t* b = x.reg(in.b);
-  bool as_float = in.aux & 1;
+  uint64_t one = static_cast<uint64_t>(in.imm);
   for_lanes(m, [&](int l) {
-    bool t = compare(in.mode, rd<T>(a[l]), rd<T>(b[l]));
-    d[l] = t ? (as_float ? 0x3f800000u : 0xffffffffu) : 0u;
+    bool t = compare(in.mode, cmp_value<T, kHalf>(a[l]), cmp_value<T, kHalf>(b[l]));
+    d[l] = t ? one : 0u;
   });
 }
 
@@ -304,14 +304,19 @@ bool select_compare(const OpText& op, Inst& in) {
   if (op.base == "set") {
     if (op.types.size() != 2 || in.size != 0) return false;
     Ty dt = parse_ty(op.types[0]);
-    in.aux = dt == Ty::kF32 ? 1 : 0;
+    in.imm = dt == Ty::kF32 ? 0x3f800000 : dt == Ty::kF16 ? 0x3c00 : dt == Ty::kBF16 ? 0x3f80
+           : ty_size(dt) == 2 ? 0xffff : 0xffffffff;
     switch (t) {
-      case Ty::kF32: in.fn = &h_set<float>; break;
-      case Ty::kF64: in.fn = &h_set<double>; break;
-      case Ty::kS32: in.fn = &h_set<int32_t>; break;
-      case Ty::kU32: case Ty::kB32: in.fn = &h_set<uint32_t>; break;
-      case Ty::kS64: in.fn = &h_set<int64_t>; break;
-      case Ty::kU64: case Ty::kB64: in.fn = &h_set<uint64_t>; break;
+      case Ty::kF32: in.fn = &h_set<float, 0>; break;
+      case Ty::kF64: in.fn = &h_set<double, 0>; break;
+      case Ty::kF16: in.fn = &h_set<float, 1>; break;
+      case Ty::kBF16: in.fn = &h_set<float, 2>; break;
+      case Ty::kS16: in.fn = unsigned_alias ? &h_set<uint16_t, 0> : &h_set<int16_t, 0>; break;
+      case Ty::kU16: case Ty::kB16: in.fn = &h_set<uint16_t, 0>; break;
+      case Ty::kS32: in.fn = unsigned_alias ? &h_set<uint32_t, 0> : &h_set<int32_t, 0>; break;
+      case Ty::kU32: case Ty::kB32: in.fn = &h_set<uint32_t, 0>; break;
+      case Ty::kS64: in.fn = unsigned_alias ? &h_set<uint64_t, 0> : &h_set<int64_t, 0>; break;
+      case Ty::kU64: case Ty::kB64: in.fn = &h_set<uint64_t, 0>; break;
       default: return false;
     }
     return true;

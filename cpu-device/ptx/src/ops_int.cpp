@@ -322,6 +322,64 @@ void h_sad(ExecCtx& x, const Inst& in, uint32_t m) {
   });
 }
 
+// dp4a / dp2a: aux bit 1 a signed, bit 2 b signed; mode 1 dp2a.lo, 2 dp2a.hi.
+void h_dp(ExecCtx& x, const Inst& in, uint32_t m) {
+  uint64_t* d = x.reg(in.d);
+  const uint64_t* a = x.reg(in.a);
+  const uint64_t* b = x.reg(in.b);
+  const uint64_t* c = x.reg(in.c);
+  bool sa = in.aux & 1, sb = in.aux & 2;
+  for_lanes(m, [&](int l) {
+    uint32_t av = static_cast<uint32_t>(a[l]), bv = static_cast<uint32_t>(b[l]);
+    int64_t acc = (sa || sb) ? static_cast<int64_t>(static_cast<int32_t>(c[l])) : static_cast<int64_t>(static_cast<uint32_t>(c[l]));
+    auto byte = [](uint32_t v, int i, bool s) -> int64_t {
+      uint32_t u = (v >> (8 * i)) & 0xff;
+      return s ? static_cast<int64_t>(static_cast<int8_t>(u)) : static_cast<int64_t>(u);
+    };
+    if (in.mode == 0) {
+      for (int i = 0; i < 4; ++i) acc += byte(av, i, sa) * byte(bv, i, sb);
+    } else {
+      int base = in.mode == 2 ? 2 : 0;
+      for (int i = 0; i < 2; ++i) {
+        uint32_t h = (av >> (16 * i)) & 0xffff;
+        int64_t hv = sa ? static_cast<int64_t>(static_cast<int16_t>(h)) : static_cast<int64_t>(h);
+        acc += hv * byte(bv, base + i, sb);
+      }
+    }
+    d[l] = static_cast<uint32_t>(acc);
+  });
+}
+
+// fns.b32 d, mask, base, offset: position of the offset-th set bit from base.
+void h_fns(ExecCtx& x, const Inst& in, uint32_t m) {
+  uint64_t* d = x.reg(in.d);
+  const uint64_t* a = x.reg(in.a);
+  const uint64_t* b = x.reg(in.b);
+  const uint64_t* c = x.reg(in.c);
+  for_lanes(m, [&](int l) {
+    uint32_t mask = static_cast<uint32_t>(a[l]);
+    int base = static_cast<int>(static_cast<uint32_t>(b[l]) & 31);
+    int offset = static_cast<int32_t>(c[l]);
+    uint32_t r = 0xffffffffu;
+    if (offset == 0) {
+      if (mask & (1u << base)) r = static_cast<uint32_t>(base);
+    } else {
+      int inc = offset > 0 ? 1 : -1;
+      int64_t count = (offset > 0 ? static_cast<int64_t>(offset) : -static_cast<int64_t>(offset)) - 1;
+      for (int pos = base; pos >= 0 && pos < 32; pos += inc) {
+        if (mask & (1u << pos)) {
+          if (count == 0) {
+            r = static_cast<uint32_t>(pos);
+            break;
+          }
+          --count;
+        }
+      }
+    }
+    d[l] = r;
+  });
+}
+
 void h_mov(ExecCtx& x, const Inst& in, uint32_t m) {
   uint64_t* d = x.reg(in.d);
   const uint64_t* a = x.reg(in.a);
@@ -469,6 +527,14 @@ bool select_int(const OpText& op, Inst& in) {
     return true;
   }
   if (b == "lop3") { in.fn = &h_lop3; return true; }
+  if (b == "fns") { in.fn = &h_fns; return true; }
+  if (b == "dp4a" || b == "dp2a") {
+    if (op.types.size() != 2 || in.c == kNoSlot) return false;
+    in.aux = static_cast<uint8_t>((op.types[0] == "s32" ? 1 : 0) | (op.types[1] == "s32" ? 2 : 0));
+    in.mode = b == "dp4a" ? 0 : op.has("hi") ? 2 : 1;
+    in.fn = &h_dp;
+    return true;
+  }
   if (b == "shf") {
     in.mode = static_cast<uint8_t>((op.has("l") ? 1 : 0) | (op.has("clamp") ? 2 : 0));
     in.fn = &h_shf;

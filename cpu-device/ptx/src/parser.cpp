@@ -43,7 +43,12 @@ Status tokenize(std::string_view s, std::vector<Token>* out) {
     Token t;
     t.line = line;
     size_t start = i;
-    if (ident_start(c)) {
+    if (c == '.') {
+      // ".reg.b32" (inline asm writes it so) is two directive tokens.
+      ++i;
+      while (i < s.size() && ident_char(s[i]) && s[i] != '.') ++i;
+      t.kind = Token::Kind::kIdent;
+    } else if (ident_start(c)) {
       while (i < s.size() && ident_char(s[i])) ++i;
       t.kind = Token::Kind::kIdent;
     } else if (digit(c)) {
