@@ -226,6 +226,31 @@ void h_atom(ExecCtx& x, const Inst& in, uint32_t m) {
   });
 }
 
+// atom.add.noftz on f16/bf16 (16-bit) and f16x2/bf16x2 (32-bit): CAS loops.
+template <bool kBf, bool kX2>
+void h_atom_half(ExecCtx& x, const Inst& in, uint32_t m) {
+  using R = std::conditional_t<kX2, uint32_t, uint16_t>;
+  uint8_t* host[32];
+  if (!resolve(x, in, m, sizeof(R), true, host)) return;
+  uint64_t* d = in.d == kNoSlot ? nullptr : x.reg(in.d);
+  const uint64_t* b = x.reg(in.b);
+  auto to_f = [](uint16_t h) { return kBf ? bf16_to_f32(h) : f16_to_f32(h); };
+  auto to_h = [](float f) { return kBf ? f32_to_bf16(f) : f32_to_f16(f); };
+  for_lanes(m, [&](int l) {
+    std::atomic_ref<R> ref(*reinterpret_cast<R*>(host[l]));
+    R cur = ref.load(std::memory_order_relaxed);
+    for (;;) {
+      R next = 0;
+      for (int h = 0; h < (kX2 ? 2 : 1); ++h) {
+        float sum = to_f(static_cast<uint16_t>(cur >> (16 * h))) + to_f(static_cast<uint16_t>(b[l] >> (16 * h)));
+        next = static_cast<R>(next | (static_cast<R>(to_h(sum)) << (16 * h)));
+      }
+      if (ref.compare_exchange_weak(cur, next, std::memory_order_acq_rel)) break;
+    }
+    if (d) d[l] = cur;
+  });
+}
+
 // cvta: in.mode 0 space->generic, 1 generic->space.
 void h_cvta(ExecCtx& x, const Inst& in, uint32_t m) {
   uint64_t* d = x.reg(in.d);
@@ -314,8 +339,14 @@ bool select_mem(const OpText& op, Inst& in) {
   }
   if (b == "atom" || b == "red") {
     if (in.space != Mem::kGlobal && in.space != Mem::kShared && in.space != Mem::kGeneric) return false;
-    if (op.has("noftz") && t != Ty::kF32) return false;
     if (b == "red") in.d = kNoSlot;
+    if (t == Ty::kF16 || t == Ty::kBF16 || t == Ty::kF16x2 || t == Ty::kBF16x2) {
+      if (!op.has("add")) return false;
+      in.size = static_cast<uint16_t>(ty_size(t));
+      in.fn = t == Ty::kF16 ? &h_atom_half<false, false> : t == Ty::kBF16 ? &h_atom_half<true, false>
+            : t == Ty::kF16x2 ? &h_atom_half<false, true> : &h_atom_half<true, true>;
+      return true;
+    }
     Handler h = nullptr;
     if (op.has("add")) h = pick_atom<kAAdd>(t);
     else if (op.has("min")) h = pick_atom<kAMin>(t);
