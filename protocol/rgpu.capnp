@@ -36,6 +36,11 @@ $Cxx.namespace("rgpu::wire");
 # 3. An async device-to-host copy is answered later by a `CopyDone` message when
 #    the copy has completed on its stream; the client receives its payload
 #    straight into the destination buffer.
+# 4. A host function (cuLaunchHostFunc) runs on the client: when its stream
+#    reaches it the server sends `HostFuncCall`, holds the stream, and goes on
+#    when the client answers `HostFuncDone`, which bypasses the call order.
+# 5. Modules are named by content hash and cached by the server, so an image
+#    crosses the wire once per server, not once per process.
 #
 # Evolution: field ordinals are append-only. A call the server does not know
 # (a newer client) is answered CUDA_ERROR_NOT_SUPPORTED ("unimplemented").
@@ -50,6 +55,8 @@ struct Envelope {
     batch @2 :Batch;
     reply @3 :Reply;
     copyDone @4 :CopyDone;
+    hostFuncCall @5 :HostFuncCall;
+    hostFuncDone @6 :HostFuncDone;
   }
 }
 
@@ -121,6 +128,14 @@ struct Call {
     eventElapsedTime @25 :EventPair;     # sync
     eventDestroy @26 :Handle;            # async
     memGetAddressRange @27 :UInt64;      # sync
+    moduleLoad @28 :ModuleLoad;          # sync
+    moduleUnload @29 :Handle;            # async
+    moduleGetFunction @30 :GetFunction;  # async: the client already checked the name
+    moduleGetGlobal @31 :GetGlobal;      # sync
+    launchKernel @32 :Launch;            # async
+    funcGetAttributes @33 :Handle;       # sync: every attribute at once, cached by the client
+    funcSetAttribute @34 :FuncAttribute; # async
+    launchHostFunc @35 :HostFunc;        # async: the function runs on the client
   }
 
   struct Handle { handle @0 :UInt64; }
@@ -153,6 +168,31 @@ struct Call {
   struct EventCreate { handle @0 :UInt64; flags @1 :UInt32; }
   struct EventRecord { event @0 :UInt64; stream @1 :UInt64; }
   struct EventPair { start @0 :UInt64; end @1 :UInt64; }
+  # A module is named by the SHA-256 of its image. The client first sends
+  # only the hash; a server that has no image for it answers needImage and
+  # the client sends the image (inline when small, else as the payload).
+  struct ModuleLoad {
+    handle @0 :UInt64;
+    hash @1 :Data;
+    image @2 :Data;
+    imageBytes @3 :UInt64;  # 0: load from the server's cache by hash
+  }
+  struct GetFunction { module @0 :UInt64; handle @1 :UInt64; name @2 :Text; }
+  struct GetGlobal { module @0 :UInt64; name @1 :Text; }
+  struct Launch {
+    function @0 :UInt64;
+    gridX @1 :UInt32;
+    gridY @2 :UInt32;
+    gridZ @3 :UInt32;
+    blockX @4 :UInt32;
+    blockY @5 :UInt32;
+    blockZ @6 :UInt32;
+    sharedMem @7 :UInt32;
+    stream @8 :UInt64;
+    params @9 :Data;        # the parameter buffer, laid out as the kernel declares
+  }
+  struct FuncAttribute { function @0 :UInt64; attribute @1 :Int32; value @2 :Int32; }
+  struct HostFunc { stream @0 :UInt64; id @1 :UInt64; }
 }
 
 struct Reply {
@@ -167,7 +207,13 @@ struct Reply {
   bytes @6 :Data;          # small device-to-host data
   payloadBytes @7 :UInt64;  # bytes of the transport payload (large data)
   message @8 :Text;         # a human-readable detail for errors, for logs
+  needImage @9 :Bool;       # moduleLoad: send the image, the server lacks it
 }
+
+# A host function's turn in its stream (server to client): the client runs it
+# and answers HostFuncDone; the stream waits until then.
+struct HostFuncCall { id @0 :UInt64; }
+struct HostFuncDone { id @0 :UInt64; }
 
 # The completion of an async device-to-host copy.
 struct CopyDone {

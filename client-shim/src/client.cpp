@@ -37,6 +37,7 @@ Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options,
   client->connection_ = std::move(connection.value());
   if (Status s = client->handshake(options); !s.is_ok()) return s;
   client->flusher_ = std::thread([self] { self->run_flusher(); });
+  client->callbacks_ = std::thread([self] { self->run_callbacks(); });
   return client;
 }
 
@@ -47,6 +48,12 @@ Client::~Client() {
   }
   flush_cv_.notify_all();
   if (flusher_.joinable()) flusher_.join();
+  {
+    std::lock_guard<std::mutex> lock(host_mu_);
+    stop_callbacks_ = true;
+  }
+  host_cv_.notify_all();
+  if (callbacks_.joinable()) callbacks_.join();
   closing_ = true;
   if (connection_) connection_->close();
   connection_.reset();
@@ -167,6 +174,7 @@ SyncResult Client::finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64
   result.result = static_cast<CUresult>(reply.getResult());
   for (auto v : reply.getValues()) result.values.push_back(v);
   result.elapsed_ms = reply.getElapsedMs();
+  result.need_image = reply.getNeedImage();
   if (reply.hasMessage() && result.result != CUDA_SUCCESS) {
     RGPU_DEBUG("call failed id=%llu result=%d detail=\"%s\"", static_cast<unsigned long long>(id), result.result,
                reply.getMessage().cStr());
@@ -247,6 +255,41 @@ bool Client::copy_outs_pending(uint64_t stream) {
   return false;
 }
 
+void Client::host_func_async(uint64_t ctx, uint64_t stream, CUhostFn fn, void* data) {
+  std::unique_lock<std::mutex> lock(batch_mu_);
+  wire::Call::Builder call = add_call_locked(ctx);
+  uint64_t id = call.getId();
+  auto h = call.initLaunchHostFunc();
+  h.setStream(stream);
+  h.setId(id);
+  {
+    std::lock_guard<std::mutex> host(host_mu_);
+    host_funcs_[id] = HostFunc{fn, data};
+  }
+  after_async_locked(lock);
+}
+
+void Client::run_callbacks() {
+  std::unique_lock<std::mutex> lock(host_mu_);
+  for (;;) {
+    host_cv_.wait(lock, [&] { return stop_callbacks_ || !host_ready_.empty(); });
+    if (host_ready_.empty()) return;
+    uint64_t id = host_ready_.front();
+    host_ready_.pop_front();
+    auto it = host_funcs_.find(id);
+    if (it == host_funcs_.end()) continue;
+    HostFunc f = it->second;
+    host_funcs_.erase(it);
+    lock.unlock();
+    f.fn(f.data);
+    capnp::MallocMessageBuilder builder;
+    builder.initRoot<wire::Envelope>().initHostFuncDone().setId(id);
+    auto words = protocol::encode(builder);
+    (void)connection_->send(protocol::as_bytes(words));
+    lock.lock();
+  }
+}
+
 void Client::on_message(transport::Message message) {
   auto decoded = protocol::decode(message.header);
   if (!decoded.is_ok()) {
@@ -302,6 +345,12 @@ void Client::on_message(transport::Message message) {
         it->second.result = result;
       }
       replies_cv_.notify_all();
+      return;
+    }
+    case wire::Envelope::HOST_FUNC_CALL: {
+      std::lock_guard<std::mutex> lock(host_mu_);
+      host_ready_.push_back(envelope.getHostFuncCall().getId());
+      host_cv_.notify_one();
       return;
     }
     default:

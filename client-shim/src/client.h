@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,6 +45,7 @@ struct SyncResult {
   CUresult result = CUDA_SUCCESS;
   std::vector<uint64_t> values;
   float elapsed_ms = 0;
+  bool need_image = false;  // moduleLoad: the server lacks the image
 };
 
 // What the caller wants done with device-to-host bytes of a sync reply.
@@ -111,6 +113,11 @@ class Client {
   // True when async copy-outs issued so far on `stream` (~0: any) are pending.
   bool copy_outs_pending(uint64_t stream);
 
+  // Queues a host function: when `stream` reaches it, the server asks us to
+  // run fn(data) on the library's callback thread, holding the stream until
+  // it returns (host functions run on the client, in stream order).
+  void host_func_async(uint64_t ctx, uint64_t stream, CUhostFn fn, void* data);
+
   // Sends queued async calls now.
   void flush();
   bool connection_failed() const { return failed_.load(); }
@@ -142,6 +149,7 @@ class Client {
   void on_message(transport::Message message);
   void on_closed(const Status& why);
   void run_flusher();
+  void run_callbacks();
 
   ClientOptions options_;
   std::shared_ptr<transport::Transport> transport_;
@@ -169,6 +177,18 @@ class Client {
   bool welcomed_ = false;
   std::unique_ptr<protocol::Decoded> welcome_;
   transport::Message welcome_message_;
+
+  // Host functions: registered by id; run in arrival order on callbacks_.
+  struct HostFunc {
+    CUhostFn fn;
+    void* data;
+  };
+  std::mutex host_mu_;
+  std::condition_variable host_cv_;
+  std::map<uint64_t, HostFunc> host_funcs_;
+  std::deque<uint64_t> host_ready_;
+  bool stop_callbacks_ = false;
+  std::thread callbacks_;
 
   std::condition_variable flush_cv_;
   bool stop_flusher_ = false;

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "rgpu/common/log.h"
-#include "shim.h"
+#include "api_common.h"
 
 // These names are both exported as they are (the oldest ABI, with the same
 // signature) and mapped by cuda.h to their _v2 successors: define both.
@@ -29,31 +29,8 @@ using rgpu::shim::Shim;
 using rgpu::shim::SyncResult;
 namespace wire = rgpu::wire;
 
-#define RGPU_EXPORT extern "C" __attribute__((visibility("default")))
+namespace rgpu::shim {
 
-// No exception ever crosses the C boundary.
-#define API_BEGIN try {
-#define API_END                      \
-  }                                  \
-  catch (...) {                      \
-    return CUDA_ERROR_UNKNOWN;       \
-  }
-
-#define SHIM_OR_RETURN(var)                           \
-  CUresult shim_error_ = CUDA_SUCCESS;                \
-  Shim* var = rgpu::shim::shim_or_error(&shim_error_); \
-  if (!var) return shim_error_;
-
-#define CONTEXT_OR_RETURN(shim, var)                                           \
-  uint64_t var = current_context();                                            \
-  if (var == 0 || !(shim)->context_info(var, nullptr)) return CUDA_ERROR_INVALID_CONTEXT;
-
-namespace {
-
-uint64_t handle_of(const void* h) { return reinterpret_cast<uint64_t>(h); }
-
-// Maps a stream argument to the wire handle: 0 is the NULL stream (the
-// per-thread stream for _ptsz entry points), 1 and 2 the special streams.
 CUresult stream_handle(Shim* shim, CUstream stream, bool per_thread, uint64_t* out) {
   uint64_t h = handle_of(stream);
   if (h == 0) {
@@ -68,6 +45,13 @@ CUresult stream_handle(Shim* shim, CUstream stream, bool per_thread, uint64_t* o
   *out = h;
   return CUDA_SUCCESS;
 }
+
+}  // namespace rgpu::shim
+
+using rgpu::shim::handle_of;
+using rgpu::shim::stream_handle;
+
+namespace {
 
 // Sync calls on the legacy stream wait for async copy-outs on every stream.
 uint64_t copy_out_scope(uint64_t stream) {

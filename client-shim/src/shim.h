@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "client.h"
+#include "modules.h"
 
 namespace rgpu::shim {
 
@@ -29,6 +30,7 @@ class Shim {
   explicit Shim(std::unique_ptr<Client> client);
 
   Client& client() { return *client_; }
+  ModuleRegistry& modules() { return modules_; }
   int device_count() const { return static_cast<int>(client_->devices().size()); }
   const DeviceInfo* device(int ordinal) const;
 
@@ -53,6 +55,7 @@ class Shim {
 
  private:
   std::unique_ptr<Client> client_;
+  ModuleRegistry modules_;
   std::atomic<uint64_t> next_handle_{0x100};
   std::mutex mu_;
   std::unordered_map<uint64_t, HandleKind> handles_;

@@ -92,7 +92,7 @@ class ServerImpl final : public Server {
   transport::ConnectionHandler accept(std::shared_ptr<transport::Connection> connection) {
     uint64_t id = next_id_.fetch_add(1);
     RGPU_INFO("session open id=%llu peer=%s", static_cast<unsigned long long>(id), connection->peer().c_str());
-    auto session = std::make_shared<Session>(id, driver_, info_, connection);
+    auto session = std::make_shared<Session>(id, driver_, info_, module_cache_, connection);
     {
       std::lock_guard<std::mutex> lock(mu_);
       sessions_[id] = session;
@@ -127,6 +127,7 @@ class ServerImpl final : public Server {
   const std::shared_ptr<const DriverTable> driver_;
   const std::shared_ptr<const ServerInfo> info_;
   std::shared_ptr<transport::Transport> transport_;
+  std::shared_ptr<ModuleCache> module_cache_ = std::make_shared<ModuleCache>();
   std::unique_ptr<transport::Listener> listener_;
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, std::shared_ptr<Session>> sessions_;

@@ -15,11 +15,12 @@ constexpr uint64_t kInlineLimit = 64 * 1024;
 }  // namespace
 
 Session::Session(uint64_t id, std::shared_ptr<const DriverTable> driver, std::shared_ptr<const ServerInfo> info,
-                 std::shared_ptr<transport::Connection> connection)
+                 std::shared_ptr<ModuleCache> modules, std::shared_ptr<transport::Connection> connection)
     : id_(id),
       driver_(std::move(driver)),
       cu_(*driver_),
       info_(std::move(info)),
+      module_cache_(std::move(modules)),
       connection_(std::move(connection)) {
   executor_ = std::thread([this] { run_executor(); });
   completer_ = std::thread([this] { run_completions(); });
@@ -46,10 +47,20 @@ Session::~Session() {
 }
 
 void Session::post(transport::Message message) {
+  auto decoded = protocol::decode(message.header);
+  if (!decoded.is_ok()) {
+    RGPU_WARN("session dropping malformed message id=%llu error=\"%s\"", static_cast<unsigned long long>(id_),
+              decoded.status().message().c_str());
+    return;
+  }
+  if (decoded.value()->envelope().isHostFuncDone()) {
+    host_func_done(decoded.value()->envelope().getHostFuncDone().getId());
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closing_) return;
-    inbox_.push_back(std::move(message));
+    inbox_.push_back(Incoming{std::move(message), std::move(decoded.value())});
   }
   cv_.notify_one();
 }
@@ -61,30 +72,29 @@ void Session::close() {
     inbox_.clear();
   }
   cv_.notify_all();
+  // Release streams held for host functions: the client will not run them.
+  std::lock_guard<std::mutex> lock(host_funcs_mu_);
+  for (auto& [id, wait] : host_funcs_) wait->done = true;
+  host_funcs_cv_.notify_all();
 }
 
 void Session::run_executor() {
   for (;;) {
-    transport::Message message;
+    Incoming incoming;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return closing_ || !inbox_.empty(); });
       if (closing_) return;
-      message = std::move(inbox_.front());
+      incoming = std::move(inbox_.front());
       inbox_.pop_front();
     }
-    handle_message(message);
+    handle_message(incoming);
   }
 }
 
-void Session::handle_message(transport::Message& message) {
-  auto decoded = protocol::decode(message.header);
-  if (!decoded.is_ok()) {
-    RGPU_WARN("session dropping malformed message id=%llu error=\"%s\"", static_cast<unsigned long long>(id_),
-              decoded.status().message().c_str());
-    return;
-  }
-  auto envelope = decoded.value()->envelope();
+void Session::handle_message(Incoming& incoming) {
+  transport::Message& message = incoming.message;
+  auto envelope = incoming.decoded->envelope();
   switch (envelope.which()) {
     case wire::Envelope::HELLO:
       handle_hello(envelope.getHello());
@@ -184,6 +194,7 @@ void Session::send_reply(uint64_t call_id, Outcome outcome) {
   }
   reply.setElapsedMs(outcome.elapsed_ms);
   if (!outcome.message.empty()) reply.setMessage(outcome.message);
+  reply.setNeedImage(outcome.need_image);
   transport::Bytes payload;
   if (outcome.data && outcome.data_size > 0) {
     if (outcome.data_size <= kInlineLimit) {
@@ -270,6 +281,16 @@ CUresult Session::destroy_context(uint64_t handle) {
   for (auto a = allocations_.begin(); a != allocations_.end();) {
     a = a->second.ctx == handle ? allocations_.erase(a) : std::next(a);
   }
+  for (auto m = modules_.begin(); m != modules_.end();) {
+    if (m->second.ctx != handle) {
+      ++m;
+      continue;
+    }
+    for (auto f = functions_.begin(); f != functions_.end();) {
+      f = f->second.module == m->first ? functions_.erase(f) : std::next(f);
+    }
+    m = modules_.erase(m);
+  }
   for (auto s = stream_ctx_.begin(); s != stream_ctx_.end();) {
     if (s->second == handle) {
       streams_.erase(s->first);
@@ -313,6 +334,8 @@ void Session::release_all() {
   }
   contexts_.clear();
   allocations_.clear();
+  modules_.clear();
+  functions_.clear();
   cu_.cuCtxSetCurrent(nullptr);
 }
 

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "module_cache.h"
 #include "rgpu/protocol/codec.h"
 #include "rgpu/server/driver_table.h"
 #include "rgpu/transport/transport.h"
@@ -50,13 +51,15 @@ struct ServerInfo {
 class Session {
  public:
   Session(uint64_t id, std::shared_ptr<const DriverTable> driver, std::shared_ptr<const ServerInfo> info,
-          std::shared_ptr<transport::Connection> connection);
+          std::shared_ptr<ModuleCache> modules, std::shared_ptr<transport::Connection> connection);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   uint64_t id() const { return id_; }
-  // Queues a message from the client for the executor.
+  // Takes a message from the client: queues it for the executor, except a
+  // host function's completion, which is handled at once (the executor may be
+  // waiting on the very stream that the host function holds).
   void post(transport::Message message);
   // The client is gone: stop executing; the destructor frees the rest.
   void close();
@@ -64,7 +67,26 @@ class Session {
  private:
   struct Allocation {
     uint64_t size;
-    uint64_t ctx;  // client context handle that owns it
+    uint64_t ctx;        // client context handle that owns it
+    uint64_t module = 0;  // module handle for a module global (never freed by cuMemFree)
+  };
+  struct Module {
+    CUmodule module;
+    uint64_t ctx;
+  };
+  struct Function {
+    CUfunction function;
+    uint64_t module;
+  };
+  struct Incoming {
+    transport::Message message;
+    std::unique_ptr<protocol::Decoded> decoded;
+  };
+  // A host function the server holds its stream for until the client ran it.
+  struct HostFuncWait {
+    Session* session;
+    uint64_t id;
+    bool done = false;
   };
   struct Staged {  // host memory the device may still read or write
     CUevent done;
@@ -88,10 +110,11 @@ class Session {
     std::unique_ptr<std::byte[]> data;  // device-to-host bytes
     uint64_t data_size = 0;
     std::string message;
+    bool need_image = false;
   };
 
   void run_executor();
-  void handle_message(transport::Message& message);
+  void handle_message(Incoming& incoming);
   void handle_hello(wire::Hello::Reader hello);
   void handle_batch(wire::Batch::Reader batch, transport::Message& message);
   // Runs one call. Returns true when it was a sync call whose reply was sent
@@ -114,12 +137,18 @@ class Session {
   CUresult lookup_event(uint64_t handle, CUevent* out) const;
   CUresult check_range(uint64_t ptr, uint64_t size) const;
   CUresult create_context(uint64_t handle, int device, unsigned flags);
+  Outcome load_module(wire::Call::Reader call, transport::Message& message);
+  CUresult launch(wire::Call::Launch::Reader launch);
+  CUresult launch_host_func(wire::Call::HostFunc::Reader host_func);
+  static void CUDA_CB host_func_trampoline(void* wait);
+  void host_func_done(uint64_t id);
   CUresult destroy_context(uint64_t handle);
 
   const uint64_t id_;
   const std::shared_ptr<const DriverTable> driver_;
   const DriverTable& cu_;
   const std::shared_ptr<const ServerInfo> info_;
+  const std::shared_ptr<ModuleCache> module_cache_;
   const std::shared_ptr<transport::Connection> connection_;
   bool accepted_ = false;
 
@@ -130,6 +159,8 @@ class Session {
   std::unordered_map<uint64_t, uint64_t> stream_ctx_;  // stream/event handle -> owning context handle
   std::unordered_map<uint64_t, uint64_t> event_ctx_;
   std::map<uint64_t, Allocation> allocations_;
+  std::unordered_map<uint64_t, Module> modules_;
+  std::unordered_map<uint64_t, Function> functions_;
   std::deque<Staged> staging_;
   uint64_t current_ctx_ = 0;
 
@@ -141,8 +172,13 @@ class Session {
   // Incoming queue.
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<transport::Message> inbox_;
+  std::deque<Incoming> inbox_;
   bool closing_ = false;
+
+  // Host functions in flight, by id (host_funcs_mu_).
+  std::mutex host_funcs_mu_;
+  std::condition_variable host_funcs_cv_;
+  std::map<uint64_t, std::unique_ptr<HostFuncWait>> host_funcs_;
 
   // Waiter threads and the completion queue for async device-to-host copies.
   std::mutex waiters_mu_;

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "rgpu/common/log.h"
+#include "rgpu/fatbin/fatbin.h"
 #include "session.h"
 
 namespace rgpu::server {
@@ -21,6 +22,9 @@ bool is_sync(wire::Call::Reader call) {
     case wire::Call::EVENT_QUERY:
     case wire::Call::EVENT_ELAPSED_TIME:
     case wire::Call::MEM_GET_ADDRESS_RANGE:
+    case wire::Call::MODULE_LOAD:
+    case wire::Call::MODULE_GET_GLOBAL:
+    case wire::Call::FUNC_GET_ATTRIBUTES:
       return true;
     case wire::Call::MEMCPY_HTO_D: return !call.getMemcpyHtoD().getAsync();
     case wire::Call::MEMCPY_DTO_H: return !call.getMemcpyDtoH().getAsync();
@@ -158,7 +162,7 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
       if (!needs_ctx()) break;
       uint64_t ptr = call.getMemFree();
       auto it = allocations_.find(ptr);
-      if (it == allocations_.end()) {
+      if (it == allocations_.end() || it->second.module != 0) {
         out.result = CUDA_ERROR_INVALID_VALUE;
         out.message = "not an allocation of this session";
         break;
@@ -251,12 +255,152 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
       out.result = cu_.cuEventElapsedTime(&out.elapsed_ms, a, b);
       break;
     }
+    case wire::Call::MODULE_LOAD:
+      if (!needs_ctx()) break;
+      return load_module(call, message);
+    case wire::Call::MODULE_GET_GLOBAL: {
+      if (!needs_ctx()) break;
+      auto in = call.getModuleGetGlobal();
+      auto m = modules_.find(in.getModule());
+      if (m == modules_.end()) {
+        out.result = CUDA_ERROR_INVALID_HANDLE;
+        break;
+      }
+      CUdeviceptr ptr = 0;
+      size_t size = 0;
+      out.result = cu_.cuModuleGetGlobal(&ptr, &size, m->second.module, in.getName().cStr());
+      if (out.result == CUDA_SUCCESS) {
+        allocations_.try_emplace(ptr, Allocation{size, m->second.ctx, in.getModule()});
+        out.values = {ptr, size};
+      }
+      break;
+    }
+    case wire::Call::FUNC_GET_ATTRIBUTES: {
+      if (!needs_ctx()) break;
+      auto f = functions_.find(call.getFuncGetAttributes().getHandle());
+      if (f == functions_.end()) {
+        out.result = CUDA_ERROR_INVALID_HANDLE;
+        break;
+      }
+      // Every attribute in one round trip; a missing one has bit 63 set.
+      for (int a = 0; a < CU_FUNC_ATTRIBUTE_MAX; ++a) {
+        int v = 0;
+        CUresult r = cu_.cuFuncGetAttribute(&v, static_cast<CUfunction_attribute>(a), f->second.function);
+        out.values.push_back(r == CUDA_SUCCESS ? static_cast<uint32_t>(v) : uint64_t{1} << 63);
+      }
+      break;
+    }
     default:
       out.result = CUDA_ERROR_NOT_SUPPORTED;
       out.message = "call not implemented by this server";
       break;
   }
   return out;
+}
+
+Session::Outcome Session::load_module(wire::Call::Reader call, transport::Message& message) {
+  Outcome out;
+  auto in = call.getModuleLoad();
+  auto hash_bytes = in.getHash();
+  if (hash_bytes.size() != 32 || in.getHandle() == 0 || modules_.count(in.getHandle())) {
+    out.result = CUDA_ERROR_INVALID_VALUE;
+    return out;
+  }
+  fatbin::ContentHash hash;
+  std::memcpy(hash.bytes.data(), hash_bytes.begin(), 32);
+  std::string key = hash.to_hex();
+  ModuleCache::Image image;
+  if (in.getImageBytes() == 0) {
+    image = module_cache_->find(key);
+    if (!image) {
+      out.result = CUDA_ERROR_NOT_FOUND;
+      out.need_image = true;
+      return out;
+    }
+  } else {
+    uint64_t size = in.getImageBytes();
+    std::vector<std::byte> bytes(size + 1);  // + NUL: PTX text must end in one
+    if (call.getPayloadBytes() == 0) {
+      if (in.getImage().size() != size) {
+        out.result = CUDA_ERROR_INVALID_VALUE;
+        return out;
+      }
+      std::memcpy(bytes.data(), in.getImage().begin(), size);
+    } else if (!message.payload || message.payload->size() != size || call.getPayloadBytes() != size ||
+               !message.payload->receive(bytes.data()).is_ok()) {
+      out.result = CUDA_ERROR_INVALID_VALUE;
+      return out;
+    }
+    message.payload.reset();
+    // The hash names the image for every session: never trust it unchecked.
+    auto actual = fatbin::content_hash(fatbin::Bytes(reinterpret_cast<const uint8_t*>(bytes.data()), size));
+    if (!(actual == hash)) {
+      out.result = CUDA_ERROR_INVALID_VALUE;
+      out.message = "module image does not match its hash";
+      return out;
+    }
+    image = module_cache_->insert(key, std::move(bytes));
+  }
+  CUmodule module = nullptr;
+  out.result = cu_.cuModuleLoadData(&module, image->data());
+  if (out.result == CUDA_SUCCESS) modules_[in.getHandle()] = Module{module, call.getCtx()};
+  return out;
+}
+
+CUresult Session::launch(wire::Call::Launch::Reader in) {
+  auto f = functions_.find(in.getFunction());
+  if (f == functions_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  CUstream stream;
+  if (CUresult r = lookup_stream(in.getStream(), &stream); r != CUDA_SUCCESS) return r;
+  auto params = in.getParams();
+  size_t size = params.size();
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<capnp::byte*>(params.begin()),
+                   CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+  return cu_.cuLaunchKernel(f->second.function, in.getGridX(), in.getGridY(), in.getGridZ(), in.getBlockX(),
+                            in.getBlockY(), in.getBlockZ(), in.getSharedMem(), stream, nullptr,
+                            size > 0 ? extra : nullptr);
+}
+
+CUresult Session::launch_host_func(wire::Call::HostFunc::Reader in) {
+  CUstream stream;
+  if (CUresult r = lookup_stream(in.getStream(), &stream); r != CUDA_SUCCESS) return r;
+  HostFuncWait* wait;
+  {
+    std::lock_guard<std::mutex> lock(host_funcs_mu_);
+    auto [it, added] = host_funcs_.try_emplace(in.getId(), nullptr);
+    if (!added) return CUDA_ERROR_INVALID_VALUE;
+    it->second = std::make_unique<HostFuncWait>(HostFuncWait{this, in.getId()});
+    wait = it->second.get();
+  }
+  CUresult r = cu_.cuLaunchHostFunc(stream, &Session::host_func_trampoline, wait);
+  if (r != CUDA_SUCCESS) {
+    std::lock_guard<std::mutex> lock(host_funcs_mu_);
+    host_funcs_.erase(in.getId());
+  }
+  return r;
+}
+
+// Runs on the device's callback thread when the stream reaches the host
+// function: asks the client to run it and holds the stream until it has.
+void CUDA_CB Session::host_func_trampoline(void* arg) {
+  auto* wait = static_cast<HostFuncWait*>(arg);
+  Session* self = wait->session;
+  const uint64_t id = wait->id;
+  capnp::MallocMessageBuilder builder;
+  builder.initRoot<wire::Envelope>().initHostFuncCall().setId(id);
+  auto words = protocol::encode(builder);
+  bool sent = self->connection_->send(protocol::as_bytes(words)).is_ok();
+  std::unique_lock<std::mutex> lock(self->host_funcs_mu_);
+  if (sent) self->host_funcs_cv_.wait(lock, [&] { return wait->done; });
+  self->host_funcs_.erase(id);
+}
+
+void Session::host_func_done(uint64_t id) {
+  std::lock_guard<std::mutex> lock(host_funcs_mu_);
+  auto it = host_funcs_.find(id);
+  if (it == host_funcs_.end()) return;
+  it->second->done = true;
+  host_funcs_cv_.notify_all();
 }
 
 CUresult Session::execute_async(wire::Call::Reader call, transport::Message& message) {
@@ -281,6 +425,21 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
       stream_ctx_.erase(h);
       return cu_.cuStreamDestroy(s);
     }
+    case wire::Call::MODULE_UNLOAD: {
+      uint64_t h = call.getModuleUnload().getHandle();
+      auto m = modules_.find(h);
+      if (m == modules_.end()) return CUDA_ERROR_INVALID_HANDLE;
+      make_current(m->second.ctx);
+      r = cu_.cuModuleUnload(m->second.module);
+      modules_.erase(m);
+      for (auto f = functions_.begin(); f != functions_.end();) {
+        f = f->second.module == h ? functions_.erase(f) : std::next(f);
+      }
+      for (auto a = allocations_.begin(); a != allocations_.end();) {
+        a = a->second.module == h ? allocations_.erase(a) : std::next(a);
+      }
+      return r;
+    }
     case wire::Call::EVENT_DESTROY: {
       uint64_t h = call.getEventDestroy().getHandle();
       CUevent e;
@@ -303,6 +462,27 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
     return r;
   }
   switch (call.which()) {
+    case wire::Call::MODULE_GET_FUNCTION: {
+      auto in = call.getModuleGetFunction();
+      auto m = modules_.find(in.getModule());
+      if (m == modules_.end()) return CUDA_ERROR_INVALID_HANDLE;
+      if (in.getHandle() == 0 || functions_.count(in.getHandle())) return CUDA_ERROR_INVALID_VALUE;
+      CUfunction f = nullptr;
+      r = cu_.cuModuleGetFunction(&f, m->second.module, in.getName().cStr());
+      if (r == CUDA_SUCCESS) functions_[in.getHandle()] = Function{f, in.getModule()};
+      return r;
+    }
+    case wire::Call::LAUNCH_KERNEL:
+      return launch(call.getLaunchKernel());
+    case wire::Call::FUNC_SET_ATTRIBUTE: {
+      auto in = call.getFuncSetAttribute();
+      auto f = functions_.find(in.getFunction());
+      if (f == functions_.end()) return CUDA_ERROR_INVALID_HANDLE;
+      return cu_.cuFuncSetAttribute(f->second.function, static_cast<CUfunction_attribute>(in.getAttribute()),
+                                    in.getValue());
+    }
+    case wire::Call::LAUNCH_HOST_FUNC:
+      return launch_host_func(call.getLaunchHostFunc());
     case wire::Call::STREAM_CREATE: {
       auto in = call.getStreamCreate();
       if (in.getHandle() < 16 || streams_.count(in.getHandle())) return CUDA_ERROR_INVALID_VALUE;

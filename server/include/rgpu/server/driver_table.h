@@ -22,7 +22,9 @@ namespace rgpu::server {
   X(cuMemsetD8Async) X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuStreamCreateWithPriority) \
   X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery) X(cuStreamWaitEvent)        \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery)                \
-  X(cuEventElapsedTime) X(cuEventDestroy) X(cuGetErrorName)
+  X(cuEventElapsedTime) X(cuEventDestroy) X(cuGetErrorName) X(cuModuleLoadData)             \
+  X(cuModuleUnload) X(cuModuleGetFunction) X(cuModuleGetGlobal) X(cuLaunchKernel)        \
+  X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchHostFunc)
 
 // Functions used when present (older drivers or the CPU device may lack them).
 #define RGPU_DRIVER_OPTIONAL(X) X(cuMemGetAddressRange) X(cuGetErrorString)

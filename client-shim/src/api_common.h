@@ -1,0 +1,36 @@
+// Shared helpers of the exported entry points: the exception barrier, state
+// access and argument mapping. Private to the library.
+#pragma once
+
+#include <cuda.h>
+
+#include "shim.h"
+
+#define RGPU_EXPORT extern "C" __attribute__((visibility("default")))
+
+// No exception ever crosses the C boundary.
+#define API_BEGIN try {
+#define API_END                \
+  }                            \
+  catch (...) {                \
+    return CUDA_ERROR_UNKNOWN; \
+  }
+
+#define SHIM_OR_RETURN(var)                            \
+  CUresult shim_error_ = CUDA_SUCCESS;                 \
+  ::rgpu::shim::Shim* var = ::rgpu::shim::shim_or_error(&shim_error_); \
+  if (!var) return shim_error_;
+
+#define CONTEXT_OR_RETURN(shim, var)                        \
+  uint64_t var = ::rgpu::shim::current_context();           \
+  if (var == 0 || !(shim)->context_info(var, nullptr)) return CUDA_ERROR_INVALID_CONTEXT;
+
+namespace rgpu::shim {
+
+inline uint64_t handle_of(const void* h) { return reinterpret_cast<uint64_t>(h); }
+
+// Maps a stream argument to the wire handle: 0 is the NULL stream (the
+// per-thread stream for _ptsz entry points), 1 and 2 the special streams.
+CUresult stream_handle(Shim* shim, CUstream stream, bool per_thread, uint64_t* out);
+
+}  // namespace rgpu::shim

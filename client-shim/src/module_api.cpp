@@ -1,0 +1,452 @@
+// Modules, functions and launches: images are parsed on the client for their
+// kernels' parameter layouts, uploaded once per content hash, and launches
+// are async calls carrying the marshalled parameter buffer.
+#include <cstring>
+
+#include "api_common.h"
+#include "rgpu/common/log.h"
+
+using rgpu::shim::Client;
+using rgpu::shim::FunctionInfo;
+using rgpu::shim::handle_of;
+using rgpu::shim::Shim;
+using rgpu::shim::SyncResult;
+namespace fatbin = rgpu::fatbin;
+namespace wire = rgpu::wire;
+
+namespace {
+
+// The compute capability of the current context's device, as 80 for 8.0.
+uint32_t current_sm(Shim* shim, uint64_t ctx) {
+  rgpu::shim::ContextInfo info;
+  if (!shim->context_info(ctx, &info)) return 0;
+  const auto* d = shim->device(info.device);
+  if (!d) return 0;
+  auto attr = [&](CUdevice_attribute a) { return a < static_cast<int>(d->attributes.size()) ? d->attributes[a] : 0; };
+  return attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 + attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+}
+
+int device_attribute(Shim* shim, uint64_t ctx, CUdevice_attribute a) {
+  rgpu::shim::ContextInfo info;
+  if (!shim->context_info(ctx, &info)) return 0;
+  const auto* d = shim->device(info.device);
+  return d && a < static_cast<int>(d->attributes.size()) ? d->attributes[a] : 0;
+}
+
+CUresult load_module(void** out, const void* image) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
+  auto detected = fatbin::image_from_pointer(image);
+  if (!detected.is_ok()) {
+    RGPU_WARN("module image rejected: %s", detected.status().message().c_str());
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  fatbin::Bytes bytes = detected.value().bytes;
+  auto kernels = fatbin::kernels_from_image(bytes, current_sm(shim, ctx));
+  if (!kernels.is_ok()) {
+    RGPU_WARN("module has no usable code: %s", kernels.status().message().c_str());
+    return CUDA_ERROR_NO_BINARY_FOR_GPU;
+  }
+  fatbin::ContentHash hash = fatbin::content_hash(bytes);
+  uint64_t handle = shim->mint_handle();
+  auto load = [&](bool with_image) {
+    rgpu::transport::Bytes payload;
+    bool as_payload = with_image && bytes.size() > Client::kInlineLimit;
+    if (as_payload) payload = rgpu::transport::Bytes(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size());
+    return shim->client().call_sync(
+        ctx,
+        [&](wire::Call::Builder c) {
+          auto m = c.initModuleLoad();
+          m.setHandle(handle);
+          m.setHash(kj::arrayPtr(hash.bytes.data(), hash.bytes.size()));
+          if (with_image) {
+            m.setImageBytes(bytes.size());
+            if (!as_payload) m.setImage(kj::arrayPtr(bytes.data(), bytes.size()));
+          }
+        },
+        payload);
+  };
+  // The server usually has the image already (another process, an earlier
+  // run): ask by hash first, send the bytes only when it lacks them.
+  SyncResult r = load(false);
+  if (r.result != CUDA_SUCCESS && r.need_image) r = load(true);
+  if (r.result != CUDA_SUCCESS) return r.result;
+  shim->modules().add_module(handle, std::move(kernels.value()));
+  *out = reinterpret_cast<void*>(handle);
+  return CUDA_SUCCESS;
+  API_END
+}
+
+CUresult unload_module(uint64_t handle) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!shim->modules().remove_module(handle)) return CUDA_ERROR_INVALID_HANDLE;
+  shim->client().call_async(rgpu::shim::current_context(),
+                            [&](wire::Call::Builder c) { c.initModuleUnload().setHandle(handle); });
+  return CUDA_SUCCESS;
+  API_END
+}
+
+CUresult get_function(void** out, uint64_t module, const char* name) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  if (!out || !name) return CUDA_ERROR_INVALID_VALUE;
+  if (!shim->modules().has_module(module)) return CUDA_ERROR_INVALID_HANDLE;
+  auto kernel = shim->modules().kernel(module, name);
+  if (!kernel) return CUDA_ERROR_NOT_FOUND;
+  uint64_t handle = shim->mint_handle();
+  shim->modules().add_function(handle, FunctionInfo{module, std::move(*kernel), {}});
+  shim->client().call_async(ctx, [&](wire::Call::Builder c) {
+    auto g = c.initModuleGetFunction();
+    g.setModule(module);
+    g.setHandle(handle);
+    g.setName(name);
+  });
+  *out = reinterpret_cast<void*>(handle);
+  return CUDA_SUCCESS;
+  API_END
+}
+
+// The function's attributes, fetched in one round trip the first time.
+CUresult function_attributes(Shim* shim, uint64_t ctx, uint64_t f, FunctionInfo* info) {
+  if (!shim->modules().function(f, info)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!info->attributes.empty()) return CUDA_SUCCESS;
+  SyncResult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.initFuncGetAttributes().setHandle(f); });
+  if (r.result != CUDA_SUCCESS) return r.result;
+  std::vector<std::optional<int>> attrs;
+  for (uint64_t v : r.values) {
+    attrs.push_back(v >> 63 ? std::nullopt : std::optional<int>(static_cast<int32_t>(static_cast<uint32_t>(v))));
+  }
+  shim->modules().set_attributes(f, attrs);
+  info->attributes = std::move(attrs);
+  return CUDA_SUCCESS;
+}
+
+// Launch configurations a GPU refuses at once are refused here too, before
+// anything is queued, so the error comes from the launch call itself.
+CUresult check_launch_shape(Shim* shim, uint64_t ctx, const unsigned grid[3], const unsigned block[3],
+                            unsigned shared) {
+  static const CUdevice_attribute kGrid[3] = {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+                                              CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
+  static const CUdevice_attribute kBlock[3] = {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X,
+                                               CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+                                               CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z};
+  uint64_t threads = 1;
+  for (int i = 0; i < 3; ++i) {
+    if (grid[i] == 0 || block[i] == 0) return CUDA_ERROR_INVALID_VALUE;
+    int gmax = device_attribute(shim, ctx, kGrid[i]);
+    int bmax = device_attribute(shim, ctx, kBlock[i]);
+    if ((gmax > 0 && grid[i] > static_cast<unsigned>(gmax)) || (bmax > 0 && block[i] > static_cast<unsigned>(bmax))) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    threads *= block[i];
+  }
+  int tmax = device_attribute(shim, ctx, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  if (tmax > 0 && threads > static_cast<uint64_t>(tmax)) return CUDA_ERROR_INVALID_VALUE;
+  int smax = device_attribute(shim, ctx, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  if (smax > 0 && shared > static_cast<unsigned>(smax)) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+CUresult launch(uint64_t f, const unsigned grid[3], const unsigned block[3], unsigned shared, CUstream stream,
+                void** params, void** extra, bool per_thread) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  FunctionInfo info;
+  if (!shim->modules().function(f, &info)) return CUDA_ERROR_INVALID_HANDLE;
+  uint64_t s = 0;
+  if (CUresult r = rgpu::shim::stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  if (CUresult r = check_launch_shape(shim, ctx, grid, block, shared); r != CUDA_SUCCESS) return r;
+  // Marshal the parameters into the buffer the kernel declares.
+  const auto& k = info.kernel;
+  const void* buffer = nullptr;
+  size_t size = 0;
+  std::vector<unsigned char> packed;
+  if (params) {
+    packed.assign(k.param_size, 0);
+    for (const auto& p : k.params) {
+      if (!params[p.ordinal] || p.offset + p.size > packed.size()) return CUDA_ERROR_INVALID_VALUE;
+      std::memcpy(packed.data() + p.offset, params[p.ordinal], p.size);
+    }
+    buffer = packed.data();
+    size = packed.size();
+  } else if (extra) {
+    const size_t* size_ptr = nullptr;
+    for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+        buffer = extra[i + 1];
+      } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+        size_ptr = static_cast<const size_t*>(extra[i + 1]);
+      } else {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+    }
+    if (!buffer || !size_ptr) return CUDA_ERROR_INVALID_VALUE;
+    size = *size_ptr;
+  } else if (!k.params.empty()) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  shim->client().call_async(ctx, [&](wire::Call::Builder c) {
+    auto l = c.initLaunchKernel();
+    l.setFunction(f);
+    l.setGridX(grid[0]);
+    l.setGridY(grid[1]);
+    l.setGridZ(grid[2]);
+    l.setBlockX(block[0]);
+    l.setBlockY(block[1]);
+    l.setBlockZ(block[2]);
+    l.setSharedMem(shared);
+    l.setStream(s);
+    if (size > 0) l.setParams(kj::arrayPtr(static_cast<const capnp::byte*>(buffer), size));
+  });
+  return CUDA_SUCCESS;
+  API_END
+}
+
+CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** params, void** extra, bool per_thread) {
+  if (!config) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    // Placement hints that do not change results are accepted; the rest are not yet.
+    switch (config->attrs[i].id) {
+      case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+      case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+        break;
+      default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+  }
+  const unsigned grid[3] = {config->gridDimX, config->gridDimY, config->gridDimZ};
+  const unsigned block[3] = {config->blockDimX, config->blockDimY, config->blockDimZ};
+  return launch(handle_of(f), grid, block, config->sharedMemBytes, config->hStream, params, extra, per_thread);
+}
+
+CUresult launch_host_func(CUstream stream, CUhostFn fn, void* data, bool per_thread) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t s = 0;
+  if (CUresult r = rgpu::shim::stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  shim->client().host_func_async(ctx, s, fn, data);
+  return CUDA_SUCCESS;
+  API_END
+}
+
+// Resident blocks per multiprocessor, from the limits every NVIDIA GPU
+// reports: threads, registers, shared memory and the block cap.
+int occupancy(Shim* shim, uint64_t ctx, const FunctionInfo& info, int block_size, size_t dynamic_shared) {
+  auto attr = [&](CUfunction_attribute a) {
+    return static_cast<size_t>(a) < info.attributes.size() && info.attributes[a] ? *info.attributes[a] : 0;
+  };
+  int warp = std::max(1, device_attribute(shim, ctx, CU_DEVICE_ATTRIBUTE_WARP_SIZE));
+  int max_threads_fn = attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  if (block_size <= 0 || (max_threads_fn > 0 && block_size > max_threads_fn)) return 0;
+  int threads_sm = device_attribute(shim, ctx, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+  int blocks_sm = device_attribute(shim, ctx, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+  int regs_sm = device_attribute(shim, ctx, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+  int shared_sm = device_attribute(shim, ctx, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+  int rounded = (block_size + warp - 1) / warp * warp;
+  int blocks = threads_sm > 0 ? threads_sm / rounded : 1;
+  if (blocks_sm > 0) blocks = std::min(blocks, blocks_sm);
+  int regs = attr(CU_FUNC_ATTRIBUTE_NUM_REGS);
+  if (regs > 0 && regs_sm > 0) blocks = std::min(blocks, regs_sm / (regs * rounded));
+  size_t shared = static_cast<size_t>(attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)) + dynamic_shared;
+  if (shared > 0 && shared_sm > 0) blocks = std::min<int>(blocks, static_cast<int>(shared_sm / shared));
+  return std::max(blocks, 0);
+}
+
+}  // namespace
+
+// ---- modules -------------------------------------------------------------------
+
+RGPU_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
+  return load_module(reinterpret_cast<void**>(module), image);
+}
+RGPU_EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int, CUjit_option*,
+                                                void**) {
+  // JIT options only tune or report a compilation rgpu does not do here.
+  return load_module(reinterpret_cast<void**>(module), image);
+}
+RGPU_EXPORT CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule* module, const void* fatbin) {
+  return load_module(reinterpret_cast<void**>(module), fatbin);
+}
+RGPU_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule module) { return unload_module(handle_of(module)); }
+
+RGPU_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule module, const char* name) {
+  return get_function(reinterpret_cast<void**>(f), handle_of(module), name);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule module,
+                                                  const char* name) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  if (!shim->modules().has_module(handle_of(module))) return CUDA_ERROR_INVALID_HANDLE;
+  SyncResult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) {
+    auto g = c.initModuleGetGlobal();
+    g.setModule(handle_of(module));
+    g.setName(name);
+  });
+  if (r.result == CUDA_SUCCESS && r.values.size() == 2) {
+    if (dptr) *dptr = r.values[0];
+    if (bytes) *bytes = r.values[1];
+  }
+  return r.result;
+  API_END
+}
+
+// ---- libraries: a library is a module loaded into the current context ----------
+
+RGPU_EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option*, void**,
+                                               unsigned int, CUlibraryOption*, void**, unsigned int) {
+  return load_module(reinterpret_cast<void**>(library), code);
+}
+RGPU_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library) { return unload_module(handle_of(library)); }
+RGPU_EXPORT CUresult CUDAAPI cuLibraryGetModule(CUmodule* module, CUlibrary library) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!module) return CUDA_ERROR_INVALID_VALUE;
+  if (!shim->modules().has_module(handle_of(library))) return CUDA_ERROR_INVALID_HANDLE;
+  *module = reinterpret_cast<CUmodule>(library);
+  return CUDA_SUCCESS;
+  API_END
+}
+RGPU_EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel* kernel, CUlibrary library, const char* name) {
+  return get_function(reinterpret_cast<void**>(kernel), handle_of(library), name);
+}
+RGPU_EXPORT CUresult CUDAAPI cuKernelGetFunction(CUfunction* f, CUkernel kernel) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!f) return CUDA_ERROR_INVALID_VALUE;
+  if (!shim->modules().function(handle_of(kernel), nullptr)) return CUDA_ERROR_INVALID_HANDLE;
+  *f = reinterpret_cast<CUfunction>(kernel);  // a kernel is launched as its function
+  return CUDA_SUCCESS;
+  API_END
+}
+
+// ---- functions -----------------------------------------------------------------
+
+RGPU_EXPORT CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute attribute, CUfunction f) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  FunctionInfo info;
+  if (CUresult r = function_attributes(shim, ctx, handle_of(f), &info); r != CUDA_SUCCESS) return r;
+  size_t a = static_cast<size_t>(attribute);
+  if (a >= info.attributes.size() || !info.attributes[a]) return CUDA_ERROR_INVALID_VALUE;
+  *value = *info.attributes[a];
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute attribute, int value) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  if (!shim->modules().function(handle_of(f), nullptr)) return CUDA_ERROR_INVALID_HANDLE;
+  shim->modules().set_attribute(handle_of(f), attribute, value);
+  shim->client().call_async(ctx, [&](wire::Call::Builder c) {
+    auto a = c.initFuncSetAttribute();
+    a.setFunction(handle_of(f));
+    a.setAttribute(attribute);
+    a.setValue(value);
+  });
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t index, size_t* offset, size_t* size) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  FunctionInfo info;
+  if (!shim->modules().function(handle_of(f), &info)) return CUDA_ERROR_INVALID_HANDLE;
+  if (index >= info.kernel.params.size()) return CUDA_ERROR_INVALID_VALUE;
+  if (offset) *offset = info.kernel.params[index].offset;
+  if (size) *size = info.kernel.params[index].size;
+  return CUDA_SUCCESS;
+  API_END
+}
+
+// ---- launches ------------------------------------------------------------------
+
+RGPU_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                            unsigned by, unsigned bz, unsigned shared, CUstream s, void** params,
+                                            void** extra) {
+  const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  return launch(handle_of(f), grid, block, shared, s, params, extra, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                                 unsigned by, unsigned bz, unsigned shared, CUstream s,
+                                                 void** params, void** extra) {
+  const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  return launch(handle_of(f), grid, block, shared, s, params, extra, true);
+}
+RGPU_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params,
+                                              void** extra) {
+  return launch_ex(config, f, params, extra, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** params,
+                                                   void** extra) {
+  return launch_ex(config, f, params, extra, true);
+}
+RGPU_EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
+  return launch_host_func(s, fn, data, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void* data) {
+  return launch_host_func(s, fn, data, true);
+}
+
+// ---- occupancy: computed locally from attributes -------------------------------
+
+RGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction f, int block_size,
+                                                                         size_t dynamic_shared) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  if (!blocks) return CUDA_ERROR_INVALID_VALUE;
+  FunctionInfo info;
+  if (CUresult r = function_attributes(shim, ctx, handle_of(f), &info); r != CUDA_SUCCESS) return r;
+  *blocks = occupancy(shim, ctx, info, block_size, dynamic_shared);
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int* min_grid, int* block_size, CUfunction f,
+                                                              CUoccupancyB2DSize b2d, size_t dynamic_shared,
+                                                              int limit) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  if (!min_grid || !block_size) return CUDA_ERROR_INVALID_VALUE;
+  FunctionInfo info;
+  if (CUresult r = function_attributes(shim, ctx, handle_of(f), &info); r != CUDA_SUCCESS) return r;
+  int warp = std::max(1, device_attribute(shim, ctx, CU_DEVICE_ATTRIBUTE_WARP_SIZE));
+  int max_block = device_attribute(shim, ctx, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  if (info.attributes.size() > CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK &&
+      info.attributes[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK]) {
+    max_block = std::min(max_block, *info.attributes[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK]);
+  }
+  if (limit > 0) max_block = std::min(max_block, limit);
+  int best_size = 0, best_threads = -1, best_blocks = 0;
+  for (int size = max_block / warp * warp; size >= warp; size -= warp) {
+    size_t shared = b2d ? b2d(size) : dynamic_shared;
+    int blocks = occupancy(shim, ctx, info, size, shared);
+    if (blocks * size > best_threads) {
+      best_threads = blocks * size;
+      best_size = size;
+      best_blocks = blocks;
+    }
+  }
+  *block_size = best_size;
+  *min_grid = best_blocks * device_attribute(shim, ctx, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  return CUDA_SUCCESS;
+  API_END
+}
