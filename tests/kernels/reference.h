@@ -448,4 +448,41 @@ inline void block_reduce(const int* in, int* out, int* dots, int blocks, int blo
   }
 }
 
+// math_more: 12 floats, 3 doubles and 2 long longs per element. Half and
+// bfloat16 results are rounded as the device rounds them.
+inline float round_bf16(float f) {
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  b += 0x7fffu + ((b >> 16) & 1);
+  b &= 0xffff0000u;
+  memcpy(&f, &b, 4);
+  return f;
+}
+inline void math_more(const float* in, float* out, double* outd, long long* outl, int n) {
+  for (int i = 0; i < n; ++i) {
+    float x = in[i];
+    float* o = out + 12 * i;
+    o[0] = std::erf(x);
+    o[1] = std::lgamma(x + 3.0f);
+    o[2] = std::cbrt(x);
+    o[3] = std::fmod(x * 7.0f, 1.3f);
+    o[4] = std::log10(x + 2.0f);
+    o[5] = std::exp2(x);
+    o[6] = std::sin(x * 3.0f) * std::cos(x * 3.0f);
+    o[7] = x / 3.0f;
+    o[8] = round_bf16(round_bf16(x) * 1.5f);
+    o[9] = half_to_float(float_to_half(std::sqrt(half_to_float(float_to_half(x + 2.0f)))));
+    o[10] = half_to_float(float_to_half(std::exp(half_to_float(float_to_half(x)))));
+    o[11] = std::atan(x) + std::asin(x * 0.5f) + std::acos(x * 0.25f);
+    double d = x;
+    outd[3 * i + 0] = std::pow(d + 2.0, 2.3);
+    outd[3 * i + 1] = std::tanh(d) + std::fmod(d * 11.0, 1.7);
+    outd[3 * i + 2] = std::cbrt(d) + std::log1p(d + 1.0) + std::expm1(d);
+    long long a = static_cast<long long>(x * 1e15), b = static_cast<long long>(i) * 7919 + 3;
+    outl[2 * i + 0] = a / b + a % b;
+    outl[2 * i + 1] = static_cast<long long>(
+        static_cast<uint64_t>((static_cast<unsigned __int128>(static_cast<uint64_t>(a)) * 0x9e3779b97f4a7c15ull) >> 64));
+  }
+}
+
 }  // namespace rgpu::testkernels

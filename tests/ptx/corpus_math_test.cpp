@@ -65,6 +65,29 @@ TEST_P(CorpusMath, MathFunctionsWithinApproxTolerance) {
   EXPECT_TRUE(near_all(out, want, 2e-5, 2e-5));
 }
 
+TEST_P(CorpusMath, MoreMathAnd64BitDivision) {
+  Module m = load("math_more");
+  ASSERT_TRUE(m.ok());
+  const int n = 200;
+  auto in = random_vector<float>(n, -0.95f, 0.95f, 37);
+  std::vector<float> out(12 * n, 0.f), want(12 * n);
+  std::vector<double> outd(3 * n, 0.0), wantd(3 * n);
+  std::vector<long long> outl(2 * n, 0), wantl(2 * n);
+  DeviceTable mem;
+  auto args = m.args("math_more");
+  args.add(mem.add(in)).add(mem.add(out)).add(mem.add(outd)).add(mem.add(outl)).add(n);
+  LaunchResult r = m.launch("math_more", {2}, {128}, args, mem);
+  ASSERT_TRUE(r.ok()) << r.message;
+  tk::math_more(in.data(), want.data(), wantd.data(), wantl.data(), n);
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < 12; ++k) {
+      double tol = (k >= 8 && k <= 10) ? 1e-2 : 2e-5;  // bf16/half results: one rounding step apart at most
+      EXPECT_NEAR(out[12 * i + k], want[12 * i + k], tol * (1 + std::fabs(want[12 * i + k]))) << "i=" << i << " k=" << k;
+    }
+  EXPECT_TRUE(near_all(outd, wantd, 1e-12, 1e-12));
+  EXPECT_EQ(outl, wantl);
+}
+
 TEST_P(CorpusMath, Conversions) {
   Module m = load("conversions");
   ASSERT_TRUE(m.ok());
