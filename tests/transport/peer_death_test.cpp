@@ -1,8 +1,12 @@
-// A UCX client process killed (SIGKILL) in the middle of a rendezvous send:
-// the server must report the connection closed within seconds, fail the
-// payload it still held, and keep serving new clients.
+// Peers that die or never answer: a UCX client process killed (SIGKILL) in
+// the middle of a rendezvous send must be reported closed within seconds, the
+// payload the server still held must fail, and the server must keep serving;
+// a connect() to a socket that accepts but never speaks must time out.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -142,6 +146,33 @@ TEST(UcxPeerDeath, KilledClientStreamingEagerMessagesIsReported) {
   ASSERT_TRUE(streaming);
   ASSERT_TRUE(r->wait_closed(10s));
   EXPECT_LT(std::chrono::steady_clock::now() - killed_at, 5s);
+}
+
+TEST(UcxPeerDeath, ConnectToSilentListenerTimesOut) {
+  // A kernel-level listener that never accepts: the TCP handshake succeeds,
+  // UCX's connection manager never hears back.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+
+  auto client = make_transport("ucx");
+  ASSERT_NE(client, nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  auto conn = client->connect(address, {}, 700ms);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(conn.is_ok());
+  EXPECT_EQ(conn.status().kind(), ErrorKind::kDisconnected) << conn.status().to_string();
+  EXPECT_GE(took, 600ms);
+  EXPECT_LT(took, 3s);
+  client.reset();  // must not hang on the half-open endpoint
+  ::close(fd);
 }
 
 }  // namespace
