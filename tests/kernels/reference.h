@@ -192,6 +192,17 @@ inline void struct_param(const Params& p, const Coeffs& k, const float* in, doub
   }
 }
 
+struct Table {
+  float a[16];
+  int n;
+};
+
+inline void grid_constant(const Table& t, float* out, int threads) {
+  float s = 0.f;
+  for (int i = 0; i < t.n; ++i) s += t.a[i];
+  for (int i = 0; i < threads; ++i) out[i] = s + t.a[i & 15];
+}
+
 // n a multiple of 32.
 inline void vote_ballot(const int* in, unsigned* ballots, int* flags, int n) {
   for (int w = 0; w < n / 32; ++w) {

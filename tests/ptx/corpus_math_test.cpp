@@ -272,6 +272,22 @@ TEST_P(CorpusMath, StructAndArrayByValue) {
   EXPECT_TRUE(near_all(out, want, 1e-6, 1e-6));
 }
 
+TEST_P(CorpusMath, GridConstantParameterByAddress) {
+  Module m = load("params");
+  ASSERT_TRUE(m.ok());
+  tk::Table t{};
+  for (int i = 0; i < 16; ++i) t.a[i] = 0.5f * i - 2.f;
+  t.n = 11;
+  std::vector<float> out(64, 0.f), want(64);
+  DeviceTable mem;
+  auto args = m.args("grid_constant");
+  args.add(t).add(mem.add(out));
+  LaunchResult r = m.launch("grid_constant", {1}, {64}, args, mem);
+  ASSERT_TRUE(r.ok()) << r.message;
+  tk::grid_constant(t, want.data(), 64);
+  EXPECT_TRUE(near_all(out, want, 1e-6, 1e-6));
+}
+
 TEST_P(CorpusMath, DevicePrintf) {
   Module m = load("printf");
   ASSERT_TRUE(m.ok());

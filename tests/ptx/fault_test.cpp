@@ -1,6 +1,6 @@
 // Faults and launch errors: illegal and misaligned addresses, unsupported
 // instructions, traps and device asserts, the watchdog, bad launch shapes,
-// and concurrent launches of one Program.
+// concurrent launches of one Program, and launches on a caller's worker pool.
 #include <atomic>
 #include <thread>
 
@@ -201,6 +201,39 @@ TEST(PtxFaults, ConcurrentLaunchesOfOneProgram) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(good.load(), 4);
+}
+
+// A pool that runs each task on its own thread and counts what it was asked.
+class CountingPool : public WorkerPool {
+ public:
+  unsigned concurrency() const override { return 3; }
+  void run(unsigned n, const std::function<void(unsigned)>& task) override {
+    calls++;
+    tasks += n;
+    std::vector<std::thread> ts;
+    for (unsigned i = 0; i < n; ++i) ts.emplace_back([&task, i] { task(i); });
+    for (auto& t : ts) t.join();
+  }
+  std::atomic<int> calls{0};
+  std::atomic<unsigned> tasks{0};
+};
+
+TEST(PtxFaults, LaunchOnCallersWorkerPool) {
+  Module m(corpus_ptx("elementwise", "sm_75"));
+  ASSERT_TRUE(m.ok());
+  const int n = 5000;
+  std::vector<float> a(n, 1.5f), b(n, 2.f), c(n, 0.f);
+  DeviceTable mem;
+  auto args = m.args("vec_add");
+  args.add(mem.add(a)).add(mem.add(b)).add(mem.add(c)).add(n);
+  CountingPool pool;
+  LaunchEnv env;
+  env.pool = &pool;
+  LaunchResult r = m.launch("vec_add", {(n + 63) / 64}, {64}, args, mem, 0, env);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(pool.calls.load(), 1);
+  EXPECT_EQ(pool.tasks.load(), 3u);
+  for (float v : c) ASSERT_EQ(v, 3.5f);
 }
 
 }  // namespace

@@ -113,7 +113,7 @@ class FunctionDecoder {
     lparam_bytes_ = align_up(lparam_bytes_, align) + size;
     return lparam_bytes_ - size;
   }
-  static constexpr uint32_t kMaxSlots = 1u << 16;
+  static constexpr uint32_t kMaxSlots = 1u << 14;
   uint32_t new_slot() { return next_slot_++; }
   uint32_t imm_slot(uint64_t v) {
     auto it = imms_.find(v);

@@ -12,6 +12,8 @@ namespace rgpu::ptx {
 namespace {
 
 constexpr uint32_t kNoPc = 0xffffffffu;
+// Register slots (x 32 lanes x 8 bytes) one warp's call stack may use: 64 MiB.
+constexpr size_t kMaxWarpRegs = size_t{8} << 20;
 
 struct Frame {
   const Function* fn = nullptr;
@@ -209,6 +211,13 @@ struct Worker {
     const CallSite& cs = c.fn->calls[in.target];
     const Function* callee = &st.prog->functions[static_cast<size_t>(cs.callee)];
     if (w.depth >= 1024) return fault(Fault::kIllegalAddress, "call stack overflow at line " + std::to_string(in.line));
+    {
+      const Frame& top = w.frames[w.depth - 1];
+      size_t regs_end = top.reg_base + static_cast<size_t>(top.fn->num_slots) * 32 + size_t{callee->num_slots} * 32;
+      if (regs_end > kMaxWarpRegs)
+        return fault(Fault::kOutOfResources, "register stack overflow calling " + callee->name + " at line " +
+                                                 std::to_string(in.line));
+    }
     // Lanes of the group that do not call wait after the call.
     for (uint32_t r = c.cur_mask & ~m; r; r &= r - 1) c.pc[__builtin_ctz(r)] = c.cur_pc + 1;
     for (uint32_t r = m; r; r &= r - 1) c.pc[__builtin_ctz(r)] = c.cur_pc;
@@ -515,17 +524,16 @@ struct Worker {
   }
 
   void run() {
-    const uint32_t threads = static_cast<uint32_t>(st.block.count());
-    warps.resize(st.warps_per_block);
+    // operator new aligns to 16 bytes, enough for every access size.
     try {
-      shared_mem.reset(new (std::align_val_t(64)) uint8_t[std::max<uint32_t>(st.shared_bytes, 16)]);
+      warps.resize(st.warps_per_block);
+      shared_mem.reset(new uint8_t[std::max<uint32_t>(st.shared_bytes, 16)]);
       if (st.local_stride)
-        local_mem.reset(new (std::align_val_t(64)) uint8_t[static_cast<size_t>(st.local_stride) * st.warps_per_block * 32]);
+        local_mem.reset(new uint8_t[static_cast<size_t>(st.local_stride) * st.warps_per_block * 32]);
     } catch (const std::bad_alloc&) {
       st.record(Fault::kOutOfResources, "cannot allocate block memory for " + st.kernel->name, 0);
       return;
     }
-    (void)threads;
     x.shared = shared_mem.get();
     x.shared_size = st.shared_bytes;
     x.local = local_mem.get();
@@ -539,7 +547,14 @@ struct Worker {
     while (!st.stop.load(std::memory_order_relaxed)) {
       uint64_t b = st.next_block.fetch_add(1, std::memory_order_relaxed);
       if (b >= blocks) break;
-      if (!run_block(b)) {
+      bool ok;
+      try {
+        ok = run_block(b);
+      } catch (const std::bad_alloc&) {
+        x.set_fault(Fault::kOutOfResources, "out of host memory for registers or parameters");
+        ok = false;
+      }
+      if (!ok) {
         if (x.fault == Fault::kTimeout && x.message == "stopped") break;  // another block faulted
         char where[96];
         snprintf(where, sizeof(where), " (kernel %s, block %llu)", st.kernel->name.c_str(),
