@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "rgpu/common/log.h"
+#include "rgpu/common/thread_set.h"
 #include "session.h"
 
 namespace rgpu::server {
@@ -65,12 +66,7 @@ class ServerImpl final : public Server {
     sessions.clear();
     // Connections go with the transport; no more callbacks after this.
     transport_.reset();
-    std::vector<std::thread> reapers;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      reapers.swap(reapers_);
-    }
-    for (auto& t : reapers) t.join();
+    reapers_.join_all();
   }
 
   Status listen(const std::string& address) {
@@ -117,7 +113,7 @@ class ServerImpl final : public Server {
     sessions_.erase(it);
     RGPU_INFO("session ending id=%llu reason=\"%s\"", static_cast<unsigned long long>(id), why.to_string().c_str());
     session->close();
-    reapers_.emplace_back([s = std::move(session)]() mutable {
+    reapers_.spawn([s = std::move(session)]() mutable {
       // Let any in-flight callback drop its temporary reference first.
       for (int i = 0; i < 5000 && s.use_count() > 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       s.reset();
@@ -131,7 +127,7 @@ class ServerImpl final : public Server {
   std::unique_ptr<transport::Listener> listener_;
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, std::shared_ptr<Session>> sessions_;
-  std::vector<std::thread> reapers_;
+  ThreadSet reapers_;
   std::atomic<uint64_t> next_id_{1};
 };
 

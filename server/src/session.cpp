@@ -35,12 +35,7 @@ Session::~Session() {
   }
   completions_cv_.notify_all();
   if (completer_.joinable()) completer_.join();
-  std::vector<std::thread> waiters;
-  {
-    std::lock_guard<std::mutex> lock(waiters_mu_);
-    waiters.swap(waiters_);
-  }
-  for (auto& t : waiters) t.join();
+  waiters_.join_all();
   connection_->close();
   release_all();
   RGPU_INFO("session closed id=%llu", static_cast<unsigned long long>(id_));

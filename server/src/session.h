@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "module_cache.h"
+#include "rgpu/common/thread_set.h"
 #include "rgpu/protocol/codec.h"
 #include "rgpu/server/driver_table.h"
 #include "rgpu/transport/transport.h"
@@ -181,8 +182,7 @@ class Session {
   std::map<uint64_t, std::unique_ptr<HostFuncWait>> host_funcs_;
 
   // Waiter threads and the completion queue for async device-to-host copies.
-  std::mutex waiters_mu_;
-  std::vector<std::thread> waiters_;
+  ThreadSet waiters_;
   std::mutex completions_mu_;
   std::condition_variable completions_cv_;
   std::deque<PendingCopyOut> completions_;

@@ -587,8 +587,7 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
 }
 
 void Session::wait_then_reply(uint64_t call_id, uint64_t ctx, std::function<CUresult()> wait) {
-  std::lock_guard<std::mutex> lock(waiters_mu_);
-  waiters_.emplace_back([this, call_id, ctx, wait = std::move(wait)] {
+  waiters_.spawn([this, call_id, ctx, wait = std::move(wait)] {
     CUresult r = cu_.cuCtxSetCurrent(reinterpret_cast<CUcontext>(ctx));
     if (r == CUDA_SUCCESS) r = wait();
     send_reply(call_id, Outcome{r});
