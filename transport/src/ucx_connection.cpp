@@ -85,7 +85,7 @@ RndvPayload::~RndvPayload() {
 
 Status RndvPayload::receive(void* dst) {
   if (taken_.exchange(true, std::memory_order_acq_rel)) return invalid_argument("payload already received");
-  Waiter waiter;
+  Waiter waiter(core_.get());
   {
     std::shared_lock<std::shared_mutex> lock(core_->life());
     if (!core_->alive()) return disconnected("transport shut down");
@@ -232,7 +232,7 @@ ucs_status_t UcxConnection::post_am(Waiter& waiter, const Frame& frame, const vo
 
 Status UcxConnection::send(Bytes header, Bytes payload) {
   if (header.size() > kMaxHeader) return invalid_argument("header too large");
-  Waiter waiter;
+  Waiter waiter(core_.get());
   // Buffers UCX may read until the requests complete, so outside the lock scope.
   std::byte inline_buf[sizeof(Frame) + kMaxInlineHeader];
   Frame frames[2];
@@ -386,6 +386,7 @@ struct UcxConnection::HeaderFetch {
 void UcxConnection::on_header_fetched(void* request, ucs_status_t status, size_t length, void* user_data) {
   std::unique_ptr<HeaderFetch> fetch(static_cast<HeaderFetch*>(user_data));
   ucp_request_free(request);
+  fetch->conn->core_->request_ended();
   UcxConnection& c = *fetch->conn;
   if (c.state_.load() == kClosed || fetch->seq < c.next_recv_seq_) return;
   if (status != UCS_OK) {
@@ -435,7 +436,9 @@ ucs_status_t UcxConnection::on_am(const Frame& frame, const std::byte* header, s
       p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
       p.cb.recv_am = on_header_fetched;
       p.user_data = fetch.get();
+      core_->request_started();
       ucs_status_ptr_t req = ucp_am_recv_data_nbx(core_->worker(), data, dst, length, &p);
+      if (req == nullptr || UCS_PTR_IS_ERR(req)) core_->request_ended();
       if (req == nullptr) {
         slot->message.header = std::move(fetch->buffer);
         slot->kind = Slot::kReady;

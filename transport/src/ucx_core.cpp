@@ -2,6 +2,7 @@
 // sleeps on the worker's event fd, command posting, waits and AM dispatch.
 #include <netdb.h>
 #include <arpa/inet.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -23,6 +24,9 @@ namespace {
 constexpr auto kSpinAfterActivity = std::chrono::microseconds(30);
 // Longest sleep on the event fd; UCX timers (keepalive) need progress now and then.
 constexpr int kIdleSleepMs = 100;
+// How long the progress thread keeps polling (and yielding) while requests
+// are in flight before it sleeps in growing steps.
+constexpr auto kPollWhileInflight = std::chrono::milliseconds(2);
 // How long shutdown waits for endpoints to finish closing.
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
 
@@ -82,13 +86,38 @@ ucs_status_t am_hello_ack_cb(void* arg, const void* header, size_t header_length
   return UCS_OK;
 }
 
+// Whether UCX_TLS (unset means all) can select a shared-memory mapper.
+bool tls_may_use_shared_memory() {
+  const char* env = std::getenv("UCX_TLS");
+  if (env == nullptr || env[0] == '^') return true;  // all, or all but some
+  const std::string tls = env;
+  for (const char* name : {"all", "sm", "shm", "mm", "posix", "sysv", "xpmem"}) {
+    size_t pos = 0;
+    while ((pos = tls.find(name, pos)) != std::string::npos) {
+      const size_t end = pos + std::strlen(name);
+      const bool starts = pos == 0 || tls[pos - 1] == ',' || tls[pos - 1] == '\\';
+      const bool ends = end == tls.size() || tls[end] == ',';
+      if (starts && ends) return true;
+      pos = end;
+    }
+  }
+  return false;
+}
+
 Status ucx_error(const char* what, ucs_status_t status) {
   return failed(std::string(what) + ": " + ucs_status_string(status));
 }
 
 }  // namespace
 
+void Waiter::add() {
+  core->request_started();
+  std::lock_guard<std::mutex> lock(mu);
+  ++pending;
+}
+
 void Waiter::complete(ucs_status_t s) {
+  core->request_ended();
   std::lock_guard<std::mutex> lock(mu);
   if (s != UCS_OK && status == UCS_OK) status = s;
   if (--pending == 0) {
@@ -112,6 +141,8 @@ Result<std::shared_ptr<Core>> Core::create(const UcxOptions& options) {
   for (const auto& [name, value] : {std::pair<const char*, const char*>{"MM_ERROR_HANDLING", "y"},
                                     std::pair<const char*, const char*>{"RNDV_SCHEME", "get_zcopy"}}) {
     if (std::getenv((std::string("UCX_") + name).c_str()) != nullptr) continue;
+    // UCX warns about settings of transports that UCX_TLS leaves out.
+    if (std::string(name) == "MM_ERROR_HANDLING" && !tls_may_use_shared_memory()) continue;
     st = ucp_config_modify(config, name, value);
     if (st != UCS_OK) {
       RGPU_DEBUG("transport=ucx event=config_default_skipped name=%s status=%s", name, ucs_status_string(st));
@@ -263,10 +294,23 @@ void Core::progress_or_sleep(int timeout_ms) {
   const uint64_t seen = wake_seq_.load(std::memory_order_acquire);
   if (ucp_worker_progress(worker_) != 0) {
     last_activity_ = std::chrono::steady_clock::now();
+    backoff_ms_ = 0;
     return;
   }
   if (!events_.empty()) return;
-  if (std::chrono::steady_clock::now() - last_activity_ < kSpinAfterActivity) return;
+  const auto idle = std::chrono::steady_clock::now() - last_activity_;
+  if (idle < kSpinAfterActivity) return;
+  if (inflight_.load(std::memory_order_acquire) > 0) {
+    // An operation is under way. Some of its steps raise no event (a shared
+    // memory FIFO that frees up, for one), so keep polling, yielding the CPU,
+    // then sleep in growing steps instead of the full idle timeout.
+    if (idle < kPollWhileInflight) {
+      sched_yield();
+      return;
+    }
+    backoff_ms_ = std::clamp(backoff_ms_ * 2, 1, kIdleSleepMs);
+    timeout_ms = std::min(timeout_ms, backoff_ms_);
+  }
   const ucs_status_t st = ucp_worker_arm(worker_);
   if (st == UCS_ERR_BUSY) return;
   if (st != UCS_OK) {

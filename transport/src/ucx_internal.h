@@ -71,19 +71,22 @@ constexpr uint64_t kMaxReorderWindow = 1u << 20;
 
 // Counts outstanding requests and records the first error. Lives on the stack
 // of the waiting thread; completion callbacks run on the progress thread.
+class Core;
+class UcxConnection;
+
 struct Waiter {
+  explicit Waiter(Core* c) : core(c) {}
+  Core* const core;
   std::mutex mu;
   std::condition_variable cv;
   int pending = 0;
   bool done = false;
   ucs_status_t status = UCS_OK;
 
-  void add() { ++pending; }
+  // Before posting a request; complete() once it is done (or failed to post).
+  void add();
   void complete(ucs_status_t s);
 };
-
-class Core;
-class UcxConnection;
 
 // Thread-safe; keeps its Core alive. Releases the rendezvous data unreceived
 // when destroyed before receive().
@@ -168,6 +171,10 @@ class Core : public std::enable_shared_from_this<Core> {
                   std::chrono::steady_clock::time_point deadline);
 
   ucp_worker_h worker() const { return worker_; }
+  // Brackets every UCX request that may not complete at once, so that the
+  // progress thread keeps polling while one is under way.
+  void request_started() { inflight_.fetch_add(1, std::memory_order_acq_rel); }
+  void request_ended() { inflight_.fetch_sub(1, std::memory_order_acq_rel); }
   size_t rndv_threshold() const { return rndv_threshold_; }
   size_t max_inline_header() const { return max_inline_header_; }
 
@@ -216,6 +223,9 @@ class Core : public std::enable_shared_from_this<Core> {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> dead_{false};  // worker destroyed
   std::chrono::steady_clock::time_point last_activity_;
+  int backoff_ms_ = 0;
+  // UCX requests posted and not yet completed (sends, receives, fetches).
+  std::atomic<int> inflight_{0};
   std::chrono::steady_clock::time_point stop_deadline_;
   int closing_eps_ = 0;
   // Connections that said bye and wait for the peer to close, with deadlines.
