@@ -341,6 +341,39 @@ struct Worker {
         return Stop::kBarrier;
       }
       if (f.cur_pc == f.wait_min) merge(w, f);
+      {
+        // Fast path: a run of ordinary instructions for an unchanged group,
+        // with the group's state in locals.
+        const Inst* code = f.fn->code.data();
+        uint32_t pc = f.cur_pc;
+        const uint32_t group = f.cur_mask, stop = f.wait_min;
+        for (;;) {
+          const Inst& op = code[pc];
+          if (op.kind != Kind::kOp) break;
+          uint32_t m = group;
+          if (op.guard != kNoSlot) {
+            const uint64_t* g = x.reg(op.guard);
+            uint32_t pm = 0;
+            for_lanes(m, [&](int l) { pm |= static_cast<uint32_t>((g[l] & 1) ^ op.guard_neg) << l; });
+            m = pm;
+          }
+          executed += lane_count(m);
+          if (--until_check == 0 && !watchdog()) {
+            f.cur_pc = pc;
+            return Stop::kFault;
+          }
+          if (m) {
+            op.fn(x, op, m);
+            if (x.fault != Fault::kNone) {
+              f.cur_pc = pc;
+              return Stop::kFault;
+            }
+          }
+          if (++pc == stop) break;
+        }
+        f.cur_pc = pc;
+        if (pc == stop) continue;  // merge waiting lanes first
+      }
       const Inst& in = f.fn->code[f.cur_pc];
       uint32_t m = f.cur_mask;
       if (in.guard != kNoSlot) {
