@@ -1,12 +1,14 @@
 # The generated API surface of librgpu.so. Included by the library's
 # CMakeLists.txt (and by tests/shim until then); sets
-#   RGPU_SHIM_API_SOURCES       generated stubs and table + the hand-written
-#                               cuGetProcAddress, error strings, stub reporting
+#   RGPU_SHIM_API_SOURCES       generated stubs (driver and runtime) and table +
+#                               the hand-written cuGetProcAddress, error
+#                               strings, stub reporting
 #   RGPU_SHIM_MAP               the linker version script (-Wl,--version-script)
 #   RGPU_SHIM_EXPORT_LISTS      the exported-name lists the map is made from
 #   RGPU_SHIM_GENERATOR         the generator (client-shim/api/gen_api.py)
 #   RGPU_SHIM_API_OWN_FUNCTIONS the exported functions that the hand-written
 #                               files among RGPU_SHIM_API_SOURCES define
+#   RGPU_SHIM_RUNTIME_SOURCES   the hand-written runtime API (client-shim/src/runtime/)
 # and defines the target rgpu_regen_check, which fails when regenerating would
 # change the checked-in files in client-shim/generated/.
 get_filename_component(_rgpu_shim_dir "${CMAKE_CURRENT_LIST_DIR}" DIRECTORY)
@@ -14,11 +16,18 @@ get_filename_component(_rgpu_shim_dir "${CMAKE_CURRENT_LIST_DIR}" DIRECTORY)
 set(RGPU_SHIM_API_SOURCES
     ${_rgpu_shim_dir}/generated/driver_unimplemented.cpp
     ${_rgpu_shim_dir}/generated/driver_procs.cpp
+    ${_rgpu_shim_dir}/generated/runtime_unimplemented.cpp
     ${_rgpu_shim_dir}/src/proc_address.cpp
     ${_rgpu_shim_dir}/src/error_strings.cpp
     ${_rgpu_shim_dir}/src/unimplemented.cpp)
+set(RGPU_SHIM_RUNTIME_SOURCES
+    ${_rgpu_shim_dir}/src/runtime/state.cpp
+    ${_rgpu_shim_dir}/src/runtime/device.cpp
+    ${_rgpu_shim_dir}/src/runtime/memory.cpp
+    ${_rgpu_shim_dir}/src/runtime/stream.cpp
+    ${_rgpu_shim_dir}/src/runtime/launch.cpp)
 set(RGPU_SHIM_MAP ${_rgpu_shim_dir}/generated/librgpu.map)
-set(RGPU_SHIM_EXPORT_LISTS ${_rgpu_shim_dir}/api/libcuda.exports)
+set(RGPU_SHIM_EXPORT_LISTS ${_rgpu_shim_dir}/api/libcuda.exports ${_rgpu_shim_dir}/api/libcudart.exports)
 set(RGPU_SHIM_GENERATOR ${_rgpu_shim_dir}/api/gen_api.py)
 set(RGPU_SHIM_API_OWN_FUNCTIONS
     cuGetErrorName cuGetErrorString cuGetExportTable cuGetProcAddress cuGetProcAddress_v2)

@@ -374,3 +374,59 @@ def parse_cuda_errors(raw):
     if len(errors) < 50:
         raise GenError(f"cuda.h: only {len(errors)} CUresult values found")
     return errors
+
+
+# --------------------------------------------------------------------------
+# The runtime API (libcudart.so.13): return types and cudaError_t values.
+
+# Headers that declare functions libcudart exports.
+RUNTIME_HEADERS = ("cuda_runtime_api.h", "cuda_gl_interop.h", "cuda_egl_interop.h",
+                   "cuda_vdpau_interop.h", "cuda_profiler_api.h", "crt/host_runtime.h",
+                   "crt/device_functions.h")
+
+
+def runtime_return_types(cuda_home):
+    """{function name: its return type as written} for the runtime headers.
+
+    A generated stub returns an int; that is only right for functions whose
+    result is cudaError_t, so the generator needs to know the others."""
+    inc = os.path.join(cuda_home, "include")
+    out = {}
+    decl_re = re.compile(r"\bextern\s+(?:\"C\"\s+)?((?:[\w\*]+\s+|\*\s*)+?)\s*"
+                         r"(?:CUDARTAPI|CUDARTAPI_CDECL)\s+(\w+)\s*\(")
+    for name in RUNTIME_HEADERS:
+        path = os.path.join(inc, name)
+        if not os.path.exists(path):
+            raise GenError(f"{path} not found (set --cuda-home)")
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = strip_comments(f.read())
+        for m in decl_re.finditer(text):
+            words = [w for w in m.group(1).split()
+                     if w not in ("__host__", "__device__", "__cudart_builtin__", "__CUDA_DEPRECATED",
+                                  "extern", "CUDARTAPI")]
+            out.setdefault(m.group(2), " ".join(words))
+    if len(out) < 300:
+        raise GenError(f"runtime headers: only {len(out)} prototypes found")
+    return out
+
+
+def parse_runtime_errors(cuda_home):
+    """[(name, value, first sentence of its comment)] of enum cudaError."""
+    path = os.path.join(cuda_home, "include", "driver_types.h")
+    with open(path, encoding="utf-8", errors="replace") as f:
+        raw = f.read()
+    m = re.search(r"enum\s+__device_builtin__\s+cudaError\s*\{(.*?)\}\s*;", raw, re.S)
+    if not m:
+        raise GenError(f"{path}: enum cudaError not found")
+    errors = []
+    pending_doc = None
+    token_re = re.compile(r"/\*\*(.*?)\*/|/\*.*?\*/|(cuda\w+)\s*=\s*(\d+)\s*,?", re.S)
+    for t in token_re.finditer(m.group(1)):
+        if t.group(1) is not None:
+            pending_doc = t.group(1)
+        elif t.group(2):
+            errors.append((t.group(2), int(t.group(3)), _clean_doc(pending_doc) if pending_doc else ""))
+            pending_doc = None
+    if len(errors) < 50:
+        raise GenError(f"{path}: only {len(errors)} cudaError values found")
+    return errors

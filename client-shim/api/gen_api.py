@@ -3,14 +3,19 @@
 version script, error strings) from the CUDA headers and the lists beside it.
 
 Inputs (the one source of truth):
-  client-shim/api/libcuda.exports        every name libcuda.so.1 exports, sorted
-  client-shim/api/driver_implemented.txt exported names implemented by hand
+  client-shim/api/libcuda.exports          every name libcuda.so.1 exports, sorted
+  client-shim/api/driver_implemented.txt   exported driver names implemented by hand
+  client-shim/api/libcudart.exports        every name libcudart.so.13 exports, sorted
+  client-shim/api/runtime_implemented.txt  exported runtime names implemented by hand
   $CUDA_HOME/include/{cuda.h,cudaTypedefs.h,cudaProfiler.h,cudaProfilerTypedefs.h}
+  $CUDA_HOME/include/{cuda_runtime_api.h,driver_types.h,...} (runtime return types, cudaError_t)
 
 Outputs, in client-shim/generated/ (checked in, never edited by hand):
   driver_unimplemented.cpp  one "not supported" stub per exported, unimplemented name
   driver_procs.h/.cpp       the (name, version) -> own symbol table for cuGetProcAddress
   driver_errors.inc         CUresult names and short descriptions
+  runtime_unimplemented.cpp one "not supported" stub per exported, unimplemented runtime name
+  runtime_errors.inc        cudaError_t names and short descriptions
   librgpu.map               the linker version script
 
 Usage:
@@ -19,6 +24,8 @@ Usage:
                                                      (or the stub library's exports changed)
   gen_api.py --refresh-exports [STUB.so]             rewrite libcuda.exports from the
                                                      stub library's ELF .dynsym
+  gen_api.py --refresh-runtime-exports [CUDART.so]   rewrite libcudart.exports from
+                                                     libcudart.so.13's ELF .dynsym
 
 The header reading (a small preprocessor, prototypes, PFN typedefs, ELF) is
 in cuda_headers.py beside this file. Python 3 standard library only.
@@ -32,19 +39,22 @@ import sys
 import tempfile
 
 sys.dont_write_bytecode = True  # keep the source tree clean
-from cuda_headers import GenError, Headers, read_dynsym_exports  # noqa: E402
+from cuda_headers import (GenError, Headers, parse_runtime_errors, read_dynsym_exports,  # noqa: E402
+                          runtime_return_types)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHIM_DIR = os.path.dirname(HERE)
 DEFAULT_OUT = os.path.join(SHIM_DIR, "generated")
 EXPORTS_FILE = os.path.join(HERE, "libcuda.exports")
 IMPLEMENTED_FILE = os.path.join(HERE, "driver_implemented.txt")
+RUNTIME_EXPORTS_FILE = os.path.join(HERE, "libcudart.exports")
+RUNTIME_IMPLEMENTED_FILE = os.path.join(HERE, "runtime_implemented.txt")
 GENERATOR = "client-shim/api/gen_api.py"
 
-# Exported-symbol lists that make up the library's ABI, one version node each.
-# A later list (the runtime API under "libcudart.so.13") is appended here and
-# to librgpu.map in the same way.
-VERSION_NODES = [("libcuda.so.1", EXPORTS_FILE)]
+# Exported-symbol lists that make up the library's ABI, one version node each:
+# the driver API, and the runtime API under "libcudart.so.13" (programs built
+# with -cudart shared import cudaMalloc@libcudart.so.13).
+VERSION_NODES = [("libcuda.so.1", EXPORTS_FILE), ("libcudart.so.13", RUNTIME_EXPORTS_FILE)]
 
 # An API whose newest form is a different base name, not a _vN suffix. cuda.h
 # says so with a macro (checked below), but cudaTypedefs.h has no PFN for the
@@ -209,7 +219,7 @@ def read_exports(path):
     return names
 
 
-def read_implemented(path, exports):
+def read_implemented(path, exports, what="driver"):
     names = []
     exported = set(exports)
     with open(path, encoding="ascii") as f:
@@ -218,7 +228,7 @@ def read_implemented(path, exports):
             if not name:
                 continue
             if name not in exported:
-                raise GenError(f"{path}:{lineno}: {name} is not an exported driver function")
+                raise GenError(f"{path}:{lineno}: {name} is not an exported {what} function")
             if name in names:
                 raise GenError(f"{path}:{lineno}: {name} listed twice")
             names.append(name)
@@ -246,6 +256,49 @@ def emit_unimplemented(exports, implemented):
             out.append(f"RGPU_SHIM_EXPORT int {name}() noexcept {{ "
                        f"return rgpu::shim::report_unimplemented(\"{name}\"); }}\n")
     out.append('}  // extern "C"\n')
+    return "".join(out)
+
+
+def check_runtime_stubs(runtime_exports, runtime_implemented, return_types):
+    """A stub returns an int in a register: right for cudaError_t, wrong for a
+    function returning a pointer, a char, a struct or nothing. Those must be
+    implemented by hand. Names no header declares are NVIDIA-internal
+    (__cudaGetProcAddress); their stub is never called by nvcc's code."""
+    bad = [f"{n} (returns {return_types[n]})" for n in runtime_exports
+           if n not in runtime_implemented and n in return_types and return_types[n] != "cudaError_t"]
+    if bad:
+        raise GenError("runtime functions that cannot be stubs; implement them and list them in "
+                       "runtime_implemented.txt: " + ", ".join(bad))
+
+
+def emit_runtime_unimplemented(exports, implemented):
+    out = [banner("//", "Run the generator to change it."),
+           "// One stub per exported runtime function that rgpu does not implement:\n"
+           "// it logs its name once and returns cudaErrorNotSupported (801, the same\n"
+           "// value as CUDA_ERROR_NOT_SUPPORTED). The runtime headers are not included\n"
+           "// on purpose: a stub takes no parameters and returns int, which is how a\n"
+           "// cudaError_t is returned; the generator only stubs functions that return one.\n",
+           '#include "../src/unimplemented.h"\n\n',
+           'extern "C" {\n\n']
+    for name in exports:
+        if name not in implemented:
+            out.append(f"RGPU_SHIM_EXPORT int {name}() noexcept {{ "
+                       f"return rgpu::shim::report_unimplemented(\"{name}\"); }}\n")
+    out.append('}  // extern "C"\n')
+    return "".join(out)
+
+
+def emit_runtime_errors(errors):
+    errors = sorted(errors, key=lambda e: e[1])
+    values = [e[1] for e in errors]
+    if len(values) != len(set(values)):
+        raise GenError("driver_types.h: two cudaError_t names share a value")
+    out = [banner("//", "cudaError_t names and descriptions."),
+           "// One {value, name, description} per cudaError enumerator, sorted by value;\n"
+           "// the description is the first sentence of driver_types.h's comment on it.\n"
+           "// Included inside an array initializer.\n"]
+    for name, value, doc in errors:
+        out.append(f"{{{value}, {c_string(name)}, {c_string(short_description(doc))}}},\n")
     return "".join(out)
 
 
@@ -350,10 +403,13 @@ def emit_map(node_lists):
     return "".join(out)
 
 
-def generate(cuda_home, implemented_file=IMPLEMENTED_FILE):
+def generate(cuda_home, implemented_file=IMPLEMENTED_FILE, runtime_implemented_file=RUNTIME_IMPLEMENTED_FILE):
     headers = Headers(cuda_home)
     exports = read_exports(EXPORTS_FILE)
     implemented = read_implemented(implemented_file, exports)
+    runtime_exports = read_exports(RUNTIME_EXPORTS_FILE)
+    runtime_implemented = read_implemented(runtime_implemented_file, runtime_exports, "runtime")
+    check_runtime_stubs(runtime_exports, runtime_implemented, runtime_return_types(cuda_home))
     missing = [n for n in exports if n not in headers.prototypes]
     if missing:
         raise GenError("exported names with no prototype in cuda.h: " + ", ".join(missing))
@@ -365,6 +421,8 @@ def generate(cuda_home, implemented_file=IMPLEMENTED_FILE):
         "driver_procs.h": emit_procs_h(headers),
         "driver_procs.cpp": emit_procs_cpp(headers, table, exports),
         "driver_errors.inc": emit_errors(headers),
+        "runtime_unimplemented.cpp": emit_runtime_unimplemented(runtime_exports, runtime_implemented),
+        "runtime_errors.inc": emit_runtime_errors(parse_runtime_errors(cuda_home)),
         "librgpu.map": emit_map(node_lists),
     }
 
@@ -413,26 +471,42 @@ def main(argv):
     ap.add_argument("--out", default=DEFAULT_OUT, help="folder of the generated files")
     ap.add_argument("--implemented", default=IMPLEMENTED_FILE,
                     help="list of hand-implemented names (default: driver_implemented.txt)")
+    ap.add_argument("--runtime-implemented", default=RUNTIME_IMPLEMENTED_FILE,
+                    help="list of hand-implemented runtime names (default: runtime_implemented.txt)")
     ap.add_argument("--check", action="store_true",
                     help="regenerate into a temporary folder; fail if --out differs")
     ap.add_argument("--scratch", default=None, help="where --check makes its temporary folder")
     ap.add_argument("--refresh-exports", nargs="?", const="", metavar="STUB_SO",
                     help="rewrite libcuda.exports from a libcuda.so's .dynsym "
                          "(default: CUDA_HOME/lib64/stubs/libcuda.so), then generate")
+    ap.add_argument("--refresh-runtime-exports", nargs="?", const="", metavar="CUDART_SO",
+                    help="rewrite libcudart.exports from a libcudart.so's .dynsym "
+                         "(default: CUDA_HOME/lib64/libcudart.so.13), then generate")
     args = ap.parse_args(argv)
     try:
+        if args.refresh_runtime_exports is not None:
+            cudart = args.refresh_runtime_exports or os.path.join(args.cuda_home, "lib64", "libcudart.so.13")
+            names = read_dynsym_exports(cudart)
+            with open(RUNTIME_EXPORTS_FILE, "w", encoding="ascii", newline="\n") as f:
+                f.write("".join(n + "\n" for n in names))
+            print(f"gen_api: {len(names)} names from {cudart} -> {RUNTIME_EXPORTS_FILE}")
         if args.refresh_exports is not None:
             stub = args.refresh_exports or os.path.join(args.cuda_home, "lib64", "stubs", "libcuda.so")
             names = read_dynsym_exports(stub)
             with open(EXPORTS_FILE, "w", encoding="ascii", newline="\n") as f:
                 f.write("".join(n + "\n" for n in names))
             print(f"gen_api: {len(names)} names from {stub} -> {EXPORTS_FILE}")
-        files = generate(args.cuda_home, args.implemented)
+        files = generate(args.cuda_home, args.implemented, args.runtime_implemented)
         if args.check:
             rc = check_files(files, args.out, args.scratch)
             stub = os.path.join(args.cuda_home, "lib64", "stubs", "libcuda.so")
             if os.path.exists(stub) and read_dynsym_exports(stub) != read_exports(EXPORTS_FILE):
                 print(f"gen_api: {EXPORTS_FILE} differs from {stub}; run {GENERATOR} --refresh-exports")
+                rc = 1
+            cudart = os.path.join(args.cuda_home, "lib64", "libcudart.so.13")
+            if os.path.exists(cudart) and read_dynsym_exports(cudart) != read_exports(RUNTIME_EXPORTS_FILE):
+                print(f"gen_api: {RUNTIME_EXPORTS_FILE} differs from {cudart}; "
+                      f"run {GENERATOR} --refresh-runtime-exports")
                 rc = 1
             return rc
         write_files(files, args.out)
