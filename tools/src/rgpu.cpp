@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "static_cudart.h"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -151,6 +153,7 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "rgpu run: --device must be cpu, cuda or auto\n");
     return 2;
   }
+  if (int rc = rgpu::tools::refuse_static_cudart(argv[i]); rc != 0) return rc;
   fs::path library = find_client_library();
   if (library.empty()) {
     std::fprintf(stderr, "rgpu: the client library librgpu.so was not found next to rgpu\n");
