@@ -2,6 +2,7 @@
 // (in-process, UCX with its own thresholds, UCX with rendezvous from 4 KiB).
 // Which UCX transports carry the data is chosen by UCX_TLS, set per ctest entry.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -409,6 +410,70 @@ TEST_P(Conformance, ServerCloseIsReportedToClient) {
   EXPECT_EQ(conn->send(bytes_of("too late")).kind(), ErrorKind::kDisconnected);
   ASSERT_TRUE(server_side->wait_closed(5s));
   EXPECT_TRUE(server_side->closed()[0].is_ok());
+}
+
+TEST_P(Conformance, ClosingReleasesASenderBlockedOnAnUnreceivedPayload) {
+  auto server_side = std::make_shared<Recorder>();
+  const std::string address = listen_recording(server_side);  // never receives
+  auto conn = connect(address, {});
+  ASSERT_NE(conn, nullptr);
+  std::atomic<bool> returned{false};
+  std::thread sender([&] {
+    (void)conn->send(bytes_of("held"), pattern(8 << 20, 2));  // over UCX: blocks until released
+    returned = true;
+  });
+  ASSERT_TRUE(server_side->wait_messages(1));
+  conn->close();
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!returned && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(returned.load()) << "send() still blocked after close()";
+  if (!returned) {
+    server_.reset();  // release it before joining
+    client_.reset();
+  }
+  sender.join();
+  // The held payload's sender is gone: receiving it fails or succeeds, but returns.
+  auto got = server_side->take_messages();
+  ASSERT_EQ(got.size(), 1u);
+  std::vector<std::byte> dst(got[0].payload ? got[0].payload->size() : 0);
+  if (got[0].payload) (void)got[0].payload->receive(dst.data());
+}
+
+// CPU seconds this process has used.
+double cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+TEST_P(Conformance, HandlerBlockedInSendDoesNotSpin) {
+  // The server's handler answers with a large payload and, over UCX, blocks
+  // until the client receives it, with more messages queued behind it. The
+  // client waits a second first; the waiting must cost little CPU.
+  const std::string address = listen([](std::shared_ptr<Connection>) {
+    ConnectionHandler h;
+    h.on_message = [](Connection& c, Message m) {
+      if (string_of(m.header) == "answer big") {
+        EXPECT_TRUE(c.send(bytes_of("big"), pattern(8 << 20, 6)).is_ok());
+      }
+    };
+    return h;
+  });
+  auto r = std::make_shared<Recorder>();
+  auto conn = connect(address, recording_handler(r));
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(conn->send(bytes_of("answer big")).is_ok());
+  ASSERT_TRUE(conn->send(bytes_of("queued behind")).is_ok());
+  ASSERT_TRUE(r->wait_messages(1));
+  const double cpu_before = cpu_seconds();
+  std::this_thread::sleep_for(1s);
+  const double used = cpu_seconds() - cpu_before;
+  EXPECT_LT(used, 0.15) << "CPU seconds used while idle-waiting: " << used;
+  auto got = r->take_messages();
+  ASSERT_NE(got[0].payload, nullptr);
+  std::vector<std::byte> dst(got[0].payload->size());
+  ASSERT_TRUE(got[0].payload->receive(dst.data()).is_ok());
+  EXPECT_EQ(dst, pattern(8 << 20, 6));
 }
 
 TEST_P(Conformance, HandlersMayCloseTheirConnection) {

@@ -290,14 +290,14 @@ void Core::run_commands() {
   }
 }
 
-void Core::progress_or_sleep(int timeout_ms) {
+void Core::progress_or_sleep(int timeout_ms, bool dispatching) {
   const uint64_t seen = wake_seq_.load(std::memory_order_acquire);
   if (ucp_worker_progress(worker_) != 0) {
     last_activity_ = std::chrono::steady_clock::now();
     backoff_ms_ = 0;
     return;
   }
-  if (!events_.empty()) return;
+  if (dispatching && !events_.empty()) return;
   const auto idle = std::chrono::steady_clock::now() - last_activity_;
   if (idle < kSpinAfterActivity) return;
   if (inflight_.load(std::memory_order_acquire) > 0) {
@@ -330,7 +330,7 @@ void Core::run() {
   for (;;) {
     run_commands();
     if (!byes_.empty()) expire_byes();
-    progress_or_sleep(kIdleSleepMs);
+    progress_or_sleep(kIdleSleepMs, true);
     dispatch_events();
     if (stopping()) {
       bool idle;
@@ -384,7 +384,7 @@ ucs_status_t Core::wait(Waiter& waiter) {
         if (waiter.pending == 0) return waiter.status;
       }
       run_commands();
-      progress_or_sleep(kIdleSleepMs);
+      progress_or_sleep(kIdleSleepMs, false);
     }
   }
   std::unique_lock<std::mutex> lock(waiter.mu);
@@ -407,7 +407,7 @@ bool Core::wait_until(std::mutex& mu, std::condition_variable& cv, const std::fu
       if (now >= deadline) return false;
       run_commands();
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
-      progress_or_sleep(static_cast<int>(std::clamp<int64_t>(left, 1, kIdleSleepMs)));
+      progress_or_sleep(static_cast<int>(std::clamp<int64_t>(left, 1, kIdleSleepMs)), false);
     }
   }
   std::unique_lock<std::mutex> lock(mu);
@@ -486,7 +486,7 @@ void Core::expire_byes() {
     } else if (now >= byes_[i].first) {
       byes_[i] = std::move(byes_.back());
       byes_.pop_back();
-      conn->close_locked(false, Status::ok());
+      conn->close_locked(true, Status::ok());  // force: a flush could wait on the silent peer
     } else {
       ++i;
     }

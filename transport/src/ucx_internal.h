@@ -207,8 +207,10 @@ class Core : public std::enable_shared_from_this<Core> {
   void run();
   void run_commands();
   void dispatch_events();
-  // Progress until idle, then sleep on the event fd for at most timeout_ms.
-  void progress_or_sleep(int timeout_ms);
+  // Progresses the worker once; when idle, sleeps on the event fd for at most
+  // timeout_ms. The main loop passes dispatching=true: it must not sleep while
+  // events wait for their handlers. Inline waits inside a handler pass false.
+  void progress_or_sleep(int timeout_ms, bool dispatching);
   void close_all_locked();
   void expire_byes();
 
