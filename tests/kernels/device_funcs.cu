@@ -31,3 +31,21 @@ extern "C" __global__ void device_funcs(const unsigned* in, int* out, const floa
   out[2 * i + 1] = static_cast<int>(gcd(v, 360u));
   outf[i] = poly_eval(coeffs, v % 5, (v % 7) * 0.25f);
 }
+
+// Recursion: nvcc keeps a real call stack for this.
+__device__ __noinline__ int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+
+__device__ __noinline__ int sum_digits_rec(int v, int* depth) {
+  int local[4] = {v % 10, v / 10, 0, 0};  // a local array in each frame
+  ++*depth;
+  return local[1] == 0 ? local[0] : local[0] + sum_digits_rec(local[1], depth);
+}
+
+extern "C" __global__ void recursion(const int* in, int* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  int depth = 0;
+  out[3 * i] = fib(in[i] % 16);
+  out[3 * i + 1] = sum_digits_rec(in[i], &depth);
+  out[3 * i + 2] = depth;
+}

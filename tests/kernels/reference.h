@@ -243,6 +243,29 @@ inline void device_funcs(const unsigned* in, int* out, const float* coeffs, floa
   }
 }
 
+inline void recursion(const int* in, int* out, int n) {
+  auto fib = [](int k) {
+    int a = 0, b = 1;
+    for (int j = 0; j < k; ++j) {
+      int t = a + b;
+      a = b;
+      b = t;
+    }
+    return a;
+  };
+  for (int i = 0; i < n; ++i) {
+    int v = in[i], sum = 0, depth = 0;
+    do {
+      sum += v % 10;
+      v /= 10;
+      ++depth;
+    } while (v != 0);
+    out[3 * i] = fib(in[i] % 16);
+    out[3 * i + 1] = sum;
+    out[3 * i + 2] = depth;
+  }
+}
+
 inline void math_funcs(const float* in, float* out, int n) {
   for (int i = 0; i < n; ++i) {
     float x = in[i];

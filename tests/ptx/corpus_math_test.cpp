@@ -225,6 +225,21 @@ TEST_P(CorpusMath, DeviceFunctionsWithLoops) {
   EXPECT_TRUE(near_all(outf, wantf, 1e-6, 1e-6));
 }
 
+TEST_P(CorpusMath, RecursiveDeviceFunctions) {
+  Module m = load("device_funcs");
+  ASSERT_TRUE(m.ok());
+  const int n = 100;
+  auto in = random_vector<int>(n, 0, 100000000, 38);
+  std::vector<int> out(3 * n, 0), want(3 * n);
+  DeviceTable mem;
+  auto args = m.args("recursion");
+  args.add(mem.add(in)).add(mem.add(out)).add(n);
+  LaunchResult r = m.launch("recursion", {1}, {128}, args, mem);
+  ASSERT_TRUE(r.ok()) << r.message;
+  tk::recursion(in.data(), want.data(), n);
+  EXPECT_EQ(out, want);
+}
+
 TEST_P(CorpusMath, DivergenceAndReconvergence) {
   Module m = load("divergence");
   ASSERT_TRUE(m.ok());

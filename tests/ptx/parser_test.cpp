@@ -158,6 +158,39 @@ TEST(PtxParser, OperandFormsExecute) {
   EXPECT_EQ(m.launch("features", {1}, {128}, again, mem, 16).fault, Fault::kInvalidLaunch);
 }
 
+TEST(PtxParser, CacheHintsAndQualifiedSpaces) {
+  const char* text = R"(
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry hints(.param .u64 src, .param .u64 dst)
+{
+  .reg .b32 %r<4>;
+  .reg .f32 %f<5>;
+  .reg .b64 %rd<3>;
+  .shared .align 16 .b8 stage[16];
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [dst];
+  ld.global.nc.L2::128B.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];
+  mov.u32 %r1, stage;
+  st.shared::cta.v4.f32 [%r1], {%f4, %f3, %f2, %f1};
+  ld.shared::cta.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];
+  st.global.L1::no_allocate.v4.f32 [%rd2], {%f1, %f2, %f3, %f4};
+  ret;
+}
+)";
+  Module m(text);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m.program().unsupported_reason(0), "");
+  std::vector<float> src = {1.f, 2.f, 3.f, 4.f}, dst(4, 0.f);
+  DeviceTable mem;
+  auto args = m.args("hints");
+  args.add(mem.add(src)).add(mem.add(dst));
+  LaunchResult r = m.launch("hints", {1}, {1}, args, mem);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(dst, (std::vector<float>{4.f, 3.f, 2.f, 1.f}));
+}
+
 struct Malformed {
   const char* text;
   int line;

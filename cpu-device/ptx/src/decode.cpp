@@ -404,6 +404,7 @@ OpText split_opcode(const std::string& s) {
 
 Mem space_of(const OpText& t) {
   for (const auto& m : t.mods) {
+    if (m == "shared::cluster") return Mem::kGeneric;  // refused by the caller
     if (m == "global") return Mem::kGlobal;
     if (m == "shared" || m == "shared::cta") return Mem::kShared;
     if (m == "local") return Mem::kLocal;
@@ -484,6 +485,11 @@ Status FunctionDecoder::instruction(const ast::Instruction& ai, Inst& in) {
   if (!known) {
     in.kind = Kind::kUnsupported;
     unsupported(ai, "not implemented");
+    return Status::ok();
+  }
+  if (t.has("shared::cluster")) {
+    in.kind = Kind::kUnsupported;
+    unsupported(ai, "distributed shared memory");
     return Status::ok();
   }
   // Operand shapes for ordinary instructions.

@@ -49,7 +49,12 @@ Status tokenize(std::string_view s, std::vector<Token>* out) {
       while (i < s.size() && ident_char(s[i]) && s[i] != '.') ++i;
       t.kind = Token::Kind::kIdent;
     } else if (ident_start(c)) {
-      while (i < s.size() && ident_char(s[i])) ++i;
+      // Opcode modifiers may hold "::" (ld.global.L2::128B, shared::cta).
+      while (i < s.size()) {
+        if (ident_char(s[i])) ++i;
+        else if (s[i] == ':' && i + 2 < s.size() && s[i + 1] == ':' && ident_char(s[i + 2])) i += 2;
+        else break;
+      }
       t.kind = Token::Kind::kIdent;
     } else if (digit(c)) {
       bool hexlike = c == '0' && i + 1 < s.size() && strchr("xXfFdD", s[i + 1]) != nullptr;
