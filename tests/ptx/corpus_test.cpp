@@ -99,6 +99,9 @@ TEST_P(Corpus, ReduceWarpShuffle) {
   LaunchResult r = m.launch("reduce_shfl", {8}, {160}, args, mem);  // 5 warps per block
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(total[0], tk::reduce_sum(in.data(), n));
+  // Each kernel's static shared memory holds only its own variables.
+  EXPECT_EQ(m.kernel("reduce_shfl").static_shared_bytes, 32 * sizeof(int));
+  EXPECT_EQ(m.kernel("reduce_shared").static_shared_bytes, 256 * sizeof(float));
 }
 
 TEST_P(Corpus, InclusiveAndExclusiveScan) {

@@ -626,12 +626,82 @@ uint32_t ty_size(Ty t) {
   return 0;
 }
 
+namespace {
+
+void operand_names(const ast::Operand& o, std::vector<const std::string*>* out) {
+  if (!o.name.empty()) out->push_back(&o.name);
+  if (!o.pair.empty()) out->push_back(&o.pair);
+  for (const auto& e : o.elems) operand_names(e, out);
+}
+
+// Places shared variables so that each kernel's static shared memory holds
+// only what it can reach: variables no kernel uses together may overlap.
+// Dynamic shared memory (.extern .shared) starts after the static shared
+// memory of every kernel that uses it.
+Status layout_shared(const ast::Module& m, const std::unordered_map<std::string, uint32_t>& vars, ProgramImpl* p) {
+  std::unordered_map<std::string, size_t> bodies;
+  for (size_t i = 0; i < m.functions.size(); ++i)
+    if (m.functions[i].has_body) bodies[m.functions[i].name] = i;
+  std::vector<std::vector<const std::string*>> refs(m.functions.size());
+  for (size_t i = 0; i < m.functions.size(); ++i)
+    for (const auto& st : m.functions[i].body)
+      if (st.kind == ast::Statement::Kind::kInstruction)
+        for (const auto& o : st.inst.ops) operand_names(o, &refs[i]);
+  const size_t nv = p->variables.size();
+  std::vector<std::vector<uint32_t>> var_kernels(nv);
+  uint32_t kernels = 0;
+  for (size_t i = 0; i < m.functions.size(); ++i) {
+    if (!m.functions[i].entry || !m.functions[i].has_body) continue;
+    std::vector<bool> seen(m.functions.size(), false);
+    std::vector<size_t> todo{i};
+    seen[i] = true;
+    while (!todo.empty()) {
+      size_t f = todo.back();
+      todo.pop_back();
+      for (const std::string* name : refs[f]) {
+        auto b = bodies.find(*name);
+        if (b != bodies.end() && !seen[b->second]) {
+          seen[b->second] = true;
+          todo.push_back(b->second);
+        }
+        auto v = vars.find(*name);
+        if (v != vars.end() && p->variables[v->second].space == Space::kShared) {
+          auto& ks = var_kernels[v->second];
+          if (ks.empty() || ks.back() != kernels) ks.push_back(kernels);
+        }
+      }
+    }
+    ++kernels;
+  }
+  std::vector<uint64_t> kernel_end(kernels, 0);
+  for (size_t v = 0; v < nv; ++v) {
+    const VariableInfo& var = p->variables[v];
+    if (var.space != Space::kShared || var.is_extern) continue;
+    uint64_t base = 0;
+    for (uint32_t k : var_kernels[v]) base = std::max(base, kernel_end[k]);
+    uint64_t a = std::max<uint32_t>(1, var.align);
+    uint64_t off = (base + a - 1) / a * a;
+    if (off + var.size > (1u << 30)) return invalid_argument("shared memory of the module too large at " + var.name);
+    p->shared_offset[v] = static_cast<uint32_t>(off);
+    for (uint32_t k : var_kernels[v]) kernel_end[k] = off + var.size;
+  }
+  uint64_t dyn = 0;
+  for (size_t v = 0; v < nv; ++v)
+    if (p->variables[v].space == Space::kShared && p->variables[v].is_extern)
+      for (uint32_t k : var_kernels[v]) dyn = std::max(dyn, kernel_end[k]);
+  p->dyn_shared_base = static_cast<uint32_t>((dyn + 15) / 16 * 16);
+  for (size_t v = 0; v < nv; ++v)
+    if (p->variables[v].space == Space::kShared && p->variables[v].is_extern) p->shared_offset[v] = p->dyn_shared_base;
+  return Status::ok();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<ProgramImpl>> decode(const ast::Module& m) {
   auto p = std::make_unique<ProgramImpl>();
   p->version = m.version;
   p->target = m.target;
   std::unordered_map<std::string, uint32_t> vars, funcs;
-  uint32_t shared_end = 0;
   auto add_var = [&](const ast::Decl& d) -> Status {
     if (vars.count(d.name)) {
       // A later definition of an .extern declaration replaces it.
@@ -653,12 +723,9 @@ Result<std::unique_ptr<ProgramImpl>> decode(const ast::Module& m) {
     v.is_extern = d.is_extern;
     v.visible = d.visible;
     if (v.space == Space::kLocal) return invalid_argument("line " + std::to_string(d.line) + ": module-scope .local is not supported");
-    uint32_t off = 0;
-    if (v.space == Space::kShared && !v.is_extern) {
-      if (v.size > (1u << 26)) return invalid_argument("line " + std::to_string(d.line) + ": shared variable too large");
-      off = align_up(shared_end, v.align);
-      shared_end = off + static_cast<uint32_t>(v.size);
-    }
+    uint32_t off = 0;  // shared variables are placed by layout_shared()
+    if (v.space == Space::kShared && v.size > (1u << 26))
+      return invalid_argument("line " + std::to_string(d.line) + ": shared variable too large");
     if (vars.count(d.name)) {
       p->variables[vars[d.name]] = v;
       p->shared_offset[vars[d.name]] = off;
@@ -676,11 +743,7 @@ Result<std::unique_ptr<ProgramImpl>> decode(const ast::Module& m) {
       if (st.kind == ast::Statement::Kind::kDecl &&
           (st.decl.space == "shared" || st.decl.space == "global" || st.decl.space == "const"))
         if (Status s = add_var(st.decl); !s.is_ok()) return s;
-  // Dynamic shared memory (.extern .shared) starts after all static shared memory.
-  uint32_t dyn_base = align_up(shared_end, 16);
-  p->dyn_shared_base = dyn_base;
-  for (size_t i = 0; i < p->variables.size(); ++i)
-    if (p->variables[i].space == Space::kShared && p->variables[i].is_extern) p->shared_offset[i] = dyn_base;
+  if (Status s = layout_shared(m, vars, p.get()); !s.is_ok()) return s;
 
   // Functions: a prototype and its definition share one index.
   std::vector<const ast::Function*> bodies;
