@@ -123,7 +123,7 @@ TEST(ProcAddress, EveryExportedFunctionIsReachable) {
   std::map<void*, std::string> by_address;
   std::set<std::string> apis;
   const std::regex suffix("(_v[0-9]+)?(_ptds|_ptsz)?$");
-  for (const auto& name : exported_names()) {
+  for (const auto& name : driver_exported_names()) {
     by_address[symbol(name.c_str())] = name;
     apis.insert(std::regex_replace(name, suffix, ""));
   }
@@ -140,7 +140,7 @@ TEST(ProcAddress, EveryExportedFunctionIsReachable) {
     }
     EXPECT_EQ(get(api.c_str(), CUDA_VERSION).rc, CUDA_SUCCESS) << api;
   }
-  for (const auto& name : exported_names()) EXPECT_TRUE(reached.count(name)) << name;
+  for (const auto& name : driver_exported_names()) EXPECT_TRUE(reached.count(name)) << name;
 }
 
 TEST(ProcAddress, UnknownNameIsNotFound) {

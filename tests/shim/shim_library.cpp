@@ -60,8 +60,28 @@ std::vector<std::string> exported_names() {
 }
 
 std::set<std::string> implemented_names() {
-  auto names = read_names(RGPU_SHIM_IMPLEMENTED_LIST, true);
-  return {names.begin(), names.end()};
+  std::set<std::string> all;
+  std::string lists = RGPU_SHIM_IMPLEMENTED_LIST;  // ':'-separated, driver and runtime
+  std::size_t start = 0;
+  while (start <= lists.size()) {
+    std::size_t end = lists.find(':', start);
+    if (end == std::string::npos) end = lists.size();
+    for (auto& n : read_names(lists.substr(start, end - start), true)) all.insert(n);
+    start = end + 1;
+  }
+  return all;
+}
+
+std::vector<std::string> runtime_exported_names() { return read_names(RGPU_SHIM_RUNTIME_EXPORTS, false); }
+
+std::vector<std::string> driver_exported_names() {
+  auto runtime = runtime_exported_names();
+  std::set<std::string> skip(runtime.begin(), runtime.end());
+  std::vector<std::string> out;
+  for (auto& n : exported_names()) {
+    if (!skip.count(n)) out.push_back(n);
+  }
+  return out;
 }
 
 DynamicSymbols read_dynamic_symbols(const std::string& path, std::string* error) {

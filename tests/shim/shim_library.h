@@ -20,8 +20,13 @@ Fn function(const char* name) {
 
 // Every name the export lists say the library exports, sorted.
 std::vector<std::string> exported_names();
-// Names listed in driver_implemented.txt (comments and blanks dropped).
+// Names listed in driver_implemented.txt and runtime_implemented.txt
+// (comments and blanks dropped).
 std::set<std::string> implemented_names();
+// The runtime API's names (libcudart.exports), sorted.
+std::vector<std::string> runtime_exported_names();
+// The driver API's names (exported_names() without the runtime's), sorted.
+std::vector<std::string> driver_exported_names();
 
 // Defined global or weak symbols in an ELF file's .dynsym, by kind.
 struct DynamicSymbols {
