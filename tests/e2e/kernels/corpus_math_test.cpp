@@ -175,17 +175,21 @@ TEST_F(CorpusMath, WarpShufflesAndActivemask) {
   EXPECT_EQ(dout.download(), want);
 }
 
-// The default architecture (sm_75) takes the shuffle path for the reductions.
+// The default architecture (sm_75) takes the shuffle path for the
+// reductions; the sm_80 build uses redux.sync.
 TEST_F(CorpusMath, WarpReductionsAndMatch) {
-  Module m("warp_sm80.fatbin");
-  ASSERT_TRUE(m.ok());
-  const int threads = 96;
-  auto in = random_vector<int>(threads, -1000, 1000, 31);
-  std::vector<int> want(4 * threads);
-  DeviceBuffer<int> din(in), dout(4 * threads);
-  ASSERT_CU(launch(m.function("warp_sm80"), {1}, {96}, din.ptr(), dout.ptr()));
-  tk::warp_sm80(in.data(), want.data(), threads);
-  EXPECT_EQ(dout.download(), want);
+  for (const char* image : {"warp_sm80.fatbin", "warp_sm80.sm_80.fatbin"}) {
+    SCOPED_TRACE(image);
+    Module m(image);
+    ASSERT_TRUE(m.ok());
+    const int threads = 96;
+    auto in = random_vector<int>(threads, -1000, 1000, 31);
+    std::vector<int> want(4 * threads);
+    DeviceBuffer<int> din(in), dout(4 * threads);
+    ASSERT_CU(launch(m.function("warp_sm80"), {1}, {96}, din.ptr(), dout.ptr()));
+    tk::warp_sm80(in.data(), want.data(), threads);
+    EXPECT_EQ(dout.download(), want);
+  }
 }
 
 TEST_F(CorpusMath, DeviceFunctionsWithLoops) {

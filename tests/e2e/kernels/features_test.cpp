@@ -86,12 +86,14 @@ TEST_F(Features, DevicePrintfReachesStdout) {
   {
     StdoutCapture capture;
     ASSERT_TRUE(capture.ok());
+    std::printf("capture works\n");  // proves the capture itself
     launched = launch(f, {2}, {64}, 42);
     synced = cuCtxSynchronize();
-    text = capture.read_lines(want.size(), std::chrono::milliseconds(1500));
+    text = capture.read_lines(want.size() + 1, std::chrono::milliseconds(1500));
   }
   ASSERT_EQ(launched, CUDA_SUCCESS);
   ASSERT_EQ(synced, CUDA_SUCCESS);
+  ASSERT_NE(text.find("capture works\n"), std::string::npos) << text;
   auto lines = split_lines(text);
   std::vector<std::string> printed;
   for (const auto& l : lines)
@@ -176,7 +178,15 @@ TEST_F(Features, HostFunctionRunsBetweenTwoKernels) {
   CUstream s, other;
   ASSERT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   ASSERT_CU(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
-  HostFuncState st;
+  // Static: should a check below fail early, the held host function may
+  // still run later, and must find its state.
+  static HostFuncState st;
+  st.started.store(0);
+  st.release.store(false);
+  st.order.clear();
+  struct ReleaseOnExit {
+    ~ReleaseOnExit() { st.release.store(true); }
+  } release_on_exit;
   ASSERT_CU(launch_on(s, add, {4}, {128}, 0, da.ptr(), db.ptr(), d1.ptr(), n));  // d1 = a + b
   ASSERT_CU(cuLaunchHostFunc(s, hold_until_released, &st));
   ASSERT_CU(launch_on(s, add, {4}, {128}, 0, d1.ptr(), db.ptr(), d2.ptr(), n));  // d2 = d1 + b
