@@ -288,6 +288,11 @@ def emit_runtime_unimplemented(exports, implemented):
     return "".join(out)
 
 
+# Descriptions whose exact text programs compare against (cudart's own string
+# for success is "no error"); every other one is the header's first sentence.
+RUNTIME_DESCRIPTION_OVERRIDES = {"cudaSuccess": "no error"}
+
+
 def emit_runtime_errors(errors):
     errors = sorted(errors, key=lambda e: e[1])
     values = [e[1] for e in errors]
@@ -298,7 +303,8 @@ def emit_runtime_errors(errors):
            "// the description is the first sentence of driver_types.h's comment on it.\n"
            "// Included inside an array initializer.\n"]
     for name, value, doc in errors:
-        out.append(f"{{{value}, {c_string(name)}, {c_string(short_description(doc))}}},\n")
+        text = RUNTIME_DESCRIPTION_OVERRIDES.get(name) or short_description(doc)
+        out.append(f"{{{value}, {c_string(name)}, {c_string(text)}}},\n")
     return "".join(out)
 
 

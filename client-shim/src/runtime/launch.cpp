@@ -41,6 +41,19 @@ cudaError_t function_of(const void* func, CUfunction* f) {
   return state().function(k, current_device(), f);
 }
 
+// The device's limits on grid and block shape (answered locally).
+bool fits_device(dim3 grid, dim3 block) {
+  int device = current_device();
+  auto limit = [device](CUdevice_attribute a) {
+    int v = 0;
+    return cuDeviceGetAttribute(&v, a, device) == CUDA_SUCCESS && v > 0 ? static_cast<uint64_t>(v) : ~uint64_t{0};
+  };
+  return block.x <= limit(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X) && block.y <= limit(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y) &&
+         block.z <= limit(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z) && grid.x <= limit(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X) &&
+         grid.y <= limit(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y) && grid.z <= limit(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z) &&
+         static_cast<uint64_t>(block.x) * block.y * block.z <= limit(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+}
+
 cudaError_t launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared, CUstream s) {
   RT_BEGIN
   RT_CONTEXT_OR_RETURN();
@@ -50,6 +63,14 @@ cudaError_t launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t shared,
   }
   CUfunction f = nullptr;
   if (cudaError_t e = state().function(k, current_device(), &f); e != cudaSuccess) return record(e);
+  if (!fits_device(grid, block)) return record(cudaErrorInvalidConfiguration);
+  // A block larger than the kernel allows (__launch_bounds__, registers) is
+  // refused by the launch itself, as on a GPU. The attribute is fetched once.
+  int max_threads = 0;
+  if (cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f) == CUDA_SUCCESS && max_threads > 0 &&
+      static_cast<uint64_t>(block.x) * block.y * block.z > static_cast<uint64_t>(max_threads)) {
+    return record(cudaErrorLaunchOutOfResources);
+  }
   CUresult r = cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, static_cast<unsigned>(shared), s,
                               args, nullptr);
   if (r == CUDA_ERROR_INVALID_VALUE) return record(cudaErrorInvalidConfiguration);
