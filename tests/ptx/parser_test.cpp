@@ -191,6 +191,40 @@ TEST(PtxParser, CacheHintsAndQualifiedSpaces) {
   EXPECT_EQ(dst, (std::vector<float>{4.f, 3.f, 2.f, 1.f}));
 }
 
+TEST(PtxParser, HalfApproxFunctions) {
+  const char* text = R"(
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry halves(.param .u64 io)
+{
+  .reg .b16 %h<4>;
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [io];
+  ld.global.b16 %h1, [%rd1];
+  ex2.approx.f16 %h2, %h1;
+  st.global.b16 [%rd1+2], %h2;
+  ld.global.b32 %r1, [%rd1+4];
+  tanh.approx.f16x2 %r2, %r1;
+  st.global.b32 [%rd1+8], %r2;
+  ret;
+}
+)";
+  Module m(text);
+  ASSERT_TRUE(m.ok());
+  // 2.0, then {0.0, 1.0} as f16x2 (low half first).
+  std::vector<uint16_t> io = {0x4000, 0, 0x0000, 0x3c00, 0, 0};
+  DeviceTable mem;
+  auto args = m.args("halves");
+  args.add(mem.add(io));
+  LaunchResult r = m.launch("halves", {1}, {1}, args, mem);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(io[1], 0x4400);  // 4.0
+  EXPECT_EQ(io[4], 0x0000);  // tanh(0)
+  EXPECT_EQ(io[5], 0x3a18);  // tanh(1) = 0.7617 in binary16
+}
+
 struct Malformed {
   const char* text;
   int line;

@@ -126,6 +126,8 @@ void h_half(ExecCtx& x, const Inst& in, uint32_t m) {
         case 5: r = static_cast<uint16_t>((a[l] >> (16 * h)) & 0x7fffu); break;   // abs
         case 6: r = f2h<kBf>(std::fmin(av, bv)); break;
         case 7: r = f2h<kBf>(std::fmax(av, bv)); break;
+        case 8: r = f2h<kBf>(std::exp2(av)); break;   // ex2.approx
+        case 9: r = f2h<kBf>(std::tanh(av)); break;   // tanh.approx
         default: r = 0; break;
       }
       out |= static_cast<uint64_t>(r) << (16 * h);
@@ -360,6 +362,8 @@ bool select_float(const OpText& op, Inst& in) {
     else if (b == "abs") in.fn = pick_half<5>(t);
     else if (b == "min") in.fn = pick_half<6>(t);
     else if (b == "max") in.fn = pick_half<7>(t);
+    else if (b == "ex2") in.fn = pick_half<8>(t);
+    else if (b == "tanh") in.fn = pick_half<9>(t);
     return in.fn != nullptr;
   }
   if (t != Ty::kF32 && t != Ty::kF64) return false;
