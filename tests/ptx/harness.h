@@ -92,7 +92,7 @@ class Module {
         continue;
       }
       vars_.back().assign(v.size + 16, 0);
-      memcpy(vars_.back().data(), v.init.data(), v.init.size());
+      if (!v.init.empty()) memcpy(vars_.back().data(), v.init.data(), v.init.size());
       addrs_.push_back(var_table_.add_bytes(vars_.back().data(), v.size));
     }
   }
