@@ -112,6 +112,36 @@ CUresult CUDAAPI cuCtxGetStreamPriorityRange(int* least, int* greatest) {
   return CUDA_SUCCESS;
 }
 
+CUresult CUDAAPI cuCtxGetApiVersion(CUcontext c, unsigned int* version) {
+  Driver* d;
+  RGPU_CU_TRY(enter(&d));
+  if (!version) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t h = c ? to_u64(c) : (context_stack().empty() ? 0 : context_stack().back());
+  if (!h || !d->context(h)) return CUDA_ERROR_INVALID_CONTEXT;
+  *version = 3020;  // what CUDA reports for contexts made by current drivers
+  return CUDA_SUCCESS;
+}
+
+// Peer access is always possible (all devices share host memory); the calls
+// only keep CUDA's bookkeeping errors.
+CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
+  Driver* d;
+  std::shared_ptr<Context> ctx;
+  RGPU_CU_TRY(enter(&d, &ctx));
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  auto other = d->context(to_u64(peer));
+  if (!other) return CUDA_ERROR_INVALID_CONTEXT;
+  if (other->device() == ctx->device()) return CUDA_ERROR_INVALID_DEVICE;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peer) {
+  Driver* d;
+  std::shared_ptr<Context> ctx;
+  RGPU_CU_TRY(enter(&d, &ctx));
+  return d->context(to_u64(peer)) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
 CUresult CUDAAPI cuCtxSynchronize(void) {
   return guarded([&] {
     Driver* d;

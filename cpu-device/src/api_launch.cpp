@@ -35,6 +35,27 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
   });
 }
 
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
+  if (!config) return CUDA_ERROR_INVALID_VALUE;
+  if (config->numAttrs && !config->attrs) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    switch (config->attrs[i].id) {
+      case CU_LAUNCH_ATTRIBUTE_IGNORE:
+      case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+      case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+      case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+      case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+        break;  // hints without meaning on a CPU
+      default:
+        return CUDA_ERROR_NOT_SUPPORTED;  // clusters, cooperative and programmatic launches
+    }
+  }
+  return cuLaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
+                        config->blockDimZ, config->sharedMemBytes, config->hStream, kernelParams, extra);
+}
+
 CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
   return guarded([&] {
     Driver* d;

@@ -152,6 +152,38 @@ CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream h) {
   });
 }
 
+CUresult CUDAAPI cuEventRecordWithFlags(CUevent hEvent, CUstream h, unsigned int flags) {
+  if (flags & ~static_cast<unsigned>(CU_EVENT_RECORD_EXTERNAL)) return CUDA_ERROR_INVALID_VALUE;
+  return cuEventRecord(hEvent, h);
+}
+
+CUresult CUDAAPI cuStreamAddCallback(CUstream h, CUstreamCallback callback, void* userData, unsigned int flags) {
+  return guarded([&] {
+    Driver* d;
+    std::shared_ptr<Context> ctx;
+    std::shared_ptr<Stream> s;
+    RGPU_CU_TRY(lookup_stream(h, &d, &ctx, &s));
+    if (!callback || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    // The callback learns the stream's status: the sticky error, if any.
+    std::shared_ptr<ContextState> state = ctx->state();
+    uint64_t seq = ctx->enqueue(s, {}, [callback, userData, h, state] {
+      callback(h, static_cast<CUresult>(state->sticky.load()), userData);
+      return CUDA_SUCCESS;
+    });
+    return seq ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  });
+}
+
+CUresult CUDAAPI cuStreamGetCtx(CUstream h, CUcontext* pctx) {
+  Driver* d;
+  std::shared_ptr<Context> ctx;
+  std::shared_ptr<Stream> s;
+  RGPU_CU_TRY(lookup_stream(h, &d, &ctx, &s));
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  *pctx = to_handle<CUcontext>(ctx->handle());
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   return guarded([&] {
     Driver* d;

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace rgpu::cpudev::test {
 
@@ -54,7 +55,9 @@ CudaLib& private_lib(const std::map<std::string, std::string>& env) {
   fs::copy_file(RGPU_CPUDEV_LIBRARY, copy, fs::copy_options::overwrite_existing);
   for (const char* k : {"RGPU_CPU_DEVICES", "RGPU_CPU_DEVICE_MEMORY", "RGPU_CPU_THREADS"}) unsetenv(k);
   for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-  auto* l = new CudaLib();  // never unloaded: see CudaLib
+  static std::vector<std::unique_ptr<CudaLib>> loaded;  // never unloaded: see CudaLib
+  loaded.push_back(std::make_unique<CudaLib>());
+  CudaLib* l = loaded.back().get();
   l->handle = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (l->handle) resolve(*l);
   fs::remove(copy);  // the mapping stays valid

@@ -30,7 +30,10 @@ namespace rgpu::cpudev::test {
   X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize)       \
   X(cuEventElapsedTime) X(cuEventDestroy) X(cuLaunchKernel) X(cuLaunchHostFunc) X(cuGetErrorName)    \
   X(cuGetErrorString) X(cuModuleLoadData) X(cuModuleLoadDataEx) X(cuModuleLoadFatBinary) X(cuModuleUnload)  \
-  X(cuModuleGetFunction) X(cuModuleGetGlobal) X(cuFuncGetAttribute) X(cuFuncSetAttribute)
+  X(cuModuleGetFunction) X(cuModuleGetGlobal) X(cuFuncGetAttribute) X(cuFuncSetAttribute)              \
+  X(cuLaunchKernelEx) X(cuStreamAddCallback) X(cuStreamGetCtx) X(cuEventRecordWithFlags)                \
+  X(cuCtxGetApiVersion) X(cuCtxEnablePeerAccess) X(cuDeviceCanAccessPeer) X(cuMemcpyPeer)              \
+  X(cuMemcpy2D) X(cuMemcpy2DAsync) X(cuMemsetD2D8) X(cuMemsetD2D32Async)
 
 // One loaded instance of the library. Lifetime: the process (instances are
 // never unloaded, their worker threads may outlive a test). Thread-compatible.

@@ -70,6 +70,22 @@ TEST_F(CpuDeviceModule, VecAddFromFatbin) {
   CU_OK(cu.cuLaunchKernel(f, (n + 255) / 256, 1, 1, 256, 1, 1, 0, nullptr, nullptr, extra));
   CU_OK(cu.cuMemcpyDtoH(c.data(), dc, n * 4));
   for (int i = 0; i < n; ++i) ASSERT_EQ(4.0f * i, c[i]) << i;
+  // cuLaunchKernelEx with a configuration, hints included.
+  CUlaunchAttribute hint{};
+  hint.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+  hint.value.priority = 0;
+  CUlaunchConfig config{};
+  config.gridDimX = (n + 63) / 64;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = 64;
+  config.blockDimY = config.blockDimZ = 1;
+  config.attrs = &hint;
+  config.numAttrs = 1;
+  CU_OK(cu.cuLaunchKernelEx(&config, f, args, nullptr));  // c = a + b again
+  CU_OK(cu.cuMemcpyDtoH(c.data(), dc, n * 4));
+  for (int i = 0; i < n; ++i) ASSERT_EQ(3.0f * i, c[i]) << i;
+  hint.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, cu.cuLaunchKernelEx(&config, f, args, nullptr));
   size = 8;  // too small for the kernel's parameters
   EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, extra));
   EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, args, extra));
