@@ -423,6 +423,10 @@ ucs_status_t UcxConnection::on_am(const Frame& frame, const std::byte* header, s
       fail("malformed frame");
       return UCS_OK;
     }
+    if (length > kMaxHeader) {
+      fail("header too large");
+      return UCS_OK;
+    }
     if (!rndv) {
       slot->message.header.assign(static_cast<const std::byte*>(data),
                                   static_cast<const std::byte*>(data) + length);
