@@ -325,6 +325,31 @@ TEST_P(Conformance, ReceiveFromAnotherThreadAfterHandlerReturned) {
   sender.join();
 }
 
+TEST_P(Conformance, LargePayloadsStayAtTheSenderUntilReceived) {
+  // Rendezvous: the receiver's receive() pulls the data into its buffer, so
+  // the sender's send() cannot return before that. (In process, send copies.)
+  if (GetParam() == "inproc") GTEST_SKIP() << "the in-process transport copies at send()";
+  auto r = std::make_shared<Recorder>();
+  const std::string address = listen_recording(r);
+  auto conn = connect(address, {});
+  ASSERT_NE(conn, nullptr);
+  const auto data = pattern(1 << 20, 12);
+  std::atomic<bool> returned{false};
+  std::thread sender([&] {
+    EXPECT_TRUE(conn->send(bytes_of("1 MiB"), data).is_ok());
+    returned = true;
+  });
+  ASSERT_TRUE(r->wait_messages(1));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(returned.load()) << "1 MiB went eagerly";
+  auto got = r->take_messages();
+  std::vector<std::byte> dst(data.size());
+  ASSERT_TRUE(got[0].payload->receive(dst.data()).is_ok());
+  sender.join();
+  EXPECT_TRUE(returned.load());
+  EXPECT_EQ(dst, data);
+}
+
 TEST_P(Conformance, DroppedPayloadReleasesTheSender) {
   auto r = std::make_shared<Recorder>();
   const std::string address = listen([r](std::shared_ptr<Connection>) {
