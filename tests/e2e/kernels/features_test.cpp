@@ -146,6 +146,8 @@ TEST_F(Features, ModuleVariablesThroughGetGlobal) {
   }
 }
 
+// What the host functions of one test saw and did; the atomics are shared
+// between the test thread and the thread that runs host functions.
 struct HostFuncState {
   std::atomic<int> started{0};
   std::atomic<bool> release{false};

@@ -87,6 +87,7 @@ class DeviceBuffer {
   CUdeviceptr ptr_ = 0;
 };
 
+// A grid or block shape; unset dimensions are 1. Plain value.
 struct Dim {
   unsigned x = 1, y = 1, z = 1;
 };
