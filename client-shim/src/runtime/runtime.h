@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #define RGPU_RT_EXPORT extern "C" __attribute__((visibility("default")))
@@ -118,6 +119,7 @@ class Runtime {
   std::mutex mu_;
   std::vector<std::unique_ptr<FatBinary>> binaries_;
   std::map<const void*, Kernel*> by_host_;
+  std::unordered_set<const Kernel*> kernels_;  // live kernel handles, for launch-time checks
   std::map<const void*, FatBinary*> variable_owner_;
   std::vector<CUcontext> primary_;
   std::vector<unsigned> device_flags_;

@@ -65,6 +65,7 @@ void Runtime::remove_binary(FatBinary* binary) {
   auto it = std::find_if(binaries_.begin(), binaries_.end(), [&](const auto& b) { return b.get() == binary; });
   if (it == binaries_.end()) return;
   for (const auto& k : binary->kernels) {
+    kernels_.erase(k.get());
     auto h = by_host_.find(k->host_function);
     if (h != by_host_.end() && h->second == k.get()) by_host_.erase(h);
   }
@@ -84,6 +85,7 @@ void Runtime::add_kernel(FatBinary* binary, const void* host_function, const cha
   k->name = name;
   std::lock_guard<std::mutex> lock(mu_);
   by_host_[host_function] = k.get();
+  kernels_.insert(k.get());
   binary->kernels.push_back(std::move(k));
 }
 
@@ -102,10 +104,7 @@ Kernel* Runtime::kernel_by_host(const void* host_function) {
 bool Runtime::is_kernel(const Kernel* k) {
   if (!k) return false;
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [host, kernel] : by_host_) {
-    if (kernel == k) return true;
-  }
-  return false;
+  return kernels_.count(k) > 0;
 }
 
 namespace {
