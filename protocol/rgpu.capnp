@@ -57,6 +57,7 @@ struct Envelope {
     copyDone @4 :CopyDone;
     hostFuncCall @5 :HostFuncCall;
     hostFuncDone @6 :HostFuncDone;
+    deviceOutput @7 :Data;  # device printf text (server to client), for the client's stdout
   }
 }
 

@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+
 #include "rgpu/common/log.h"
 
 namespace rgpu::shim {
@@ -247,6 +249,32 @@ CUresult Client::wait_copy_outs(uint64_t stream) {
   return first;
 }
 
+void Client::wait_host_funcs(uint64_t stream) {
+  {
+    std::lock_guard<std::mutex> lock(host_mu_);
+    if (host_pending_.empty()) return;
+  }
+  flush();  // the host functions run only once the server has them
+  std::unique_lock<std::mutex> lock(host_mu_);
+  host_cv_.wait(lock, [&] {
+    if (failed_.load() || stop_callbacks_) return true;
+    return stream == kAnyStream ? host_pending_.empty() : host_pending_.count(stream) == 0;
+  });
+}
+
+void Client::wait_copy_outs_before(uint64_t id, uint64_t stream) {
+  const bool legacy = stream == 0 || stream == 1;
+  std::unique_lock<std::mutex> r(replies_mu_);
+  replies_cv_.wait(r, [&] {
+    if (failed_.load()) return true;
+    for (auto& [cid, c] : copy_outs_) {
+      if (cid >= id) break;
+      if (!c.done && (legacy || c.stream == stream)) return false;
+    }
+    return true;
+  });
+}
+
 bool Client::copy_outs_pending(uint64_t stream) {
   std::lock_guard<std::mutex> r(replies_mu_);
   for (auto& [id, c] : copy_outs_) {
@@ -264,7 +292,8 @@ void Client::host_func_async(uint64_t ctx, uint64_t stream, CUhostFn fn, void* d
   h.setId(id);
   {
     std::lock_guard<std::mutex> host(host_mu_);
-    host_funcs_[id] = HostFunc{fn, data};
+    host_funcs_[id] = HostFunc{fn, data, stream};
+    ++host_pending_[stream];
   }
   after_async_locked(lock);
 }
@@ -281,7 +310,15 @@ void Client::run_callbacks() {
     HostFunc f = it->second;
     host_funcs_.erase(it);
     lock.unlock();
+    // The stream reached the host function, so the copies before it are done
+    // on the device; their data may still be on its way here.
+    wait_copy_outs_before(id, f.stream);
     f.fn(f.data);
+    {
+      std::lock_guard<std::mutex> relock(host_mu_);
+      if (--host_pending_[f.stream] == 0) host_pending_.erase(f.stream);
+    }
+    host_cv_.notify_all();
     capnp::MallocMessageBuilder builder;
     builder.initRoot<wire::Envelope>().initHostFuncDone().setId(id);
     auto words = protocol::encode(builder);
@@ -347,10 +384,17 @@ void Client::on_message(transport::Message message) {
       replies_cv_.notify_all();
       return;
     }
+    case wire::Envelope::DEVICE_OUTPUT: {
+      // Through stdio, so it keeps its place among the program's own output.
+      auto text = envelope.getDeviceOutput();
+      std::fwrite(text.begin(), 1, text.size(), stdout);
+      std::fflush(stdout);
+      return;
+    }
     case wire::Envelope::HOST_FUNC_CALL: {
       std::lock_guard<std::mutex> lock(host_mu_);
       host_ready_.push_back(envelope.getHostFuncCall().getId());
-      host_cv_.notify_one();
+      host_cv_.notify_all();
       return;
     }
     default:

@@ -118,6 +118,11 @@ class Client {
   // it returns (host functions run on the client, in stream order).
   void host_func_async(uint64_t ctx, uint64_t stream, CUhostFn fn, void* data);
 
+  // Host data of an async copy is read when the stream gets to it, so a copy
+  // queued behind a host function (which may write that data) waits until
+  // the host functions before it on `stream` (any stream: ~0) have run.
+  void wait_host_funcs(uint64_t stream);
+
   // Sends queued async calls now.
   void flush();
   bool connection_failed() const { return failed_.load(); }
@@ -150,6 +155,8 @@ class Client {
   void on_closed(const Status& why);
   void run_flusher();
   void run_callbacks();
+  // Waits until async copy-outs issued before call `id` on `stream` landed.
+  void wait_copy_outs_before(uint64_t id, uint64_t stream);
 
   ClientOptions options_;
   std::shared_ptr<transport::Transport> transport_;
@@ -182,11 +189,13 @@ class Client {
   struct HostFunc {
     CUhostFn fn;
     void* data;
+    uint64_t stream;
   };
   std::mutex host_mu_;
   std::condition_variable host_cv_;
   std::map<uint64_t, HostFunc> host_funcs_;
   std::deque<uint64_t> host_ready_;
+  std::map<uint64_t, int> host_pending_;  // per stream: queued, not yet returned
   bool stop_callbacks_ = false;
   std::thread callbacks_;
 

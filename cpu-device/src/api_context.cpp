@@ -153,3 +153,22 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
 }
 
 }  // extern "C"
+
+// rgpu's extension: device printf text of kernels in `ctx` goes to `callback`
+// instead of stdout, so a server can forward it to the client that launched
+// them. A null callback restores stdout.
+extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetPrintfCallback(
+    CUcontext ctx, void (*callback)(void* user, const char* text, size_t size), void* user) {
+  using namespace rgpu::cpudev;
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    auto context = d->context(to_u64(ctx));
+    if (!context) return CUDA_ERROR_INVALID_CONTEXT;
+    auto state = context->state();
+    std::lock_guard<std::mutex> lock(state->printf_mu);
+    state->printf_callback = callback;
+    state->printf_user = user;
+    return CUDA_SUCCESS;
+  });
+}

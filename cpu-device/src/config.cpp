@@ -1,6 +1,8 @@
 // Parsing of the CPU device's environment variables.
 #include "config.h"
 
+#include <cstdlib>
+
 #include <cctype>
 #include <thread>
 
@@ -75,6 +77,14 @@ Result<Config> config_from_env(const char* (*getenv_fn)(const char*)) {
     auto r = parse_count("RGPU_CPU_THREADS", v, 1024);
     if (!r) return r.status();
     c.threads = *r;
+  }
+  if (const char* v = getenv_fn("RGPU_CPU_KERNEL_TIMEOUT_MS"); v && *v) {
+    char* end = nullptr;
+    unsigned long long ms = std::strtoull(v, &end, 10);
+    if (end == v || *end != '\0') {
+      return Status(ErrorKind::kInvalidArgument, std::string("RGPU_CPU_KERNEL_TIMEOUT_MS: not a number: ") + v);
+    }
+    c.kernel_timeout_ms = ms;
   }
   return c;
 }

@@ -13,6 +13,7 @@ struct Config {
   int devices = 1;                        // RGPU_CPU_DEVICES
   uint64_t memory_bytes = 4ull << 30;     // RGPU_CPU_DEVICE_MEMORY, per device
   int threads = 1;                        // RGPU_CPU_THREADS (kernel workers)
+  uint64_t kernel_timeout_ms = 0;         // RGPU_CPU_KERNEL_TIMEOUT_MS (0: no watchdog)
 };
 
 // Parses "4096", "64K", "512M", "4G", "1T" (optionally followed by "B" or

@@ -22,6 +22,10 @@ struct ContextState {
   std::atomic<int> sticky{CUDA_SUCCESS};
   // Set when the context is being destroyed: running kernels stop.
   std::atomic<bool> cancel{false};
+  // Where device printf text goes (rgpuCtxSetPrintfCallback); unset: stdout.
+  std::mutex printf_mu;
+  void (*printf_callback)(void* user, const char* text, size_t size) = nullptr;
+  void* printf_user = nullptr;
 };
 
 // A context of one device. Owns its streams (the legacy NULL stream and the

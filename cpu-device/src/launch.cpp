@@ -92,6 +92,16 @@ CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const st
     };
     env.pool = pool;
     env.cancel = &state->cancel;
+    if (uint64_t ms = d->config().kernel_timeout_ms) {
+      env.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    }
+    {
+      std::lock_guard<std::mutex> lock(state->printf_mu);
+      if (auto* cb = state->printf_callback) {
+        void* user = state->printf_user;
+        env.printf_sink = [cb, user](std::string_view text) { cb(user, text.data(), text.size()); };
+      }
+    }
     const ptx::KernelInfo& k = module->program().kernels()[static_cast<size_t>(kernel)];
     ptx::LaunchResult r =
         module->program().launch(kernel, shape.grid, shape.block, shape.shared_bytes, params.data(), params.size(), env);

@@ -29,6 +29,8 @@ Result<std::shared_ptr<const DriverTable>> DriverTable::load(const std::string& 
   table->fn = reinterpret_cast<decltype(table->fn)>(dlsym(raw, RGPU_DRIVER_STR(fn)));
   RGPU_DRIVER_OPTIONAL(RGPU_DRIVER_RESOLVE_OPTIONAL)
 #undef RGPU_DRIVER_RESOLVE_OPTIONAL
+  table->rgpuCtxSetPrintfCallback =
+      reinterpret_cast<decltype(table->rgpuCtxSetPrintfCallback)>(dlsym(raw, "rgpuCtxSetPrintfCallback"));
   if (!missing.empty()) {
     return failed("driver library " + path + " lacks required functions: " + missing);
   }

@@ -259,7 +259,19 @@ CUresult Session::create_context(uint64_t handle, int device, unsigned flags) {
   if (r != CUDA_SUCCESS) return r;
   contexts_[handle] = ctx;
   current_ctx_ = handle;  // cuCtxCreate made it current on this thread
+  if (cu_.rgpuCtxSetPrintfCallback) cu_.rgpuCtxSetPrintfCallback(ctx, &Session::device_output, this);
   return CUDA_SUCCESS;
+}
+
+// Device printf text from the CPU device, sent to the client in launch
+// order; the kernel's completion (and so any sync reply) comes after it.
+void Session::device_output(void* session, const char* text, size_t size) {
+  auto* self = static_cast<Session*>(session);
+  capnp::MallocMessageBuilder builder;
+  builder.initRoot<wire::Envelope>().setDeviceOutput(
+      kj::arrayPtr(reinterpret_cast<const capnp::byte*>(text), size));
+  auto words = protocol::encode(builder);
+  (void)self->connection_->send(protocol::as_bytes(words));
 }
 
 CUresult Session::destroy_context(uint64_t handle) {

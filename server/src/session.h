@@ -142,6 +142,7 @@ class Session {
   CUresult launch(wire::Call::Launch::Reader launch);
   CUresult launch_host_func(wire::Call::HostFunc::Reader host_func);
   static void CUDA_CB host_func_trampoline(void* wait);
+  static void device_output(void* session, const char* text, size_t size);
   void host_func_done(uint64_t id);
   CUresult destroy_context(uint64_t handle);
 

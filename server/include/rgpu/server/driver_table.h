@@ -40,6 +40,11 @@ struct DriverTable {
   RGPU_DRIVER_OPTIONAL(RGPU_DRIVER_FIELD)
 #undef RGPU_DRIVER_FIELD
 
+  // rgpu's CPU device extension: per-context sink for device printf text.
+  // Null for NVIDIA's driver, which prints to rgpud's own stdout.
+  using PrintfCallback = void (*)(void* user, const char* text, size_t size);
+  CUresult (*rgpuCtxSetPrintfCallback)(CUcontext, PrintfCallback, void*) = nullptr;
+
   std::string path;  // the library actually loaded
   std::shared_ptr<void> handle;
 
