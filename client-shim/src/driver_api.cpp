@@ -75,6 +75,9 @@ CUresult memcpy_htod(CUdeviceptr dst, const void* src, size_t size, CUstream str
     in.setAsync(async);
     if (size <= Client::kInlineLimit) in.setBytes(kj::arrayPtr(static_cast<const capnp::byte*>(src), size));
   };
+  // The source is read now: first let earlier host functions of the stream,
+  // which may still write it, run (CUDA reads it in stream order).
+  shim->client().wait_host_funcs(!async || s == 0 || s == 1 ? Client::kAnyStream : s);
   rgpu::transport::Bytes payload;
   if (size > Client::kInlineLimit) payload = rgpu::transport::Bytes(static_cast<const std::byte*>(src), size);
   if (!async) return sync_result(shim, shim->client().call_sync(ctx, fill, payload));
