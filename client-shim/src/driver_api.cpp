@@ -304,24 +304,25 @@ CUresult ctx_pop(CUcontext* pctx) {
   API_END
 }
 
-CUresult event_destroy(CUevent event) {
+// Forgets a client-minted handle at once (later use is CUDA_ERROR_INVALID_HANDLE)
+// and queues its destruction on the server.
+template <class Init>
+CUresult destroy_handle(const void* handle, HandleKind kind, Init init) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
-  uint64_t h = handle_of(event);
-  if (!shim->remove_handle(h, HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
-  shim->client().call_async(current_context(), [&](wire::Call::Builder c) { c.initEventDestroy().setHandle(h); });
+  uint64_t h = handle_of(handle);
+  if (!shim->remove_handle(h, kind)) return CUDA_ERROR_INVALID_HANDLE;
+  shim->client().call_async(current_context(), [&](wire::Call::Builder c) { init(c).setHandle(h); });
   return CUDA_SUCCESS;
   API_END
 }
 
+CUresult event_destroy(CUevent event) {
+  return destroy_handle(event, HandleKind::kEvent, [](wire::Call::Builder c) { return c.initEventDestroy(); });
+}
+
 CUresult stream_destroy(CUstream stream) {
-  API_BEGIN
-  SHIM_OR_RETURN(shim);
-  uint64_t h = handle_of(stream);
-  if (!shim->remove_handle(h, HandleKind::kStream)) return CUDA_ERROR_INVALID_HANDLE;
-  shim->client().call_async(current_context(), [&](wire::Call::Builder c) { c.initStreamDestroy().setHandle(h); });
-  return CUDA_SUCCESS;
-  API_END
+  return destroy_handle(stream, HandleKind::kStream, [](wire::Call::Builder c) { return c.initStreamDestroy(); });
 }
 
 CUresult event_elapsed(float* ms, CUevent start, CUevent end) {
