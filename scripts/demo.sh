@@ -6,5 +6,5 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
 BUILD_DIR="${BUILD_DIR:-$root/build}" "$root/scripts/build.sh" --target rgpu rgpud rgpu_cli rgpu-demo rgpu_cpudev
 build="${BUILD_DIR:-$root/build}"
-echo "== rgpu run -- rgpu-demo (transport: ${UCX_TLS:-UCX's choice})"
+echo "== rgpu run -- rgpu-demo (transport: ${UCX_TLS:-chosen by UCX})"
 exec "$build/bin/rgpu" run -- "$build/bin/rgpu-demo"
