@@ -25,6 +25,13 @@
   uint64_t var = ::rgpu::shim::current_context();           \
   if (var == 0 || !(shim)->context_info(var, nullptr)) return CUDA_ERROR_INVALID_CONTEXT;
 
+// Maps a stream argument to its wire handle `var`, or returns the error.
+#define STREAM_OR_RETURN(shim, stream, per_thread, var)                                        \
+  uint64_t var = 0;                                                                            \
+  if (CUresult stream_error_ = ::rgpu::shim::stream_handle(shim, stream, per_thread, &var);   \
+      stream_error_ != CUDA_SUCCESS)                                                           \
+    return stream_error_;
+
 namespace rgpu::shim {
 
 inline uint64_t handle_of(const void* h) { return reinterpret_cast<uint64_t>(h); }

@@ -58,15 +58,12 @@ uint64_t copy_out_scope(uint64_t stream) {
   return stream == 0 || stream == handle_of(CU_STREAM_LEGACY) ? Client::kAnyStream : stream;
 }
 
-CUresult sync_result(Shim* shim, const SyncResult& r) { return r.result; }
-
 CUresult memcpy_htod(CUdeviceptr dst, const void* src, size_t size, CUstream stream, bool async, bool per_thread) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   if (size > 0 && !src) return CUDA_ERROR_INVALID_VALUE;
-  uint64_t s = 0;
-  if (CUresult r = stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  STREAM_OR_RETURN(shim, stream, per_thread, s);
   auto fill = [&](wire::Call::Builder call) {
     auto in = call.initMemcpyHtoD();
     in.setDst(dst);
@@ -80,7 +77,7 @@ CUresult memcpy_htod(CUdeviceptr dst, const void* src, size_t size, CUstream str
   shim->client().wait_host_funcs(!async || s == 0 || s == 1 ? Client::kAnyStream : s);
   rgpu::transport::Bytes payload;
   if (size > Client::kInlineLimit) payload = rgpu::transport::Bytes(static_cast<const std::byte*>(src), size);
-  if (!async) return sync_result(shim, shim->client().call_sync(ctx, fill, payload));
+  if (!async) return shim->client().call_sync(ctx, fill, payload).result;
   if (!payload.empty()) return shim->client().call_async_bulk(ctx, fill, payload);
   shim->client().call_async(ctx, fill);
   return CUDA_SUCCESS;
@@ -92,8 +89,7 @@ CUresult memcpy_dtoh(void* dst, CUdeviceptr src, size_t size, CUstream stream, b
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   if (size > 0 && !dst) return CUDA_ERROR_INVALID_VALUE;
-  uint64_t s = 0;
-  if (CUresult r = stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  STREAM_OR_RETURN(shim, stream, per_thread, s);
   if (async) {
     shim->client().copy_out_async(ctx, src, dst, size, s);
     return CUDA_SUCCESS;
@@ -104,7 +100,7 @@ CUresult memcpy_dtoh(void* dst, CUdeviceptr src, size_t size, CUstream stream, b
     out.setSize(size);
     out.setStream(s);
   };
-  return sync_result(shim, shim->client().call_sync(ctx, fill, {}, OutBuffer{dst, size}));
+  return shim->client().call_sync(ctx, fill, {}, OutBuffer{dst, size}).result;
   API_END
 }
 
@@ -112,8 +108,7 @@ CUresult memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t size, CUstream str
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
-  uint64_t s = 0;
-  if (CUresult r = stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  STREAM_OR_RETURN(shim, stream, per_thread, s);
   auto fill = [&](wire::Call::Builder call) {
     auto c = call.initMemcpyDtoD();
     c.setDst(dst);
@@ -122,7 +117,7 @@ CUresult memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t size, CUstream str
     c.setStream(s);
     c.setAsync(async);
   };
-  if (!async) return sync_result(shim, shim->client().call_sync(ctx, fill));
+  if (!async) return shim->client().call_sync(ctx, fill).result;
   shim->client().call_async(ctx, fill);
   return CUDA_SUCCESS;
   API_END
@@ -133,8 +128,7 @@ CUresult memset_any(CUdeviceptr dst, unsigned value, unsigned element_size, size
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
-  uint64_t s = 0;
-  if (CUresult r = stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  STREAM_OR_RETURN(shim, stream, per_thread, s);
   auto fill = [&](wire::Call::Builder call) {
     auto m = call.initMemset();
     m.setDst(dst);
@@ -144,7 +138,7 @@ CUresult memset_any(CUdeviceptr dst, unsigned value, unsigned element_size, size
     m.setStream(s);
     m.setAsync(async);
   };
-  if (!async) return sync_result(shim, shim->client().call_sync(ctx, fill));
+  if (!async) return shim->client().call_sync(ctx, fill).result;
   shim->client().call_async(ctx, fill);
   return CUDA_SUCCESS;
   API_END
@@ -154,8 +148,7 @@ CUresult stream_synchronize(CUstream stream, bool per_thread) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
-  uint64_t s = 0;
-  if (CUresult r = stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  STREAM_OR_RETURN(shim, stream, per_thread, s);
   CUresult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(s); }).result;
   CUresult copies = shim->client().wait_copy_outs(copy_out_scope(s));
   return r != CUDA_SUCCESS ? r : copies;
@@ -166,8 +159,7 @@ CUresult stream_query(CUstream stream, bool per_thread) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
-  uint64_t s = 0;
-  if (CUresult r = stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  STREAM_OR_RETURN(shim, stream, per_thread, s);
   CUresult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.initStreamQuery().setHandle(s); }).result;
   if (r == CUDA_SUCCESS && shim->client().copy_outs_pending(copy_out_scope(s))) return CUDA_ERROR_NOT_READY;
   return r;
@@ -178,8 +170,7 @@ CUresult stream_wait_event(CUstream stream, CUevent event, unsigned flags, bool 
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
-  uint64_t s = 0;
-  if (CUresult r = stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  STREAM_OR_RETURN(shim, stream, per_thread, s);
   if (!shim->has_handle(handle_of(event), HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
   shim->client().call_async(ctx, [&](wire::Call::Builder c) {
     auto w = c.initStreamWaitEvent();
@@ -195,8 +186,7 @@ CUresult event_record(CUevent event, CUstream stream, bool per_thread) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
-  uint64_t s = 0;
-  if (CUresult r = stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  STREAM_OR_RETURN(shim, stream, per_thread, s);
   if (!shim->has_handle(handle_of(event), HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
   shim->client().call_async(ctx, [&](wire::Call::Builder c) {
     auto e = c.initEventRecord();

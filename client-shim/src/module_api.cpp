@@ -158,8 +158,7 @@ CUresult launch(uint64_t f, const unsigned grid[3], const unsigned block[3], uns
   CONTEXT_OR_RETURN(shim, ctx);
   FunctionInfo info;
   if (!shim->modules().function(f, &info)) return CUDA_ERROR_INVALID_HANDLE;
-  uint64_t s = 0;
-  if (CUresult r = rgpu::shim::stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  STREAM_OR_RETURN(shim, stream, per_thread, s);
   if (CUresult r = check_launch_shape(shim, ctx, grid, block, shared); r != CUDA_SUCCESS) return r;
   // Marshal the parameters into the buffer the kernel declares.
   const auto& k = info.kernel;
@@ -231,8 +230,7 @@ CUresult launch_host_func(CUstream stream, CUhostFn fn, void* data, bool per_thr
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   if (!fn) return CUDA_ERROR_INVALID_VALUE;
-  uint64_t s = 0;
-  if (CUresult r = rgpu::shim::stream_handle(shim, stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  STREAM_OR_RETURN(shim, stream, per_thread, s);
   shim->client().host_func_async(ctx, s, fn, data);
   return CUDA_SUCCESS;
   API_END
