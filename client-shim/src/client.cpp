@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "rgpu/common/log.h"
 
@@ -22,8 +23,21 @@ Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options,
                                                 std::shared_ptr<transport::Transport> transport) {
   std::unique_ptr<Client> client(new Client());
   client->options_ = options;
+  if (const char* poll = std::getenv("RGPU_POLL_US")) {
+    char* end = nullptr;
+    const long us = std::strtol(poll, &end, 10);
+    if (end != poll && *end == '\0' && us >= 0 && us <= 1000000) {
+      client->options_.poll_budget = std::chrono::microseconds(us);
+    } else {
+      RGPU_WARN("ignoring RGPU_POLL_US=%s (expected microseconds, 0..1000000)", poll);
+    }
+  }
   if (!transport) {
-    auto ucx = transport::make_ucx_transport();
+    transport::UcxOptions ucx_options;
+    // Callers poll for their own replies, so the progress thread sleeps as
+    // soon as it is idle instead of competing with them for the CPU.
+    if (client->options_.poll_budget.count() > 0) ucx_options.idle_spin = std::chrono::microseconds(0);
+    auto ucx = transport::make_ucx_transport(ucx_options);
     if (!ucx.is_ok()) return ucx.status();
     transport = std::move(ucx.value());
   }
@@ -164,6 +178,15 @@ SyncResult Client::finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64
   Status sent = send_batch_locked(payload);
   lock.unlock();
 
+  if (sent.is_ok() && options_.poll_budget.count() > 0) {
+    // Poll for the reply on this thread; its handler runs here too.
+    connection_->poll_until(
+        [&] {
+          std::lock_guard<std::mutex> r(replies_mu_);
+          return waiter.done || failed_.load();
+        },
+        options_.poll_budget);
+  }
   std::unique_lock<std::mutex> r(replies_mu_);
   replies_cv_.wait(r, [&] { return waiter.done || failed_.load(); });
   waiters_.erase(id);

@@ -28,6 +28,10 @@ struct ClientOptions {
   // Async calls are flushed when this many are queued, or after flush_delay.
   size_t batch_calls = 1024;
   std::chrono::microseconds flush_delay{100};
+  // A thread waiting for a sync reply first polls the transport itself for
+  // this long (no thread handoff on the reply path), then sleeps. 0: never
+  // poll. Environment: RGPU_POLL_US.
+  std::chrono::microseconds poll_budget{200};
 };
 
 struct DeviceInfo {

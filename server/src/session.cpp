@@ -12,6 +12,20 @@ namespace {
 // ones travel as the transport payload (rendezvous, no extra copy).
 constexpr uint64_t kInlineLimit = 64 * 1024;
 
+// The context current on this thread, as (session, client context handle):
+// client handles are never reused within a session, so unlike a CUcontext
+// pointer this cannot name a destroyed context's successor. The transport's
+// thread runs inline batches of many sessions, so the cache is per thread.
+struct CurrentContext {
+  uint64_t session = 0;
+  uint64_t ctx = 0;
+};
+thread_local CurrentContext t_current;
+
+// How long the executor keeps looking for the next message before it sleeps:
+// a client's next call usually follows its reply within microseconds.
+constexpr auto kExecutorSpin = std::chrono::microseconds(20);
+
 }  // namespace
 
 Session::Session(uint64_t id, std::shared_ptr<const DriverTable> driver, std::shared_ptr<const ServerInfo> info,
@@ -52,6 +66,24 @@ void Session::post(transport::Message message) {
     host_func_done(decoded.value()->envelope().getHostFuncDone().getId());
     return;
   }
+  if (runs_inline(*decoded.value(), message)) {
+    // Nothing queued and nobody executing: run it here, saving the handoff
+    // to the executor on the round trip of a quick synchronous call.
+    std::unique_lock<std::mutex> exec(exec_mu_, std::try_to_lock);
+    if (exec.owns_lock()) {
+      bool idle;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (closing_) return;
+        idle = inbox_.empty();
+      }
+      if (idle) {
+        Incoming incoming{std::move(message), std::move(decoded.value())};
+        handle_message(incoming);
+        return;
+      }
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closing_) return;
@@ -74,11 +106,27 @@ void Session::close() {
 }
 
 void Session::run_executor() {
+  executor_id_ = std::this_thread::get_id();
+  auto has_work = [&] { return closing_ || !inbox_.empty(); };
   for (;;) {
+    {
+      // Look for a while before sleeping, yielding the CPU meanwhile.
+      const auto until = std::chrono::steady_clock::now() + kExecutorSpin;
+      std::unique_lock<std::mutex> lock(mu_);
+      while (!has_work() && std::chrono::steady_clock::now() < until) {
+        lock.unlock();
+        std::this_thread::yield();
+        lock.lock();
+      }
+      cv_.wait(lock, has_work);
+      if (closing_) return;
+    }
+    // exec_mu_ before taking the message, so that the inline path (which
+    // needs an empty inbox) can never overtake a message taken here.
+    std::lock_guard<std::mutex> exec(exec_mu_);
     Incoming incoming;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return closing_ || !inbox_.empty(); });
+      std::lock_guard<std::mutex> lock(mu_);
       if (closing_) return;
       incoming = std::move(inbox_.front());
       inbox_.pop_front();
@@ -210,16 +258,17 @@ void Session::send_reply(uint64_t call_id, Outcome outcome) {
 
 CUresult Session::make_current(uint64_t ctx) {
   if (ctx == 0) return CUDA_ERROR_INVALID_CONTEXT;
-  if (ctx == current_ctx_) return CUDA_SUCCESS;
+  if (t_current.session == id_ && t_current.ctx == ctx) return CUDA_SUCCESS;
   auto it = contexts_.find(ctx);
   if (it == contexts_.end()) return CUDA_ERROR_INVALID_CONTEXT;
   CUresult r = cu_.cuCtxSetCurrent(it->second);
-  if (r == CUDA_SUCCESS) current_ctx_ = ctx;
+  if (r == CUDA_SUCCESS) t_current = CurrentContext{id_, ctx};
   return r;
 }
 
 CUresult Session::lookup_stream(uint64_t handle, CUstream* out) const {
   if (is_special_stream(handle)) {
+    if (handle == reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD)) used_per_thread_stream_ = true;
     *out = reinterpret_cast<CUstream>(handle);
     return CUDA_SUCCESS;
   }
@@ -258,7 +307,7 @@ CUresult Session::create_context(uint64_t handle, int device, unsigned flags) {
   r = cu_.cuCtxCreate(&ctx, nullptr, flags, dev);
   if (r != CUDA_SUCCESS) return r;
   contexts_[handle] = ctx;
-  current_ctx_ = handle;  // cuCtxCreate made it current on this thread
+  t_current = CurrentContext{id_, handle};  // cuCtxCreate made it current on this thread
   if (cu_.rgpuCtxSetPrintfCallback) cu_.rgpuCtxSetPrintfCallback(ctx, &Session::device_output, this);
   return CUDA_SUCCESS;
 }
@@ -284,7 +333,7 @@ CUresult Session::destroy_context(uint64_t handle) {
   reap_staging(true);
   CUresult r = cu_.cuCtxDestroy(ctx);
   contexts_.erase(it);
-  if (current_ctx_ == handle) current_ctx_ = 0;
+  if (t_current.session == id_ && t_current.ctx == handle) t_current = {};
   for (auto a = allocations_.begin(); a != allocations_.end();) {
     a = a->second.ctx == handle ? allocations_.erase(a) : std::next(a);
   }
@@ -325,6 +374,19 @@ void Session::reap_staging(bool wait_all) {
     cu_.cuEventDestroy(s.done);
     staging_.pop_front();
   }
+}
+
+bool Session::context_idle(uint64_t handle) {
+  // The per-thread stream is the executor's: only it can ask about it.
+  if (used_per_thread_stream_ && std::this_thread::get_id() != executor_id_) return false;
+  if (cu_.cuStreamQuery(nullptr) != CUDA_SUCCESS) return false;
+  if (used_per_thread_stream_ && cu_.cuStreamQuery(CU_STREAM_PER_THREAD) != CUDA_SUCCESS) return false;
+  for (const auto& [stream, ctx] : stream_ctx_) {
+    if (ctx != handle) continue;
+    auto it = streams_.find(stream);
+    if (it != streams_.end() && cu_.cuStreamQuery(it->second) != CUDA_SUCCESS) return false;
+  }
+  return true;
 }
 
 void Session::release_all() {

@@ -115,6 +115,12 @@ class Session {
   };
 
   void run_executor();
+  // Whether a batch may run on the transport's thread the moment it arrives:
+  // only calls that never block on device work and never name the
+  // per-thread stream (which belongs to the executor thread).
+  static bool runs_inline(const protocol::Decoded& decoded, const transport::Message& message);
+  // Whether every stream of context `ctx` is idle, without blocking.
+  bool context_idle(uint64_t ctx);
   void handle_message(Incoming& incoming);
   void handle_hello(wire::Hello::Reader hello);
   void handle_batch(wire::Batch::Reader batch, transport::Message& message);
@@ -154,7 +160,13 @@ class Session {
   const std::shared_ptr<transport::Connection> connection_;
   bool accepted_ = false;
 
-  // Executor state (executor thread only).
+  // Held while calls execute, by the executor thread or, for a batch that
+  // runs inline, by the transport's thread; queue order is kept because the
+  // inline path runs only when the inbox is empty.
+  std::mutex exec_mu_;
+  std::thread::id executor_id_;
+
+  // Executor state (exec_mu_).
   std::unordered_map<uint64_t, CUcontext> contexts_;
   std::unordered_map<uint64_t, CUstream> streams_;
   std::unordered_map<uint64_t, CUevent> events_;
@@ -164,7 +176,7 @@ class Session {
   std::unordered_map<uint64_t, Module> modules_;
   std::unordered_map<uint64_t, Function> functions_;
   std::deque<Staged> staging_;
-  uint64_t current_ctx_ = 0;
+  mutable bool used_per_thread_stream_ = false;  // lookup_stream() notes it
 
   // First error of an async call since the last reply.
   std::mutex async_error_mu_;

@@ -41,6 +41,45 @@ bool is_wait(wire::Call::Reader call) {
          w == wire::Call::EVENT_SYNCHRONIZE;
 }
 
+bool names_per_thread_stream(uint64_t handle) {
+  return handle == reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD);
+}
+
+}  // namespace
+
+bool Session::runs_inline(const protocol::Decoded& decoded, const transport::Message& message) {
+  if (message.payload) return false;  // bulk data: the executor receives it
+  auto envelope = decoded.envelope();
+  if (!envelope.isBatch()) return false;
+  auto calls = envelope.getBatch().getCalls();
+  if (calls.size() == 0 || calls.size() > 8) return false;
+  for (auto entry : calls) {
+    auto call = entry.getCall();
+    switch (call.which()) {
+      case wire::Call::MEM_GET_INFO:
+      case wire::Call::MEM_ALLOC:
+      case wire::Call::MEM_GET_ADDRESS_RANGE:
+      case wire::Call::FUNC_GET_ATTRIBUTES:
+      case wire::Call::EVENT_QUERY:
+      case wire::Call::EVENT_ELAPSED_TIME:
+      case wire::Call::EVENT_SYNCHRONIZE:  // waits on its own thread unless complete
+      case wire::Call::CTX_SYNCHRONIZE:
+        break;
+      case wire::Call::STREAM_QUERY:
+        if (names_per_thread_stream(call.getStreamQuery().getHandle())) return false;
+        break;
+      case wire::Call::STREAM_SYNCHRONIZE:
+        if (names_per_thread_stream(call.getStreamSynchronize().getHandle())) return false;
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
 // Where the bytes of a host-to-device copy are: inline, or the message payload.
 struct SourceBytes {
   const std::byte* data = nullptr;
@@ -96,6 +135,7 @@ void Session::execute(wire::Call::Reader call, transport::Message& message, uint
     ctx = contexts_[call.getCtx()];
     switch (call.which()) {
       case wire::Call::CTX_SYNCHRONIZE:
+        if (context_idle(call.getCtx())) ready = CUDA_SUCCESS;
         wait = [this] { return cu_.cuCtxSynchronize(); };
         break;
       case wire::Call::STREAM_SYNCHRONIZE: {

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <vector>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -547,6 +550,50 @@ TEST_P(Conformance, ListenerMayOutliveItsTransport) {
   const auto start = std::chrono::steady_clock::now();
   listener_.reset();
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+}
+
+// A caller polling for its reply gets it: on UCX the reply's handler runs on
+// the polling thread (no handoff); the in-process transport only checks.
+TEST_P(Conformance, PollUntilDeliversRepliesToThePollingThread) {
+  const std::string address = listen_echo();
+  std::mutex mu;
+  std::vector<std::thread::id> handler_threads;
+  ConnectionHandler h;
+  h.on_message = [&](Connection&, Message) {
+    std::lock_guard<std::mutex> lock(mu);
+    handler_threads.push_back(std::this_thread::get_id());
+  };
+  auto conn = connect(address, std::move(h));
+  ASSERT_NE(conn, nullptr);
+  auto got = [&](size_t n) {
+    return [&, n] {
+      std::lock_guard<std::mutex> lock(mu);
+      return handler_threads.size() >= n;
+    };
+  };
+  const bool polls = GetParam() != "inproc";
+  for (size_t i = 1; i <= 50; ++i) {
+    ASSERT_TRUE(conn->send(pattern(64, static_cast<uint32_t>(i)), pattern(i % 2 ? 0 : 100000, 7)).is_ok());
+    const bool done = conn->poll_until(got(i), 5s);
+    if (polls) {
+      ASSERT_TRUE(done) << "reply " << i << " not delivered while polling";
+    } else {
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (!got(i)() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(handler_threads.size(), 50u);
+  if (polls) {
+    // Most replies arrive while this thread polls; the transport's own thread
+    // may win a few races.
+    const auto mine = std::count(handler_threads.begin(), handler_threads.end(), std::this_thread::get_id());
+    EXPECT_GE(mine, 25) << "replies were not handed to the polling thread";
+  }
+  // A budget that runs out returns false, after roughly the budget.
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(conn->poll_until([] { return false; }, 2ms));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
 }
 
 INSTANTIATE_TEST_SUITE_P(Inproc, Conformance, ::testing::Values("inproc"));

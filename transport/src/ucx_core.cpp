@@ -20,10 +20,6 @@
 namespace rgpu::transport::ucx {
 namespace {
 
-// How long the progress thread keeps polling after the last activity before
-// it arms the event fd and sleeps; short, so that a round trip in flight does
-// not pay a wakeup, and bounded, so that an idle transport costs no CPU.
-constexpr auto kSpinAfterActivity = std::chrono::microseconds(30);
 // Longest sleep on the event fd; UCX timers (keepalive) need progress now and then.
 constexpr int kIdleSleepMs = 100;
 // How long the progress thread keeps polling (and yielding) while requests
@@ -178,6 +174,7 @@ Result<std::shared_ptr<Core>> Core::create(const UcxOptions& options) {
   if (attr.max_am_header < sizeof(Frame)) return failed("UCX active message header too small");
   core->max_inline_header_ = std::min(attr.max_am_header - sizeof(Frame), kMaxInlineHeader);
   core->rndv_threshold_ = options.rendezvous_threshold;
+  core->idle_spin_ = options.idle_spin;
 
   int efd = -1;
   st = ucp_worker_get_efd(core->worker_, &efd);
@@ -299,9 +296,11 @@ void Core::progress_or_sleep(int timeout_ms, bool dispatching) {
     backoff_ms_ = 0;
     return;
   }
-  if (dispatching && !events_.empty()) return;
+  if (dispatching && !dispatching_ && !events_.empty()) return;
   const auto idle = std::chrono::steady_clock::now() - last_activity_;
-  if (idle < kSpinAfterActivity) return;
+  // Keep polling a little after activity, so that a message that follows
+  // soon does not pay a wakeup; bounded, so that an idle transport costs no CPU.
+  if (idle < idle_spin_) return;
   if (inflight_.load(std::memory_order_acquire) > 0) {
     // An operation is under way. Some of its steps raise no event (a shared
     // memory FIFO that frees up, for one), so keep polling, yielding the CPU,
@@ -322,18 +321,79 @@ void Core::progress_or_sleep(int timeout_ms, bool dispatching) {
   // A post() or kick() after `seen` may have had its signal consumed by arm.
   if (wake_seq_.load(std::memory_order_acquire) != seen) return;
   epoll_event ev;
+  release_role();  // a caller may drive the worker while this thread sleeps
   const int n = epoll_wait(epoll_fd_, &ev, 1, timeout_ms);
+  acquire_role();
   if (n > 0) last_activity_ = std::chrono::steady_clock::now();
 }
 
+void Core::acquire_role() {
+  role_mu_.lock();
+  thread_id_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+}
+
+bool Core::try_acquire_role() {
+  if (!role_mu_.try_lock()) return false;
+  thread_id_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  return true;
+}
+
+void Core::release_role() {
+  thread_id_.store(std::thread::id(), std::memory_order_relaxed);
+  role_mu_.unlock();
+}
+
+bool Core::drive_until(const std::function<bool()>& done, std::chrono::microseconds budget) {
+  if (done()) return true;
+  if (on_progress_thread() || budget.count() <= 0) return false;
+  std::shared_lock<std::shared_mutex> life(life_);
+  if (!alive_) return done();
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  drivers_waiting_.fetch_add(1, std::memory_order_acq_rel);
+  bool have_role = false;
+  bool result = false;
+  for (unsigned spins = 0;; ++spins) {
+    if (!have_role) have_role = try_acquire_role();
+    if (have_role) {
+      if (stopping()) break;
+      run_commands();
+      ucp_worker_progress(worker_);
+      // A handler that waits inline may have lent the role to this thread;
+      // handlers of one transport never nest.
+      if (!dispatching_) dispatch_events();
+    }
+    if (done()) {
+      result = true;
+      break;
+    }
+    // Checking the clock every few spins keeps the loop tight.
+    if ((spins & 15) == 15 && std::chrono::steady_clock::now() >= deadline) break;
+  }
+  drivers_waiting_.fetch_sub(1, std::memory_order_acq_rel);
+  if (have_role) {
+    release_role();
+    // The progress thread takes over; it may have missed an event fd wakeup
+    // that this thread's progress consumed.
+    kick();
+  }
+  return result || done();
+}
+
 void Core::run() {
-  thread_id_ = std::this_thread::get_id();
+  acquire_role();
   last_activity_ = std::chrono::steady_clock::now();
   for (;;) {
+    if (drivers_waiting_.load(std::memory_order_acquire) > 0) {
+      // A caller polls for its own reply: let it have the worker.
+      release_role();
+      std::this_thread::yield();
+      acquire_role();
+    }
     run_commands();
     if (!byes_.empty()) expire_byes();
     progress_or_sleep(kIdleSleepMs, true);
-    dispatch_events();
+    // Not while a handler that waits inline has lent the role out.
+    if (!dispatching_) dispatch_events();
     if (stopping()) {
       bool idle;
       {
@@ -344,9 +404,11 @@ void Core::run() {
       if (idle && (closing_eps_ == 0 || std::chrono::steady_clock::now() > stop_deadline_)) break;
     }
   }
+  release_role();
 }
 
 void Core::dispatch_events() {
+  dispatching_ = true;
   while (!events_.empty()) {
     Event ev = std::move(events_.front());
     events_.pop_front();
@@ -376,6 +438,7 @@ void Core::dispatch_events() {
         break;
     }
   }
+  dispatching_ = false;
 }
 
 ucs_status_t Core::wait(Waiter& waiter) {

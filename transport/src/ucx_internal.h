@@ -158,9 +158,17 @@ class Core : public std::enable_shared_from_this<Core> {
   void defer(std::function<void()> fn);
   // Makes the progress thread run ucp_worker_progress soon.
   void kick();
+  // True on the thread that holds the progress role: the progress thread, or
+  // a caller inside drive_until(). Everything documented as "progress thread
+  // only" belongs to the role holder.
   bool on_progress_thread() const {
     return std::this_thread::get_id() == thread_id_.load(std::memory_order_relaxed);
   }
+
+  // Progresses the worker on the calling thread, taking the progress role
+  // from the progress thread, until done() or `budget` has passed; returns
+  // done(). Handlers may run on the calling thread meanwhile.
+  bool drive_until(const std::function<bool()>& done, std::chrono::microseconds budget);
 
   // Waits for every request counted in `waiter`: progresses inline on the
   // progress thread, sleeps on the waiter elsewhere. Returns the first error.
@@ -211,6 +219,12 @@ class Core : public std::enable_shared_from_this<Core> {
   // timeout_ms. The main loop passes dispatching=true: it must not sleep while
   // events wait for their handlers. Inline waits inside a handler pass false.
   void progress_or_sleep(int timeout_ms, bool dispatching);
+  // The progress role: who may progress the worker and touch progress-thread
+  // state. The progress thread holds it except while it sleeps on the event
+  // fd or steps aside for a caller in drive_until().
+  void acquire_role();
+  bool try_acquire_role();
+  void release_role();
   void close_all_locked();
   void expire_byes();
 
@@ -221,7 +235,11 @@ class Core : public std::enable_shared_from_this<Core> {
   size_t max_inline_header_ = 0;
 
   std::thread thread_;
-  std::atomic<std::thread::id> thread_id_{};
+  std::atomic<std::thread::id> thread_id_{};  // the role holder, if any
+  std::mutex role_mu_;
+  std::atomic<int> drivers_waiting_{0};  // callers asking for the role
+  bool dispatching_ = false;  // a handler is running (role holder only)
+  std::chrono::microseconds idle_spin_{30};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> dead_{false};  // worker destroyed
   std::chrono::steady_clock::time_point last_activity_;
@@ -260,6 +278,9 @@ class UcxConnection final : public Connection, public std::enable_shared_from_th
   Status send(Bytes header, Bytes payload) override;
   void close() override;
   std::string peer() const override { return peer_; }
+  bool poll_until(const std::function<bool()>& done, std::chrono::microseconds budget) override {
+    return core_->drive_until(done, budget);
+  }
 
   // ---- used by the core and transport (progress thread unless noted) ----
   // Creates the endpoint: to a listener (client) or from a request (server).

@@ -48,6 +48,16 @@ class Connection {
   virtual void close() = 0;
   // "host:port" of the peer, for logs.
   virtual std::string peer() const = 0;
+  // Runs the transport's progress on the calling thread until done() is true
+  // or `budget` has passed, and returns done(). Handlers of this transport may
+  // run on the calling thread meanwhile, so the caller must hold no lock that
+  // a handler takes. For a synchronous request/reply this saves the wakeups of
+  // handing the reply from the transport's thread to the caller. Transports
+  // without inline progress only evaluate done().
+  virtual bool poll_until(const std::function<bool()>& done, std::chrono::microseconds budget) {
+    (void)budget;
+    return done();
+  }
 };
 
 // Callbacks for one connection. They run on the transport's own thread, one at
@@ -92,6 +102,11 @@ struct UcxOptions {
   // Payloads at least this large go by rendezvous (zero-copy into the
   // receiver's buffer); smaller ones go eager. 0 = UCX's own choice.
   size_t rendezvous_threshold = 0;
+  // How long the progress thread keeps polling after the last activity before
+  // it sleeps on the worker's event fd. Polling saves a wakeup when the next
+  // message comes soon (a server answering back-to-back calls); a client whose
+  // callers poll for their own replies (Connection::poll_until) sets it low.
+  std::chrono::microseconds idle_spin{30};
 };
 Result<std::unique_ptr<Transport>> make_ucx_transport(const UcxOptions& options = {});
 
