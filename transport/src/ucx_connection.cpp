@@ -97,6 +97,7 @@ Status RndvPayload::receive(void* dst) {
     p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     p.cb.recv_am = recv_done;
     p.user_data = &waiter;
+    core_->set_memh(&p, dst, size_);
     waiter.add();
     ucs_status_ptr_t req = ucp_am_recv_data_nbx(core_->worker(), desc_, dst, size_, &p);
     if (req == nullptr) {
@@ -217,6 +218,7 @@ ucs_status_t UcxConnection::post_am(Waiter& waiter, const Frame& frame, const vo
     p.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
     p.flags = length >= threshold ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER;
   }
+  if (length != 0) core_->set_memh(&p, data, length);
   waiter.add();
   ucs_status_ptr_t req = ucp_am_send_nbx(ep_, kAmMessage, header, header_len, data, length, &p);
   if (req == nullptr) {

@@ -124,6 +124,59 @@ void Waiter::complete(ucs_status_t s) {
   }
 }
 
+Status Core::register_memory(void* ptr, size_t size) {
+  if (ptr == nullptr || size == 0) return invalid_argument("empty memory range");
+  const auto start = reinterpret_cast<uintptr_t>(ptr);
+  if (start + size < start) return invalid_argument("memory range wraps around");
+  std::shared_lock<std::shared_mutex> life(life_);
+  if (!alive_) return disconnected("transport shut down");
+  std::unique_lock<std::shared_mutex> lock(regs_mu_);
+  auto next = regs_.lower_bound(start);
+  if (next != regs_.end() && next->first < start + size) return invalid_argument("memory range overlaps a registered one");
+  if (next != regs_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second.size > start) return invalid_argument("memory range overlaps a registered one");
+  }
+  ucp_mem_map_params_t p{};
+  p.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+  p.address = ptr;
+  p.length = size;
+  ucp_mem_h memh = nullptr;
+  const ucs_status_t st = ucp_mem_map(context_, &p, &memh);
+  if (st != UCS_OK) return ucx_error("ucp_mem_map", st);
+  regs_.emplace(start, Registration{size, memh});
+  have_regs_.store(true, std::memory_order_release);
+  RGPU_DEBUG("transport=ucx event=register bytes=%zu", size);
+  return Status::ok();
+}
+
+void Core::unregister_memory(void* ptr) {
+  std::shared_lock<std::shared_mutex> life(life_);
+  std::unique_lock<std::shared_mutex> lock(regs_mu_);
+  auto it = regs_.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == regs_.end()) return;
+  if (alive_) ucp_mem_unmap(context_, it->second.memh);
+  regs_.erase(it);
+}
+
+ucp_mem_h Core::find_memh(const void* ptr, size_t size) {
+  if (!have_regs_.load(std::memory_order_acquire) || ptr == nullptr) return nullptr;
+  const auto start = reinterpret_cast<uintptr_t>(ptr);
+  std::shared_lock<std::shared_mutex> lock(regs_mu_);
+  auto it = regs_.upper_bound(start);
+  if (it == regs_.begin()) return nullptr;
+  --it;
+  const uintptr_t end = it->first + it->second.size;
+  return start < end && size <= end - start ? it->second.memh : nullptr;
+}
+
+void Core::set_memh(ucp_request_param_t* param, const void* ptr, size_t size) {
+  if (ucp_mem_h memh = find_memh(ptr, size)) {
+    param->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+    param->memh = memh;
+  }
+}
+
 Result<std::shared_ptr<Core>> Core::create(const UcxOptions& options) {
   std::shared_ptr<Core> core(new Core());
   ucp_config_t* config = nullptr;
@@ -239,6 +292,11 @@ void Core::shutdown() {
   connections_.clear();
   accepting_.clear();
   listeners_.clear();
+  {
+    std::unique_lock<std::shared_mutex> regs(regs_mu_);
+    for (auto& [start, reg] : regs_) ucp_mem_unmap(context_, reg.memh);
+    regs_.clear();
+  }
   ucp_worker_destroy(worker_);
   worker_ = nullptr;
   ucp_cleanup(context_);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -170,6 +171,15 @@ class Core : public std::enable_shared_from_this<Core> {
   // done(). Handlers may run on the calling thread meanwhile.
   bool drive_until(const std::function<bool()>& done, std::chrono::microseconds budget);
 
+  // Memory registrations (ucp_mem_map), looked up by address on every bulk
+  // transfer. Thread-safe.
+  Status register_memory(void* ptr, size_t size);
+  void unregister_memory(void* ptr);
+  // The registration covering [ptr, ptr + size), or null.
+  ucp_mem_h find_memh(const void* ptr, size_t size);
+  // Sets the memory handle of a transfer when its buffer is registered.
+  void set_memh(ucp_request_param_t* param, const void* ptr, size_t size);
+
   // Waits for every request counted in `waiter`: progresses inline on the
   // progress thread, sleeps on the waiter elsewhere. Returns the first error.
   ucs_status_t wait(Waiter& waiter);
@@ -255,6 +265,14 @@ class Core : public std::enable_shared_from_this<Core> {
   std::mutex commands_mu_;
   std::vector<std::function<void()>> commands_;
 
+  struct Registration {
+    size_t size;
+    ucp_mem_h memh;
+  };
+  std::shared_mutex regs_mu_;
+  std::map<uintptr_t, Registration> regs_;  // by start address
+  std::atomic<bool> have_regs_{false};
+
   std::shared_mutex life_;
   bool alive_ = false;  // guarded by life_
 
@@ -281,6 +299,8 @@ class UcxConnection final : public Connection, public std::enable_shared_from_th
   bool poll_until(const std::function<bool()>& done, std::chrono::microseconds budget) override {
     return core_->drive_until(done, budget);
   }
+  Status register_memory(void* ptr, size_t size) override { return core_->register_memory(ptr, size); }
+  void unregister_memory(void* ptr) override { core_->unregister_memory(ptr); }
 
   // ---- used by the core and transport (progress thread unless noted) ----
   // Creates the endpoint: to a listener (client) or from a request (server).

@@ -58,6 +58,19 @@ class Connection {
     (void)budget;
     return done();
   }
+  // Registers host memory [ptr, ptr + size) with this connection's transport
+  // for zero-copy transfers: an RDMA transport pins and registers it once here
+  // instead of on every transfer, and sends from or receives into a range
+  // inside it use that registration. Ranges must not overlap. The
+  // registration outlives the connection until unregister_memory() or the
+  // transport's end. Thread-safe.
+  virtual Status register_memory(void* ptr, size_t size) {
+    (void)ptr;
+    (void)size;
+    return Status::ok();
+  }
+  // Drops the registration that starts at `ptr`; no transfer may still use it.
+  virtual void unregister_memory(void* ptr) { (void)ptr; }
 };
 
 // Callbacks for one connection. They run on the transport's own thread, one at
