@@ -253,7 +253,6 @@ RGPU_SHIM_EXPORT int cuMemAllocAsync_ptsz() noexcept { return rgpu::shim::report
 RGPU_SHIM_EXPORT int cuMemAllocFromPoolAsync() noexcept { return rgpu::shim::report_unimplemented("cuMemAllocFromPoolAsync"); }
 RGPU_SHIM_EXPORT int cuMemAllocFromPoolAsync_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuMemAllocFromPoolAsync_ptsz"); }
 RGPU_SHIM_EXPORT int cuMemAllocHost() noexcept { return rgpu::shim::report_unimplemented("cuMemAllocHost"); }
-RGPU_SHIM_EXPORT int cuMemAllocHost_v2() noexcept { return rgpu::shim::report_unimplemented("cuMemAllocHost_v2"); }
 RGPU_SHIM_EXPORT int cuMemAllocManaged() noexcept { return rgpu::shim::report_unimplemented("cuMemAllocManaged"); }
 RGPU_SHIM_EXPORT int cuMemAllocPitch() noexcept { return rgpu::shim::report_unimplemented("cuMemAllocPitch"); }
 RGPU_SHIM_EXPORT int cuMemAllocPitch_v2() noexcept { return rgpu::shim::report_unimplemented("cuMemAllocPitch_v2"); }
@@ -268,7 +267,6 @@ RGPU_SHIM_EXPORT int cuMemExportToShareableHandle() noexcept { return rgpu::shim
 RGPU_SHIM_EXPORT int cuMemFree() noexcept { return rgpu::shim::report_unimplemented("cuMemFree"); }
 RGPU_SHIM_EXPORT int cuMemFreeAsync() noexcept { return rgpu::shim::report_unimplemented("cuMemFreeAsync"); }
 RGPU_SHIM_EXPORT int cuMemFreeAsync_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuMemFreeAsync_ptsz"); }
-RGPU_SHIM_EXPORT int cuMemFreeHost() noexcept { return rgpu::shim::report_unimplemented("cuMemFreeHost"); }
 RGPU_SHIM_EXPORT int cuMemGetAccess() noexcept { return rgpu::shim::report_unimplemented("cuMemGetAccess"); }
 RGPU_SHIM_EXPORT int cuMemGetAddressRange() noexcept { return rgpu::shim::report_unimplemented("cuMemGetAddressRange"); }
 RGPU_SHIM_EXPORT int cuMemGetAllocationGranularity() noexcept { return rgpu::shim::report_unimplemented("cuMemGetAllocationGranularity"); }
@@ -277,13 +275,9 @@ RGPU_SHIM_EXPORT int cuMemGetDefaultMemPool() noexcept { return rgpu::shim::repo
 RGPU_SHIM_EXPORT int cuMemGetHandleForAddressRange() noexcept { return rgpu::shim::report_unimplemented("cuMemGetHandleForAddressRange"); }
 RGPU_SHIM_EXPORT int cuMemGetInfo() noexcept { return rgpu::shim::report_unimplemented("cuMemGetInfo"); }
 RGPU_SHIM_EXPORT int cuMemGetMemPool() noexcept { return rgpu::shim::report_unimplemented("cuMemGetMemPool"); }
-RGPU_SHIM_EXPORT int cuMemHostAlloc() noexcept { return rgpu::shim::report_unimplemented("cuMemHostAlloc"); }
 RGPU_SHIM_EXPORT int cuMemHostGetDevicePointer() noexcept { return rgpu::shim::report_unimplemented("cuMemHostGetDevicePointer"); }
 RGPU_SHIM_EXPORT int cuMemHostGetDevicePointer_v2() noexcept { return rgpu::shim::report_unimplemented("cuMemHostGetDevicePointer_v2"); }
-RGPU_SHIM_EXPORT int cuMemHostGetFlags() noexcept { return rgpu::shim::report_unimplemented("cuMemHostGetFlags"); }
 RGPU_SHIM_EXPORT int cuMemHostRegister() noexcept { return rgpu::shim::report_unimplemented("cuMemHostRegister"); }
-RGPU_SHIM_EXPORT int cuMemHostRegister_v2() noexcept { return rgpu::shim::report_unimplemented("cuMemHostRegister_v2"); }
-RGPU_SHIM_EXPORT int cuMemHostUnregister() noexcept { return rgpu::shim::report_unimplemented("cuMemHostUnregister"); }
 RGPU_SHIM_EXPORT int cuMemImportFromShareableHandle() noexcept { return rgpu::shim::report_unimplemented("cuMemImportFromShareableHandle"); }
 RGPU_SHIM_EXPORT int cuMemMap() noexcept { return rgpu::shim::report_unimplemented("cuMemMap"); }
 RGPU_SHIM_EXPORT int cuMemMapArrayAsync() noexcept { return rgpu::shim::report_unimplemented("cuMemMapArrayAsync"); }

@@ -52,6 +52,7 @@ Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options,
   }
   client->connection_ = std::move(connection.value());
   if (Status s = client->handshake(options); !s.is_ok()) return s;
+  client->host_memory_ = std::make_unique<HostMemory>(client->connection_);
   client->flusher_ = std::thread([self] { self->run_flusher(); });
   client->callbacks_ = std::thread([self] { self->run_callbacks(); });
   return client;
@@ -71,6 +72,7 @@ Client::~Client() {
   host_cv_.notify_all();
   if (callbacks_.joinable()) callbacks_.join();
   closing_ = true;
+  host_memory_.reset();
   if (connection_) connection_->close();
   connection_.reset();
   transport_.reset();
@@ -135,14 +137,16 @@ void Client::after_async_locked(std::unique_lock<std::mutex>& lock) {
   }
 }
 
-Status Client::send_batch_locked(transport::Bytes payload) {
+Status Client::send_batch_locked(transport::Bytes payload, std::unique_lock<std::mutex>* lock) {
   if (calls_.empty()) return Status::ok();
   auto list = builder_->initRoot<wire::Envelope>().initBatch().initCalls(static_cast<unsigned>(calls_.size()));
   for (size_t i = 0; i < calls_.size(); ++i) list[i].adoptCall(kj::mv(calls_[i]));
   calls_.clear();
   auto words = protocol::encode(*builder_);
   builder_.reset();
-  Status s = connection_->send(protocol::as_bytes(words), payload);
+  Status s = lock == nullptr || payload.empty()
+                 ? connection_->send(protocol::as_bytes(words), payload)
+                 : connection_->send_then(protocol::as_bytes(words), payload, [lock] { lock->unlock(); });
   if (!s.is_ok()) on_closed(s);
   return s;
 }
@@ -175,8 +179,8 @@ SyncResult Client::finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64
     std::lock_guard<std::mutex> r(replies_mu_);
     waiters_[id] = &waiter;
   }
-  Status sent = send_batch_locked(payload);
-  lock.unlock();
+  Status sent = send_batch_locked(payload, &lock);
+  if (lock.owns_lock()) lock.unlock();
 
   if (sent.is_ok() && options_.poll_budget.count() > 0) {
     // Poll for the reply on this thread; its handler runs here too.

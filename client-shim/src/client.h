@@ -18,6 +18,7 @@
 #include "rgpu/common/status.h"
 #include "rgpu/protocol/codec.h"
 #include "rgpu/transport/transport.h"
+#include "host_memory.h"
 
 namespace rgpu::shim {
 
@@ -71,6 +72,8 @@ class Client {
   ~Client();
 
   const std::vector<DeviceInfo>& devices() const { return devices_; }
+  // The program's page-locked host memory, registered with the transport.
+  HostMemory& host_memory() { return *host_memory_; }
   int driver_version() const { return driver_version_; }
 
   // Queues an async call. `fill` sets the call's union member on the builder.
@@ -91,7 +94,7 @@ class Client {
     wire::Call::Builder call = add_call_locked(ctx);
     fill(call);
     call.setPayloadBytes(payload.size());
-    return send_batch_locked(payload).is_ok() ? CUDA_SUCCESS : CUDA_ERROR_DEVICE_UNAVAILABLE;
+    return send_batch_locked(payload, &lock).is_ok() ? CUDA_SUCCESS : CUDA_ERROR_DEVICE_UNAVAILABLE;
   }
 
   // An async device-to-host copy: `dst` is written by the time a later sync
@@ -154,7 +157,10 @@ class Client {
   void after_async_locked(std::unique_lock<std::mutex>& lock);
   SyncResult finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64_t id, transport::Bytes payload,
                                 OutBuffer out);
-  Status send_batch_locked(transport::Bytes payload);
+  // Sends the open batch. With `lock` (holding batch_mu_), the lock is
+  // released as soon as the batch has its place in the connection's order,
+  // so that other threads queue calls while a bulk payload is in transfer.
+  Status send_batch_locked(transport::Bytes payload, std::unique_lock<std::mutex>* lock = nullptr);
   void on_message(transport::Message message);
   void on_closed(const Status& why);
   void run_flusher();
@@ -165,6 +171,7 @@ class Client {
   ClientOptions options_;
   std::shared_ptr<transport::Transport> transport_;
   std::shared_ptr<transport::Connection> connection_;
+  std::unique_ptr<HostMemory> host_memory_;
   std::vector<DeviceInfo> devices_;
   int driver_version_ = 0;
 

@@ -745,3 +745,50 @@ RGPU_EXPORT CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUeven
 }
 RGPU_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent e) { return event_destroy(e); }
 RGPU_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent e) { return event_destroy(e); }
+
+// ---- page-locked host memory ---------------------------------------------------
+// Registered once with the transport (see host_memory.h), so that copies from
+// and to it go zero-copy. Mapped (device-visible) host memory cannot exist
+// across the network: DEVICEMAP is accepted and recorded, nothing more.
+
+RGPU_EXPORT CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytesize, unsigned int flags) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  (void)ctx;
+  return shim->client().host_memory().allocate(bytesize, flags, pp);
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytesize) { return cuMemHostAlloc(pp, bytesize, 0); }
+
+RGPU_EXPORT CUresult CUDAAPI cuMemFreeHost(void* p) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  return shim->client().host_memory().free(p);
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int flags) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  (void)ctx;
+  return shim->client().host_memory().add(p, bytesize, flags);
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemHostUnregister(void* p) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  return shim->client().host_memory().remove(p);
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemHostGetFlags(unsigned int* flags, void* p) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (!flags) return CUDA_ERROR_INVALID_VALUE;
+  return shim->client().host_memory().find(p, flags, nullptr) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  API_END
+}

@@ -22,6 +22,9 @@ struct CurrentContext {
 };
 thread_local CurrentContext t_current;
 
+// Idle staging buffers a session keeps for reuse.
+constexpr size_t kStagingCache = size_t{256} << 20;
+
 // How long the executor keeps looking for the next message before it sleeps:
 // a client's next call usually follows its reply within microseconds.
 constexpr auto kExecutorSpin = std::chrono::microseconds(20);
@@ -35,7 +38,8 @@ Session::Session(uint64_t id, std::shared_ptr<const DriverTable> driver, std::sh
       cu_(*driver_),
       info_(std::move(info)),
       module_cache_(std::move(modules)),
-      connection_(std::move(connection)) {
+      connection_(std::move(connection)),
+      staging_pool_(connection_, kStagingCache) {
   executor_ = std::thread([this] { run_executor(); });
   completer_ = std::thread([this] { run_completions(); });
 }

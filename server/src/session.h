@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "module_cache.h"
+#include "staging_pool.h"
 #include "rgpu/common/thread_set.h"
 #include "rgpu/protocol/codec.h"
 #include "rgpu/server/driver_table.h"
@@ -91,13 +92,13 @@ class Session {
   };
   struct Staged {  // host memory the device may still read or write
     CUevent done;
-    std::unique_ptr<std::byte[]> buffer;
+    StagingPool::Buffer buffer;
   };
   struct PendingCopyOut {  // an async device-to-host copy to send back when done
     uint64_t call_id;
     uint64_t ctx;
     CUevent done;
-    std::unique_ptr<std::byte[]> buffer;
+    StagingPool::Buffer buffer;
     uint64_t size;
     CUresult result;  // an error found when the copy was issued
   };
@@ -108,7 +109,7 @@ class Session {
     CUresult result = CUDA_SUCCESS;
     std::vector<uint64_t> values;
     float elapsed_ms = 0;
-    std::unique_ptr<std::byte[]> data;  // device-to-host bytes
+    StagingPool::Buffer data;  // device-to-host bytes
     uint64_t data_size = 0;
     std::string message;
     bool need_image = false;
@@ -158,6 +159,8 @@ class Session {
   const std::shared_ptr<const ServerInfo> info_;
   const std::shared_ptr<ModuleCache> module_cache_;
   const std::shared_ptr<transport::Connection> connection_;
+  // Host buffers for the bytes of copies, registered with the transport.
+  StagingPool staging_pool_;
   bool accepted_ = false;
 
   // Held while calls execute, by the executor thread or, for a batch that

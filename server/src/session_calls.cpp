@@ -83,17 +83,18 @@ namespace {
 // Where the bytes of a host-to-device copy are: inline, or the message payload.
 struct SourceBytes {
   const std::byte* data = nullptr;
-  std::unique_ptr<std::byte[]> owned;
+  StagingPool::Buffer owned;
 };
 
 CUresult source_bytes(wire::Call::CopyIn::Reader in, uint64_t payload_bytes, transport::Message& message,
-                      bool is_last, bool need_copy, SourceBytes* out) {
+                      bool is_last, bool need_copy, StagingPool& pool, SourceBytes* out) {
   uint64_t size = in.getSize();
   auto inline_bytes = in.getBytes();
   if (payload_bytes == 0) {
     if (inline_bytes.size() != size) return CUDA_ERROR_INVALID_VALUE;
     if (need_copy) {
-      out->owned = std::make_unique<std::byte[]>(size);
+      out->owned = pool.acquire(size);
+      if (!out->owned) return CUDA_ERROR_OUT_OF_MEMORY;
       std::memcpy(out->owned.get(), inline_bytes.begin(), size);
       out->data = out->owned.get();
     } else {
@@ -105,7 +106,8 @@ CUresult source_bytes(wire::Call::CopyIn::Reader in, uint64_t payload_bytes, tra
   if (!is_last || !message.payload || payload_bytes != size || message.payload->size() != size) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  out->owned = std::make_unique<std::byte[]>(size);
+  out->owned = pool.acquire(size);
+  if (!out->owned) return CUDA_ERROR_OUT_OF_MEMORY;
   Status s = message.payload->receive(out->owned.get());
   message.payload.reset();
   if (!s.is_ok()) return CUDA_ERROR_UNKNOWN;
@@ -234,7 +236,7 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
       auto in = call.getMemcpyHtoD();
       if ((out.result = check_range(in.getDst(), in.getSize())) != CUDA_SUCCESS) break;
       SourceBytes src;
-      out.result = source_bytes(in, call.getPayloadBytes(), message, true, false, &src);
+      out.result = source_bytes(in, call.getPayloadBytes(), message, true, false, staging_pool_, &src);
       if (out.result == CUDA_SUCCESS && in.getSize() > 0) {
         out.result = cu_.cuMemcpyHtoD(in.getDst(), src.data, in.getSize());
       }
@@ -245,7 +247,11 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
       auto in = call.getMemcpyDtoH();
       if ((out.result = check_range(in.getSrc(), in.getSize())) != CUDA_SUCCESS) break;
       if (in.getSize() == 0) break;
-      out.data = std::make_unique<std::byte[]>(in.getSize());
+      out.data = staging_pool_.acquire(in.getSize());
+      if (!out.data) {
+        out.result = CUDA_ERROR_OUT_OF_MEMORY;
+        break;
+      }
       out.data_size = in.getSize();
       out.result = cu_.cuMemcpyDtoH(out.data.get(), in.getSrc(), in.getSize());
       if (out.result != CUDA_SUCCESS) out.data.reset(), out.data_size = 0;
@@ -495,7 +501,7 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
     if (call.which() == wire::Call::MEMCPY_DTO_H) {
       // The client waits for every async copy-out: always answer it.
       completions_mu_.lock();
-      completions_.push_back(PendingCopyOut{call.getId(), 0, nullptr, nullptr, 0, r});
+      completions_.push_back(PendingCopyOut{call.getId(), 0, nullptr, {}, 0, r});
       completions_mu_.unlock();
       completions_cv_.notify_one();
     }
@@ -566,7 +572,8 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
       if ((r = lookup_stream(in.getStream(), &s)) != CUDA_SUCCESS) return r;
       if ((r = check_range(in.getDst(), in.getSize())) != CUDA_SUCCESS) return r;
       SourceBytes src;
-      if ((r = source_bytes(in, call.getPayloadBytes(), message, true, true, &src)) != CUDA_SUCCESS) return r;
+      r = source_bytes(in, call.getPayloadBytes(), message, true, true, staging_pool_, &src);
+      if (r != CUDA_SUCCESS) return r;
       if (in.getSize() == 0) return CUDA_SUCCESS;
       if ((r = cu_.cuMemcpyHtoDAsync(in.getDst(), src.data, in.getSize(), s)) != CUDA_SUCCESS) return r;
       CUevent done = nullptr;
@@ -577,14 +584,15 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
     }
     case wire::Call::MEMCPY_DTO_H: {
       auto in = call.getMemcpyDtoH();
-      PendingCopyOut pending{call.getId(), reinterpret_cast<uint64_t>(contexts_[call.getCtx()]), nullptr, nullptr,
+      PendingCopyOut pending{call.getId(), reinterpret_cast<uint64_t>(contexts_[call.getCtx()]), nullptr, {},
                              in.getSize(), CUDA_SUCCESS};
       CUstream s;
       r = lookup_stream(in.getStream(), &s);
       if (r == CUDA_SUCCESS) r = check_range(in.getSrc(), in.getSize());
       if (r == CUDA_SUCCESS && in.getSize() > 0) {
-        pending.buffer = std::make_unique<std::byte[]>(in.getSize());
-        r = cu_.cuMemcpyDtoHAsync(pending.buffer.get(), in.getSrc(), in.getSize(), s);
+        pending.buffer = staging_pool_.acquire(in.getSize());
+        r = pending.buffer ? cu_.cuMemcpyDtoHAsync(pending.buffer.get(), in.getSrc(), in.getSize(), s)
+                           : CUDA_ERROR_OUT_OF_MEMORY;
         if (r == CUDA_SUCCESS) r = cu_.cuEventCreate(&pending.done, CU_EVENT_DISABLE_TIMING);
         if (r == CUDA_SUCCESS) r = cu_.cuEventRecord(pending.done, s);
       }

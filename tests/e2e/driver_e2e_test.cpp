@@ -279,6 +279,56 @@ TEST_F(Driver, ThreadsWithTheirOwnStreams) {
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(ok[t], 1) << "thread " << t;
 }
 
+TEST_F(Driver, PageLockedHostMemory) {
+  const size_t sizes[] = {1, 4096, 1 << 20, (8 << 20) + 5};
+  for (size_t n : sizes) {
+    SCOPED_TRACE("size " + std::to_string(n));
+    void* pinned = nullptr;
+    ASSERT_CU(cuMemHostAlloc(&pinned, n, CU_MEMHOSTALLOC_PORTABLE));
+    ASSERT_NE(pinned, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(pinned) % 4096, 0u);
+    unsigned flags = 0;
+    ASSERT_CU(cuMemHostGetFlags(&flags, static_cast<char*>(pinned) + n - 1));
+    EXPECT_EQ(flags, static_cast<unsigned>(CU_MEMHOSTALLOC_PORTABLE));
+    auto src = pattern(n, n + 1);
+    std::memcpy(pinned, src.data(), n);
+    CUdeviceptr d;
+    ASSERT_CU(cuMemAlloc(&d, n));
+    ASSERT_CU(cuMemcpyHtoD(d, pinned, n));
+    std::memset(pinned, 0, n);
+    ASSERT_CU(cuMemcpyDtoH(pinned, d, n));
+    EXPECT_EQ(std::memcmp(pinned, src.data(), n), 0);
+    // Async through a stream, into the program's own memory registered.
+    std::vector<unsigned char> own(n, 0);
+    ASSERT_CU(cuMemHostRegister(own.data(), n, 0));
+    CUstream s;
+    ASSERT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    ASSERT_CU(cuMemcpyDtoHAsync(own.data(), d, n, s));
+    ASSERT_CU(cuStreamSynchronize(s));
+    EXPECT_EQ(std::memcmp(own.data(), src.data(), n), 0);
+    ASSERT_CU(cuStreamDestroy(s));
+    ASSERT_CU(cuMemHostUnregister(own.data()));
+    ASSERT_CU(cuMemFree(d));
+    ASSERT_CU(cuMemFreeHost(pinned));
+  }
+  void* p = nullptr;
+  ASSERT_CU(cuMemAllocHost(&p, 100));
+  std::vector<char> own(8192);
+  EXPECT_EQ(cuMemFreeHost(own.data()), CUDA_ERROR_INVALID_VALUE) << "freeing memory it never allocated";
+  EXPECT_EQ(cuMemFreeHost(static_cast<char*>(p) + 1), CUDA_ERROR_INVALID_VALUE) << "not the start";
+  EXPECT_EQ(cuMemHostRegister(p, 100, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  EXPECT_EQ(cuMemHostUnregister(p), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED) << "allocated, not registered";
+  EXPECT_EQ(cuMemHostUnregister(own.data()), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+  EXPECT_EQ(cuMemHostAlloc(&p, 0, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemHostAlloc(&p, 16, 0x80), CUDA_ERROR_INVALID_VALUE) << "unknown flag";
+  ASSERT_CU(cuMemHostRegister(own.data(), own.size(), 0));
+  EXPECT_EQ(cuMemHostRegister(own.data() + 100, 10, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  ASSERT_CU(cuMemHostUnregister(own.data()));
+  unsigned flags;
+  EXPECT_EQ(cuMemHostGetFlags(&flags, own.data()), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_CU(cuMemFreeHost(p));
+}
+
 TEST_F(Driver, DlopenOfTheDriverReachesRgpu) {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   ASSERT_NE(h, nullptr) << dlerror();

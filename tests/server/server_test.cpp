@@ -7,6 +7,8 @@
 
 #include "client.h"
 #include "rgpu/server/server.h"
+#include "staging_pool.h"
+#include "rgpu/transport/transport.h"
 
 namespace rgpu {
 namespace {
@@ -213,3 +215,73 @@ TEST_F(ServerTest, UnknownStreamHandleIsInvalid) {
 
 }  // namespace
 }  // namespace rgpu
+
+namespace rgpu::server {
+namespace {
+
+// A connection that only counts registrations.
+class CountingConnection final : public transport::Connection {
+ public:
+  Status send(transport::Bytes, transport::Bytes) override { return Status::ok(); }
+  void close() override {}
+  std::string peer() const override { return "test"; }
+  Status register_memory(void*, size_t size) override {
+    ++registered;
+    bytes += size;
+    return Status::ok();
+  }
+  void unregister_memory(void*) override { ++unregistered; }
+  int registered = 0;
+  int unregistered = 0;
+  size_t bytes = 0;
+};
+
+TEST(StagingPool, ReusesRegisteredBuffersUpToItsLimit) {
+  auto conn = std::make_shared<CountingConnection>();
+  {
+    StagingPool pool(conn, 4u << 20);
+    {
+      auto small = pool.acquire(100000);  // 128 KiB class
+      ASSERT_TRUE(small);
+      EXPECT_EQ(small.capacity(), 128u << 10);
+      std::memset(small.get(), 1, 100000);  // writable
+      auto large = pool.acquire(3u << 20);  // 4 MiB class
+      ASSERT_TRUE(large);
+      EXPECT_EQ(large.capacity(), 4u << 20);
+      EXPECT_EQ(conn->registered, 2);
+    }
+    // The 4 MiB buffer went back first and filled the 4 MiB limit, so the
+    // 128 KiB one was dropped.
+    EXPECT_EQ(pool.bytes_cached(), 4u << 20);
+    EXPECT_EQ(conn->unregistered, 1);
+    auto large = pool.acquire(4u << 20);  // reused: nothing new registered
+    EXPECT_EQ(conn->registered, 2);
+    EXPECT_EQ(pool.bytes_cached(), 0u);
+    auto small = pool.acquire(70000);  // made anew
+    EXPECT_EQ(conn->registered, 3);
+    EXPECT_EQ(pool.buffers_made(), 3u);
+    StagingPool::Buffer moved = std::move(small);
+    EXPECT_FALSE(small);
+    EXPECT_TRUE(moved);
+    EXPECT_FALSE(pool.acquire(0));
+  }
+  // Everything made was dropped again once the pool and its buffers were gone.
+  EXPECT_EQ(conn->unregistered, conn->registered);
+}
+
+TEST(StagingPool, BufferMayOutliveThePool) {
+  auto conn = std::make_shared<CountingConnection>();
+  StagingPool::Buffer kept;
+  {
+    StagingPool pool(conn, 64u << 20);
+    kept = pool.acquire(1u << 20);
+    ASSERT_TRUE(kept);
+  }
+  std::memset(kept.get(), 2, 1u << 20);
+  kept.reset();
+  EXPECT_EQ(conn->registered, 1);
+  EXPECT_EQ(conn->unregistered, 1);
+}
+
+}  // namespace
+}  // namespace rgpu::server

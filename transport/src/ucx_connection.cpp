@@ -232,7 +232,17 @@ ucs_status_t UcxConnection::post_am(Waiter& waiter, const Frame& frame, const vo
   return UCS_INPROGRESS;
 }
 
-Status UcxConnection::send(Bytes header, Bytes payload) {
+Status UcxConnection::send_then(Bytes header, Bytes payload, const std::function<void()>& on_posted) {
+  // Runs on_posted once, on every path out of the posting.
+  struct Posted {
+    const std::function<void()>& fn;
+    bool done = false;
+    void operator()() {
+      if (!done && fn) fn();
+      done = true;
+    }
+    ~Posted() { (*this)(); }
+  } posted{on_posted};
   if (header.size() > kMaxHeader) return invalid_argument("header too large");
   Waiter waiter(core_.get());
   // Buffers UCX may read until the requests complete, so outside the lock scope.
@@ -267,6 +277,7 @@ Status UcxConnection::send(Bytes header, Bytes payload) {
     }
     if (in_flight && !core_->on_progress_thread()) core_->kick();
   }
+  posted();
   const ucs_status_t st = core_->wait(waiter);
   if (st != UCS_OK) return disconnected(std::string("send failed: ") + ucs_status_string(st));
   return Status::ok();

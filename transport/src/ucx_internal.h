@@ -293,7 +293,8 @@ class UcxConnection final : public Connection, public std::enable_shared_from_th
   UcxConnection(std::shared_ptr<Core> core, std::string peer, bool client);
   ~UcxConnection() override;
 
-  Status send(Bytes header, Bytes payload) override;
+  Status send(Bytes header, Bytes payload) override { return send_then(header, payload, nullptr); }
+  Status send_then(Bytes header, Bytes payload, const std::function<void()>& on_posted) override;
   void close() override;
   std::string peer() const override { return peer_; }
   bool poll_until(const std::function<bool()>& done, std::chrono::microseconds budget) override {

@@ -11,7 +11,6 @@ using namespace rgpu::runtime;
 namespace {
 
 constexpr size_t kPitchAlignment = 512;
-constexpr size_t kHostAlignment = 4096;
 
 CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
@@ -171,11 +170,13 @@ cudaError_t host_alloc(void** ptr, size_t size, unsigned flags) {
   if (!ptr) return record(cudaErrorInvalidValue);
   constexpr unsigned kKnown = cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined;
   if (flags & ~kKnown) return record(cudaErrorInvalidValue);
-  // Page-locked memory is the program's own memory on this host: the device
-  // is elsewhere, so copies from it travel like any other host memory.
-  size_t rounded = (std::max<size_t>(size, 1) + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
-  void* p = std::aligned_alloc(kHostAlignment, rounded);
-  if (!p) return record(cudaErrorMemoryAllocation);
+  RT_CONTEXT_OR_RETURN();
+  // The driver registers it with the transport once, so that copies from and
+  // to it go zero-copy. cudaHostAlloc* flags have the CU_MEMHOSTALLOC_* values.
+  void* p = nullptr;
+  if (CUresult r = cuMemHostAlloc(&p, std::max<size_t>(size, 1), flags); r != CUDA_SUCCESS) {
+    return record(r);
+  }
   state().add_host_range(p, size, flags, false);
   *ptr = p;
   return cudaSuccess;
@@ -240,8 +241,7 @@ RGPU_RT_EXPORT cudaError_t cudaFreeHost(void* ptr) {
     state().add_host_range(ptr, 0, 0, true);
     return record(cudaErrorInvalidValue);
   }
-  std::free(ptr);
-  return cudaSuccess;
+  return record(cuMemFreeHost(ptr));
   RT_END
 }
 
@@ -252,6 +252,9 @@ RGPU_RT_EXPORT cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int
                               cudaHostRegisterReadOnly;
   if (flags & ~kKnown) return record(cudaErrorInvalidValue);
   if (state().find_host_range(ptr, nullptr, nullptr)) return record(cudaErrorHostMemoryAlreadyRegistered);
+  RT_CONTEXT_OR_RETURN();
+  // cudaHostRegister* flags have the CU_MEMHOSTREGISTER_* values.
+  if (CUresult r = cuMemHostRegister_v2(ptr, size, flags); r != CUDA_SUCCESS) return record(r);
   state().add_host_range(ptr, size, flags, true);
   return cudaSuccess;
   RT_END
@@ -265,7 +268,7 @@ RGPU_RT_EXPORT cudaError_t cudaHostUnregister(void* ptr) {
     state().add_host_range(ptr, 0, 0, false);
     return record(cudaErrorHostMemoryNotRegistered);
   }
-  return cudaSuccess;
+  return record(cuMemHostUnregister(ptr));
   RT_END
 }
 

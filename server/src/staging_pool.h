@@ -1,0 +1,62 @@
+// Reusable host buffers for the bytes of copies, registered with the
+// transport once so that bulk transfers into and out of them go zero-copy.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "rgpu/transport/transport.h"
+
+namespace rgpu::server {
+
+// A pool of page-aligned host buffers in power-of-two size classes, each
+// registered with the connection's transport when first made, kept for reuse
+// up to a byte limit, and unregistered when dropped. Reuse saves the
+// allocation, page faults and registration of every copy. Thread-safe; a
+// buffer may outlive the pool object (it then frees itself when released).
+class StagingPool {
+ public:
+  // One buffer; released to the pool on destruction. Movable, like a
+  // unique_ptr<std::byte[]>.
+  class Buffer {
+   public:
+    Buffer() = default;
+    Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+    Buffer& operator=(Buffer&& other) noexcept;
+    ~Buffer() { reset(); }
+    std::byte* get() const { return data_; }
+    size_t capacity() const { return capacity_; }
+    explicit operator bool() const { return data_ != nullptr; }
+    void reset();
+
+   private:
+    friend class StagingPool;
+    struct Shared;
+    std::shared_ptr<Shared> pool_;
+    std::byte* data_ = nullptr;
+    size_t capacity_ = 0;
+  };
+
+  // `connection` registers the buffers; `max_cached` bounds the bytes kept
+  // idle for reuse.
+  StagingPool(std::shared_ptr<transport::Connection> connection, size_t max_cached);
+  ~StagingPool();
+  StagingPool(const StagingPool&) = delete;
+  StagingPool& operator=(const StagingPool&) = delete;
+
+  // A buffer of at least `size` bytes (size > 0), or an empty one when
+  // memory is exhausted.
+  Buffer acquire(size_t size);
+
+  // Counters for tests and logs.
+  size_t buffers_made() const;
+  size_t bytes_cached() const;
+
+ private:
+  std::shared_ptr<Buffer::Shared> shared_;
+};
+
+}  // namespace rgpu::server
