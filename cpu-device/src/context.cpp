@@ -83,6 +83,28 @@ uint64_t Context::enqueue(const std::shared_ptr<Stream>& stream, std::vector<Dep
   return stream->enqueue(std::move(deps), std::move(work));
 }
 
+bool Context::run_now_if_idle(const std::shared_ptr<Stream>& stream, const Work& work, CUresult* result) {
+  std::lock_guard lock(mu_);
+  // Every enqueue goes through mu_, so nothing can be added while we look.
+  auto busy = [](const std::shared_ptr<Stream>& s) { return !s->idle(); };
+  if (busy(stream)) return false;
+  if (stream->kind() == Stream::Kind::kLegacy) {
+    for (auto& [h, s] : streams_) {
+      if (s->blocking() && busy(s)) return false;
+    }
+    for (auto& [t, s] : per_thread_) {
+      if (busy(s)) return false;
+    }
+    for (auto& s : retired_) {
+      if (s->blocking() && busy(s)) return false;
+    }
+  } else if (stream->blocking() && legacy_ && busy(legacy_)) {
+    return false;
+  }
+  *result = work();
+  return true;
+}
+
 std::vector<std::shared_ptr<Stream>> Context::all_streams_locked() const {
   std::vector<std::shared_ptr<Stream>> all;
   if (legacy_) all.push_back(legacy_);

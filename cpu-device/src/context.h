@@ -59,6 +59,12 @@ class Context {
   // and an operation on a blocking stream waits for earlier legacy work.
   // Returns the operation's sequence number, 0 if the stream is closed.
   uint64_t enqueue(const std::shared_ptr<Stream>& stream, std::vector<Dependency> deps, Work work);
+  // Runs `work` on the calling thread, sets *result and returns true, when
+  // `stream` and everything an operation enqueued on it would wait for are
+  // idle: it is then ordered exactly as if enqueued, without the handoff to
+  // the stream's worker. Holds the context lock while `work` runs (no enqueue
+  // on this context meanwhile), so only for short work. False: enqueue it.
+  bool run_now_if_idle(const std::shared_ptr<Stream>& stream, const Work& work, CUresult* result);
 
   // Waits for all work enqueued so far in every stream; returns the sticky
   // error, else the first asynchronous error, else CUDA_SUCCESS.

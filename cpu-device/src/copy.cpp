@@ -7,13 +7,19 @@ namespace rgpu::cpudev {
 
 namespace {
 
+// Synchronous operations up to this many bytes run on the calling thread
+// when their stream is idle (see Context::run_now_if_idle).
+constexpr size_t kRunNowBytes = 64 * 1024;
+
 // Runs an operation on `stream`: asynchronously, or waiting for it and
 // returning its own result.
 CUresult submit(const std::shared_ptr<Context>& ctx, const std::shared_ptr<Stream>& stream,
-                std::function<CUresult()> op, bool sync) {
+                std::function<CUresult()> op, bool sync, size_t size) {
   if (!sync) {
     return ctx->enqueue(stream, {}, std::move(op)) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
   }
+  CUresult now = CUDA_SUCCESS;
+  if (size <= kRunNowBytes && ctx->run_now_if_idle(stream, op, &now)) return now;
   auto result = std::make_shared<CUresult>(CUDA_SUCCESS);
   uint64_t seq = ctx->enqueue(stream, {}, [op = std::move(op), result] {
     *result = op();
@@ -55,7 +61,7 @@ CUresult enqueue_copy(Driver* d, const std::shared_ptr<Context>& current, CUstre
     if (!still_valid(dst, size) || !still_valid(src, size)) return CUDA_ERROR_INVALID_VALUE;
     std::memmove(reinterpret_cast<void*>(dst.addr), reinterpret_cast<const void*>(src.addr), size);
     return CUDA_SUCCESS;
-  }, sync);
+  }, sync, size);
 }
 
 CUresult enqueue_memset(Driver* d, const std::shared_ptr<Context>& current, CUstream h, uint64_t dst,
@@ -82,7 +88,7 @@ CUresult enqueue_memset(Driver* d, const std::shared_ptr<Context>& current, CUst
       for (size_t i = 0; i < count; ++i) p[i] = value;
     }
     return CUDA_SUCCESS;
-  }, sync);
+  }, sync, size);
 }
 
 }  // namespace rgpu::cpudev

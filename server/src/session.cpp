@@ -70,7 +70,7 @@ void Session::post(transport::Message message) {
     host_func_done(decoded.value()->envelope().getHostFuncDone().getId());
     return;
   }
-  if (runs_inline(*decoded.value(), message)) {
+  if (const Inline how = runs_inline(*decoded.value(), message); how != Inline::kNo) {
     // Nothing queued and nobody executing: run it here, saving the handoff
     // to the executor on the round trip of a quick synchronous call.
     std::unique_lock<std::mutex> exec(exec_mu_, std::try_to_lock);
@@ -80,6 +80,10 @@ void Session::post(transport::Message message) {
         std::lock_guard<std::mutex> lock(mu_);
         if (closing_) return;
         idle = inbox_.empty();
+      }
+      if (idle && how == Inline::kIfIdle) {
+        const uint64_t ctx = decoded.value()->envelope().getBatch().getCalls()[0].getCall().getCtx();
+        idle = make_current(ctx) == CUDA_SUCCESS && context_idle(ctx);
       }
       if (idle) {
         Incoming incoming{std::move(message), std::move(decoded.value())};

@@ -119,7 +119,8 @@ class Session {
   // Whether a batch may run on the transport's thread the moment it arrives:
   // only calls that never block on device work and never name the
   // per-thread stream (which belongs to the executor thread).
-  static bool runs_inline(const protocol::Decoded& decoded, const transport::Message& message);
+  enum class Inline { kNo, kYes, kIfIdle };  // kIfIdle: when its context is idle
+  static Inline runs_inline(const protocol::Decoded& decoded, const transport::Message& message);
   // Whether every stream of context `ctx` is idle, without blocking.
   bool context_idle(uint64_t ctx);
   void handle_message(Incoming& incoming);

@@ -41,18 +41,44 @@ bool is_wait(wire::Call::Reader call) {
          w == wire::Call::EVENT_SYNCHRONIZE;
 }
 
+// Largest synchronous copy that may run on the transport's thread.
+constexpr uint64_t kInlineCopyLimit = 64 * 1024;
+
 bool names_per_thread_stream(uint64_t handle) {
   return handle == reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD);
 }
 
 }  // namespace
 
-bool Session::runs_inline(const protocol::Decoded& decoded, const transport::Message& message) {
-  if (message.payload) return false;  // bulk data: the executor receives it
+Session::Inline Session::runs_inline(const protocol::Decoded& decoded, const transport::Message& message) {
+  if (message.payload) return Inline::kNo;  // bulk data: the executor receives it
   auto envelope = decoded.envelope();
-  if (!envelope.isBatch()) return false;
+  if (!envelope.isBatch()) return Inline::kNo;
   auto calls = envelope.getBatch().getCalls();
-  if (calls.size() == 0 || calls.size() > 8) return false;
+  if (calls.size() == 1) {
+    // A small synchronous copy (a scalar read back, say) does not block when
+    // its context has nothing in flight.
+    auto call = calls[0].getCall();
+    switch (call.which()) {
+      case wire::Call::MEMCPY_DTO_H: {
+        auto c = call.getMemcpyDtoH();
+        if (!c.getAsync() && c.getSize() <= kInlineCopyLimit && !names_per_thread_stream(c.getStream())) {
+          return Inline::kIfIdle;
+        }
+        break;
+      }
+      case wire::Call::MEMCPY_HTO_D: {
+        auto c = call.getMemcpyHtoD();
+        if (!c.getAsync() && c.getSize() <= kInlineCopyLimit && !names_per_thread_stream(c.getStream())) {
+          return Inline::kIfIdle;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  if (calls.size() == 0 || calls.size() > 8) return Inline::kNo;
   for (auto entry : calls) {
     auto call = entry.getCall();
     switch (call.which()) {
@@ -66,16 +92,16 @@ bool Session::runs_inline(const protocol::Decoded& decoded, const transport::Mes
       case wire::Call::CTX_SYNCHRONIZE:
         break;
       case wire::Call::STREAM_QUERY:
-        if (names_per_thread_stream(call.getStreamQuery().getHandle())) return false;
+        if (names_per_thread_stream(call.getStreamQuery().getHandle())) return Inline::kNo;
         break;
       case wire::Call::STREAM_SYNCHRONIZE:
-        if (names_per_thread_stream(call.getStreamSynchronize().getHandle())) return false;
+        if (names_per_thread_stream(call.getStreamSynchronize().getHandle())) return Inline::kNo;
         break;
       default:
-        return false;
+        return Inline::kNo;
     }
   }
-  return true;
+  return Inline::kYes;
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // Tests of streams: asynchrony, ordering, the legacy default stream,
 // cross-stream waits, concurrency and error cases.
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -159,6 +160,39 @@ TEST_F(CpuDeviceStream, LegacyStreamWaitsForBlockingStreams) {
   EXPECT_EQ(3, h[0]);
   EXPECT_EQ(2, h[4]);
   EXPECT_EQ(1, h[8]);
+  CU_OK(cu.cuStreamDestroy(blocking));
+  CU_OK(cu.cuMemFree(p));
+}
+
+// A small synchronous copy runs on the caller's thread only when nothing it
+// must wait for is in flight: behind held work it still waits its turn.
+TEST_F(CpuDeviceStream, SmallSyncCopyWaitsForWorkInFlight) {
+  CUstream blocking;
+  CU_OK(cu.cuStreamCreate(&blocking, 0));
+  CUdeviceptr p = 0;
+  CU_OK(cu.cuMemAlloc(&p, 16));
+  CU_OK(cu.cuMemsetD8(p, 0, 16));  // idle: runs at once
+  Gate gate;
+  CU_OK(cu.cuLaunchHostFunc(blocking, &Gate::hold, &gate));
+  CU_OK(cu.cuMemsetD8Async(p, 7, 16, blocking));
+  ASSERT_TRUE(gate.wait_entered(1));
+  uint8_t h[4] = {};
+  std::atomic<bool> copied{false};
+  std::thread reader([&] {
+    if (cu.cuCtxSetCurrent(ctx) == CUDA_SUCCESS && cu.cuMemcpyDtoH(h, p, 4) == CUDA_SUCCESS) copied = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(copied.load()) << "the legacy-stream copy overtook the blocking stream's held work";
+  gate.open();
+  reader.join();
+  EXPECT_TRUE(copied.load());
+  EXPECT_EQ(7, h[0]);
+  EXPECT_EQ(7, h[3]);
+  // Idle again: a small copy on a user stream also runs at once, in order.
+  uint8_t one = 9;
+  CU_OK(cu.cuMemcpyHtoD(p, &one, 1));
+  CU_OK(cu.cuMemcpyDtoH(h, p, 1));
+  EXPECT_EQ(9, h[0]);
   CU_OK(cu.cuStreamDestroy(blocking));
   CU_OK(cu.cuMemFree(p));
 }
