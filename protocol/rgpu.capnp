@@ -78,6 +78,10 @@ struct Welcome {
   sessionId @4 :UInt64;
   driverVersion @5 :Int32;  # cuDriverGetVersion on the server
   devices @6 :List(DeviceInfo);
+  # The server's advice: split synchronous copies of at least twice this many
+  # bytes into pieces of this size, so that the network and the device copy
+  # overlap; 0 when that does not pay (the server moves the bytes directly).
+  copyPipelineChunk @7 :UInt64;
 }
 
 struct DeviceInfo {

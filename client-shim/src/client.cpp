@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -17,20 +18,33 @@ std::string program_name() {
   return n > 0 ? std::string(buf, n) : std::string("?");
 }
 
+// A number from the environment in [0, max]; false (with a warning for a bad
+// value) when unset or malformed.
+bool env_number(const char* name, uint64_t max, uint64_t* out) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) return false;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (end == text || *end != '\0' || errno != 0 || v > max || text[0] == '-') {
+    RGPU_WARN("ignoring %s=%s (expected a whole number from 0 to %llu)", name, text,
+              static_cast<unsigned long long>(max));
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options,
                                                 std::shared_ptr<transport::Transport> transport) {
   std::unique_ptr<Client> client(new Client());
   client->options_ = options;
-  if (const char* poll = std::getenv("RGPU_POLL_US")) {
-    char* end = nullptr;
-    const long us = std::strtol(poll, &end, 10);
-    if (end != poll && *end == '\0' && us >= 0 && us <= 1000000) {
-      client->options_.poll_budget = std::chrono::microseconds(us);
-    } else {
-      RGPU_WARN("ignoring RGPU_POLL_US=%s (expected microseconds, 0..1000000)", poll);
-    }
+  if (uint64_t us; env_number("RGPU_POLL_US", 1000000, &us)) client->options_.poll_budget = std::chrono::microseconds(us);
+  if (uint64_t bytes; env_number("RGPU_PIPELINE_CHUNK", uint64_t{1} << 40, &bytes)) {
+    client->options_.pipeline_chunk = bytes;
+    client->pipeline_chunk_from_env_ = true;
   }
   if (!transport) {
     transport::UcxOptions ucx_options;
@@ -102,6 +116,7 @@ Status Client::handshake(const ClientOptions& options) {
     return rgpu::failed(std::string("rgpud at ") + options.server + " refused the session: " + welcome.getRefusal().cStr());
   }
   driver_version_ = welcome.getDriverVersion();
+  if (!pipeline_chunk_from_env_) options_.pipeline_chunk = welcome.getCopyPipelineChunk();
   for (auto d : welcome.getDevices()) {
     DeviceInfo info;
     info.name = d.getName();
@@ -173,7 +188,7 @@ void Client::run_flusher() {
 }
 
 SyncResult Client::finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64_t id, transport::Bytes payload,
-                                      OutBuffer out) {
+                                      OutBuffer out, uint64_t own_from) {
   Waiter waiter;
   {
     std::lock_guard<std::mutex> r(replies_mu_);
@@ -210,7 +225,11 @@ SyncResult Client::finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64
   }
   // Errors of earlier async calls surface here, at the next sync call.
   auto async_error = static_cast<CUresult>(reply.getAsyncError());
-  if (async_error != CUDA_SUCCESS && sticky_async_error_ == CUDA_SUCCESS) sticky_async_error_ = async_error;
+  if (async_error != CUDA_SUCCESS && own_from != 0 && reply.getAsyncErrorCall() >= own_from) {
+    if (result.result == CUDA_SUCCESS) result.result = async_error;  // a piece of this very call
+  } else if (async_error != CUDA_SUCCESS && sticky_async_error_ == CUDA_SUCCESS) {
+    sticky_async_error_ = async_error;
+  }
   r.unlock();
 
   if (result.result == CUDA_SUCCESS && out.data) {
@@ -235,6 +254,72 @@ SyncResult Client::finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64
     result.result = sticky_async_error_;
     sticky_async_error_ = CUDA_SUCCESS;
   }
+  return result;
+}
+
+SyncResult Client::copy_in_pipelined(uint64_t ctx, uint64_t dst, const void* src, uint64_t size, uint64_t stream,
+                                     uint64_t chunk) {
+  const auto* bytes = static_cast<const std::byte*>(src);
+  uint64_t first_id = 0;
+  uint64_t offset = 0;
+  auto add_piece = [&](bool last) {
+    const uint64_t n = last ? size - offset : chunk;
+    wire::Call::Builder call = add_call_locked(ctx);
+    if (first_id == 0) first_id = call.getId();
+    auto in = call.initMemcpyHtoD();
+    in.setDst(dst + offset);
+    in.setSize(n);
+    in.setStream(stream);
+    in.setAsync(!last);
+    transport::Bytes payload(bytes + offset, n);
+    if (n <= kInlineLimit) {
+      in.setBytes(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(payload.data()), n));
+      payload = {};
+    } else {
+      call.setPayloadBytes(n);
+    }
+    return std::make_pair(call.getId(), payload);
+  };
+  for (; size - offset > chunk; offset += chunk) {
+    std::unique_lock<std::mutex> lock(batch_mu_);
+    if (failed_.load()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
+    auto piece = add_piece(false);
+    if (!send_batch_locked(piece.second, &lock).is_ok()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
+  }
+  std::unique_lock<std::mutex> lock(batch_mu_);
+  if (failed_.load()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
+  auto last = add_piece(true);
+  return finish_sync_locked(lock, last.first, last.second, {}, first_id);
+}
+
+SyncResult Client::copy_out_pipelined(uint64_t ctx, void* dst, uint64_t src, uint64_t size, uint64_t stream,
+                                      uint64_t chunk) {
+  auto* bytes = static_cast<std::byte*>(dst);
+  uint64_t first_id;
+  {
+    std::lock_guard<std::mutex> lock(batch_mu_);
+    first_id = next_id_;
+  }
+  uint64_t offset = 0;
+  // The pieces come back as the device finishes each, while it copies the next.
+  for (; size - offset > chunk; offset += chunk) copy_out_async(ctx, src + offset, bytes + offset, chunk, stream);
+  const uint64_t n = size - offset;
+  SyncResult result;
+  {
+    std::unique_lock<std::mutex> lock(batch_mu_);
+    if (failed_.load()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
+    wire::Call::Builder call = add_call_locked(ctx);
+    auto out = call.initMemcpyDtoH();
+    out.setSrc(src + offset);
+    out.setSize(n);
+    out.setStream(stream);
+    const uint64_t id = call.getId();
+    result = finish_sync_locked(lock, id, {}, OutBuffer{bytes + offset, n}, first_id);
+  }
+  // The stream has done every piece; their bytes may still be on the way.
+  const bool legacy = stream == 0 || stream == 1;
+  const CUresult pieces = wait_copy_outs(legacy ? kAnyStream : stream);
+  if (result.result == CUDA_SUCCESS) result.result = pieces;
   return result;
 }
 

@@ -33,6 +33,11 @@ struct ClientOptions {
   // this long (no thread handoff on the reply path), then sleeps. 0: never
   // poll. Environment: RGPU_POLL_US.
   std::chrono::microseconds poll_budget{200};
+  // Synchronous copies of at least twice this size move in pieces of it, so
+  // that the network and the server's device copy overlap. 0: never. The
+  // server advises a value at the handshake; RGPU_PIPELINE_CHUNK (bytes)
+  // overrides it.
+  uint64_t pipeline_chunk = 0;
 };
 
 struct DeviceInfo {
@@ -114,6 +119,15 @@ class Client {
     return finish_sync_locked(lock, id, payload, out);
   }
 
+  // A large synchronous copy, moved in pieces of `chunk` bytes so that the
+  // network and the server's device copy overlap: every piece but the last
+  // goes as an async copy on `stream`, the last as the sync call, and an
+  // error of any piece is the result. `stream` is the sync copy's stream.
+  SyncResult copy_in_pipelined(uint64_t ctx, uint64_t dst, const void* src, uint64_t size, uint64_t stream,
+                               uint64_t chunk);
+  SyncResult copy_out_pipelined(uint64_t ctx, void* dst, uint64_t src, uint64_t size, uint64_t stream,
+                                uint64_t chunk);
+
   // Waits until every async copy-out issued before now (on `stream`, or on
   // any stream when `stream` is ~0) has landed in its buffer.
   CUresult wait_copy_outs(uint64_t stream);
@@ -137,6 +151,8 @@ class Client {
   static constexpr uint64_t kAnyStream = ~uint64_t{0};
   // Data up to this size is sent inline in the message; larger goes as payload.
   static constexpr size_t kInlineLimit = 64 * 1024;
+  // Synchronous copies of at least twice options().pipeline_chunk are pipelined.
+  const ClientOptions& options() const { return options_; }
 
  private:
   struct Waiter {
@@ -155,8 +171,11 @@ class Client {
   Status handshake(const ClientOptions& options);
   wire::Call::Builder add_call_locked(uint64_t ctx);
   void after_async_locked(std::unique_lock<std::mutex>& lock);
+  // Sends the batch ending with sync call `id` and waits for its reply. An
+  // async error of a call numbered `own_from` or later (the pieces of one
+  // pipelined copy) is this call's result rather than a later one's.
   SyncResult finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64_t id, transport::Bytes payload,
-                                OutBuffer out);
+                                OutBuffer out, uint64_t own_from = 0);
   // Sends the open batch. With `lock` (holding batch_mu_), the lock is
   // released as soon as the batch has its place in the connection's order,
   // so that other threads queue calls while a bulk payload is in transfer.
@@ -174,6 +193,7 @@ class Client {
   std::unique_ptr<HostMemory> host_memory_;
   std::vector<DeviceInfo> devices_;
   int driver_version_ = 0;
+  bool pipeline_chunk_from_env_ = false;
 
   // The open batch (batch_mu_).
   std::mutex batch_mu_;

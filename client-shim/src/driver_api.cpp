@@ -77,6 +77,10 @@ CUresult memcpy_htod(CUdeviceptr dst, const void* src, size_t size, CUstream str
   shim->client().wait_host_funcs(!async || s == 0 || s == 1 ? Client::kAnyStream : s);
   rgpu::transport::Bytes payload;
   if (size > Client::kInlineLimit) payload = rgpu::transport::Bytes(static_cast<const std::byte*>(src), size);
+  const uint64_t chunk = shim->client().options().pipeline_chunk;
+  if (!async && chunk != 0 && size >= 2 * chunk) {
+    return shim->client().copy_in_pipelined(ctx, dst, src, size, s, chunk).result;
+  }
   if (!async) return shim->client().call_sync(ctx, fill, payload).result;
   if (!payload.empty()) return shim->client().call_async_bulk(ctx, fill, payload);
   shim->client().call_async(ctx, fill);
@@ -93,6 +97,10 @@ CUresult memcpy_dtoh(void* dst, CUdeviceptr src, size_t size, CUstream stream, b
   if (async) {
     shim->client().copy_out_async(ctx, src, dst, size, s);
     return CUDA_SUCCESS;
+  }
+  const uint64_t chunk = shim->client().options().pipeline_chunk;
+  if (chunk != 0 && size >= 2 * chunk) {
+    return shim->client().copy_out_pipelined(ctx, dst, src, size, s, chunk).result;
   }
   auto fill = [&](wire::Call::Builder call) {
     auto out = call.initMemcpyDtoH();

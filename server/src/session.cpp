@@ -25,6 +25,11 @@ thread_local CurrentContext t_current;
 // Idle staging buffers a session keeps for reuse.
 constexpr size_t kStagingCache = size_t{256} << 20;
 
+// Pieces of a synchronous copy that goes through staging: large enough that a
+// piece's overhead is small, small enough that the network and the device
+// copy of neighbouring pieces overlap.
+constexpr uint64_t kCopyPipelineChunk = 4u << 20;
+
 // How long the executor keeps looking for the next message before it sleeps:
 // a client's next call usually follows its reply within microseconds.
 constexpr auto kExecutorSpin = std::chrono::microseconds(20);
@@ -39,8 +44,10 @@ Session::Session(uint64_t id, std::shared_ptr<const DriverTable> driver, std::sh
       info_(std::move(info)),
       module_cache_(std::move(modules)),
       connection_(std::move(connection)),
-      staging_pool_(connection_, kStagingCache) {
+      staging_pool_(connection_, kStagingCache),
+      bulk_direct_(cu_.cpu_device() || connection_->supports_cuda_memory()) {
   executor_ = std::thread([this] { run_executor(); });
+  executor_id_ = executor_.get_id();  // before any message can arrive
   completer_ = std::thread([this] { run_completions(); });
 }
 
@@ -70,7 +77,10 @@ void Session::post(transport::Message message) {
     host_func_done(decoded.value()->envelope().getHostFuncDone().getId());
     return;
   }
-  if (const Inline how = runs_inline(*decoded.value(), message); how != Inline::kNo) {
+  // (Not on the executor itself, which may hand out messages while it waits
+  // for a transfer of its own.)
+  const Inline how = std::this_thread::get_id() == executor_id_ ? Inline::kNo : runs_inline(*decoded.value(), message);
+  if (how != Inline::kNo) {
     // Nothing queued and nobody executing: run it here, saving the handoff
     // to the executor on the round trip of a quick synchronous call.
     std::unique_lock<std::mutex> exec(exec_mu_, std::try_to_lock);
@@ -114,7 +124,6 @@ void Session::close() {
 }
 
 void Session::run_executor() {
-  executor_id_ = std::this_thread::get_id();
   auto has_work = [&] { return closing_ || !inbox_.empty(); };
   for (;;) {
     {
@@ -186,6 +195,7 @@ void Session::handle_hello(wire::Hello::Reader hello) {
     accepted_ = true;
     welcome.setAccepted(true);
     welcome.setDriverVersion(info_->driver_version);
+    welcome.setCopyPipelineChunk(bulk_direct_ ? 0 : kCopyPipelineChunk);
     auto devices = welcome.initDevices(static_cast<unsigned>(info_->devices.size()));
     for (size_t i = 0; i < info_->devices.size(); ++i) {
       const auto& d = info_->devices[i];
@@ -198,8 +208,11 @@ void Session::handle_hello(wire::Hello::Reader hello) {
       for (size_t a = 0; a < d.attributes.size(); ++a) attrs.set(a, d.attributes[a]);
       for (size_t a = 0; a < d.attribute_missing.size(); ++a) missing.set(a, d.attribute_missing[a]);
     }
-    RGPU_INFO("session accepted id=%llu peer=%s pid=%u program=%s", static_cast<unsigned long long>(id_),
-              connection_->peer().c_str(), hello.getPid(), hello.getProgram().cStr());
+    RGPU_INFO("session accepted id=%llu peer=%s pid=%u program=%s bulk_path=%s", static_cast<unsigned long long>(id_),
+              connection_->peer().c_str(), hello.getPid(), hello.getProgram().cStr(),
+              !bulk_direct_        ? "staged (no device memory support in the transport)"
+              : cu_.cpu_device()   ? "direct (CPU device memory is host memory)"
+                                   : "gpudirect (the transport moves CUDA memory)");
   }
   auto words = protocol::encode(builder);
   if (Status s = connection_->send(protocol::as_bytes(words)); !s.is_ok()) {
@@ -247,12 +260,13 @@ void Session::send_reply(uint64_t call_id, Outcome outcome) {
   if (!outcome.message.empty()) reply.setMessage(outcome.message);
   reply.setNeedImage(outcome.need_image);
   transport::Bytes payload;
-  if (outcome.data && outcome.data_size > 0) {
+  const std::byte* data = outcome.direct != nullptr ? outcome.direct : outcome.data.get();
+  if (data != nullptr && outcome.data_size > 0) {
     if (outcome.data_size <= kInlineLimit) {
-      reply.setBytes(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(outcome.data.get()), outcome.data_size));
+      reply.setBytes(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(data), outcome.data_size));
     } else {
       reply.setPayloadBytes(outcome.data_size);
-      payload = transport::Bytes(outcome.data.get(), outcome.data_size);
+      payload = transport::Bytes(data, outcome.data_size);
     }
   }
   auto words = protocol::encode(builder);

@@ -110,6 +110,7 @@ class Session {
     std::vector<uint64_t> values;
     float elapsed_ms = 0;
     StagingPool::Buffer data;  // device-to-host bytes
+    const std::byte* direct = nullptr;  // or these, in device memory (bulk_direct_)
     uint64_t data_size = 0;
     std::string message;
     bool need_image = false;
@@ -162,6 +163,10 @@ class Session {
   const std::shared_ptr<transport::Connection> connection_;
   // Host buffers for the bytes of copies, registered with the transport.
   StagingPool staging_pool_;
+  // Bulk bytes move straight between the transport and device memory: the
+  // CPU device (its device memory is host memory here) or a transport that
+  // handles CUDA memory (GPUDirect). Otherwise they go through staging.
+  const bool bulk_direct_;
   bool accepted_ = false;
 
   // Held while calls execute, by the executor thread or, for a batch that

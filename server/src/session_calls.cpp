@@ -261,6 +261,15 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
       if (!needs_ctx()) break;
       auto in = call.getMemcpyHtoD();
       if ((out.result = check_range(in.getDst(), in.getSize())) != CUDA_SUCCESS) break;
+      if (bulk_direct_ && call.getPayloadBytes() == in.getSize() && message.payload &&
+          message.payload->size() == in.getSize() && context_idle(call.getCtx())) {
+        // Nothing in flight could touch the bytes: receive them straight
+        // into device memory, with no staging copy.
+        Status s = message.payload->receive(reinterpret_cast<void*>(in.getDst()));
+        message.payload.reset();
+        out.result = s.is_ok() ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+        break;
+      }
       SourceBytes src;
       out.result = source_bytes(in, call.getPayloadBytes(), message, true, false, staging_pool_, &src);
       if (out.result == CUDA_SUCCESS && in.getSize() > 0) {
@@ -273,6 +282,13 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
       auto in = call.getMemcpyDtoH();
       if ((out.result = check_range(in.getSrc(), in.getSize())) != CUDA_SUCCESS) break;
       if (in.getSize() == 0) break;
+      if (bulk_direct_ && in.getSize() > kInlineCopyLimit && context_idle(call.getCtx())) {
+        // Nothing in flight could change the bytes: send them straight from
+        // device memory (the reply goes out before the next call runs).
+        out.direct = reinterpret_cast<const std::byte*>(in.getSrc());
+        out.data_size = in.getSize();
+        break;
+      }
       out.data = staging_pool_.acquire(in.getSize());
       if (!out.data) {
         out.result = CUDA_ERROR_OUT_OF_MEMORY;
@@ -697,7 +713,8 @@ void Session::run_completions() {
         payload = transport::Bytes(p.buffer.get(), p.size);
       }
     }
-    if (r != CUDA_SUCCESS) record_async_error(p.call_id, r);
+    // An error found when the copy was issued was recorded then, not again.
+    if (r != CUDA_SUCCESS && p.result == CUDA_SUCCESS) record_async_error(p.call_id, r);
     auto words = protocol::encode(builder);
     (void)connection_->send(protocol::as_bytes(words), payload);
   }

@@ -329,6 +329,26 @@ TEST_F(Driver, PageLockedHostMemory) {
   ASSERT_CU(cuMemFreeHost(p));
 }
 
+// A failed large copy reports its own error and leaves nothing behind for
+// the next synchronizing call (large copies may travel in pieces).
+TEST_F(Driver, FailedLargeCopiesReportTheirOwnError) {
+  const size_t n = 4u << 20;
+  std::vector<unsigned char> host(n, 1);
+  CUdeviceptr d;
+  ASSERT_CU(cuMemAlloc(&d, n / 2));
+  EXPECT_EQ(cuMemcpyHtoD(d, host.data(), n), CUDA_ERROR_INVALID_VALUE) << "copy past the allocation's end";
+  EXPECT_CU(cuCtxSynchronize());
+  EXPECT_EQ(cuMemcpyDtoH(host.data(), d, n), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_CU(cuCtxSynchronize());
+  // The allocation itself still works, whole.
+  auto src = pattern(n / 2, 5);
+  ASSERT_CU(cuMemcpyHtoD(d, src.data(), n / 2));
+  std::vector<unsigned char> back(n / 2);
+  ASSERT_CU(cuMemcpyDtoH(back.data(), d, n / 2));
+  EXPECT_EQ(back, src);
+  ASSERT_CU(cuMemFree(d));
+}
+
 TEST_F(Driver, DlopenOfTheDriverReachesRgpu) {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   ASSERT_NE(h, nullptr) << dlerror();

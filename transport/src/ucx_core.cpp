@@ -25,6 +25,8 @@ constexpr int kIdleSleepMs = 100;
 // How long the progress thread keeps polling (and yielding) while requests
 // are in flight before it sleeps in growing steps.
 constexpr auto kPollWhileInflight = std::chrono::milliseconds(2);
+// How long a thread waiting for its own transfer drives the worker itself.
+constexpr auto kWaitDriveBudget = std::chrono::seconds(5);
 // How long shutdown waits for endpoints to finish closing.
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
 
@@ -210,6 +212,11 @@ Result<std::shared_ptr<Core>> Core::create(const UcxOptions& options) {
   st = ucp_init(&params, config, &core->context_);
   ucp_config_release(config);
   if (st != UCS_OK) return ucx_error("ucp_init", st);
+  ucp_context_attr_t cattr{};
+  cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  if (ucp_context_query(core->context_, &cattr) == UCS_OK) {
+    core->cuda_memory_ = (cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+  }
 
   ucp_worker_params_t wparams{};
   wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -510,6 +517,15 @@ ucs_status_t Core::wait(Waiter& waiter) {
       progress_or_sleep(kIdleSleepMs, false);
     }
   }
+  // Drive the worker here rather than hand every step of the transfer to the
+  // progress thread (some steps raise no event, which would leave it to poll
+  // and back off); after the budget, sleep and leave it to that thread.
+  drive_until(
+      [&waiter] {
+        std::lock_guard<std::mutex> lock(waiter.mu);
+        return waiter.pending == 0;
+      },
+      kWaitDriveBudget);
   std::unique_lock<std::mutex> lock(waiter.mu);
   while (waiter.pending != 0) {
     waiter.cv.wait_for(lock, std::chrono::milliseconds(kIdleSleepMs));

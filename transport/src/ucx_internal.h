@@ -194,6 +194,8 @@ class Core : public std::enable_shared_from_this<Core> {
   void request_started() { inflight_.fetch_add(1, std::memory_order_acq_rel); }
   void request_ended() { inflight_.fetch_sub(1, std::memory_order_acq_rel); }
   size_t rndv_threshold() const { return rndv_threshold_; }
+  // UCX can move CUDA device memory (its context lists the CUDA memory type).
+  bool supports_cuda_memory() const { return cuda_memory_; }
   size_t max_inline_header() const { return max_inline_header_; }
 
   // Lifetime guard: readers hold it shared while calling into UCX from any
@@ -242,6 +244,7 @@ class Core : public std::enable_shared_from_this<Core> {
   ucp_worker_h worker_ = nullptr;
   int epoll_fd_ = -1;
   size_t rndv_threshold_ = 0;
+  bool cuda_memory_ = false;
   size_t max_inline_header_ = 0;
 
   std::thread thread_;
@@ -302,6 +305,7 @@ class UcxConnection final : public Connection, public std::enable_shared_from_th
   }
   Status register_memory(void* ptr, size_t size) override { return core_->register_memory(ptr, size); }
   void unregister_memory(void* ptr) override { core_->unregister_memory(ptr); }
+  bool supports_cuda_memory() const override { return core_->supports_cuda_memory(); }
 
   // ---- used by the core and transport (progress thread unless noted) ----
   // Creates the endpoint: to a listener (client) or from a request (server).

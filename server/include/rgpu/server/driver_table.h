@@ -45,6 +45,10 @@ struct DriverTable {
   using PrintfCallback = void (*)(void* user, const char* text, size_t size);
   CUresult (*rgpuCtxSetPrintfCallback)(CUcontext, PrintfCallback, void*) = nullptr;
 
+  // rgpu's CPU device (recognised by its extension above): its device
+  // memory is host memory of this process, which the transport can reach.
+  bool cpu_device() const { return rgpuCtxSetPrintfCallback != nullptr; }
+
   std::string path;  // the library actually loaded
   std::shared_ptr<void> handle;
 

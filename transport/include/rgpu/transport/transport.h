@@ -81,6 +81,9 @@ class Connection {
   }
   // Drops the registration that starts at `ptr`; no transfer may still use it.
   virtual void unregister_memory(void* ptr) { (void)ptr; }
+  // Whether bulk transfers may send from and receive into CUDA device memory
+  // directly (UCX built with CUDA support: GPUDirect RDMA, or its own copies).
+  virtual bool supports_cuda_memory() const { return false; }
 };
 
 // Callbacks for one connection. They run on the transport's own thread, one at
