@@ -435,12 +435,10 @@ bool Core::drive_until(const std::function<bool()>& done, std::chrono::microseco
     if ((spins & 15) == 15 && std::chrono::steady_clock::now() >= deadline) break;
   }
   drivers_waiting_.fetch_sub(1, std::memory_order_acq_rel);
-  if (have_role) {
-    release_role();
-    // The progress thread takes over; it may have missed an event fd wakeup
-    // that this thread's progress consumed.
-    kick();
-  }
+  // The progress thread takes over: it either waits for the role (and then
+  // polls) or sleeps on the event fd, which new events still signal (UCX
+  // keeps it readable until the next arm), so no wakeup is needed here.
+  if (have_role) release_role();
   return result || done();
 }
 
