@@ -1,11 +1,13 @@
 // Client: the session with rgpud.
 #include "client.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "rgpu/common/log.h"
 
@@ -73,6 +75,7 @@ Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options,
 }
 
 Client::~Client() {
+  if (const char* path = std::getenv("RGPU_STATS"); path && *path) write_stats(path);
   {
     std::lock_guard<std::mutex> lock(batch_mu_);
     stop_flusher_ = true;
@@ -90,6 +93,30 @@ Client::~Client() {
   if (connection_) connection_->close();
   connection_.reset();
   transport_.reset();
+}
+
+void Client::write_stats(const std::string& path) const {
+  auto n = [](const std::atomic<uint64_t>& v) { return static_cast<unsigned long long>(v.load()); };
+  std::string program = program_name();
+  for (char& c : program) {
+    if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = '?';
+  }
+  char line[1024];
+  const int len = std::snprintf(
+      line, sizeof line,
+      "{\"pid\":%d,\"program\":\"%s\",\"sync_calls\":%llu,\"async_calls\":%llu,\"batches\":%llu,"
+      "\"payload_bytes_sent\":%llu,\"modules_sent\":%llu,\"module_bytes_sent\":%llu,\"modules_cached\":%llu}\n",
+      static_cast<int>(getpid()), program.c_str(), n(stats_.sync_calls), n(stats_.async_calls), n(stats_.batches),
+      n(stats_.payload_bytes_sent), n(stats_.modules_sent), n(stats_.module_bytes_sent), n(stats_.modules_cached));
+  if (len <= 0 || static_cast<size_t>(len) >= sizeof line) return;
+  // One write to an O_APPEND file: lines of concurrent processes never mix.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    RGPU_WARN("cannot write RGPU_STATS=%s: %s", path.c_str(), std::strerror(errno));
+    return;
+  }
+  if (::write(fd, line, static_cast<size_t>(len)) != len) RGPU_WARN("short write to RGPU_STATS=%s", path.c_str());
+  ::close(fd);
 }
 
 Status Client::handshake(const ClientOptions& options) {
@@ -159,6 +186,8 @@ Status Client::send_batch_locked(transport::Bytes payload, std::unique_lock<std:
   calls_.clear();
   auto words = protocol::encode(*builder_);
   builder_.reset();
+  stats_.batches.fetch_add(1, std::memory_order_relaxed);
+  stats_.payload_bytes_sent.fetch_add(payload.size(), std::memory_order_relaxed);
   Status s = lock == nullptr || payload.empty()
                  ? connection_->send(protocol::as_bytes(words), payload)
                  : connection_->send_then(protocol::as_bytes(words), payload, [lock] { lock->unlock(); });

@@ -64,6 +64,18 @@ struct OutBuffer {
   uint64_t size = 0;
 };
 
+// What the client sent, for RGPU_STATS (written as one JSON line when the
+// Client goes, at the library's teardown) and tests. Thread-safe counters.
+struct ClientStats {
+  std::atomic<uint64_t> sync_calls{0};
+  std::atomic<uint64_t> async_calls{0};
+  std::atomic<uint64_t> batches{0};             // messages of calls sent
+  std::atomic<uint64_t> payload_bytes_sent{0};  // bulk bytes beside the messages
+  std::atomic<uint64_t> modules_sent{0};        // images the server lacked
+  std::atomic<uint64_t> module_bytes_sent{0};
+  std::atomic<uint64_t> modules_cached{0};      // loads the server answered from its cache
+};
+
 // One connection to rgpud, shared by all threads of the process. Thread-safe.
 // Calls from all threads are sent in one order; async calls are queued in a
 // batch that goes out with the next sync call, when full, or after a short
@@ -77,6 +89,9 @@ class Client {
   ~Client();
 
   const std::vector<DeviceInfo>& devices() const { return devices_; }
+  ClientStats& stats() { return stats_; }
+  // Appends the statistics as one JSON line to `path` (RGPU_STATS).
+  void write_stats(const std::string& path) const;
   // The program's page-locked host memory, registered with the transport.
   HostMemory& host_memory() { return *host_memory_; }
   int driver_version() const { return driver_version_; }
@@ -87,6 +102,7 @@ class Client {
     std::unique_lock<std::mutex> lock(batch_mu_);
     wire::Call::Builder call = add_call_locked(ctx);
     fill(call);
+    stats_.async_calls.fetch_add(1, std::memory_order_relaxed);
     after_async_locked(lock);
   }
 
@@ -116,6 +132,7 @@ class Client {
     fill(call);
     if (!payload.empty()) call.setPayloadBytes(payload.size());
     uint64_t id = call.getId();
+    stats_.sync_calls.fetch_add(1, std::memory_order_relaxed);
     return finish_sync_locked(lock, id, payload, out);
   }
 
@@ -191,6 +208,7 @@ class Client {
   std::shared_ptr<transport::Transport> transport_;
   std::shared_ptr<transport::Connection> connection_;
   std::unique_ptr<HostMemory> host_memory_;
+  ClientStats stats_;
   std::vector<DeviceInfo> devices_;
   int driver_version_ = 0;
   bool pipeline_chunk_from_env_ = false;

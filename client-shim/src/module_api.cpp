@@ -71,8 +71,16 @@ CUresult load_module(void** out, const void* image) {
   // The server usually has the image already (another process, an earlier
   // run): ask by hash first, send the bytes only when it lacks them.
   SyncResult r = load(false);
-  if (r.result != CUDA_SUCCESS && r.need_image) r = load(true);
+  const bool sent = r.result != CUDA_SUCCESS && r.need_image;
+  if (sent) r = load(true);
   if (r.result != CUDA_SUCCESS) return r.result;
+  auto& stats = shim->client().stats();
+  if (sent) {
+    stats.modules_sent.fetch_add(1, std::memory_order_relaxed);
+    stats.module_bytes_sent.fetch_add(bytes.size(), std::memory_order_relaxed);
+  } else {
+    stats.modules_cached.fetch_add(1, std::memory_order_relaxed);
+  }
   shim->modules().add_module(handle, std::move(kernels.value()));
   *out = reinterpret_cast<void*>(handle);
   return CUDA_SUCCESS;

@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -16,6 +17,7 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: rgpud [--listen HOST:PORT] [--device cpu|cuda|auto] [--driver PATH]\n"
                "             [--auth-token TOKEN] [--log-level error|warn|info|debug|trace]\n"
+               "             [--module-cache DIR] [--module-cache-mem BYTES]\n"
                "\n"
                "  --listen HOST:PORT  address to accept clients on (default 127.0.0.1:0: a free port)\n"
                "  --device KIND       cuda: the system libcuda.so.1; cpu: rgpu's CPU device;\n"
@@ -23,6 +25,9 @@ void usage(FILE* out) {
                "  --driver PATH       load this driver library instead (overrides --device)\n"
                "  --auth-token TOKEN  clients must present it (RGPU_AUTH_TOKEN); also read from\n"
                "                      RGPU_AUTH_TOKEN in rgpud's environment\n"
+               "  --module-cache DIR  keep module images in DIR (created 0700) across restarts:\n"
+               "                      a program run again sends no module bytes\n"
+               "  --module-cache-mem BYTES  image bytes kept in memory (default 1 GiB)\n"
                "\n"
                "rgpud prints \"rgpud listening on HOST:PORT\" on stdout once it accepts clients.\n");
 }
@@ -61,6 +66,18 @@ int main(int argc, char** argv) {
       driver_path = value("--driver");
     } else if (arg == "--auth-token") {
       options.auth_token = value("--auth-token");
+    } else if (arg == "--module-cache") {
+      options.module_cache_dir = value("--module-cache");
+    } else if (arg == "--module-cache-mem") {
+      const std::string v = value("--module-cache-mem");
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long bytes = std::strtoull(v.c_str(), &end, 10);
+      if (v.empty() || v[0] == '-' || *end != '\0' || errno != 0) {
+        std::fprintf(stderr, "rgpud: --module-cache-mem wants a number of bytes, got '%s'\n", v.c_str());
+        return 2;
+      }
+      options.module_cache_memory = bytes;
     } else if (arg == "--log-level") {
       rgpu::log::Level level;
       std::string v = value("--log-level");

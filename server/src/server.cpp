@@ -52,8 +52,11 @@ Result<std::shared_ptr<const ServerInfo>> query_devices(const DriverTable& cu, c
 class ServerImpl final : public Server {
  public:
   ServerImpl(std::shared_ptr<const DriverTable> driver, std::shared_ptr<const ServerInfo> info,
-             std::shared_ptr<transport::Transport> transport)
-      : driver_(std::move(driver)), info_(std::move(info)), transport_(std::move(transport)) {}
+             std::shared_ptr<transport::Transport> transport, std::shared_ptr<ModuleCache> module_cache)
+      : driver_(std::move(driver)),
+        info_(std::move(info)),
+        transport_(std::move(transport)),
+        module_cache_(std::move(module_cache)) {}
 
   ~ServerImpl() override {
     listener_.reset();
@@ -123,7 +126,7 @@ class ServerImpl final : public Server {
   const std::shared_ptr<const DriverTable> driver_;
   const std::shared_ptr<const ServerInfo> info_;
   std::shared_ptr<transport::Transport> transport_;
-  std::shared_ptr<ModuleCache> module_cache_ = std::make_shared<ModuleCache>();
+  const std::shared_ptr<ModuleCache> module_cache_;
   std::unique_ptr<transport::Listener> listener_;
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, std::shared_ptr<Session>> sessions_;
@@ -136,9 +139,16 @@ class ServerImpl final : public Server {
 Result<std::unique_ptr<Server>> Server::start(std::shared_ptr<const DriverTable> driver,
                                               std::shared_ptr<transport::Transport> transport,
                                               const ServerOptions& options) {
+  auto modules = ModuleCache::open(ModuleCacheOptions{options.module_cache_dir, options.module_cache_memory});
+  if (!modules.is_ok()) return modules.status();
+  if (!options.module_cache_dir.empty()) {
+    RGPU_INFO("module cache dir=%s memory_limit=%llu", options.module_cache_dir.c_str(),
+              static_cast<unsigned long long>(options.module_cache_memory));
+  }
   auto info = query_devices(*driver, options);
   if (!info.is_ok()) return info.status();
-  auto server = std::make_unique<ServerImpl>(std::move(driver), std::move(info.value()), std::move(transport));
+  auto server = std::make_unique<ServerImpl>(std::move(driver), std::move(info.value()), std::move(transport),
+                                             std::move(modules.value()));
   if (Status s = server->listen(options.listen); !s.is_ok()) return s;
   return std::unique_ptr<Server>(std::move(server));
 }

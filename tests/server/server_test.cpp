@@ -3,11 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <filesystem>
 #include <thread>
 
 #include "client.h"
 #include "rgpu/server/server.h"
+#include "module_cache.h"
 #include "staging_pool.h"
+#include "rgpu/fatbin/fatbin.h"
 #include "rgpu/transport/transport.h"
 
 namespace rgpu {
@@ -281,6 +285,91 @@ TEST(StagingPool, BufferMayOutliveThePool) {
   kept.reset();
   EXPECT_EQ(conn->registered, 1);
   EXPECT_EQ(conn->unregistered, 1);
+}
+
+}  // namespace
+}  // namespace rgpu::server
+
+namespace rgpu::server {
+namespace {
+
+// An image and its name: the SHA-256 of its bytes; stored with a NUL after.
+struct TestImage {
+  std::string hash;
+  std::vector<std::byte> stored;
+};
+TestImage make_image(size_t size, char fill) {
+  std::vector<std::byte> bytes(size, std::byte(fill));
+  TestImage t;
+  t.hash = fatbin::content_hash(fatbin::Bytes(reinterpret_cast<const uint8_t*>(bytes.data()), size)).to_hex();
+  bytes.push_back(std::byte{0});
+  t.stored = std::move(bytes);
+  return t;
+}
+
+class ModuleCacheDisk : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/rgpu-module-cache-unit-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = std::string(tmpl) + "/images";
+  }
+  void TearDown() override { std::filesystem::remove_all(std::filesystem::path(dir_).parent_path()); }
+  std::string dir_;
+};
+
+TEST_F(ModuleCacheDisk, ImagesSurviveANewCacheOnTheSameFolder) {
+  auto a = make_image(1000, 'a');
+  {
+    auto cache = ModuleCache::open(ModuleCacheOptions{dir_, 1u << 20});
+    ASSERT_TRUE(cache.is_ok()) << cache.status().to_string();
+    EXPECT_EQ(cache.value()->find(a.hash), nullptr);
+    cache.value()->insert(a.hash, a.stored);
+  }
+  auto cache = ModuleCache::open(ModuleCacheOptions{dir_, 1u << 20});
+  ASSERT_TRUE(cache.is_ok());
+  auto image = cache.value()->find(a.hash);
+  ASSERT_NE(image, nullptr);
+  EXPECT_EQ(*image, a.stored);  // with its NUL byte
+  EXPECT_EQ(cache.value()->stats().disk_hits, 1u);
+  EXPECT_NE(cache.value()->find(a.hash), nullptr);
+  EXPECT_EQ(cache.value()->stats().disk_hits, 1u) << "the second find is from memory";
+}
+
+TEST_F(ModuleCacheDisk, ADamagedFileIsDeletedAndMissed) {
+  auto a = make_image(500, 'b');
+  auto cache = ModuleCache::open(ModuleCacheOptions{dir_, 1u << 20});
+  ASSERT_TRUE(cache.is_ok());
+  cache.value()->insert(a.hash, a.stored);
+  const std::string path = dir_ + "/" + a.hash;
+  std::ofstream(path, std::ios::trunc) << "something else";
+  auto fresh = ModuleCache::open(ModuleCacheOptions{dir_, 1u << 20});
+  ASSERT_TRUE(fresh.is_ok());
+  EXPECT_EQ(fresh.value()->find(a.hash), nullptr);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_EQ(fresh.value()->stats().corrupt_files, 1u);
+  // Names that are not hashes never reach the disk.
+  EXPECT_EQ(fresh.value()->find("../../etc/passwd"), nullptr);
+}
+
+TEST_F(ModuleCacheDisk, MemoryLimitEvictsOldestButDiskKeepsThem) {
+  auto cache = ModuleCache::open(ModuleCacheOptions{dir_, 2500});
+  ASSERT_TRUE(cache.is_ok());
+  auto a = make_image(1000, 'c'), b = make_image(1000, 'd'), c = make_image(1000, 'e');
+  cache.value()->insert(a.hash, a.stored);
+  cache.value()->insert(b.hash, b.stored);
+  cache.value()->insert(c.hash, c.stored);  // over 2500 bytes: a goes
+  EXPECT_EQ(cache.value()->stats().evictions, 1u);
+  auto back = cache.value()->find(a.hash);  // from disk
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(*back, a.stored);
+  EXPECT_EQ(cache.value()->stats().disk_hits, 1u);
+}
+
+TEST(ModuleCache, RefusesAFolderItCannotUse) {
+  EXPECT_FALSE(ModuleCache::open(ModuleCacheOptions{"/proc/version", 1}).is_ok()) << "a file";
+  EXPECT_FALSE(ModuleCache::open(ModuleCacheOptions{"/nonexistent-parent/x", 1}).is_ok());
+  EXPECT_TRUE(ModuleCache::open(ModuleCacheOptions{"", 1}).is_ok()) << "memory only";
 }
 
 }  // namespace

@@ -21,16 +21,19 @@ namespace {
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "usage: rgpu run [--server HOST:PORT] [--device cpu|cuda|auto] -- COMMAND [ARGS...]\n"
+               "usage: rgpu run [--server HOST:PORT] [--device cpu|cuda|auto] [--module-cache DIR]\n"
+               "                -- COMMAND [ARGS...]\n"
                "       rgpu --version\n"
                "\n"
                "run      runs COMMAND with rgpu's client library preloaded, so its CUDA calls go to\n"
                "         rgpud. With --server (or RGPU_SERVER set) it uses that server; otherwise it\n"
                "         starts an embedded rgpud on a free loopback port for the duration of\n"
                "         COMMAND (--device picks its device; auto: a GPU if there is one, else\n"
-               "         rgpu's CPU device).\n"
+               "         rgpu's CPU device; --module-cache keeps its module images in DIR, so\n"
+               "         that a second run sends none).\n"
                "\n"
-               "environment: RGPU_SERVER, RGPU_AUTH_TOKEN, RGPU_LOG_LEVEL, UCX_TLS (transport choice)\n");
+               "environment: RGPU_SERVER, RGPU_AUTH_TOKEN, RGPU_LOG_LEVEL, RGPU_MODULE_CACHE,\n"
+               "             RGPU_STATS, UCX_TLS (transport choice)\n");
 }
 
 fs::path self_dir() {
@@ -69,7 +72,7 @@ struct EmbeddedServer {
   }
 };
 
-bool start_embedded_server(const std::string& device, EmbeddedServer* server) {
+bool start_embedded_server(const std::string& device, const std::string& module_cache, EmbeddedServer* server) {
   fs::path rgpud = self_dir() / "rgpud";
   if (!fs::exists(rgpud)) {
     std::fprintf(stderr, "rgpu: rgpud not found next to rgpu (%s)\n", rgpud.c_str());
@@ -84,7 +87,12 @@ bool start_embedded_server(const std::string& device, EmbeddedServer* server) {
     close(out[0]);
     close(out[1]);
     unsetenv("LD_PRELOAD");
-    execl(rgpud.c_str(), "rgpud", "--listen", "127.0.0.1:0", "--device", device.c_str(), nullptr);
+    if (module_cache.empty()) {
+      execl(rgpud.c_str(), "rgpud", "--listen", "127.0.0.1:0", "--device", device.c_str(), nullptr);
+    } else {
+      execl(rgpud.c_str(), "rgpud", "--listen", "127.0.0.1:0", "--device", device.c_str(), "--module-cache",
+            module_cache.c_str(), nullptr);
+    }
     std::fprintf(stderr, "rgpu: cannot start %s: %s\n", rgpud.c_str(), std::strerror(errno));
     _exit(127);
   }
@@ -123,6 +131,8 @@ bool start_embedded_server(const std::string& device, EmbeddedServer* server) {
 int run(int argc, char** argv) {
   std::string server_address;
   std::string device = "auto";
+  std::string module_cache;
+  if (const char* dir = std::getenv("RGPU_MODULE_CACHE")) module_cache = dir;
   int i = 0;
   for (; i < argc; ++i) {
     std::string arg = argv[i];
@@ -133,6 +143,8 @@ int run(int argc, char** argv) {
       server_address = argv[++i];
     } else if (arg == "--device" && i + 1 < argc) {
       device = argv[++i];
+    } else if (arg == "--module-cache" && i + 1 < argc) {
+      module_cache = argv[++i];
     } else if (arg == "--help" || arg == "-h") {
       usage(stdout);
       return 0;
@@ -164,7 +176,7 @@ int run(int argc, char** argv) {
   }
   EmbeddedServer embedded;
   if (server_address.empty()) {
-    if (!start_embedded_server(device, &embedded)) return 1;
+    if (!start_embedded_server(device, module_cache, &embedded)) return 1;
     server_address = embedded.address;
   }
 

@@ -13,6 +13,10 @@ namespace rgpu::server {
 struct ServerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
   std::string auth_token;              // empty: none required
+  // Folder that keeps module images across restarts (empty: memory only),
+  // and the bytes of images kept in memory.
+  std::string module_cache_dir;
+  uint64_t module_cache_memory = uint64_t{1} << 30;
 };
 
 // Owns the listener and every live session. Thread-safe. Destruction closes
