@@ -106,6 +106,7 @@ void Session::post(transport::Message message) {
     std::lock_guard<std::mutex> lock(mu_);
     if (closing_) return;
     inbox_.push_back(Incoming{std::move(message), std::move(decoded.value())});
+    inbox_size_.store(inbox_.size(), std::memory_order_release);
   }
   cv_.notify_one();
 }
@@ -115,6 +116,7 @@ void Session::close() {
     std::lock_guard<std::mutex> lock(mu_);
     closing_ = true;
     inbox_.clear();
+    inbox_size_.store(0, std::memory_order_release);
   }
   cv_.notify_all();
   // Release streams held for host functions: the client will not run them.
@@ -127,14 +129,13 @@ void Session::run_executor() {
   auto has_work = [&] { return closing_ || !inbox_.empty(); };
   for (;;) {
     {
-      // Look for a while before sleeping, yielding the CPU meanwhile.
+      // Look for a while before sleeping (without the lock, which the
+      // transport's thread needs to queue), yielding the CPU meanwhile.
       const auto until = std::chrono::steady_clock::now() + kExecutorSpin;
-      std::unique_lock<std::mutex> lock(mu_);
-      while (!has_work() && std::chrono::steady_clock::now() < until) {
-        lock.unlock();
+      while (inbox_size_.load(std::memory_order_acquire) == 0 && std::chrono::steady_clock::now() < until) {
         std::this_thread::yield();
-        lock.lock();
       }
+      std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, has_work);
       if (closing_) return;
     }
@@ -147,6 +148,7 @@ void Session::run_executor() {
       if (closing_) return;
       incoming = std::move(inbox_.front());
       inbox_.pop_front();
+      inbox_size_.store(inbox_.size(), std::memory_order_release);
     }
     handle_message(incoming);
   }

@@ -196,6 +196,7 @@ class Session {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Incoming> inbox_;
+  std::atomic<size_t> inbox_size_{0};  // inbox_.size(), read without mu_
   bool closing_ = false;
 
   // Host functions in flight, by id (host_funcs_mu_).
