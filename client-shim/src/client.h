@@ -167,7 +167,9 @@ class Client {
 
   static constexpr uint64_t kAnyStream = ~uint64_t{0};
   // Data up to this size is sent inline in the message; larger goes as payload.
-  static constexpr size_t kInlineLimit = 64 * 1024;
+  // (Kept well under 64 KiB, the transports' fragment size, so that a message
+  // with its bytes inline still travels as one fragment.)
+  static constexpr size_t kInlineLimit = 32 * 1024;
   // Synchronous copies of at least twice options().pipeline_chunk are pipelined.
   const ClientOptions& options() const { return options_; }
 

@@ -10,7 +10,7 @@ namespace {
 
 // Device-to-host results up to this size ride inline in the reply; larger
 // ones travel as the transport payload (rendezvous, no extra copy).
-constexpr uint64_t kInlineLimit = 64 * 1024;
+constexpr uint64_t kInlineLimit = 32 * 1024;
 
 // The context current on this thread, as (session, client context handle):
 // client handles are never reused within a session, so unlike a CUcontext

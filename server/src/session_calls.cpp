@@ -41,8 +41,12 @@ bool is_wait(wire::Call::Reader call) {
          w == wire::Call::EVENT_SYNCHRONIZE;
 }
 
-// Largest synchronous copy that may run on the transport's thread.
-constexpr uint64_t kInlineCopyLimit = 64 * 1024;
+// Largest synchronous copy that may run on the transport's thread, which
+// handles no other message meanwhile (4 MiB: under a millisecond on the
+// slowest transport measured, docs/benchmarks.md).
+constexpr uint64_t kInlineCopyLimit = 4u << 20;
+// Device-to-host results up to this size ride inside the reply.
+constexpr uint64_t kReplyBytesLimit = 32 * 1024;
 
 bool names_per_thread_stream(uint64_t handle) {
   return handle == reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD);
@@ -51,13 +55,13 @@ bool names_per_thread_stream(uint64_t handle) {
 }  // namespace
 
 Session::Inline Session::runs_inline(const protocol::Decoded& decoded, const transport::Message& message) {
-  if (message.payload) return Inline::kNo;  // bulk data: the executor receives it
   auto envelope = decoded.envelope();
   if (!envelope.isBatch()) return Inline::kNo;
   auto calls = envelope.getBatch().getCalls();
   if (calls.size() == 1) {
-    // A small synchronous copy (a scalar read back, say) does not block when
-    // its context has nothing in flight.
+    // A synchronous copy of moderate size does not block on the device when
+    // its context has nothing in flight; its bytes move while this thread
+    // drives the transport anyway.
     auto call = calls[0].getCall();
     switch (call.which()) {
       case wire::Call::MEMCPY_DTO_H: {
@@ -78,6 +82,7 @@ Session::Inline Session::runs_inline(const protocol::Decoded& decoded, const tra
         break;
     }
   }
+  if (message.payload) return Inline::kNo;  // bulk data of anything else: the executor receives it
   if (calls.size() == 0 || calls.size() > 8) return Inline::kNo;
   for (auto entry : calls) {
     auto call = entry.getCall();
@@ -282,7 +287,7 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
       auto in = call.getMemcpyDtoH();
       if ((out.result = check_range(in.getSrc(), in.getSize())) != CUDA_SUCCESS) break;
       if (in.getSize() == 0) break;
-      if (bulk_direct_ && in.getSize() > kInlineCopyLimit && context_idle(call.getCtx())) {
+      if (bulk_direct_ && in.getSize() > kReplyBytesLimit && context_idle(call.getCtx())) {
         // Nothing in flight could change the bytes: send them straight from
         // device memory (the reply goes out before the next call runs).
         out.direct = reinterpret_cast<const std::byte*>(in.getSrc());
@@ -706,7 +711,7 @@ void Session::run_completions() {
     done.setResult(r);
     transport::Bytes payload;
     if (r == CUDA_SUCCESS && p.size > 0) {
-      if (p.size <= 64 * 1024) {
+      if (p.size <= kReplyBytesLimit) {
         done.setBytes(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(p.buffer.get()), p.size));
       } else {
         done.setPayloadBytes(p.size);
