@@ -375,8 +375,8 @@ def page(res, images):
             rows.append((name, fmt(r["matmul_ms"]), fmt(r["matmul_ms"] / local_app["matmul_ms"] if local_app else None, 2),
                          fmt(r["streams_ms"]), fmt(r["streams_ms"] / local_app["streams_ms"] if local_app else None, 2)))
     if local_app:
-        add("Applications (driver API ports of `tests/samples/matmul_tiled.cu`, %d × %d, and "
-            "`tests/samples/streams_events.cu`, %d floats over 4 streams; results checked; median of runs):" % (
+        add("Applications (the kernels of `tests/samples/matmul_tiled.cu`, %d × %d, and "
+            "`tests/samples/streams_events.cu`, %d floats over 4 streams, driven the same way through the driver API; results checked; median of runs):" % (
                 local_app["matmul_size"], local_app["matmul_size"], local_app["streams_elements"]))
         add("")
     add(table(["where", "tiled matmul ms", "× local", "streams ms", "× local"], rows))

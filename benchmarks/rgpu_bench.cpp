@@ -89,14 +89,15 @@ void init_context() {
   CHECK(cu.cuCtxSetCurrent(ctx));
 }
 
-std::string read_ptx() {
+// PTX built next to the program (benchmarks/CMakeLists.txt).
+std::string read_ptx(const std::string& name) {
   char self[4096];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   std::string dir = n > 0 ? std::string(self, n) : std::string(".");
   dir = dir.substr(0, dir.rfind('/'));
-  std::ifstream in(dir + "/rgpu-bench-kernels.ptx");
+  std::ifstream in(dir + "/" + name);
   if (!in) {
-    std::fprintf(stderr, "rgpu-bench: rgpu-bench-kernels.ptx not found next to the program\n");
+    std::fprintf(stderr, "rgpu-bench: %s not found next to the program\n", name.c_str());
     std::exit(1);
   }
   std::stringstream s;
@@ -104,13 +105,14 @@ std::string read_ptx() {
   return s.str();
 }
 
-CUmodule load_kernels() {
-  static CUmodule module = nullptr;
-  if (module == nullptr) {
-    const std::string ptx = read_ptx();
-    CHECK(cu.cuModuleLoadData(&module, ptx.c_str()));
-  }
-  return module;
+// A kernel of one of the PTX files; the samples' kernels have C++ names.
+CUfunction kernel(const char* file, const char* name) {
+  CUmodule module;
+  const std::string ptx = read_ptx(file);
+  CHECK(cu.cuModuleLoadData(&module, ptx.c_str()));
+  CUfunction fn;
+  CHECK(cu.cuModuleGetFunction(&fn, module, name));
+  return fn;
 }
 
 Json header(const char* mode, const rgpu::bench::Args& args) {
@@ -199,8 +201,7 @@ int bandwidth(const rgpu::bench::Args& args) {
 int launch(const rgpu::bench::Args& args) {
   const int launches = args.smoke ? 500 : static_cast<int>(args.size("--launches", 10000));
   init_context();
-  CUfunction fn;
-  CHECK(cu.cuModuleGetFunction(&fn, load_kernels(), "empty_kernel"));
+  CUfunction fn = kernel("rgpu-bench-kernels.ptx", "empty_kernel");
   for (int i = 0; i < 100; ++i) CHECK(cu.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr));
   CHECK(cu.cuCtxSynchronize());
   std::vector<double> enqueue_us(launches);
@@ -221,9 +222,7 @@ int launch(const rgpu::bench::Args& args) {
 }
 
 // The tiled matrix multiply sample: upload, multiply, download, check.
-double app_matmul(int m) {
-  CUfunction fn;
-  CHECK(cu.cuModuleGetFunction(&fn, load_kernels(), "matmul_tiled"));
+double app_matmul(CUfunction fn, int m) {
   const size_t count = static_cast<size_t>(m) * m;
   std::vector<float> a(count), b(count), c(count, -1.0f);
   for (size_t i = 0; i < count; ++i) {
@@ -261,9 +260,7 @@ double app_matmul(int m) {
 
 // The streams sample: chunks copied in, worked on and copied out on several
 // streams at once.
-double app_streams(int n, int streams) {
-  CUfunction fn;
-  CHECK(cu.cuModuleGetFunction(&fn, load_kernels(), "stream_work"));
+double app_streams(CUfunction fn, int n, int streams) {
   std::vector<float> in(n), out(n, 0.0f);
   for (int i = 0; i < n; ++i) in[i] = static_cast<float>(i % 100);
   const auto t0 = Clock::now();
@@ -303,11 +300,15 @@ int app(const rgpu::bench::Args& args) {
   const int m = args.smoke ? 64 : static_cast<int>(args.size("--matmul-size", 256));
   const int n = args.smoke ? (1 << 16) : static_cast<int>(args.size("--streams-elements", 1 << 22));
   init_context();
-  app_matmul(16);  // warm-up: module load, first allocations
+  // The samples' kernels: matmul_tiled(const float*, const float*, float*, int, int, int)
+  // and work(const float*, float*, int).
+  const CUfunction matmul = kernel("rgpu-bench-matmul.ptx", "_Z12matmul_tiledPKfS0_Pfiii");
+  const CUfunction work = kernel("rgpu-bench-streams.ptx", "_Z4workPKfPfi");
+  app_matmul(matmul, 16);  // warm-up: first allocations and launches
   std::vector<double> matmul_ms, streams_ms;
   for (int r = 0; r < reps; ++r) {
-    matmul_ms.push_back(app_matmul(m));
-    streams_ms.push_back(app_streams(n, 4));
+    matmul_ms.push_back(app_matmul(matmul, m));
+    streams_ms.push_back(app_streams(work, n, 4));
   }
   Json j = header("app", args);
   j.add("statistic", "median of " + std::to_string(reps) + " runs");
