@@ -120,7 +120,7 @@ void Client::write_stats(const std::string& path) const {
 }
 
 Status Client::handshake(const ClientOptions& options) {
-  capnp::MallocMessageBuilder builder;
+  capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
   auto hello = builder.initRoot<wire::Envelope>().initHello();
   hello.setProtocolVersion(wire::PROTOCOL_VERSION);
   hello.setClientBuild(RGPU_VERSION_STRING);
@@ -161,7 +161,7 @@ Status Client::handshake(const ClientOptions& options) {
 }
 
 wire::Call::Builder Client::add_call_locked(uint64_t ctx) {
-  if (!builder_) builder_ = std::make_unique<capnp::MallocMessageBuilder>();
+  if (!builder_) builder_ = std::make_unique<capnp::MallocMessageBuilder>(protocol::kSmallMessageWords);
   auto orphan = builder_->getOrphanage().newOrphan<wire::Call>();
   wire::Call::Builder call = orphan.get();
   call.setId(next_id_++);
@@ -240,9 +240,7 @@ SyncResult Client::finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64
   waiters_.erase(id);
   if (!waiter.done || !sent.is_ok()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
 
-  auto decoded = protocol::decode(waiter.message.header);
-  if (!decoded.is_ok()) return SyncResult{CUDA_ERROR_UNKNOWN};
-  auto reply = decoded.value()->envelope().getReply();
+  auto reply = waiter.decoded->envelope().getReply();
   SyncResult result;
   result.result = static_cast<CUresult>(reply.getResult());
   for (auto v : reply.getValues()) result.values.push_back(v);
@@ -460,7 +458,7 @@ void Client::run_callbacks() {
       if (--host_pending_[f.stream] == 0) host_pending_.erase(f.stream);
     }
     host_cv_.notify_all();
-    capnp::MallocMessageBuilder builder;
+    capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
     builder.initRoot<wire::Envelope>().initHostFuncDone().setId(id);
     auto words = protocol::encode(builder);
     (void)connection_->send(protocol::as_bytes(words));
@@ -492,7 +490,8 @@ void Client::on_message(transport::Message message) {
         RGPU_WARN("reply for unknown call id=%llu", static_cast<unsigned long long>(id));
         return;
       }
-      it->second->message = std::move(message);
+      it->second->message = std::move(message);  // the header's bytes do not move
+      it->second->decoded = std::move(decoded.value());
       it->second->done = true;
       replies_cv_.notify_all();
       return;

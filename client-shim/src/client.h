@@ -177,6 +177,7 @@ class Client {
   struct Waiter {
     bool done = false;
     transport::Message message;
+    std::unique_ptr<protocol::Decoded> decoded;  // of message, by on_message
   };
   struct CopyOut {
     void* dst;

@@ -176,7 +176,7 @@ void Session::handle_message(Incoming& incoming) {
 }
 
 void Session::handle_hello(wire::Hello::Reader hello) {
-  capnp::MallocMessageBuilder builder;
+  capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
   auto welcome = builder.initRoot<wire::Envelope>().initWelcome();
   welcome.setProtocolVersion(wire::PROTOCOL_VERSION);
   welcome.setServerBuild(info_->build);
@@ -243,7 +243,7 @@ void Session::record_async_error(uint64_t call_id, CUresult result) {
 }
 
 void Session::send_reply(uint64_t call_id, Outcome outcome) {
-  capnp::MallocMessageBuilder builder;
+  capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
   auto reply = builder.initRoot<wire::Envelope>().initReply();
   reply.setId(call_id);
   reply.setResult(outcome.result);
@@ -340,7 +340,7 @@ CUresult Session::create_context(uint64_t handle, int device, unsigned flags) {
 // order; the kernel's completion (and so any sync reply) comes after it.
 void Session::device_output(void* session, const char* text, size_t size) {
   auto* self = static_cast<Session*>(session);
-  capnp::MallocMessageBuilder builder;
+  capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
   builder.initRoot<wire::Envelope>().setDeviceOutput(
       kj::arrayPtr(reinterpret_cast<const capnp::byte*>(text), size));
   auto words = protocol::encode(builder);

@@ -14,6 +14,12 @@
 
 namespace rgpu::protocol {
 
+// First segment size for builders of small messages (replies, control
+// messages, a batch that may hold one call): 1 KiB instead of Cap'n Proto's
+// 8 KiB default, which would be zeroed for every message. Larger messages
+// grow in further segments.
+constexpr unsigned kSmallMessageWords = 128;
+
 // Serialises a built message into one contiguous buffer (Cap'n Proto flat-array
 // framing), ready to be a transport header.
 kj::Array<capnp::word> encode(capnp::MessageBuilder& message);
