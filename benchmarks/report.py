@@ -434,7 +434,15 @@ out of) device memory when nothing in flight could touch them — the CPU device
 GPU this is the GPUDirect path when UCX handles CUDA memory — and otherwise through a pool of registered staging
 buffers, with large synchronous copies pipelined in pieces so that the network and the device copy overlap.
 Small copies (under 1 MiB) are latency-bound: a copy is a round trip plus its bytes, so their ratio follows the
-round-trip ratio above."""
+round-trip ratio above.
+
+On a 2-core host the remote runs also share the cores between more busy threads than the local runs: during
+10,000 launches, the program's thread, its thread sending full batches, rgpud's transport thread, its executor and
+the CPU device's stream worker (about 32, 15, 12, 15 and 11 % of the samples in `perf record`); locally only the
+program's thread and the stream worker. During large copies, more runnable threads than cores cost whole
+scheduler ticks now and then (a 16 MiB copy on shared memory takes 1.3 to 1.4 ms like the raw transfer, with
+occasional copies of 4 to 14 ms), which the medians of a few copies catch unevenly from run to run. The
+profiles and how to take them are in docs/performance.md, "Profiles"."""
 
 
 def check(res):
