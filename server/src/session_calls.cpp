@@ -200,9 +200,66 @@ void Session::execute(wire::Call::Reader call, transport::Message& message, uint
     }
     return;
   }
+  if (defer_copy(call, message)) return;
   send_reply(id, execute_sync(call, message));
   (void)payload_offset;
   (void)is_last;
+}
+
+bool Session::defer_copy(wire::Call::Reader call, transport::Message& message) {
+  const bool htod = call.which() == wire::Call::MEMCPY_HTO_D;
+  if (!htod && call.which() != wire::Call::MEMCPY_DTO_H) return false;
+  const uint64_t ctx = call.getCtx();
+  // Only when the copy would wait for device work; an idle context copies at once.
+  if (make_current(ctx) != CUDA_SUCCESS || context_idle(ctx)) return false;
+  const uint64_t id = call.getId();
+  CUstream stream;
+  CUresult r = lookup_stream(htod ? call.getMemcpyHtoD().getStream() : call.getMemcpyDtoH().getStream(), &stream);
+  auto outcome = std::make_shared<Outcome>();
+  auto staged = std::make_shared<StagingPool::Buffer>();  // host bytes the device still reads
+  if (r == CUDA_SUCCESS && htod) {
+    auto in = call.getMemcpyHtoD();
+    SourceBytes src;
+    if ((r = check_range(in.getDst(), in.getSize())) == CUDA_SUCCESS && in.getSize() > 0 &&
+        (r = source_bytes(in, call.getPayloadBytes(), message, true, true, staging_pool_, &src)) == CUDA_SUCCESS) {
+      r = cu_.cuMemcpyHtoDAsync(in.getDst(), src.data, in.getSize(), stream);
+      *staged = std::move(src.owned);
+    }
+  } else if (r == CUDA_SUCCESS) {
+    auto in = call.getMemcpyDtoH();
+    if ((r = check_range(in.getSrc(), in.getSize())) == CUDA_SUCCESS && in.getSize() > 0) {
+      outcome->data = staging_pool_.acquire(in.getSize());
+      outcome->data_size = in.getSize();
+      r = outcome->data ? cu_.cuMemcpyDtoHAsync(outcome->data.get(), in.getSrc(), in.getSize(), stream)
+                        : CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  }
+  CUevent done = nullptr;
+  if (r == CUDA_SUCCESS) r = cu_.cuEventCreate(&done, CU_EVENT_DISABLE_TIMING);
+  if (r == CUDA_SUCCESS) r = cu_.cuEventRecord(done, stream);
+  if (r != CUDA_SUCCESS) {
+    if (done != nullptr) cu_.cuEventDestroy(done);
+    // A copy that was enqueued may still read the staged bytes or write the
+    // buffer: let the stream finish before they go.
+    if (*staged || outcome->data) cu_.cuStreamSynchronize(stream);
+    send_reply(id, Outcome{r});
+    return true;
+  }
+  // The reply goes when the stream gets there; meanwhile this session's
+  // other calls (other threads of the client) go on.
+  waiters_.spawn([this, id, ctx = reinterpret_cast<uint64_t>(contexts_[ctx]), done, outcome, staged] {
+    CUresult result = cu_.cuCtxSetCurrent(reinterpret_cast<CUcontext>(ctx));
+    if (result == CUDA_SUCCESS) result = cu_.cuEventSynchronize(done);
+    cu_.cuEventDestroy(done);
+    staged->reset();
+    outcome->result = result;
+    if (result != CUDA_SUCCESS) {
+      outcome->data.reset();
+      outcome->data_size = 0;
+    }
+    send_reply(id, std::move(*outcome));
+  });
+  return true;
 }
 
 Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Message& message) {

@@ -4,6 +4,8 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -347,6 +349,77 @@ TEST_F(Driver, FailedLargeCopiesReportTheirOwnError) {
   ASSERT_CU(cuMemcpyDtoH(back.data(), d, n / 2));
   EXPECT_EQ(back, src);
   ASSERT_CU(cuMemFree(d));
+}
+
+// One thread's synchronous copies that wait behind a long kernel do not hold
+// up another thread's calls (the server answers them when the stream gets
+// there, and goes on meanwhile); the copies still see the kernel's result.
+TEST_F(Driver, CopiesWaitingForAKernelDoNotHoldUpOtherThreads) {
+  static const char kSpinPtx[] = R"(
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry spin(.param .u64 out, .param .u32 n) {
+  .reg .u32 %r<3>;
+  .reg .u64 %rd<2>;
+  .reg .pred %p;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, 0;
+LOOP:
+  add.u32 %r2, %r2, 1;
+  setp.lt.u32 %p, %r2, %r1;
+  @%p bra LOOP;
+  st.global.u32 [%rd1], %r2;
+  ret;
+}
+)";
+  CUmodule module;
+  CUfunction spin;
+  ASSERT_CU(cuModuleLoadData(&module, kSpinPtx));
+  ASSERT_CU(cuModuleGetFunction(&spin, module, "spin"));
+  CUdeviceptr out, buf;
+  ASSERT_CU(cuMemAlloc(&out, 4));
+  const size_t n = 1u << 20;
+  ASSERT_CU(cuMemAlloc(&buf, n));
+  auto src = pattern(n, 42);
+  std::atomic<bool> launched{false}, copied{false};
+  unsigned value = 0;
+  std::vector<unsigned char> back(n);
+  CUresult copy_results[3] = {CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN};
+  std::thread a([&] {
+    if (cuCtxSetCurrent(ctx_) != CUDA_SUCCESS) return;
+    unsigned iterations = 100u * 1000 * 1000;
+    void* params[] = {&out, &iterations};
+    if (cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr) != CUDA_SUCCESS) return;
+    launched = true;
+    // All three on the legacy stream, behind the kernel.
+    copy_results[0] = cuMemcpyHtoD(buf, src.data(), n);
+    copy_results[1] = cuMemcpyDtoH(&value, out, 4);
+    copy_results[2] = cuMemcpyDtoH(back.data(), buf, n);
+    copied = true;
+  });
+  while (!launched.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a is inside its first copy
+  bool answered_before_copies = true;
+  for (int i = 0; i < 5; ++i) {
+    size_t free_bytes = 0, total = 0;
+    EXPECT_CU(cuMemGetInfo(&free_bytes, &total));
+    answered_before_copies = answered_before_copies && !copied.load();
+  }
+  const bool kernel_still_running = cuStreamQuery(nullptr) == CUDA_ERROR_NOT_READY;
+  a.join();
+  EXPECT_TRUE(answered_before_copies) << "another thread's copy held up these calls";
+  // (The check above means something only if the kernel outlasted our calls.)
+  EXPECT_TRUE(kernel_still_running) << "the kernel ended too soon for this test: make it spin longer";
+  EXPECT_CU(copy_results[0]);
+  EXPECT_CU(copy_results[1]);
+  EXPECT_CU(copy_results[2]);
+  EXPECT_EQ(value, 100u * 1000 * 1000) << "the copy did not wait for the kernel";
+  EXPECT_EQ(back, src);
+  ASSERT_CU(cuMemFree(out));
+  ASSERT_CU(cuMemFree(buf));
+  ASSERT_CU(cuModuleUnload(module));
 }
 
 TEST_F(Driver, DlopenOfTheDriverReachesRgpu) {
