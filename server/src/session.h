@@ -131,9 +131,9 @@ class Session {
   // (or handed to a waiter thread).
   void execute(wire::Call::Reader call, transport::Message& message, uint64_t& payload_offset, bool is_last);
   Outcome execute_sync(wire::Call::Reader call, transport::Message& message);
-  // A synchronous copy that would wait for device work: issued as the async
-  // copy on its stream, answered by a waiter thread once done, so the
-  // executor goes on. False when the copy is to run now instead.
+  // A synchronous copy or memset that would wait for device work: issued as
+  // the async operation on its stream, answered by a waiter thread once
+  // done, so the executor goes on. False when it is to run now instead.
   bool defer_copy(wire::Call::Reader call, transport::Message& message);
   CUresult execute_async(wire::Call::Reader call, transport::Message& message);
 

@@ -207,17 +207,25 @@ void Session::execute(wire::Call::Reader call, transport::Message& message, uint
 }
 
 bool Session::defer_copy(wire::Call::Reader call, transport::Message& message) {
-  const bool htod = call.which() == wire::Call::MEMCPY_HTO_D;
-  if (!htod && call.which() != wire::Call::MEMCPY_DTO_H) return false;
+  const auto which = call.which();
+  const bool htod = which == wire::Call::MEMCPY_HTO_D;
+  const bool device_only = which == wire::Call::MEMCPY_DTO_D || which == wire::Call::MEMSET;
+  if (!htod && !device_only && which != wire::Call::MEMCPY_DTO_H) return false;
   const uint64_t ctx = call.getCtx();
   // Only when the copy would wait for device work; an idle context copies at once.
   if (make_current(ctx) != CUDA_SUCCESS || context_idle(ctx)) return false;
   const uint64_t id = call.getId();
   CUstream stream;
-  CUresult r = lookup_stream(htod ? call.getMemcpyHtoD().getStream() : call.getMemcpyDtoH().getStream(), &stream);
+  const uint64_t stream_handle = htod          ? call.getMemcpyHtoD().getStream()
+                                 : device_only ? (which == wire::Call::MEMSET ? call.getMemset().getStream()
+                                                                               : call.getMemcpyDtoD().getStream())
+                                               : call.getMemcpyDtoH().getStream();
+  CUresult r = lookup_stream(stream_handle, &stream);
   auto outcome = std::make_shared<Outcome>();
   auto staged = std::make_shared<StagingPool::Buffer>();  // host bytes the device still reads
-  if (r == CUDA_SUCCESS && htod) {
+  if (r == CUDA_SUCCESS && device_only) {
+    r = execute_async(call, message);  // the same operation on the same stream, enqueued
+  } else if (r == CUDA_SUCCESS && htod) {
     auto in = call.getMemcpyHtoD();
     SourceBytes src;
     if ((r = check_range(in.getDst(), in.getSize())) == CUDA_SUCCESS && in.getSize() > 0 &&

@@ -378,25 +378,32 @@ LOOP:
   CUfunction spin;
   ASSERT_CU(cuModuleLoadData(&module, kSpinPtx));
   ASSERT_CU(cuModuleGetFunction(&spin, module, "spin"));
-  CUdeviceptr out, buf;
+  CUdeviceptr out, buf, set, copy;
   ASSERT_CU(cuMemAlloc(&out, 4));
   const size_t n = 1u << 20;
   ASSERT_CU(cuMemAlloc(&buf, n));
+  ASSERT_CU(cuMemAlloc(&set, n));
+  ASSERT_CU(cuMemAlloc(&copy, n));
+  std::vector<unsigned char> copied_back(n);
   auto src = pattern(n, 42);
   std::atomic<bool> launched{false}, copied{false};
   unsigned value = 0;
   std::vector<unsigned char> back(n);
-  CUresult copy_results[3] = {CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN};
+  CUresult copy_results[6] = {CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN,
+                              CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN};
   std::thread a([&] {
     if (cuCtxSetCurrent(ctx_) != CUDA_SUCCESS) return;
     unsigned iterations = 100u * 1000 * 1000;
     void* params[] = {&out, &iterations};
     if (cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr) != CUDA_SUCCESS) return;
     launched = true;
-    // All three on the legacy stream, behind the kernel.
-    copy_results[0] = cuMemcpyHtoD(buf, src.data(), n);
-    copy_results[1] = cuMemcpyDtoH(&value, out, 4);
-    copy_results[2] = cuMemcpyDtoH(back.data(), buf, n);
+    // All on the legacy stream, behind the kernel.
+    copy_results[0] = cuMemsetD8(set, 0x5a, n);
+    copy_results[1] = cuMemcpyDtoD(copy, set, n);
+    copy_results[2] = cuMemcpyHtoD(buf, src.data(), n);
+    copy_results[3] = cuMemcpyDtoH(&value, out, 4);
+    copy_results[4] = cuMemcpyDtoH(back.data(), buf, n);
+    copy_results[5] = cuMemcpyDtoH(copied_back.data(), copy, n);
     copied = true;
   });
   while (!launched.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -412,13 +419,14 @@ LOOP:
   EXPECT_TRUE(answered_before_copies) << "another thread's copy held up these calls";
   // (The check above means something only if the kernel outlasted our calls.)
   EXPECT_TRUE(kernel_still_running) << "the kernel ended too soon for this test: make it spin longer";
-  EXPECT_CU(copy_results[0]);
-  EXPECT_CU(copy_results[1]);
-  EXPECT_CU(copy_results[2]);
+  for (CUresult r : copy_results) EXPECT_CU(r);
   EXPECT_EQ(value, 100u * 1000 * 1000) << "the copy did not wait for the kernel";
   EXPECT_EQ(back, src);
+  EXPECT_EQ(copied_back, std::vector<unsigned char>(n, 0x5a));
   ASSERT_CU(cuMemFree(out));
   ASSERT_CU(cuMemFree(buf));
+  ASSERT_CU(cuMemFree(set));
+  ASSERT_CU(cuMemFree(copy));
   ASSERT_CU(cuModuleUnload(module));
 }
 
