@@ -48,7 +48,6 @@ Session::Session(uint64_t id, std::shared_ptr<const DriverTable> driver, std::sh
       bulk_direct_(cu_.cpu_device() || connection_->supports_cuda_memory()) {
   executor_ = std::thread([this] { run_executor(); });
   executor_id_ = executor_.get_id();  // before any message can arrive
-  completer_ = std::thread([this] { run_completions(); });
 }
 
 Session::~Session() {
@@ -59,7 +58,14 @@ Session::~Session() {
     completions_stop_ = true;
   }
   completions_cv_.notify_all();
-  if (completer_.joinable()) completer_.join();
+  std::vector<std::thread> lanes;
+  {
+    std::lock_guard<std::mutex> lock(completions_mu_);
+    for (auto& [stream, lane] : lanes_) lanes.push_back(std::move(lane->thread));
+  }
+  for (auto& t : lanes) {
+    if (t.joinable()) t.join();
+  }
   waiters_.join_all();
   connection_->close();
   release_all();

@@ -142,7 +142,15 @@ class Session {
   void wait_then_reply(uint64_t call_id, uint64_t ctx, std::function<CUresult()> wait);
   void send_reply(uint64_t call_id, Outcome outcome);
   void record_async_error(uint64_t call_id, CUresult result);
-  void run_completions();
+  // Async device-to-host copies are answered in order per stream: each stream
+  // that has had one gets a lane (a queue and its thread), so a copy behind a
+  // long kernel on one stream does not hold up another stream's.
+  struct CompletionLane {
+    std::deque<PendingCopyOut> queue;
+    std::thread thread;
+  };
+  void queue_copy_out(uint64_t stream, PendingCopyOut pending);
+  void run_completions(CompletionLane* lane);
   void reap_staging(bool wait_all);
   void release_all();
 
@@ -212,11 +220,11 @@ class Session {
   ThreadSet waiters_;
   std::mutex completions_mu_;
   std::condition_variable completions_cv_;
-  std::deque<PendingCopyOut> completions_;
+  std::map<uint64_t, std::unique_ptr<CompletionLane>> lanes_;  // by stream handle
   bool completions_stop_ = false;
 
   std::thread executor_;
-  std::thread completer_;
+
 };
 
 }  // namespace rgpu::server

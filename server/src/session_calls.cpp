@@ -615,10 +615,7 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
   if ((r = make_current(call.getCtx())) != CUDA_SUCCESS) {
     if (call.which() == wire::Call::MEMCPY_DTO_H) {
       // The client waits for every async copy-out: always answer it.
-      completions_mu_.lock();
-      completions_.push_back(PendingCopyOut{call.getId(), 0, nullptr, {}, 0, r});
-      completions_mu_.unlock();
-      completions_cv_.notify_one();
+      queue_copy_out(call.getMemcpyDtoH().getStream(), PendingCopyOut{call.getId(), 0, nullptr, {}, 0, r});
     }
     return r;
   }
@@ -717,11 +714,7 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
         if (pending.done) cu_.cuEventDestroy(pending.done), pending.done = nullptr;
         pending.result = r;
       }
-      {
-        std::lock_guard<std::mutex> lock(completions_mu_);
-        completions_.push_back(std::move(pending));
-      }
-      completions_cv_.notify_one();
+      queue_copy_out(in.getStream(), std::move(pending));
       return r;
     }
     case wire::Call::MEMCPY_DTO_D: {
@@ -757,15 +750,29 @@ void Session::wait_then_reply(uint64_t call_id, uint64_t ctx, std::function<CUre
   });
 }
 
-void Session::run_completions() {
+void Session::queue_copy_out(uint64_t stream, PendingCopyOut pending) {
+  {
+    std::lock_guard<std::mutex> lock(completions_mu_);
+    std::unique_ptr<CompletionLane>& lane = lanes_[stream];
+    if (!lane) {
+      lane = std::make_unique<CompletionLane>();
+      CompletionLane* raw = lane.get();
+      raw->thread = std::thread([this, raw] { run_completions(raw); });
+    }
+    lane->queue.push_back(std::move(pending));
+  }
+  completions_cv_.notify_all();  // lanes share the condition; there are few
+}
+
+void Session::run_completions(CompletionLane* lane) {
   for (;;) {
     PendingCopyOut p;
     {
       std::unique_lock<std::mutex> lock(completions_mu_);
-      completions_cv_.wait(lock, [&] { return completions_stop_ || !completions_.empty(); });
-      if (completions_.empty()) return;
-      p = std::move(completions_.front());
-      completions_.pop_front();
+      completions_cv_.wait(lock, [&] { return completions_stop_ || !lane->queue.empty(); });
+      if (lane->queue.empty()) return;
+      p = std::move(lane->queue.front());
+      lane->queue.pop_front();
     }
     CUresult r = p.result;
     if (r == CUDA_SUCCESS && p.done) {

@@ -351,11 +351,8 @@ TEST_F(Driver, FailedLargeCopiesReportTheirOwnError) {
   ASSERT_CU(cuMemFree(d));
 }
 
-// One thread's synchronous copies that wait behind a long kernel do not hold
-// up another thread's calls (the server answers them when the stream gets
-// there, and goes on meanwhile); the copies still see the kernel's result.
-TEST_F(Driver, CopiesWaitingForAKernelDoNotHoldUpOtherThreads) {
-  static const char kSpinPtx[] = R"(
+// A kernel that counts to n in one thread, then stores n: slow on purpose.
+const char kSpinPtx[] = R"(
 .version 7.0
 .target sm_70
 .address_size 64
@@ -374,6 +371,11 @@ LOOP:
   ret;
 }
 )";
+
+// One thread's synchronous copies that wait behind a long kernel do not hold
+// up another thread's calls (the server answers them when the stream gets
+// there, and goes on meanwhile); the copies still see the kernel's result.
+TEST_F(Driver, CopiesWaitingForAKernelDoNotHoldUpOtherThreads) {
   CUmodule module;
   CUfunction spin;
   ASSERT_CU(cuModuleLoadData(&module, kSpinPtx));
@@ -427,6 +429,38 @@ LOOP:
   ASSERT_CU(cuMemFree(buf));
   ASSERT_CU(cuMemFree(set));
   ASSERT_CU(cuMemFree(copy));
+  ASSERT_CU(cuModuleUnload(module));
+}
+
+// An async copy behind a long kernel on one stream does not hold up another
+// stream's async copies: each stream's copies come back in their own order.
+TEST_F(Driver, AsyncCopiesOfOneStreamDoNotWaitForAnother) {
+  CUmodule module;
+  CUfunction spin;
+  ASSERT_CU(cuModuleLoadData(&module, kSpinPtx));
+  ASSERT_CU(cuModuleGetFunction(&spin, module, "spin"));
+  CUstream slow, fast;
+  ASSERT_CU(cuStreamCreate(&slow, CU_STREAM_NON_BLOCKING));
+  ASSERT_CU(cuStreamCreate(&fast, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr out, other;
+  ASSERT_CU(cuMemAlloc(&out, 4));
+  ASSERT_CU(cuMemAlloc(&other, 4));
+  ASSERT_CU(cuMemsetD32(other, 7, 1));
+  unsigned iterations = 100u * 1000 * 1000;
+  void* params[] = {&out, &iterations};
+  ASSERT_CU(cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, slow, params, nullptr));
+  unsigned slow_value = 0, fast_value = 0;
+  ASSERT_CU(cuMemcpyDtoHAsync(&slow_value, out, 4, slow));  // queued first, behind the kernel
+  ASSERT_CU(cuMemcpyDtoHAsync(&fast_value, other, 4, fast));
+  ASSERT_CU(cuStreamSynchronize(fast));
+  EXPECT_EQ(fast_value, 7u);
+  EXPECT_EQ(cuStreamQuery(slow), CUDA_ERROR_NOT_READY) << "the fast stream's copy waited for the slow stream";
+  ASSERT_CU(cuStreamSynchronize(slow));
+  EXPECT_EQ(slow_value, iterations);
+  ASSERT_CU(cuStreamDestroy(slow));
+  ASSERT_CU(cuStreamDestroy(fast));
+  ASSERT_CU(cuMemFree(out));
+  ASSERT_CU(cuMemFree(other));
   ASSERT_CU(cuModuleUnload(module));
 }
 
