@@ -271,7 +271,9 @@ def page(res, images):
     add("")
     add("rgpu against the wire's own limit and against the device used directly, measured side by side in one "
         "run of `./scripts/bench.sh` (which builds, runs `benchmarks/run_suite.sh` and then this report). "
-        "Figures are ratios from that one run on a shared machine: rerun it to compare on yours.")
+        "Figures are ratios from that one run on a shared machine: rerun it to compare on yours. On the "
+        "2-CPU development machine the raw figures themselves swing by up to 4× from run to run, and the ratios "
+        "with them (docs/performance.md, \"Run-to-run variation\").")
     add("")
     add("- **Machine:** %s CPUs (%s), Linux %s, UCX %s; rgpu commit %s; run %s%s." % (
         m.get("host_cpus", "?"), m.get("cpu", "?"), m.get("kernel", "?"), m.get("ucx", "?"), m.get("commit", "?"),
