@@ -643,6 +643,35 @@ TEST_P(Conformance, RegisteredBuffersCarryPayloads) {
   conn->unregister_memory(client_buffer.data() + 4096);
 }
 
+// A large header sent alone does not wait for the peer to take it: send()
+// returns while the peer's handler is still busy, and order is kept.
+TEST_P(Conformance, LargeHeaderAloneDoesNotWaitForThePeer) {
+  std::atomic<bool> first_handled{false};
+  auto r = std::make_shared<Recorder>();
+  const std::string address = listen([&, r](std::shared_ptr<Connection>) {
+    ConnectionHandler h;
+    h.on_message = [&, r](Connection&, Message m) {
+      if (string_of(m.header) == "hold") {
+        std::this_thread::sleep_for(500ms);  // the peer is busy
+        first_handled = true;
+      }
+      r->add_message(std::move(m));
+    };
+    return h;
+  });
+  auto conn = connect(address, ConnectionHandler{});
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(conn->send(bytes_of("hold")).is_ok());
+  const auto big = pattern(4u << 20, 9);
+  ASSERT_TRUE(conn->send(big).is_ok());
+  EXPECT_FALSE(first_handled.load()) << "send() waited for the busy peer";
+  ASSERT_TRUE(r->wait_messages(2));
+  auto got = r->take_messages();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(string_of(got[0].header), "hold");
+  EXPECT_EQ(got[1].header, big);
+}
+
 INSTANTIATE_TEST_SUITE_P(Inproc, Conformance, ::testing::Values("inproc"));
 INSTANTIATE_TEST_SUITE_P(Ucx, Conformance, ::testing::Values("ucx", "ucx_rndv"));
 

@@ -17,6 +17,15 @@ void send_done(void* request, ucs_status_t status, void* user_data) {
   ucp_request_free(request);
 }
 
+// A send whose buffers the transport owns: nobody waits for it. A failure
+// shows as the endpoint's error, which closes the connection.
+void owned_send_done(void* request, ucs_status_t status, void* user_data) {
+  std::unique_ptr<OwnedSend> owned(static_cast<OwnedSend*>(user_data));
+  if (status != UCS_OK) RGPU_DEBUG("transport=ucx event=send_failed status=%s", ucs_status_string(status));
+  owned->core->request_ended();
+  ucp_request_free(request);
+}
+
 void recv_done(void* request, ucs_status_t status, size_t length, void* user_data) {
   static_cast<Waiter*>(user_data)->complete(status);
   ucp_request_free(request);
@@ -261,9 +270,27 @@ Status UcxConnection::send_then(Bytes header, Bytes payload, const std::function
                    payload.size());
       in_flight = st == UCS_INPROGRESS;
     } else if (payload.empty()) {
-      frames[0] = Frame{next_send_seq_.fetch_add(1, std::memory_order_relaxed), peer_id_, kHeaderInData};
-      st = post_am(waiter, frames[0], &frames[0], sizeof(Frame), header.data(), header.size());
-      in_flight = st == UCS_INPROGRESS;
+      // A large header alone (a batch of async calls, say): UCX sends a copy
+      // on its own, so that the sender does not wait for the peer to take it.
+      auto owned = std::make_unique<OwnedSend>();
+      owned->core = core_.get();
+      owned->frame = Frame{next_send_seq_.fetch_add(1, std::memory_order_relaxed), peer_id_, kHeaderInData};
+      owned->data.assign(header.begin(), header.end());
+      ucp_request_param_t p{};
+      p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+      p.cb.send = owned_send_done;
+      p.user_data = owned.get();
+      core_->request_started();
+      ucs_status_ptr_t req =
+          ucp_am_send_nbx(ep_, kAmMessage, &owned->frame, sizeof(Frame), owned->data.data(), owned->data.size(), &p);
+      if (req == nullptr || UCS_PTR_IS_ERR(req)) {
+        core_->request_ended();
+        st = req == nullptr ? UCS_OK : UCS_PTR_STATUS(req);
+      } else {
+        owned.release();  // freed by owned_send_done
+        st = UCS_OK;
+        if (!core_->on_progress_thread()) core_->kick();
+      }
     } else {
       const uint64_t seq = next_send_seq_.fetch_add(2, std::memory_order_relaxed);
       frames[0] = Frame{seq, peer_id_, kHeaderPart};

@@ -68,6 +68,15 @@ constexpr size_t kMaxHeader = size_t{1} << 30;
 // Out-of-order window per connection before the peer is declared broken.
 constexpr uint64_t kMaxReorderWindow = 1u << 20;
 
+// A header-only message copied for UCX to send on its own (see
+// UcxConnection::send_then); freed by the completion callback.
+class Core;
+struct OwnedSend {
+  Core* core;
+  Frame frame;
+  std::vector<std::byte> data;
+};
+
 // ---- Completion of one or more UCX requests --------------------------------
 
 // Counts outstanding requests and records the first error. Lives on the stack
