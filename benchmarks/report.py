@@ -439,9 +439,9 @@ Small copies (under 1 MiB) are latency-bound: a copy is a round trip plus its by
 round-trip ratio above.
 
 On a 2-core host the remote runs also share the cores between more busy threads than the local runs: during
-10,000 launches, the program's thread, its thread sending full batches, rgpud's transport thread, its executor and
-the CPU device's stream worker (about 32, 15, 12, 15 and 11 % of the samples in `perf record`); locally only the
-program's thread and the stream worker. During large copies, more runnable threads than cores cost whole
+10,000 launches, the program's thread, rgpud's transport thread, its executor and the CPU device's stream worker
+(and, before batches were left to UCX to send, a client thread driving each batch's send: about 32, 12, 15, 11 and
+15 % of the samples in `perf record`); locally only the program's thread and the stream worker. During large copies, more runnable threads than cores cost whole
 scheduler ticks now and then (a 16 MiB copy on shared memory takes 1.3 to 1.4 ms like the raw transfer, with
 occasional copies of 4 to 14 ms), which the medians of a few copies catch unevenly from run to run. The
 profiles and how to take them are in docs/performance.md, "Profiles"."""
