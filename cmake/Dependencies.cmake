@@ -30,6 +30,10 @@ rgpu_require(CapnProto_FOUND "Cap'n Proto (CapnProtoConfig.cmake)" "libcapnp-dev
 find_program(CAPNP_EXECUTABLE capnp)
 rgpu_require(CAPNP_EXECUTABLE "the capnp compiler" "capnproto")
 
+# OpenSSL's libcrypto: HMAC-SHA256 and random nonces for authentication.
+find_package(OpenSSL QUIET COMPONENTS Crypto)
+rgpu_require(OpenSSL_FOUND "OpenSSL libcrypto" "libssl-dev")
+
 # rdma-core: only for listing HCAs where UCX cannot answer.
 find_library(IBVERBS_LIB ibverbs)
 find_path(IBVERBS_INCLUDE infiniband/verbs.h)

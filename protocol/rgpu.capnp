@@ -21,6 +21,14 @@ $Cxx.namespace("rgpu::wire");
 #    (devices with all their attributes, so device queries are answered on
 #    the client) or refused with a reason. A client of another protocol
 #    version gets a refusal naming both versions; the server never guesses.
+#    A server that requires authentication answers the hello with a
+#    `Challenge` (a fresh random nonce) first; the client answers with
+#    `Authenticate`, an HMAC-SHA256 under its tenant's shared key over both
+#    nonces, and the server welcomes it only when the proof is right. The
+#    welcome carries the server's own proof over the nonces, so the client
+#    knows that the server holds the key too (see docs/security.md). Until it
+#    is welcomed, a connection may send nothing but these, small, within a
+#    time limit: the server keeps no session, thread or buffer for it.
 # 2. The client sends `Batch`es of calls. Calls run on the server strictly
 #    in the order the client issued them. Calls are of two kinds:
 #      - async calls (launches, async copies, memsets, event record, stream
@@ -46,7 +54,7 @@ $Cxx.namespace("rgpu::wire");
 # (a newer client) is answered CUDA_ERROR_NOT_SUPPORTED ("unimplemented").
 # ---------------------------------------------------------------------------
 
-const protocolVersion :UInt32 = 1;
+const protocolVersion :UInt32 = 2;
 
 struct Envelope {
   union {
@@ -58,16 +66,28 @@ struct Envelope {
     hostFuncCall @5 :HostFuncCall;
     hostFuncDone @6 :HostFuncDone;
     deviceOutput @7 :Data;  # device printf text (server to client), for the client's stdout
+    challenge @8 :Challenge;        # server to client, before the welcome
+    authenticate @9 :Authenticate;  # client to server, the answer to the challenge
   }
 }
 
 struct Hello {
   protocolVersion @0 :UInt32;
   clientBuild @1 :Text;     # rgpu version of the client library
-  authToken @2 :Text;       # must match the server's token when it has one
+  authToken @2 :Text;       # unused since protocol 2: a token never travels
   pid @3 :UInt32;
   hostname @4 :Text;
   program @5 :Text;         # argv[0] of the client, for logs
+  tenant @6 :Text;          # who the client is; names the key it proves (empty: "default")
+  clientNonce @7 :Data;     # 32 random bytes, bound into both proofs
+}
+
+struct Challenge {
+  serverNonce @0 :Data;     # 32 random bytes, fresh for each connection
+}
+
+struct Authenticate {
+  proof @0 :Data;           # HMAC-SHA256(key, "rgpu-client-v1", tenant, clientNonce, serverNonce)
 }
 
 struct Welcome {
@@ -82,6 +102,10 @@ struct Welcome {
   # bytes into pieces of this size, so that the network and the device copy
   # overlap; 0 when that does not pay (the server moves the bytes directly).
   copyPipelineChunk @7 :UInt64;
+  # HMAC-SHA256(key, "rgpu-server-v1", tenant, clientNonce, serverNonce) when
+  # the session was authenticated; empty otherwise.
+  serverProof @8 :Data;
+  tenant @9 :Text;          # the identity the session runs as
 }
 
 struct DeviceInfo {

@@ -9,6 +9,7 @@ packages=(
   libcapnp-dev capnproto          # wire schema
   libibverbs-dev librdmacm-dev    # rdma-core
   liblz4-dev libzstd-dev          # compressed fatbin entries
+  libssl-dev                      # HMAC-SHA256 and nonces for authentication (libcrypto)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev        # libFuzzer targets
 )

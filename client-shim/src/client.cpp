@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "rgpu/common/log.h"
+#include "rgpu/protocol/auth.h"
 
 namespace rgpu::shim {
 namespace {
@@ -120,43 +121,90 @@ void Client::write_stats(const std::string& path) const {
 }
 
 Status Client::handshake(const ClientOptions& options) {
-  capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
-  auto hello = builder.initRoot<wire::Envelope>().initHello();
-  hello.setProtocolVersion(wire::PROTOCOL_VERSION);
-  hello.setClientBuild(RGPU_VERSION_STRING);
-  hello.setAuthToken(options.auth_token);
-  hello.setPid(static_cast<uint32_t>(getpid()));
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  hello.setHostname(host);
-  hello.setProgram(program_name());
-  auto words = protocol::encode(builder);
-  if (Status s = connection_->send(protocol::as_bytes(words)); !s.is_ok()) return s;
-
-  std::unique_lock<std::mutex> lock(replies_mu_);
-  bool answered = replies_cv_.wait_for(lock, options.connect_timeout, [&] { return welcomed_ || failed_.load(); });
-  if (!answered || !welcomed_) {
-    return disconnected("rgpud at " + options.server + " did not answer the handshake");
+  namespace auth = protocol::auth;
+  auto client_nonce = auth::random_nonce();
+  if (!client_nonce.is_ok()) return client_nonce.status();
+  const std::string tenant = options.tenant.empty() ? auth::kDefaultTenant : options.tenant;
+  {
+    capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
+    auto hello = builder.initRoot<wire::Envelope>().initHello();
+    hello.setProtocolVersion(wire::PROTOCOL_VERSION);
+    hello.setClientBuild(RGPU_VERSION_STRING);
+    hello.setPid(static_cast<uint32_t>(getpid()));
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    hello.setHostname(host);
+    hello.setProgram(program_name());
+    hello.setTenant(tenant);
+    hello.setClientNonce(kj::arrayPtr(client_nonce.value().data(), client_nonce.value().size()));
+    auto words = protocol::encode(builder);
+    if (Status s = connection_->send(protocol::as_bytes(words)); !s.is_ok()) return s;
   }
-  auto welcome = welcome_->envelope().getWelcome();
-  if (!welcome.getAccepted()) {
-    return rgpu::failed(std::string("rgpud at ") + options.server + " refused the session: " + welcome.getRefusal().cStr());
+  const std::string where = "rgpud at " + options.server;
+  const auto deadline = std::chrono::steady_clock::now() + options.connect_timeout;
+  auth::Nonce server_nonce{};
+  bool challenged = false;
+  for (;;) {
+    std::unique_ptr<protocol::Decoded> decoded;
+    {
+      std::unique_lock<std::mutex> lock(replies_mu_);
+      if (!replies_cv_.wait_until(lock, deadline, [&] { return handshake_ready_ || failed_.load(); }) ||
+          !handshake_ready_) {
+        return disconnected(where + " did not answer the handshake");
+      }
+      handshake_ready_ = false;
+      decoded = std::move(handshake_decoded_);
+    }
+    auto envelope = decoded->envelope();
+    if (envelope.isChallenge()) {
+      auto nonce = envelope.getChallenge().getServerNonce();
+      if (challenged || nonce.size() != server_nonce.size()) return rgpu::failed(where + " sent a malformed challenge");
+      if (options.auth_token.empty()) {
+        return rgpu::failed(where + " requires authentication: set RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE (and "
+                                    "RGPU_TENANT when the key is not the default tenant's)");
+      }
+      challenged = true;
+      std::memcpy(server_nonce.data(), nonce.begin(), server_nonce.size());
+      const auth::Proof proof = auth::client_proof(options.auth_token, tenant, client_nonce.value(), server_nonce);
+      capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
+      builder.initRoot<wire::Envelope>().initAuthenticate().setProof(kj::arrayPtr(proof.data(), proof.size()));
+      auto words = protocol::encode(builder);
+      if (Status s = connection_->send(protocol::as_bytes(words)); !s.is_ok()) return s;
+      continue;
+    }
+    auto welcome = envelope.getWelcome();
+    if (!welcome.getAccepted()) {
+      return rgpu::failed(where + " refused the session: " + welcome.getRefusal().cStr());
+    }
+    if (!options.auth_token.empty()) {
+      // A client that holds a key talks only to a server that proves it
+      // holds the key too: anyone can listen on an address and say welcome.
+      const auth::Proof expected = auth::server_proof(options.auth_token, tenant, client_nonce.value(), server_nonce);
+      auto proof = welcome.getServerProof();
+      if (!challenged || !auth::equal_constant_time(std::span<const uint8_t>(proof.begin(), proof.size()), expected)) {
+        return rgpu::failed(where + " did not prove that it holds the key (wrong server, or one without "
+                                    "authentication); refusing to use it");
+      }
+    }
+    driver_version_ = welcome.getDriverVersion();
+    if (!pipeline_chunk_from_env_) options_.pipeline_chunk = welcome.getCopyPipelineChunk();
+    for (auto d : welcome.getDevices()) {
+      DeviceInfo info;
+      info.name = d.getName();
+      auto uuid = d.getUuid();
+      std::memcpy(info.uuid.bytes, uuid.begin(), std::min<size_t>(uuid.size(), sizeof info.uuid.bytes));
+      info.total_mem = d.getTotalMem();
+      for (auto a : d.getAttributes()) info.attributes.push_back(a);
+      for (auto m : d.getAttributeMissing()) info.attribute_missing.push_back(m);
+      devices_.push_back(std::move(info));
+    }
+    break;
   }
-  driver_version_ = welcome.getDriverVersion();
-  if (!pipeline_chunk_from_env_) options_.pipeline_chunk = welcome.getCopyPipelineChunk();
-  for (auto d : welcome.getDevices()) {
-    DeviceInfo info;
-    info.name = d.getName();
-    auto uuid = d.getUuid();
-    std::memcpy(info.uuid.bytes, uuid.begin(), std::min<size_t>(uuid.size(), sizeof info.uuid.bytes));
-    info.total_mem = d.getTotalMem();
-    for (auto a : d.getAttributes()) info.attributes.push_back(a);
-    for (auto m : d.getAttributeMissing()) info.attribute_missing.push_back(m);
-    devices_.push_back(std::move(info));
+  {
+    std::lock_guard<std::mutex> lock(replies_mu_);
+    handshake_message_ = {};
   }
-  welcome_.reset();
-  welcome_message_ = {};
-  RGPU_INFO("connected server=%s devices=%zu", options.server.c_str(), devices_.size());
+  RGPU_INFO("connected server=%s tenant=%s devices=%zu", options.server.c_str(), tenant.c_str(), devices_.size());
   return Status::ok();
 }
 
@@ -474,11 +522,12 @@ void Client::on_message(transport::Message message) {
   }
   auto envelope = decoded.value()->envelope();
   switch (envelope.which()) {
-    case wire::Envelope::WELCOME: {
+    case wire::Envelope::WELCOME:
+    case wire::Envelope::CHALLENGE: {
       std::lock_guard<std::mutex> lock(replies_mu_);
-      welcome_message_ = std::move(message);
-      welcome_ = std::move(decoded.value());
-      welcomed_ = true;
+      handshake_message_ = std::move(message);  // the decoded reader points into its bytes
+      handshake_decoded_ = std::move(decoded.value());
+      handshake_ready_ = true;
       replies_cv_.notify_all();
       return;
     }

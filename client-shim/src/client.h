@@ -24,6 +24,11 @@ namespace rgpu::shim {
 
 struct ClientOptions {
   std::string server;  // host:port
+  // The tenant the client speaks for and its secret (RGPU_TENANT,
+  // RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE). With a secret, the client
+  // proves it to a server that asks and insists that the server proves it
+  // back; the secret itself never travels.
+  std::string tenant;
   std::string auth_token;
   std::chrono::milliseconds connect_timeout{5000};
   // Async calls are flushed when this many are queued, or after flush_delay.
@@ -233,9 +238,11 @@ class Client {
   std::atomic<bool> closing_{false};  // our own close: not an error to report
 
   // Handshake (replies_mu_).
-  bool welcomed_ = false;
-  std::unique_ptr<protocol::Decoded> welcome_;
-  transport::Message welcome_message_;
+  // The latest handshake message from the server (challenge or welcome),
+  // until handshake() takes it.
+  bool handshake_ready_ = false;
+  std::unique_ptr<protocol::Decoded> handshake_decoded_;
+  transport::Message handshake_message_;
 
   // Host functions: registered by id; run in arrival order on callbacks_.
   struct HostFunc {

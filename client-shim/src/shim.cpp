@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "rgpu/common/log.h"
+#include "rgpu/protocol/auth.h"
 
 namespace rgpu::shim {
 namespace {
@@ -34,7 +35,23 @@ ClientOptions options_from_environment(std::string* problem) {
     return o;
   }
   o.server = server;
-  if (const char* t = std::getenv("RGPU_AUTH_TOKEN")) o.auth_token = t;
+  if (const char* t = std::getenv("RGPU_TENANT"); t && *t) o.tenant = t;
+  if (const char* file = std::getenv("RGPU_AUTH_TOKEN_FILE"); file && *file) {
+    auto text = protocol::auth::read_secret_file(file);
+    auto secret = text.is_ok() ? protocol::auth::clean_secret(text.value(), file) : Result<std::string>(text.status());
+    if (!secret.is_ok()) {
+      *problem = "RGPU_AUTH_TOKEN_FILE: " + secret.status().message();
+      return o;
+    }
+    o.auth_token = std::move(secret.value());
+  } else if (const char* t = std::getenv("RGPU_AUTH_TOKEN"); t && *t) {
+    auto secret = protocol::auth::clean_secret(t, "RGPU_AUTH_TOKEN");
+    if (!secret.is_ok()) {
+      *problem = secret.status().message();
+      return o;
+    }
+    o.auth_token = std::move(secret.value());
+  }
   if (const char* t = std::getenv("RGPU_CONNECT_TIMEOUT_MS")) {
     long ms = std::strtol(t, nullptr, 10);
     if (ms > 0) o.connect_timeout = std::chrono::milliseconds(ms);

@@ -31,6 +31,8 @@ Result<std::shared_ptr<const DriverTable>> DriverTable::load(const std::string& 
 #undef RGPU_DRIVER_RESOLVE_OPTIONAL
   table->rgpuCtxSetPrintfCallback =
       reinterpret_cast<decltype(table->rgpuCtxSetPrintfCallback)>(dlsym(raw, "rgpuCtxSetPrintfCallback"));
+  table->rgpuCtxSetIsolationGroup =
+      reinterpret_cast<decltype(table->rgpuCtxSetIsolationGroup)>(dlsym(raw, "rgpuCtxSetIsolationGroup"));
   if (!missing.empty()) {
     return failed("driver library " + path + " lacks required functions: " + missing);
   }

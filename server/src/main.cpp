@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "rgpu/common/log.h"
 #include "rgpu/server/driver_table.h"
+#include "rgpu/protocol/codec.h"
 #include "rgpu/server/server.h"
 
 namespace {
@@ -16,22 +18,83 @@ namespace {
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: rgpud [--listen HOST:PORT] [--device cpu|cuda|auto] [--driver PATH]\n"
-               "             [--auth-token TOKEN] [--log-level error|warn|info|debug|trace]\n"
+               "             [--auth-file FILE] [--insecure] [--log-level error|warn|info|debug|trace]\n"
                "             [--module-cache DIR] [--module-cache-mem BYTES] [--poll-us US]\n"
+               "             [--limit NAME=VALUE]... [--shutdown-timeout SECONDS]\n"
                "\n"
                "  --listen HOST:PORT  address to accept clients on (default 127.0.0.1:0: a free port)\n"
                "  --device KIND       cuda: the system libcuda.so.1; cpu: rgpu's CPU device;\n"
                "                      auto (default): cuda when a GPU answers, else cpu\n"
                "  --driver PATH       load this driver library instead (overrides --device)\n"
-               "  --auth-token TOKEN  clients must present it (RGPU_AUTH_TOKEN); also read from\n"
-               "                      RGPU_AUTH_TOKEN in rgpud's environment\n"
+               "  --auth-file FILE    the keys clients must prove, one \"TENANT SECRET\" per line (or a\n"
+               "                      lone SECRET for tenant \"default\"); the file must be private\n"
+               "                      (chmod 600). Without it, RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE in\n"
+               "                      rgpud's environment gives the default tenant's secret. Secrets are\n"
+               "                      never taken from the command line, where every user can read them.\n"
+               "  --insecure          allow a non-loopback --listen without authentication\n"
                "  --module-cache DIR  keep module images in DIR (created 0700) across restarts:\n"
                "                      a program run again sends no module bytes\n"
                "  --module-cache-mem BYTES  image bytes kept in memory (default 1 GiB)\n"
                "  --poll-us US        how long the transport thread keeps polling after a message\n"
                "                      before it sleeps (default 30): longer saves wakeups, costs CPU\n"
+               "  --limit NAME=VALUE  one of the per-client limits (docs/security.md, \"Limits\"):\n"
+               "                      hello-timeout-ms, hello-bytes, unauthenticated, sessions,\n"
+               "                      message-bytes, parked-frames, parked-bytes, handles,\n"
+               "                      module-bytes, inflight-bytes\n"
+               "  --shutdown-timeout SECONDS  on SIGTERM or SIGINT, how long the sessions' teardown\n"
+               "                      may take before rgpud exits anyway (default 10)\n"
                "\n"
                "rgpud prints \"rgpud listening on HOST:PORT\" on stdout once it accepts clients.\n");
+}
+
+// Parses a whole unsigned decimal number; false for anything else.
+bool parse_u64(const std::string& text, uint64_t* out) {
+  if (text.empty() || text[0] == '-') return false;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (*end != '\0' || errno != 0) return false;
+  *out = v;
+  return true;
+}
+
+// Applies one --limit NAME=VALUE; an error message, or "" when it was good.
+std::string apply_limit(const std::string& spec, rgpu::server::ServerLimits* limits) {
+  const size_t eq = spec.find('=');
+  uint64_t v = 0;
+  if (eq == std::string::npos || !parse_u64(spec.substr(eq + 1), &v) || v == 0) {
+    return "--limit wants NAME=VALUE with a positive whole number, got '" + spec + "'";
+  }
+  const std::string name = spec.substr(0, eq);
+  if (name == "hello-timeout-ms") limits->hello_timeout = std::chrono::milliseconds(v);
+  else if (name == "hello-bytes") limits->max_hello_bytes = v;
+  else if (name == "unauthenticated") limits->max_unauthenticated = v;
+  else if (name == "sessions") limits->max_sessions = v;
+  else if (name == "message-bytes") limits->max_message_bytes = v;
+  else if (name == "parked-frames") limits->max_parked_frames = v;
+  else if (name == "parked-bytes") limits->max_parked_bytes = v;
+  else if (name == "handles") limits->max_handles = v;
+  else if (name == "module-bytes") limits->max_module_bytes = v;
+  else if (name == "inflight-bytes") limits->max_inflight_bytes = v;
+  else return "--limit: unknown limit '" + name + "'";
+  return "";
+}
+
+// The keys from --auth-file, else RGPU_AUTH_TOKEN_FILE or RGPU_AUTH_TOKEN.
+rgpu::Result<rgpu::protocol::auth::KeyRing> load_keys(const std::string& auth_file) {
+  namespace auth = rgpu::protocol::auth;
+  if (!auth_file.empty()) {
+    auto text = auth::read_secret_file(auth_file);
+    if (!text.is_ok()) return text.status();
+    return auth::KeyRing::parse(text.value(), auth_file);
+  }
+  if (const char* file = std::getenv("RGPU_AUTH_TOKEN_FILE"); file && *file) {
+    auto text = auth::read_secret_file(file);
+    if (!text.is_ok()) return text.status();
+    return auth::KeyRing::single(text.value());
+  }
+  if (const char* token = std::getenv("RGPU_AUTH_TOKEN"); token && *token) return auth::KeyRing::single(token);
+  return auth::KeyRing();
 }
 
 // A CUDA driver that loads and reports at least one device.
@@ -51,7 +114,8 @@ int main(int argc, char** argv) {
   rgpu::transport::UcxOptions ucx_options;
   std::string device = "auto";
   std::string driver_path;
-  if (const char* t = std::getenv("RGPU_AUTH_TOKEN")) options.auth_token = t;
+  std::string auth_file;
+  int shutdown_timeout_s = 10;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const char* name) -> std::string {
@@ -68,7 +132,27 @@ int main(int argc, char** argv) {
     } else if (arg == "--driver") {
       driver_path = value("--driver");
     } else if (arg == "--auth-token") {
-      options.auth_token = value("--auth-token");
+      std::fprintf(stderr,
+                   "rgpud: --auth-token is gone: a secret on the command line is visible to every user in ps.\n"
+                   "       Put it in a private file (--auth-file FILE, chmod 600) or in RGPU_AUTH_TOKEN.\n");
+      return 2;
+    } else if (arg == "--auth-file") {
+      auth_file = value("--auth-file");
+    } else if (arg == "--insecure") {
+      options.insecure = true;
+    } else if (arg == "--limit") {
+      if (std::string err = apply_limit(value("--limit"), &options.limits); !err.empty()) {
+        std::fprintf(stderr, "rgpud: %s\n", err.c_str());
+        return 2;
+      }
+    } else if (arg == "--shutdown-timeout") {
+      uint64_t v = 0;
+      const std::string text = value("--shutdown-timeout");
+      if (!parse_u64(text, &v) || v == 0 || v > 3600) {
+        std::fprintf(stderr, "rgpud: --shutdown-timeout wants seconds from 1 to 3600, got '%s'\n", text.c_str());
+        return 2;
+      }
+      shutdown_timeout_s = static_cast<int>(v);
     } else if (arg == "--module-cache") {
       options.module_cache_dir = value("--module-cache");
     } else if (arg == "--poll-us") {
@@ -82,10 +166,8 @@ int main(int argc, char** argv) {
       ucx_options.idle_spin = std::chrono::microseconds(us);
     } else if (arg == "--module-cache-mem") {
       const std::string v = value("--module-cache-mem");
-      char* end = nullptr;
-      errno = 0;
-      const unsigned long long bytes = std::strtoull(v.c_str(), &end, 10);
-      if (v.empty() || v[0] == '-' || *end != '\0' || errno != 0) {
+      uint64_t bytes = 0;
+      if (!parse_u64(v, &bytes)) {
         std::fprintf(stderr, "rgpud: --module-cache-mem wants a number of bytes, got '%s'\n", v.c_str());
         return 2;
       }
@@ -102,7 +184,7 @@ int main(int argc, char** argv) {
       usage(stdout);
       return 0;
     } else if (arg == "--version") {
-      std::printf("rgpud %s (protocol %u)\n", RGPU_VERSION_STRING, 1u);
+      std::printf("rgpud %s (protocol %u)\n", RGPU_VERSION_STRING, rgpu::wire::PROTOCOL_VERSION);
       return 0;
     } else {
       std::fprintf(stderr, "rgpud: unknown argument '%s'\n\n", arg.c_str());
@@ -131,6 +213,13 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+
+  auto keys = load_keys(auth_file);
+  if (!keys.is_ok()) {
+    std::fprintf(stderr, "rgpud: %s\n", keys.status().message().c_str());
+    return 2;
+  }
+  options.keys = std::move(keys.value());
 
   // Signals are taken synchronously below; block them before any thread starts.
   sigset_t stop_signals;
@@ -161,6 +250,18 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   RGPU_INFO("stopping signal=%d sessions=%zu", sig, server.value()->session_count());
+  // Teardown frees every session's device resources; it is bounded (a
+  // runaway kernel is stopped), but a device that no longer answers must not
+  // keep rgpud alive: past the timeout, or at a second signal, exit anyway.
+  std::thread watchdog([&stop_signals, shutdown_timeout_s] {
+    timespec timeout{shutdown_timeout_s, 0};
+    const int again = sigtimedwait(&stop_signals, nullptr, &timeout);
+    RGPU_ERROR("teardown %s; exiting without it", again > 0 ? "interrupted by a second signal" : "timed out");
+    std::fflush(nullptr);
+    _exit(again > 0 ? 128 + again : 1);
+  });
+  watchdog.detach();
   server.value().reset();
+  RGPU_INFO("stopped");
   return 0;
 }

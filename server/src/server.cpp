@@ -1,13 +1,17 @@
 // Server: driver start-up, the listener and the session registry.
 #include "rgpu/server/server.h"
 
+#include <arpa/inet.h>
+
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
 
 #include "rgpu/common/log.h"
 #include "rgpu/common/thread_set.h"
+#include "handshake.h"
 #include "session.h"
 
 namespace rgpu::server {
@@ -18,7 +22,7 @@ Result<std::shared_ptr<const ServerInfo>> query_devices(const DriverTable& cu, c
   if (r != CUDA_SUCCESS) return failed("cuInit failed with " + std::to_string(r) + " in " + cu.path);
   auto info = std::make_shared<ServerInfo>();
   info->build = RGPU_VERSION_STRING;
-  info->auth_token = options.auth_token;
+  info->limits = options.limits;
   cu.cuDriverGetVersion(&info->driver_version);
   int count = 0;
   if ((r = cu.cuDeviceGetCount(&count)) != CUDA_SUCCESS) return failed("cuDeviceGetCount failed");
@@ -49,22 +53,53 @@ Result<std::shared_ptr<const ServerInfo>> query_devices(const DriverTable& cu, c
   return std::shared_ptr<const ServerInfo>(std::move(info));
 }
 
+// One accepted connection: its handshake until it is welcomed, then its
+// session. The transport hands one connection's messages over one at a time;
+// the gatekeeper thread reads `deadline`, so the fields are under `mu`.
+struct Peer {
+  Peer(uint64_t id, std::shared_ptr<transport::Connection> connection, Handshake handshake,
+       std::chrono::steady_clock::time_point deadline)
+      : id(id), connection(std::move(connection)), handshake(std::move(handshake)), deadline(deadline) {}
+  const uint64_t id;
+  const std::shared_ptr<transport::Connection> connection;
+  std::mutex mu;
+  Handshake handshake;
+  std::chrono::steady_clock::time_point deadline;
+  std::shared_ptr<Session> session;  // once welcomed
+  bool done = false;                  // closed, or refused
+};
+
 class ServerImpl final : public Server {
  public:
   ServerImpl(std::shared_ptr<const DriverTable> driver, std::shared_ptr<const ServerInfo> info,
-             std::shared_ptr<transport::Transport> transport, std::shared_ptr<ModuleCache> module_cache)
+             std::shared_ptr<transport::Transport> transport, std::shared_ptr<ModuleCache> module_cache,
+             protocol::auth::KeyRing keys)
       : driver_(std::move(driver)),
         info_(std::move(info)),
+        limits_(info_->limits),
+        keys_(std::move(keys)),
         transport_(std::move(transport)),
-        module_cache_(std::move(module_cache)) {}
+        module_cache_(std::move(module_cache)) {
+    gatekeeper_ = std::thread([this] { run_gatekeeper(); });
+  }
 
   ~ServerImpl() override {
     listener_.reset();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    gate_cv_.notify_all();
+    if (gatekeeper_.joinable()) gatekeeper_.join();
     std::unordered_map<uint64_t, std::shared_ptr<Session>> sessions;
+    std::unordered_map<uint64_t, std::shared_ptr<Peer>> pending;
     {
       std::lock_guard<std::mutex> lock(mu_);
       sessions.swap(sessions_);
+      pending.swap(pending_);
+      peers_.clear();
     }
+    for (auto& [id, p] : pending) p->connection->close();
     for (auto& [id, s] : sessions) s->close();
     sessions.clear();
     // Connections go with the transport; no more callbacks after this.
@@ -86,35 +121,146 @@ class ServerImpl final : public Server {
     std::lock_guard<std::mutex> lock(mu_);
     return sessions_.size();
   }
+  size_t pending_count() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return pending_.size();
+  }
 
  private:
+  // A new connection gets a handshake, a deadline and strict receive limits,
+  // and nothing else: no session, thread or buffer until it is welcomed.
   transport::ConnectionHandler accept(std::shared_ptr<transport::Connection> connection) {
-    uint64_t id = next_id_.fetch_add(1);
-    RGPU_INFO("session open id=%llu peer=%s", static_cast<unsigned long long>(id), connection->peer().c_str());
-    auto session = std::make_shared<Session>(id, driver_, info_, module_cache_, connection);
+    transport::ReceiveLimits strict;
+    strict.max_header = limits_.max_hello_bytes;
+    strict.max_parked_frames = 4;
+    strict.max_parked_bytes = 4 * limits_.max_hello_bytes;
+    connection->set_receive_limits(strict);
+    const uint64_t id = next_id_.fetch_add(1);
+    auto peer = std::make_shared<Peer>(id, connection, Handshake(keys_, limits_.max_hello_bytes),
+                                       std::chrono::steady_clock::now() + limits_.hello_timeout);
+    bool room;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      sessions_[id] = session;
+      room = pending_.size() < limits_.max_unauthenticated;
+      if (room) {
+        pending_[id] = peer;
+        peers_[id] = peer;
+      }
     }
-    std::weak_ptr<Session> weak = session;
     transport::ConnectionHandler handler;
-    handler.on_message = [weak](transport::Connection&, transport::Message message) {
-      if (auto s = weak.lock()) s->post(std::move(message));
+    handler.on_closed = [this, id](transport::Connection&, const Status& why) { end_peer(id, why); };
+    if (!room) {
+      RGPU_WARN("connection refused peer=%s reason=\"too many unauthenticated connections (limit %zu)\"",
+                connection->peer().c_str(), limits_.max_unauthenticated);
+      connection->close();
+      return handler;
+    }
+    RGPU_DEBUG("connection open id=%llu peer=%s", static_cast<unsigned long long>(id), connection->peer().c_str());
+    std::weak_ptr<Peer> weak = peer;
+    handler.on_message = [this, weak](transport::Connection&, transport::Message message) {
+      if (auto p = weak.lock()) on_message(*p, std::move(message));
     };
-    handler.on_closed = [this, id](transport::Connection&, const Status& why) { end_session(id, why); };
     return handler;
   }
 
-  // Tears a session down off the transport's thread: freeing a session waits
-  // for its device work.
-  void end_session(uint64_t id, const Status& why) {
+  void on_message(Peer& peer, transport::Message message) {
     std::shared_ptr<Session> session;
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = sessions_.find(id);
-    if (it == sessions_.end()) return;
-    session = std::move(it->second);
-    sessions_.erase(it);
-    RGPU_INFO("session ending id=%llu reason=\"%s\"", static_cast<unsigned long long>(id), why.to_string().c_str());
+    {
+      std::lock_guard<std::mutex> lock(peer.mu);
+      if (peer.done) return;
+      session = peer.session;
+    }
+    if (session) {
+      session->post(std::move(message));  // the session's own exception barrier
+      return;
+    }
+    Handshake::Step step;
+    try {
+      std::lock_guard<std::mutex> lock(peer.mu);
+      step = peer.handshake.on_message(message.header, message.payload != nullptr);
+    } catch (const std::exception& e) {  // bad_alloc: the handshake itself never throws otherwise
+      step.kind = Handshake::Step::Kind::kRefuse;
+      step.reason = std::string("server error: ") + e.what();
+      step.message = Handshake::refusal(step.reason);
+    }
+    switch (step.kind) {
+      case Handshake::Step::Kind::kSend:
+        (void)peer.connection->send(step.message);
+        return;
+      case Handshake::Step::Kind::kRefuse:
+        refuse(peer, step.reason, step.message);
+        return;
+      case Handshake::Step::Kind::kWelcome:
+        admit(peer, std::move(step));
+        return;
+    }
+  }
+
+  void refuse(Peer& peer, const std::string& reason, const std::vector<std::byte>& message) {
+    {
+      std::lock_guard<std::mutex> lock(peer.mu);
+      if (peer.done) return;
+      peer.done = true;
+    }
+    RGPU_WARN("connection refused id=%llu peer=%s reason=\"%s\"", static_cast<unsigned long long>(peer.id),
+              peer.connection->peer().c_str(), reason.c_str());
+    if (!message.empty()) (void)peer.connection->send(message);
+    peer.connection->close();
+  }
+
+  void admit(Peer& peer, Handshake::Step step) {
+    bool full;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      full = sessions_.size() >= limits_.max_sessions;
+    }
+    if (full) {
+      const std::string why = "server full: " + std::to_string(limits_.max_sessions) + " sessions";
+      refuse(peer, why, Handshake::refusal(why));
+      return;
+    }
+    // Only an authenticated peer gets the limits a session needs.
+    transport::ReceiveLimits open;
+    open.max_header = limits_.max_message_bytes;
+    open.max_parked_frames = limits_.max_parked_frames;
+    open.max_parked_bytes = limits_.max_parked_bytes;
+    peer.connection->set_receive_limits(open);
+    auto session = std::make_shared<Session>(peer.id, std::move(step.client), driver_, info_, module_cache_,
+                                             peer.connection);
+    session->welcome(step.server_proof);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_.erase(peer.id);
+      sessions_[peer.id] = session;
+    }
+    std::lock_guard<std::mutex> lock(peer.mu);
+    peer.session = std::move(session);
+  }
+
+  // The connection closed: a pending peer is forgotten, a session torn down
+  // off the transport's thread (freeing a session waits for its device work).
+  void end_peer(uint64_t id, const Status& why) {
+    std::shared_ptr<Session> session;
+    std::shared_ptr<Peer> peer;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_.erase(id);
+      if (auto it = peers_.find(id); it != peers_.end()) {
+        peer = std::move(it->second);
+        peers_.erase(it);
+      }
+      if (auto it = sessions_.find(id); it != sessions_.end()) {
+        session = std::move(it->second);
+        sessions_.erase(it);
+      }
+    }
+    if (peer) {
+      std::lock_guard<std::mutex> lock(peer->mu);
+      peer->done = true;
+    }
+    if (!session) return;
+    RGPU_INFO("session ending id=%llu tenant=%s reason=\"%s\"", static_cast<unsigned long long>(id),
+              session->client().tenant.c_str(), why.to_string().c_str());
     session->close();
     reapers_.spawn([s = std::move(session)]() mutable {
       // Let any in-flight callback drop its temporary reference first.
@@ -123,22 +269,74 @@ class ServerImpl final : public Server {
     });
   }
 
+  // Closes connections that have not finished their handshake in time.
+  void run_gatekeeper() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      gate_cv_.wait_for(lock, std::chrono::milliseconds(100));
+      const auto now = std::chrono::steady_clock::now();
+      std::vector<std::shared_ptr<Peer>> expired;
+      for (auto& [id, peer] : pending_) {
+        std::lock_guard<std::mutex> peer_lock(peer->mu);
+        if (!peer->done && !peer->session && peer->deadline <= now) expired.push_back(peer);
+      }
+      lock.unlock();
+      for (auto& peer : expired) {
+        const std::string why = "no complete handshake within " + std::to_string(limits_.hello_timeout.count()) + " ms";
+        refuse(*peer, why, Handshake::refusal(why));
+      }
+      expired.clear();
+      lock.lock();
+    }
+  }
+
   const std::shared_ptr<const DriverTable> driver_;
   const std::shared_ptr<const ServerInfo> info_;
+  const ServerLimits& limits_;
+  const protocol::auth::KeyRing keys_;
   std::shared_ptr<transport::Transport> transport_;
   const std::shared_ptr<ModuleCache> module_cache_;
   std::unique_ptr<transport::Listener> listener_;
   mutable std::mutex mu_;
+  std::condition_variable gate_cv_;
+  bool stopping_ = false;
+  // Every open connection's peer (the handlers hold weak references), and
+  // those of them still in their handshake.
+  std::unordered_map<uint64_t, std::shared_ptr<Peer>> peers_;
+  std::unordered_map<uint64_t, std::shared_ptr<Peer>> pending_;
   std::unordered_map<uint64_t, std::shared_ptr<Session>> sessions_;
   ThreadSet reapers_;
   std::atomic<uint64_t> next_id_{1};
+  std::thread gatekeeper_;
 };
 
 }  // namespace
 
+bool is_loopback_host(const std::string& host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  in_addr v4{};
+  return inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
+}
+
 Result<std::unique_ptr<Server>> Server::start(std::shared_ptr<const DriverTable> driver,
                                               std::shared_ptr<transport::Transport> transport,
                                               const ServerOptions& options) {
+  std::string host;
+  uint16_t port = 0;
+  if (!transport::split_host_port(options.listen, &host, &port)) {
+    return invalid_argument("listen address must be HOST:PORT, got '" + options.listen + "'");
+  }
+  if (options.keys.empty()) {
+    if (!is_loopback_host(host) && !options.insecure) {
+      return invalid_argument("refusing to listen on " + options.listen +
+                              " without authentication: give keys (--auth-file FILE or RGPU_AUTH_TOKEN), or "
+                              "--insecure to accept any client that can reach this address");
+    }
+    RGPU_WARN("no authentication: any process that can reach %s may use this server%s", options.listen.c_str(),
+              is_loopback_host(host) ? " (every local user)" : "");
+  } else {
+    RGPU_INFO("authentication required tenants=%zu", options.keys.size());
+  }
   auto modules = ModuleCache::open(ModuleCacheOptions{options.module_cache_dir, options.module_cache_memory});
   if (!modules.is_ok()) return modules.status();
   if (!options.module_cache_dir.empty()) {
@@ -148,7 +346,7 @@ Result<std::unique_ptr<Server>> Server::start(std::shared_ptr<const DriverTable>
   auto info = query_devices(*driver, options);
   if (!info.is_ok()) return info.status();
   auto server = std::make_unique<ServerImpl>(std::move(driver), std::move(info.value()), std::move(transport),
-                                             std::move(modules.value()));
+                                             std::move(modules.value()), options.keys);
   if (Status s = server->listen(options.listen); !s.is_ok()) return s;
   return std::unique_ptr<Server>(std::move(server));
 }

@@ -12,15 +12,25 @@ namespace {
 // ones travel as the transport payload (rendezvous, no extra copy).
 constexpr uint64_t kInlineLimit = 32 * 1024;
 
-// The context current on this thread, as (session, client context handle):
-// client handles are never reused within a session, so unlike a CUcontext
-// pointer this cannot name a destroyed context's successor. The transport's
-// thread runs inline batches of many sessions, so the cache is per thread.
-struct CurrentContext {
-  uint64_t session = 0;
-  uint64_t ctx = 0;
+// Whether this thread is running a session's calls right now (its executor,
+// or a batch run inline). Such a thread may drive the transport while it
+// waits for a payload of its own, and the handlers of other connections then
+// run on it: they must not run their batches here too, which would switch the
+// current context under the call in progress (a copy would then be issued in
+// another session's context, its completion event never recorded).
+thread_local bool t_executing = false;
+
+// Marks the calling thread as executing for a scope.
+class Executing {
+ public:
+  Executing() : was_(t_executing) { t_executing = true; }
+  ~Executing() { t_executing = was_; }
+  Executing(const Executing&) = delete;
+  Executing& operator=(const Executing&) = delete;
+
+ private:
+  const bool was_;
 };
-thread_local CurrentContext t_current;
 
 // Idle staging buffers a session keeps for reuse.
 constexpr size_t kStagingCache = size_t{256} << 20;
@@ -36,16 +46,19 @@ constexpr auto kExecutorSpin = std::chrono::microseconds(20);
 
 }  // namespace
 
-Session::Session(uint64_t id, std::shared_ptr<const DriverTable> driver, std::shared_ptr<const ServerInfo> info,
-                 std::shared_ptr<ModuleCache> modules, std::shared_ptr<transport::Connection> connection)
+Session::Session(uint64_t id, ClientIdentity client, std::shared_ptr<const DriverTable> driver,
+                 std::shared_ptr<const ServerInfo> info, std::shared_ptr<ModuleCache> modules,
+                 std::shared_ptr<transport::Connection> connection)
     : id_(id),
+      client_(std::move(client)),
       driver_(std::move(driver)),
       cu_(*driver_),
       info_(std::move(info)),
       module_cache_(std::move(modules)),
       connection_(std::move(connection)),
-      staging_pool_(connection_, kStagingCache),
-      bulk_direct_(cu_.cpu_device() || connection_->supports_cuda_memory()) {
+      staging_pool_(connection_, kStagingCache, info_->limits.max_inflight_bytes),
+      bulk_direct_(cu_.cpu_device() || connection_->supports_cuda_memory()),
+      limits_(info_->limits) {
   executor_ = std::thread([this] { run_executor(); });
   executor_id_ = executor_.get_id();  // before any message can arrive
 }
@@ -72,49 +85,87 @@ Session::~Session() {
   RGPU_INFO("session closed id=%llu", static_cast<unsigned long long>(id_));
 }
 
-void Session::post(transport::Message message) {
-  auto decoded = protocol::decode(message.header);
-  if (!decoded.is_ok()) {
-    RGPU_WARN("session dropping malformed message id=%llu error=\"%s\"", static_cast<unsigned long long>(id_),
-              decoded.status().message().c_str());
-    return;
+template <class Fn>
+void Session::guarded(const char* where, Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    fail(std::string(where) + ": " + e.what());
+  } catch (...) {
+    fail(std::string(where) + ": unknown exception");
   }
-  if (decoded.value()->envelope().isHostFuncDone()) {
-    host_func_done(decoded.value()->envelope().getHostFuncDone().getId());
-    return;
-  }
-  // (Not on the executor itself, which may hand out messages while it waits
-  // for a transfer of its own.)
-  const Inline how = std::this_thread::get_id() == executor_id_ ? Inline::kNo : runs_inline(*decoded.value(), message);
-  if (how != Inline::kNo) {
-    // Nothing queued and nobody executing: run it here, saving the handoff
-    // to the executor on the round trip of a quick synchronous call.
-    std::unique_lock<std::mutex> exec(exec_mu_, std::try_to_lock);
-    if (exec.owns_lock()) {
-      bool idle;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (closing_) return;
-        idle = inbox_.empty();
-      }
-      if (idle && how == Inline::kIfIdle) {
-        const uint64_t ctx = decoded.value()->envelope().getBatch().getCalls()[0].getCall().getCtx();
-        idle = make_current(ctx) == CUDA_SUCCESS && context_idle(ctx);
-      }
-      if (idle) {
-        Incoming incoming{std::move(message), std::move(decoded.value())};
-        handle_message(incoming);
-        return;
-      }
-    }
-  }
+}
+
+void Session::fail(const std::string& reason) {
+  if (failed_.exchange(true)) return;
+  RGPU_WARN("session failed id=%llu tenant=%s peer=%s reason=\"%s\"", static_cast<unsigned long long>(id_),
+            client_.tenant.c_str(), connection_->peer().c_str(), reason.c_str());
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (closing_) return;
-    inbox_.push_back(Incoming{std::move(message), std::move(decoded.value())});
-    inbox_size_.store(inbox_.size(), std::memory_order_release);
+    closing_ = true;
+    inbox_.clear();
+    inbox_size_.store(0, std::memory_order_release);
   }
-  cv_.notify_one();
+  cv_.notify_all();
+  connection_->close();
+}
+
+bool Session::handle_room() {
+  const size_t held = contexts_.size() + streams_.size() + events_.size() + modules_.size() + functions_.size();
+  if (held < limits_.max_handles) return true;
+  if (!handle_limit_logged_) {
+    handle_limit_logged_ = true;
+    RGPU_WARN("session handle limit id=%llu tenant=%s limit=%zu", static_cast<unsigned long long>(id_),
+              client_.tenant.c_str(), limits_.max_handles);
+  }
+  return false;
+}
+
+void Session::post(transport::Message message) {
+  guarded("message", [&] {
+    auto decoded = protocol::decode(message.header);
+    if (!decoded.is_ok()) {
+      fail("malformed message: " + decoded.status().message());
+      return;
+    }
+    if (decoded.value()->envelope().isHostFuncDone()) {
+      host_func_done(decoded.value()->envelope().getHostFuncDone().getId());
+      return;
+    }
+    // Not on a thread that is in the middle of a call (an executor, or an
+    // inline batch) that drives the transport while it waits for a transfer.
+    const Inline how = t_executing ? Inline::kNo : runs_inline(*decoded.value(), message);
+    if (how != Inline::kNo) {
+      // Nothing queued and nobody executing: run it here, saving the handoff
+      // to the executor on the round trip of a quick synchronous call.
+      std::unique_lock<std::mutex> exec(exec_mu_, std::try_to_lock);
+      if (exec.owns_lock()) {
+        bool idle;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (closing_) return;
+          idle = inbox_.empty();
+        }
+        Executing executing;
+        if (idle && how == Inline::kIfIdle) {
+          const uint64_t ctx = decoded.value()->envelope().getBatch().getCalls()[0].getCall().getCtx();
+          idle = make_current(ctx) == CUDA_SUCCESS && context_idle(ctx);
+        }
+        if (idle) {
+          Incoming incoming{std::move(message), std::move(decoded.value())};
+          handle_message(incoming);
+          return;
+        }
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (closing_) return;
+      inbox_.push_back(Incoming{std::move(message), std::move(decoded.value())});
+      inbox_size_.store(inbox_.size(), std::memory_order_release);
+    }
+    cv_.notify_one();
+  });
 }
 
 void Session::close() {
@@ -132,6 +183,7 @@ void Session::close() {
 }
 
 void Session::run_executor() {
+  Executing executing;
   auto has_work = [&] { return closing_ || !inbox_.empty(); };
   for (;;) {
     {
@@ -156,78 +208,57 @@ void Session::run_executor() {
       inbox_.pop_front();
       inbox_size_.store(inbox_.size(), std::memory_order_release);
     }
-    handle_message(incoming);
+    guarded("call", [&] { handle_message(incoming); });
   }
 }
 
 void Session::handle_message(Incoming& incoming) {
   transport::Message& message = incoming.message;
   auto envelope = incoming.decoded->envelope();
-  switch (envelope.which()) {
-    case wire::Envelope::HELLO:
-      handle_hello(envelope.getHello());
-      return;
-    case wire::Envelope::BATCH:
-      if (!accepted_) {
-        RGPU_WARN("session ignoring calls before hello id=%llu", static_cast<unsigned long long>(id_));
-        return;
-      }
-      handle_batch(envelope.getBatch(), message);
-      return;
-    default:
-      RGPU_WARN("session ignoring unexpected message id=%llu kind=%d", static_cast<unsigned long long>(id_),
-                static_cast<int>(envelope.which()));
-      return;
+  if (envelope.which() != wire::Envelope::BATCH) {
+    // The handshake is over; anything but calls breaks the protocol.
+    fail("unexpected message of kind " + std::to_string(static_cast<int>(envelope.which())));
+    return;
   }
+  handle_batch(envelope.getBatch(), message);
 }
 
-void Session::handle_hello(wire::Hello::Reader hello) {
+void Session::welcome(const std::vector<uint8_t>& server_proof) {
   capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
   auto welcome = builder.initRoot<wire::Envelope>().initWelcome();
   welcome.setProtocolVersion(wire::PROTOCOL_VERSION);
   welcome.setServerBuild(info_->build);
   welcome.setSessionId(id_);
-  std::string refusal;
-  if (hello.getProtocolVersion() != wire::PROTOCOL_VERSION) {
-    refusal = "client speaks protocol version " + std::to_string(hello.getProtocolVersion()) +
-              ", this server speaks " + std::to_string(wire::PROTOCOL_VERSION) + "; use matching rgpu builds";
-  } else if (!info_->auth_token.empty() && hello.getAuthToken() != info_->auth_token.c_str()) {
-    refusal = "authentication failed: wrong or missing RGPU_AUTH_TOKEN";
+  welcome.setAccepted(true);
+  welcome.setTenant(client_.tenant);
+  if (!server_proof.empty()) {
+    welcome.setServerProof(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(server_proof.data()), server_proof.size()));
   }
-  if (!refusal.empty()) {
-    welcome.setAccepted(false);
-    welcome.setRefusal(refusal);
-    RGPU_WARN("session refused id=%llu peer=%s reason=\"%s\"", static_cast<unsigned long long>(id_),
-              connection_->peer().c_str(), refusal.c_str());
-  } else {
-    accepted_ = true;
-    welcome.setAccepted(true);
-    welcome.setDriverVersion(info_->driver_version);
-    welcome.setCopyPipelineChunk(bulk_direct_ ? 0 : kCopyPipelineChunk);
-    auto devices = welcome.initDevices(static_cast<unsigned>(info_->devices.size()));
-    for (size_t i = 0; i < info_->devices.size(); ++i) {
-      const auto& d = info_->devices[i];
-      auto out = devices[i];
-      out.setName(d.name);
-      out.setUuid(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(d.uuid.bytes), sizeof d.uuid.bytes));
-      out.setTotalMem(d.total_mem);
-      auto attrs = out.initAttributes(static_cast<unsigned>(d.attributes.size()));
-      auto missing = out.initAttributeMissing(static_cast<unsigned>(d.attribute_missing.size()));
-      for (size_t a = 0; a < d.attributes.size(); ++a) attrs.set(a, d.attributes[a]);
-      for (size_t a = 0; a < d.attribute_missing.size(); ++a) missing.set(a, d.attribute_missing[a]);
-    }
-    RGPU_INFO("session accepted id=%llu peer=%s pid=%u program=%s bulk_path=%s", static_cast<unsigned long long>(id_),
-              connection_->peer().c_str(), hello.getPid(), hello.getProgram().cStr(),
-              !bulk_direct_        ? "staged (no device memory support in the transport)"
-              : cu_.cpu_device()   ? "direct (CPU device memory is host memory)"
-                                   : "gpudirect (the transport moves CUDA memory)");
+  welcome.setDriverVersion(info_->driver_version);
+  welcome.setCopyPipelineChunk(bulk_direct_ ? 0 : kCopyPipelineChunk);
+  auto devices = welcome.initDevices(static_cast<unsigned>(info_->devices.size()));
+  for (size_t i = 0; i < info_->devices.size(); ++i) {
+    const auto& d = info_->devices[i];
+    auto out = devices[i];
+    out.setName(d.name);
+    out.setUuid(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(d.uuid.bytes), sizeof d.uuid.bytes));
+    out.setTotalMem(d.total_mem);
+    auto attrs = out.initAttributes(static_cast<unsigned>(d.attributes.size()));
+    auto missing = out.initAttributeMissing(static_cast<unsigned>(d.attribute_missing.size()));
+    for (size_t a = 0; a < d.attributes.size(); ++a) attrs.set(a, d.attributes[a]);
+    for (size_t a = 0; a < d.attribute_missing.size(); ++a) missing.set(a, d.attribute_missing[a]);
   }
+  RGPU_INFO("session accepted id=%llu tenant=%s peer=%s pid=%u host=%s program=%s bulk_path=%s",
+            static_cast<unsigned long long>(id_), client_.tenant.c_str(), connection_->peer().c_str(), client_.pid,
+            client_.hostname.c_str(), client_.program.c_str(),
+            !bulk_direct_      ? "staged (no device memory support in the transport)"
+            : cu_.cpu_device() ? "direct (CPU device memory is host memory)"
+                               : "gpudirect (the transport moves CUDA memory)");
   auto words = protocol::encode(builder);
   if (Status s = connection_->send(protocol::as_bytes(words)); !s.is_ok()) {
     RGPU_WARN("session welcome failed id=%llu error=\"%s\"", static_cast<unsigned long long>(id_),
               s.to_string().c_str());
   }
-  if (!accepted_) connection_->close();
 }
 
 void Session::handle_batch(wire::Batch::Reader batch, transport::Message& message) {
@@ -287,12 +318,22 @@ void Session::send_reply(uint64_t call_id, Outcome outcome) {
 // ---- handles and validation ------------------------------------------------
 
 CUresult Session::make_current(uint64_t ctx) {
-  if (ctx == 0) return CUDA_ERROR_INVALID_CONTEXT;
-  if (t_current.session == id_ && t_current.ctx == ctx) return CUDA_SUCCESS;
   auto it = contexts_.find(ctx);
-  if (it == contexts_.end()) return CUDA_ERROR_INVALID_CONTEXT;
-  CUresult r = cu_.cuCtxSetCurrent(it->second);
-  if (r == CUDA_SUCCESS) t_current = CurrentContext{id_, ctx};
+  if (ctx == 0 || it == contexts_.end()) return CUDA_ERROR_INVALID_CONTEXT;
+  return set_current(it->second);
+}
+
+// Asks the driver rather than trusting a cache: other code on this thread
+// (a destroyed context, another session's inline batch on the transport's
+// thread) may have changed the current context since. A live context's
+// address names it alone, so equality means it is current.
+CUresult Session::set_current(CUcontext ctx) const {
+  CUcontext current = nullptr;
+  if (cu_.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == ctx) return CUDA_SUCCESS;
+  CUresult r = cu_.cuCtxSetCurrent(ctx);
+  if (r != CUDA_SUCCESS) {
+    RGPU_WARN("session set current context failed id=%llu result=%d", static_cast<unsigned long long>(id_), r);
+  }
   return r;
 }
 
@@ -337,7 +378,14 @@ CUresult Session::create_context(uint64_t handle, int device, unsigned flags) {
   r = cu_.cuCtxCreate(&ctx, nullptr, flags, dev);
   if (r != CUDA_SUCCESS) return r;
   contexts_[handle] = ctx;
-  t_current = CurrentContext{id_, handle};  // cuCtxCreate made it current on this thread
+  if (cu_.rgpuCtxSetIsolationGroup) {
+    // Kernels of this session may touch only this session's memory.
+    if ((r = cu_.rgpuCtxSetIsolationGroup(ctx, id_)) != CUDA_SUCCESS) {
+      cu_.cuCtxDestroy(ctx);
+      contexts_.erase(handle);
+      return r;
+    }
+  }
   if (cu_.rgpuCtxSetPrintfCallback) cu_.rgpuCtxSetPrintfCallback(ctx, &Session::device_output, this);
   return CUDA_SUCCESS;
 }
@@ -358,12 +406,10 @@ CUresult Session::destroy_context(uint64_t handle) {
   if (it == contexts_.end()) return CUDA_ERROR_INVALID_CONTEXT;
   CUcontext ctx = it->second;
   // The device must be done with staged host buffers before they go.
-  cu_.cuCtxSetCurrent(ctx);
-  cu_.cuCtxSynchronize();
+  if (set_current(ctx) == CUDA_SUCCESS) cu_.cuCtxSynchronize();
   reap_staging(true);
   CUresult r = cu_.cuCtxDestroy(ctx);
   contexts_.erase(it);
-  if (t_current.session == id_ && t_current.ctx == handle) t_current = {};
   for (auto a = allocations_.begin(); a != allocations_.end();) {
     a = a->second.ctx == handle ? allocations_.erase(a) : std::next(a);
   }

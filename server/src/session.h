@@ -15,11 +15,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "handshake.h"
 #include "module_cache.h"
 #include "staging_pool.h"
 #include "rgpu/common/thread_set.h"
 #include "rgpu/protocol/codec.h"
 #include "rgpu/server/driver_table.h"
+#include "rgpu/server/server.h"
 #include "rgpu/transport/transport.h"
 
 namespace rgpu::server {
@@ -31,7 +33,6 @@ inline bool is_special_stream(uint64_t handle) { return handle <= 2; }
 // What the server tells every accepted client about itself.
 struct ServerInfo {
   std::string build;
-  std::string auth_token;  // empty: no token required
   int driver_version = 0;
   struct Device {
     std::string name;
@@ -41,24 +42,33 @@ struct ServerInfo {
     std::vector<bool> attribute_missing;
   };
   std::vector<Device> devices;
+  ServerLimits limits;
 };
 
-// A session owns everything one client created: contexts (and so their memory,
-// streams and events), staging buffers and the threads that wait for device
-// work on its behalf. Calls run on its own executor thread, in the client's
-// order, so a slow session never blocks another.
-// Thread-safety: post() and close() may be called from any thread; the rest is
-// private to the executor thread. Destruction joins every thread and frees
-// every resource on the device.
+// A session owns everything one authenticated client created: contexts (and
+// so their memory, streams and events), staging buffers and the threads that
+// wait for device work on its behalf. Calls run on its own executor thread, in
+// the client's order, so a slow session never blocks another. Anything that
+// goes wrong while reading the client's messages (a malformed message, a
+// protocol violation) fails this session alone: it is logged and the
+// connection closed, and the server goes on.
+// Thread-safety: welcome(), post() and close() may be called from any thread;
+// the rest is private to the executor thread. Destruction joins every thread
+// and frees every resource on the device.
 class Session {
  public:
-  Session(uint64_t id, std::shared_ptr<const DriverTable> driver, std::shared_ptr<const ServerInfo> info,
-          std::shared_ptr<ModuleCache> modules, std::shared_ptr<transport::Connection> connection);
+  Session(uint64_t id, ClientIdentity client, std::shared_ptr<const DriverTable> driver,
+          std::shared_ptr<const ServerInfo> info, std::shared_ptr<ModuleCache> modules,
+          std::shared_ptr<transport::Connection> connection);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   uint64_t id() const { return id_; }
+  const ClientIdentity& client() const { return client_; }
+  // Sends the welcome (devices, limits, the server's proof); first, before
+  // any message is posted.
+  void welcome(const std::vector<uint8_t>& server_proof);
   // Takes a message from the client: queues it for the executor, except a
   // host function's completion, which is handled at once (the executor may be
   // waiting on the very stream that the host function holds).
@@ -125,7 +135,14 @@ class Session {
   // Whether every stream of context `ctx` is idle, without blocking.
   bool context_idle(uint64_t ctx);
   void handle_message(Incoming& incoming);
-  void handle_hello(wire::Hello::Reader hello);
+  // The exception barrier: runs fn; anything it throws (Cap'n Proto's
+  // reports of a malformed message among them) fails the session.
+  template <class Fn>
+  void guarded(const char* where, Fn&& fn);
+  // Logs why and closes the connection; teardown follows from its close.
+  void fail(const std::string& reason);
+  // Whether the session may hold one more handle (logs once when not).
+  bool handle_room();
   void handle_batch(wire::Batch::Reader batch, transport::Message& message);
   // Runs one call. Returns true when it was a sync call whose reply was sent
   // (or handed to a waiter thread).
@@ -142,6 +159,10 @@ class Session {
   void wait_then_reply(uint64_t call_id, uint64_t ctx, std::function<CUresult()> wait);
   void send_reply(uint64_t call_id, Outcome outcome);
   void record_async_error(uint64_t call_id, CUresult result);
+  // An event recorded on `stream` after the work enqueued so far, or null
+  // with *result set when it cannot be made (never a silently unrecorded one:
+  // an event never recorded counts as complete).
+  CUevent completion_event(CUstream stream, CUresult* result);
   // Async device-to-host copies are answered in order per stream: each stream
   // that has had one gets a lane (a queue and its thread), so a copy behind a
   // long kernel on one stream does not hold up another stream's.
@@ -154,7 +175,9 @@ class Session {
   void reap_staging(bool wait_all);
   void release_all();
 
+  // Makes the session's context `ctx` (a client handle) current on this thread.
   CUresult make_current(uint64_t ctx);
+  CUresult set_current(CUcontext ctx) const;
   CUresult lookup_stream(uint64_t handle, CUstream* out) const;
   CUresult lookup_event(uint64_t handle, CUevent* out) const;
   CUresult check_range(uint64_t ptr, uint64_t size) const;
@@ -168,6 +191,7 @@ class Session {
   CUresult destroy_context(uint64_t handle);
 
   const uint64_t id_;
+  const ClientIdentity client_;
   const std::shared_ptr<const DriverTable> driver_;
   const DriverTable& cu_;
   const std::shared_ptr<const ServerInfo> info_;
@@ -179,7 +203,9 @@ class Session {
   // CPU device (its device memory is host memory here) or a transport that
   // handles CUDA memory (GPUDirect). Otherwise they go through staging.
   const bool bulk_direct_;
-  bool accepted_ = false;
+  const ServerLimits& limits_;
+  std::atomic<bool> failed_{false};
+  bool handle_limit_logged_ = false;
 
   // Held while calls execute, by the executor thread or, for a batch that
   // runs inline, by the transport's thread; queue order is kept because the

@@ -242,11 +242,8 @@ bool Session::defer_copy(wire::Call::Reader call, transport::Message& message) {
                         : CUDA_ERROR_OUT_OF_MEMORY;
     }
   }
-  CUevent done = nullptr;
-  if (r == CUDA_SUCCESS) r = cu_.cuEventCreate(&done, CU_EVENT_DISABLE_TIMING);
-  if (r == CUDA_SUCCESS) r = cu_.cuEventRecord(done, stream);
+  CUevent done = r == CUDA_SUCCESS ? completion_event(stream, &r) : nullptr;
   if (r != CUDA_SUCCESS) {
-    if (done != nullptr) cu_.cuEventDestroy(done);
     // A copy that was enqueued may still read the staged bytes or write the
     // buffer: let the stream finish before they go.
     if (*staged || outcome->data) cu_.cuStreamSynchronize(stream);
@@ -256,7 +253,7 @@ bool Session::defer_copy(wire::Call::Reader call, transport::Message& message) {
   // The reply goes when the stream gets there; meanwhile this session's
   // other calls (other threads of the client) go on.
   waiters_.spawn([this, id, ctx = reinterpret_cast<uint64_t>(contexts_[ctx]), done, outcome, staged] {
-    CUresult result = cu_.cuCtxSetCurrent(reinterpret_cast<CUcontext>(ctx));
+    CUresult result = set_current(reinterpret_cast<CUcontext>(ctx));
     if (result == CUDA_SUCCESS) result = cu_.cuEventSynchronize(done);
     cu_.cuEventDestroy(done);
     staged->reset();
@@ -467,6 +464,10 @@ Session::Outcome Session::load_module(wire::Call::Reader call, transport::Messag
     out.result = CUDA_ERROR_INVALID_VALUE;
     return out;
   }
+  if (!handle_room()) {
+    out.result = CUDA_ERROR_OUT_OF_MEMORY;
+    return out;
+  }
   fatbin::ContentHash hash;
   std::memcpy(hash.bytes.data(), hash_bytes.begin(), 32);
   std::string key = hash.to_hex();
@@ -479,16 +480,26 @@ Session::Outcome Session::load_module(wire::Call::Reader call, transport::Messag
       return out;
     }
   } else {
-    uint64_t size = in.getImageBytes();
+    // The declared size is checked against the limit and against the bytes
+    // that really came before anything is allocated for it.
+    const uint64_t size = in.getImageBytes();
+    const bool inline_image = call.getPayloadBytes() == 0;
+    if (size > limits_.max_module_bytes) {
+      out.result = CUDA_ERROR_INVALID_VALUE;
+      out.message = "module image of " + std::to_string(size) + " bytes is over the server's limit of " +
+                    std::to_string(limits_.max_module_bytes);
+      return out;
+    }
+    if (inline_image ? in.getImage().size() != size
+                     : !message.payload || message.payload->size() != size || call.getPayloadBytes() != size) {
+      out.result = CUDA_ERROR_INVALID_VALUE;
+      out.message = "module image size does not match the bytes sent";
+      return out;
+    }
     std::vector<std::byte> bytes(size + 1);  // + NUL: PTX text must end in one
-    if (call.getPayloadBytes() == 0) {
-      if (in.getImage().size() != size) {
-        out.result = CUDA_ERROR_INVALID_VALUE;
-        return out;
-      }
+    if (inline_image) {
       std::memcpy(bytes.data(), in.getImage().begin(), size);
-    } else if (!message.payload || message.payload->size() != size || call.getPayloadBytes() != size ||
-               !message.payload->receive(bytes.data()).is_ok()) {
+    } else if (!message.payload->receive(bytes.data()).is_ok()) {
       out.result = CUDA_ERROR_INVALID_VALUE;
       return out;
     }
@@ -569,11 +580,13 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
   switch (call.which()) {
     case wire::Call::CTX_CREATE: {
       auto in = call.getCtxCreate();
+      if (!handle_room()) return CUDA_ERROR_OUT_OF_MEMORY;
       return create_context(in.getHandle(), in.getDevice(), in.getFlags());
     }
     case wire::Call::PRIMARY_CTX_RETAIN: {
       auto in = call.getPrimaryCtxRetain();
       if (contexts_.count(in.getHandle())) return CUDA_SUCCESS;
+      if (!handle_room()) return CUDA_ERROR_OUT_OF_MEMORY;
       return create_context(in.getHandle(), in.getDevice(), in.getFlags());
     }
     case wire::Call::PRIMARY_CTX_RELEASE:
@@ -590,7 +603,7 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
       uint64_t h = call.getModuleUnload().getHandle();
       auto m = modules_.find(h);
       if (m == modules_.end()) return CUDA_ERROR_INVALID_HANDLE;
-      make_current(m->second.ctx);
+      if ((r = make_current(m->second.ctx)) != CUDA_SUCCESS) return r;
       r = cu_.cuModuleUnload(m->second.module);
       modules_.erase(m);
       for (auto f = functions_.begin(); f != functions_.end();) {
@@ -625,6 +638,7 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
       auto m = modules_.find(in.getModule());
       if (m == modules_.end()) return CUDA_ERROR_INVALID_HANDLE;
       if (in.getHandle() == 0 || functions_.count(in.getHandle())) return CUDA_ERROR_INVALID_VALUE;
+      if (!handle_room()) return CUDA_ERROR_OUT_OF_MEMORY;
       CUfunction f = nullptr;
       r = cu_.cuModuleGetFunction(&f, m->second.module, in.getName().cStr());
       if (r == CUDA_SUCCESS) functions_[in.getHandle()] = Function{f, in.getModule()};
@@ -644,6 +658,7 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
     case wire::Call::STREAM_CREATE: {
       auto in = call.getStreamCreate();
       if (in.getHandle() < 16 || streams_.count(in.getHandle())) return CUDA_ERROR_INVALID_VALUE;
+      if (!handle_room()) return CUDA_ERROR_OUT_OF_MEMORY;
       CUstream s = nullptr;
       r = cu_.cuStreamCreateWithPriority(&s, in.getFlags(), in.getPriority());
       if (r == CUDA_SUCCESS) {
@@ -655,6 +670,7 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
     case wire::Call::EVENT_CREATE: {
       auto in = call.getEventCreate();
       if (in.getHandle() == 0 || events_.count(in.getHandle())) return CUDA_ERROR_INVALID_VALUE;
+      if (!handle_room()) return CUDA_ERROR_OUT_OF_MEMORY;
       CUevent e = nullptr;
       r = cu_.cuEventCreate(&e, in.getFlags());
       if (r == CUDA_SUCCESS) {
@@ -685,12 +701,23 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
       if ((r = check_range(in.getDst(), in.getSize())) != CUDA_SUCCESS) return r;
       SourceBytes src;
       r = source_bytes(in, call.getPayloadBytes(), message, true, true, staging_pool_, &src);
+      if (r == CUDA_ERROR_OUT_OF_MEMORY && !staging_.empty()) {
+        // The session holds its limit of bytes in flight: wait for the
+        // oldest copies to land (back-pressure), then try once more.
+        reap_staging(true);
+        r = source_bytes(in, call.getPayloadBytes(), message, true, true, staging_pool_, &src);
+      }
       if (r != CUDA_SUCCESS) return r;
       if (in.getSize() == 0) return CUDA_SUCCESS;
       if ((r = cu_.cuMemcpyHtoDAsync(in.getDst(), src.data, in.getSize(), s)) != CUDA_SUCCESS) return r;
-      CUevent done = nullptr;
-      if ((r = cu_.cuEventCreate(&done, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) return r;
-      cu_.cuEventRecord(done, s);
+      // The staged bytes may be reused only once the device has read them:
+      // an event marks that. Without one (a failed create or record), wait
+      // for the stream here rather than let the buffer go too early.
+      CUevent done = completion_event(s, &r);
+      if (done == nullptr) {
+        cu_.cuStreamSynchronize(s);
+        return r;
+      }
       staging_.push_back(Staged{done, std::move(src.owned)});
       return CUDA_SUCCESS;
     }
@@ -705,13 +732,13 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
         pending.buffer = staging_pool_.acquire(in.getSize());
         r = pending.buffer ? cu_.cuMemcpyDtoHAsync(pending.buffer.get(), in.getSrc(), in.getSize(), s)
                            : CUDA_ERROR_OUT_OF_MEMORY;
-        if (r == CUDA_SUCCESS) r = cu_.cuEventCreate(&pending.done, CU_EVENT_DISABLE_TIMING);
-        if (r == CUDA_SUCCESS) r = cu_.cuEventRecord(pending.done, s);
+        if (r == CUDA_SUCCESS && (pending.done = completion_event(s, &r)) == nullptr) {
+          cu_.cuStreamSynchronize(s);  // the copy may still write into the buffer
+        }
       }
       if (r != CUDA_SUCCESS) {
         pending.buffer.reset();
         pending.size = 0;
-        if (pending.done) cu_.cuEventDestroy(pending.done), pending.done = nullptr;
         pending.result = r;
       }
       queue_copy_out(in.getStream(), std::move(pending));
@@ -742,9 +769,23 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
   }
 }
 
+CUevent Session::completion_event(CUstream stream, CUresult* result) {
+  CUevent done = nullptr;
+  CUresult r = cu_.cuEventCreate(&done, CU_EVENT_DISABLE_TIMING);
+  if (r == CUDA_SUCCESS && (r = cu_.cuEventRecord(done, stream)) != CUDA_SUCCESS) {
+    cu_.cuEventDestroy(done);
+    done = nullptr;
+  }
+  if (r != CUDA_SUCCESS) {
+    RGPU_WARN("session completion event failed id=%llu result=%d", static_cast<unsigned long long>(id_), r);
+    *result = r;
+  }
+  return done;
+}
+
 void Session::wait_then_reply(uint64_t call_id, uint64_t ctx, std::function<CUresult()> wait) {
   waiters_.spawn([this, call_id, ctx, wait = std::move(wait)] {
-    CUresult r = cu_.cuCtxSetCurrent(reinterpret_cast<CUcontext>(ctx));
+    CUresult r = set_current(reinterpret_cast<CUcontext>(ctx));
     if (r == CUDA_SUCCESS) r = wait();
     send_reply(call_id, Outcome{r});
   });
@@ -776,8 +817,8 @@ void Session::run_completions(CompletionLane* lane) {
     }
     CUresult r = p.result;
     if (r == CUDA_SUCCESS && p.done) {
-      cu_.cuCtxSetCurrent(reinterpret_cast<CUcontext>(p.ctx));
-      r = cu_.cuEventSynchronize(p.done);
+      r = set_current(reinterpret_cast<CUcontext>(p.ctx));
+      if (r == CUDA_SUCCESS) r = cu_.cuEventSynchronize(p.done);
       cu_.cuEventDestroy(p.done);
     }
     capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);

@@ -22,7 +22,9 @@ size_t size_class(size_t size) {
 struct StagingPool::Buffer::Shared {
   std::shared_ptr<transport::Connection> connection;
   size_t max_cached = 0;
+  size_t max_in_use = SIZE_MAX;
   std::mutex mu;
+  size_t in_use = 0;  // bytes of buffers handed out and not yet released
   std::map<size_t, std::vector<std::byte*>> idle;  // by capacity
   size_t cached = 0;  // bytes in `idle`
   size_t made = 0;
@@ -46,6 +48,7 @@ struct StagingPool::Buffer::Shared {
   void release(std::byte* p, size_t capacity) {
     {
       std::lock_guard<std::mutex> lock(mu);
+      in_use -= capacity;
       if (!closed && cached + capacity <= max_cached) {
         idle[capacity].push_back(p);
         cached += capacity;
@@ -75,10 +78,11 @@ void StagingPool::Buffer::reset() {
   capacity_ = 0;
 }
 
-StagingPool::StagingPool(std::shared_ptr<transport::Connection> connection, size_t max_cached)
+StagingPool::StagingPool(std::shared_ptr<transport::Connection> connection, size_t max_cached, size_t max_in_use)
     : shared_(std::make_shared<Buffer::Shared>()) {
   shared_->connection = std::move(connection);
   shared_->max_cached = max_cached;
+  shared_->max_in_use = max_in_use;
 }
 
 StagingPool::~StagingPool() {
@@ -101,6 +105,8 @@ StagingPool::Buffer StagingPool::acquire(size_t size) {
   std::byte* p = nullptr;
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
+    if (capacity > shared_->max_in_use - shared_->in_use) return b;
+    shared_->in_use += capacity;  // taken now, so concurrent callers cannot overshoot together
     auto it = shared_->idle.find(capacity);
     if (it != shared_->idle.end() && !it->second.empty()) {
       p = it->second.back();
@@ -109,7 +115,11 @@ StagingPool::Buffer StagingPool::acquire(size_t size) {
     }
   }
   if (p == nullptr) p = shared_->make(capacity);
-  if (p == nullptr) return b;
+  if (p == nullptr) {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->in_use -= capacity;
+    return b;
+  }
   b.pool_ = shared_;
   b.data_ = p;
   b.capacity_ = capacity;
@@ -119,6 +129,11 @@ StagingPool::Buffer StagingPool::acquire(size_t size) {
 size_t StagingPool::buffers_made() const {
   std::lock_guard<std::mutex> lock(shared_->mu);
   return shared_->made;
+}
+
+size_t StagingPool::bytes_in_use() const {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->in_use;
 }
 
 size_t StagingPool::bytes_cached() const {

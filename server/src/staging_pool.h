@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,19 +42,21 @@ class StagingPool {
   };
 
   // `connection` registers the buffers; `max_cached` bounds the bytes kept
-  // idle for reuse.
-  StagingPool(std::shared_ptr<transport::Connection> connection, size_t max_cached);
+  // idle for reuse, `max_in_use` the bytes handed out at once (a session's
+  // copies in flight: what one client can make the server hold).
+  StagingPool(std::shared_ptr<transport::Connection> connection, size_t max_cached, size_t max_in_use = SIZE_MAX);
   ~StagingPool();
   StagingPool(const StagingPool&) = delete;
   StagingPool& operator=(const StagingPool&) = delete;
 
   // A buffer of at least `size` bytes (size > 0), or an empty one when
-  // memory is exhausted.
+  // memory is exhausted or max_in_use would be exceeded.
   Buffer acquire(size_t size);
 
   // Counters for tests and logs.
   size_t buffers_made() const;
   size_t bytes_cached() const;
+  size_t bytes_in_use() const;
 
  private:
   std::shared_ptr<Buffer::Shared> shared_;

@@ -29,7 +29,9 @@ class ServerTest : public ::testing::Test {
     transport_ = transport::make_inproc_transport();
     server::ServerOptions options;
     options.listen = "server:1";
-    options.auth_token = token_;
+    auto keys = protocol::auth::KeyRing::single(token_);
+    ASSERT_TRUE(keys.is_ok());
+    options.keys = std::move(keys.value());
     auto server = server::Server::start(driver.value(), transport_, options);
     ASSERT_TRUE(server.is_ok()) << server.status().to_string();
     server_ = std::move(server.value());
@@ -105,7 +107,6 @@ TEST_F(ServerTest, OtherProtocolVersionIsRefusedWithAReason) {
   capnp::MallocMessageBuilder b;
   auto hello = b.initRoot<wire::Envelope>().initHello();
   hello.setProtocolVersion(wire::PROTOCOL_VERSION + 41);
-  hello.setAuthToken(token_);
   auto words = protocol::encode(b);
   ASSERT_TRUE(conn.value()->send(protocol::as_bytes(words)).is_ok());
   std::unique_lock<std::mutex> lock(mu);

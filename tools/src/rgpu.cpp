@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "rgpu/protocol/auth.h"
 #include "static_cudart.h"
 
 namespace fs = std::filesystem;
@@ -30,10 +31,11 @@ void usage(FILE* out) {
                "         starts an embedded rgpud on a free loopback port for the duration of\n"
                "         COMMAND (--device picks its device; auto: a GPU if there is one, else\n"
                "         rgpu's CPU device; --module-cache keeps its module images in DIR, so\n"
-               "         that a second run sends none).\n"
+               "         that a second run sends none). The embedded rgpud accepts only\n"
+               "         COMMAND: it gets a fresh random key that rgpu hands to COMMAND alone.\n"
                "\n"
-               "environment: RGPU_SERVER, RGPU_AUTH_TOKEN, RGPU_LOG_LEVEL, RGPU_MODULE_CACHE,\n"
-               "             RGPU_STATS, UCX_TLS (transport choice)\n");
+               "environment: RGPU_SERVER, RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE, RGPU_TENANT,\n"
+               "             RGPU_LOG_LEVEL, RGPU_MODULE_CACHE, RGPU_STATS, UCX_TLS (transport choice)\n");
 }
 
 fs::path self_dir() {
@@ -72,7 +74,21 @@ struct EmbeddedServer {
   }
 };
 
-bool start_embedded_server(const std::string& device, const std::string& module_cache, EmbeddedServer* server) {
+// A fresh random key for the embedded rgpud and its one client, as hex.
+bool random_key(std::string* out) {
+  auto nonce = rgpu::protocol::auth::random_nonce();
+  if (!nonce.is_ok()) return false;
+  static const char kHex[] = "0123456789abcdef";
+  out->clear();
+  for (uint8_t b : nonce.value()) {
+    out->push_back(kHex[b >> 4]);
+    out->push_back(kHex[b & 15]);
+  }
+  return true;
+}
+
+bool start_embedded_server(const std::string& device, const std::string& module_cache, const std::string& key,
+                           EmbeddedServer* server) {
   fs::path rgpud = self_dir() / "rgpud";
   if (!fs::exists(rgpud)) {
     std::fprintf(stderr, "rgpu: rgpud not found next to rgpu (%s)\n", rgpud.c_str());
@@ -87,6 +103,8 @@ bool start_embedded_server(const std::string& device, const std::string& module_
     close(out[0]);
     close(out[1]);
     unsetenv("LD_PRELOAD");
+    unsetenv("RGPU_AUTH_TOKEN_FILE");
+    setenv("RGPU_AUTH_TOKEN", key.c_str(), 1);  // the environment, never argv (ps shows argv)
     if (module_cache.empty()) {
       execl(rgpud.c_str(), "rgpud", "--listen", "127.0.0.1:0", "--device", device.c_str(), nullptr);
     } else {
@@ -175,8 +193,13 @@ int run(int argc, char** argv) {
     if (const char* env = std::getenv("RGPU_SERVER"); env && *env) server_address = env;
   }
   EmbeddedServer embedded;
+  std::string embedded_key;
   if (server_address.empty()) {
-    if (!start_embedded_server(device, module_cache, &embedded)) return 1;
+    if (!random_key(&embedded_key)) {
+      std::fprintf(stderr, "rgpu: no random bytes for the embedded rgpud's key\n");
+      return 1;
+    }
+    if (!start_embedded_server(device, module_cache, embedded_key, &embedded)) return 1;
     server_address = embedded.address;
   }
 
@@ -194,6 +217,11 @@ int run(int argc, char** argv) {
     setenv("LD_PRELOAD", preload.c_str(), 1);
     setenv("LD_LIBRARY_PATH", libpath.c_str(), 1);
     setenv("RGPU_SERVER", server_address.c_str(), 1);
+    if (!embedded_key.empty()) {
+      unsetenv("RGPU_AUTH_TOKEN_FILE");
+      unsetenv("RGPU_TENANT");
+      setenv("RGPU_AUTH_TOKEN", embedded_key.c_str(), 1);
+    }
     execvp(argv[i], argv + i);
     std::fprintf(stderr, "rgpu: cannot run '%s': %s\n", argv[i], std::strerror(errno));
     _exit(127);

@@ -16,7 +16,7 @@ namespace rgpu::server {
 #define RGPU_DRIVER_REQUIRED(X)                                                          \
   X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)  \
   X(cuDeviceGetUuid) X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuCtxCreate)          \
-  X(cuCtxDestroy) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree)      \
+  X(cuCtxDestroy) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree)      \
   X(cuMemGetInfo) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemcpyHtoDAsync)   \
   X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8) X(cuMemsetD16) X(cuMemsetD32)  \
   X(cuMemsetD8Async) X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuStreamCreateWithPriority) \
@@ -44,6 +44,9 @@ struct DriverTable {
   // Null for NVIDIA's driver, which prints to rgpud's own stdout.
   using PrintfCallback = void (*)(void* user, const char* text, size_t size);
   CUresult (*rgpuCtxSetPrintfCallback)(CUcontext, PrintfCallback, void*) = nullptr;
+  // rgpu's CPU device extension: kernels of a context may touch only memory
+  // of contexts in the same isolation group (rgpud: one group per session).
+  CUresult (*rgpuCtxSetIsolationGroup)(CUcontext, unsigned long long) = nullptr;
 
   // rgpu's CPU device (recognised by its extension above): its device
   // memory is host memory of this process, which the transport can reach.

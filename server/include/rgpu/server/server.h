@@ -1,23 +1,58 @@
 // rgpud's server object: listens, accepts clients, runs one Session per client.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
 #include "rgpu/common/status.h"
+#include "rgpu/protocol/auth.h"
 #include "rgpu/server/driver_table.h"
 #include "rgpu/transport/transport.h"
 
 namespace rgpu::server {
 
+// What one client may make the server hold, and what a connection may send
+// before it has authenticated. Each bound is answered with an error for that
+// client (a refused connection, a failed call, a closed session), never with
+// a crash or a stall for others. Defaults are for a shared server; see
+// docs/security.md, "Limits".
+struct ServerLimits {
+  // Before authentication: the time to finish the handshake, the size of a
+  // handshake message, and how many connections may be at it at once.
+  std::chrono::milliseconds hello_timeout{5000};
+  size_t max_hello_bytes = 16 * 1024;
+  size_t max_unauthenticated = 64;
+  size_t max_sessions = 1024;
+  // After: the size of one message header (bulk bytes travel beside it), and
+  // the frames and bytes the transport may hold out of order for a session.
+  size_t max_message_bytes = size_t{64} << 20;
+  uint64_t max_parked_frames = 4096;
+  uint64_t max_parked_bytes = uint64_t{256} << 20;
+  // Per session: handles of every kind (contexts, streams, events, modules,
+  // functions), the bytes of one module image, and the host bytes the server
+  // holds for the session's copies in flight.
+  size_t max_handles = 65536;
+  uint64_t max_module_bytes = uint64_t{512} << 20;
+  uint64_t max_inflight_bytes = uint64_t{1} << 30;
+};
+
 struct ServerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
-  std::string auth_token;              // empty: none required
+  // The keys clients prove, by tenant; empty: no authentication (only
+  // allowed on a loopback address unless `insecure`).
+  protocol::auth::KeyRing keys;
+  bool insecure = false;
   // Folder that keeps module images across restarts (empty: memory only),
   // and the bytes of images kept in memory.
   std::string module_cache_dir;
   uint64_t module_cache_memory = uint64_t{1} << 30;
+  ServerLimits limits;
 };
+
+// Whether `host` (as in --listen) names only this machine: 127.0.0.0/8,
+// ::1 or "localhost".
+bool is_loopback_host(const std::string& host);
 
 // Owns the listener and every live session. Thread-safe. Destruction closes
 // all sessions and frees everything they held on the device.
@@ -27,6 +62,8 @@ class Server {
   // The bound address, "host:port".
   virtual std::string address() const = 0;
   virtual size_t session_count() const = 0;
+  // Connections that have not finished their handshake yet.
+  virtual size_t pending_count() const = 0;
 
   // Initialises the driver (cuInit, device queries) and starts listening.
   static Result<std::unique_ptr<Server>> start(std::shared_ptr<const DriverTable> driver,

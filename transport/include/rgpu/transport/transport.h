@@ -35,6 +35,13 @@ struct Message {
   std::unique_ptr<IncomingPayload> payload;  // null when the message had none
 };
 
+// What a connection accepts from its peer before it fails the connection.
+struct ReceiveLimits {
+  size_t max_header = size_t{1} << 30;             // bytes of one message header
+  uint64_t max_parked_frames = uint64_t{1} << 20;  // frames held out of order
+  uint64_t max_parked_bytes = uint64_t{1} << 30;   // header + eager payload bytes held out of order or not yet dispatched
+};
+
 // A connection to one peer. Thread-safe: any thread may send. Messages sent on
 // one connection are delivered in the order the send() calls were made.
 class Connection {
@@ -81,6 +88,10 @@ class Connection {
   }
   // Drops the registration that starts at `ptr`; no transfer may still use it.
   virtual void unregister_memory(void* ptr) { (void)ptr; }
+  // Sets what the connection accepts from its peer from now on; a peer that
+  // exceeds a limit gets the connection failed. Thread-safe, any thread.
+  // Transports without limits ignore it.
+  virtual void set_receive_limits(const ReceiveLimits& limits) { (void)limits; }
   // Whether bulk transfers may send from and receive into CUDA device memory
   // directly (UCX built with CUDA support: GPUDirect RDMA, or its own copies).
   virtual bool supports_cuda_memory() const { return false; }

@@ -1,0 +1,148 @@
+// Handshake: hello, challenge and proof, decoded defensively.
+#include "handshake.h"
+
+#include <cstring>
+#include <exception>
+
+#include "rgpu/protocol/codec.h"
+
+namespace rgpu::server {
+namespace {
+
+namespace auth = protocol::auth;
+
+// Longest text field of a hello (host name, program, build) kept; longer
+// ones are refused rather than cut, so logs never show a forged prefix.
+constexpr size_t kMaxHelloText = 1024;
+
+std::vector<std::byte> to_vector(const kj::Array<capnp::word>& words) {
+  auto bytes = protocol::as_bytes(words);
+  return {bytes.begin(), bytes.end()};
+}
+
+// A text field, or false when it is too long. Cap'n Proto checks the NUL
+// terminator when the field is read and throws for a missing one; the caller
+// catches that.
+bool read_text(capnp::Text::Reader text, std::string* out) {
+  if (text.size() > kMaxHelloText) return false;
+  out->assign(text.cStr(), text.size());
+  return true;
+}
+
+bool read_nonce(capnp::Data::Reader data, auth::Nonce* out) {
+  if (data.size() != out->size()) return false;
+  std::memcpy(out->data(), data.begin(), out->size());
+  return true;
+}
+
+}  // namespace
+
+Handshake::Handshake(const auth::KeyRing& keys, size_t max_message_bytes)
+    : keys_(keys), max_message_bytes_(max_message_bytes) {}
+
+std::vector<std::byte> Handshake::refusal(const std::string& reason) {
+  capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
+  auto welcome = builder.initRoot<wire::Envelope>().initWelcome();
+  welcome.setAccepted(false);
+  welcome.setRefusal(reason);
+  welcome.setProtocolVersion(wire::PROTOCOL_VERSION);
+  welcome.setServerBuild(RGPU_VERSION_STRING);
+  return to_vector(protocol::encode(builder));
+}
+
+Handshake::Step Handshake::refuse(std::string reason) {
+  state_ = State::kDone;
+  Step step;
+  step.kind = Step::Kind::kRefuse;
+  step.message = refusal(reason);
+  step.reason = std::move(reason);
+  return step;
+}
+
+Handshake::Step Handshake::on_message(std::span<const std::byte> header, bool has_payload) {
+  if (state_ == State::kDone) return refuse("handshake already finished");
+  if (header.size() > max_message_bytes_) {
+    return refuse("handshake message of " + std::to_string(header.size()) + " bytes is over the limit of " +
+                  std::to_string(max_message_bytes_));
+  }
+  if (has_payload) return refuse("bulk data before the session was welcomed");
+  auto decoded = protocol::decode(header);
+  if (!decoded.is_ok()) return refuse("malformed handshake message: " + decoded.status().message());
+  try {
+    auto envelope = decoded.value()->envelope();
+    switch (envelope.which()) {
+      case wire::Envelope::HELLO: {
+        if (state_ != State::kAwaitHello) return refuse("a second hello");
+        return on_hello(envelope.getHello());
+      }
+      case wire::Envelope::AUTHENTICATE: {
+        if (state_ != State::kAwaitProof) return refuse("a proof that was not asked for");
+        return on_proof(envelope.getAuthenticate());
+      }
+      default:
+        return refuse("message of kind " + std::to_string(static_cast<int>(envelope.which())) +
+                      " before the session was welcomed");
+    }
+  } catch (const std::exception& e) {
+    // Cap'n Proto reports a wrong pointer kind or a text without its NUL
+    // when the field is read.
+    return refuse(std::string("malformed handshake message: ") + e.what());
+  }
+}
+
+Handshake::Step Handshake::on_hello(wire::Hello::Reader hello) {
+  if (hello.getProtocolVersion() != wire::PROTOCOL_VERSION) {
+    return refuse("client speaks protocol version " + std::to_string(hello.getProtocolVersion()) +
+                  ", this server speaks " + std::to_string(wire::PROTOCOL_VERSION) + "; use matching rgpu builds");
+  }
+  if (!read_text(hello.getTenant(), &client_.tenant) || !read_text(hello.getHostname(), &client_.hostname) ||
+      !read_text(hello.getProgram(), &client_.program) || !read_text(hello.getClientBuild(), &client_.build)) {
+    return refuse("hello field longer than " + std::to_string(kMaxHelloText) + " bytes");
+  }
+  if (client_.tenant.empty()) client_.tenant = auth::kDefaultTenant;
+  if (!auth::valid_tenant(client_.tenant)) return refuse("bad tenant name in hello");
+  client_.pid = hello.getPid();
+  if (keys_.empty()) {
+    state_ = State::kDone;
+    Step step;
+    step.kind = Step::Kind::kWelcome;
+    step.client = client_;
+    return step;
+  }
+  if (!read_nonce(hello.getClientNonce(), &client_nonce_)) {
+    return refuse("authentication required: this server wants a key (RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE)");
+  }
+  auto nonce = auth::random_nonce();
+  if (!nonce.is_ok()) return refuse("server error: " + nonce.status().message());
+  server_nonce_ = nonce.value();
+  // A challenge goes out even for a tenant without a key, so that the answer
+  // does not tell which tenants exist.
+  capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
+  builder.initRoot<wire::Envelope>().initChallenge().setServerNonce(
+      kj::arrayPtr(reinterpret_cast<const capnp::byte*>(server_nonce_.data()), server_nonce_.size()));
+  state_ = State::kAwaitProof;
+  Step step;
+  step.kind = Step::Kind::kSend;
+  step.message = to_vector(protocol::encode(builder));
+  return step;
+}
+
+Handshake::Step Handshake::on_proof(wire::Authenticate::Reader answer) {
+  auto proof = answer.getProof();
+  auto secret = keys_.find(client_.tenant);
+  // Compute even without a key, so that the time taken does not tell either.
+  const auth::Proof expected =
+      auth::client_proof(secret ? *secret : std::string_view("\x01"), client_.tenant, client_nonce_, server_nonce_);
+  const bool good = secret.has_value() &&
+                    auth::equal_constant_time(std::span<const uint8_t>(proof.begin(), proof.size()), expected);
+  if (!good) return refuse("authentication failed: wrong key for tenant " + client_.tenant);
+  state_ = State::kDone;
+  Step step;
+  step.kind = Step::Kind::kWelcome;
+  step.client = client_;
+  const auth::Proof mine = auth::server_proof(*secret, client_.tenant, client_nonce_, server_nonce_);
+  step.server_proof.assign(mine.begin(), mine.end());
+  return step;
+}
+
+}  // namespace rgpu::server
