@@ -172,3 +172,21 @@ extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetPrintfCallb
     return CUDA_SUCCESS;
   });
 }
+
+// rgpu's extension: stops the work of `ctx` now, as a server does when the
+// client that owns the context is gone: a running kernel ends at its next
+// check, queued kernels do not run, and the context gets the sticky error
+// CUDA_ERROR_LAUNCH_FAILED, so waits on it return instead of hanging. The
+// context stays valid until cuCtxDestroy.
+extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxAbort(CUcontext ctx) {
+  using namespace rgpu::cpudev;
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    auto context = d->context(to_u64(ctx));
+    if (!context) return CUDA_ERROR_INVALID_CONTEXT;
+    context->set_sticky(CUDA_ERROR_LAUNCH_FAILED);
+    context->state()->cancel.store(true);
+    return CUDA_SUCCESS;
+  });
+}

@@ -31,6 +31,7 @@ Result<std::shared_ptr<const DriverTable>> DriverTable::load(const std::string& 
 #undef RGPU_DRIVER_RESOLVE_OPTIONAL
   table->rgpuCtxSetPrintfCallback =
       reinterpret_cast<decltype(table->rgpuCtxSetPrintfCallback)>(dlsym(raw, "rgpuCtxSetPrintfCallback"));
+  table->rgpuCtxAbort = reinterpret_cast<decltype(table->rgpuCtxAbort)>(dlsym(raw, "rgpuCtxAbort"));
   table->rgpuCtxSetIsolationGroup =
       reinterpret_cast<decltype(table->rgpuCtxSetIsolationGroup)>(dlsym(raw, "rgpuCtxSetIsolationGroup"));
   if (!missing.empty()) {

@@ -65,6 +65,14 @@ Session::Session(uint64_t id, ClientIdentity client, std::shared_ptr<const Drive
 
 Session::~Session() {
   close();
+  // The client is gone: its kernels need not finish. Stopping them first
+  // bounds the teardown, which otherwise waits for every thread below, and
+  // they may wait for a kernel that never ends. (NVIDIA's driver has no such
+  // call: there the contexts' destruction below ends their work.)
+  if (cu_.rgpuCtxAbort) {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    for (CUcontext ctx : live_contexts_) cu_.rgpuCtxAbort(ctx);
+  }
   if (executor_.joinable()) executor_.join();
   {
     std::lock_guard<std::mutex> lock(completions_mu_);
@@ -378,11 +386,15 @@ CUresult Session::create_context(uint64_t handle, int device, unsigned flags) {
   r = cu_.cuCtxCreate(&ctx, nullptr, flags, dev);
   if (r != CUDA_SUCCESS) return r;
   contexts_[handle] = ctx;
+  {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    live_contexts_.push_back(ctx);
+  }
   if (cu_.rgpuCtxSetIsolationGroup) {
     // Kernels of this session may touch only this session's memory.
     if ((r = cu_.rgpuCtxSetIsolationGroup(ctx, id_)) != CUDA_SUCCESS) {
+      forget_context(handle);
       cu_.cuCtxDestroy(ctx);
-      contexts_.erase(handle);
       return r;
     }
   }
@@ -408,8 +420,8 @@ CUresult Session::destroy_context(uint64_t handle) {
   // The device must be done with staged host buffers before they go.
   if (set_current(ctx) == CUDA_SUCCESS) cu_.cuCtxSynchronize();
   reap_staging(true);
+  forget_context(handle);
   CUresult r = cu_.cuCtxDestroy(ctx);
-  contexts_.erase(it);
   for (auto a = allocations_.begin(); a != allocations_.end();) {
     a = a->second.ctx == handle ? allocations_.erase(a) : std::next(a);
   }
@@ -442,6 +454,16 @@ CUresult Session::destroy_context(uint64_t handle) {
   return r;
 }
 
+void Session::forget_context(uint64_t handle) {
+  auto it = contexts_.find(handle);
+  if (it == contexts_.end()) return;
+  {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    std::erase(live_contexts_, it->second);
+  }
+  contexts_.erase(it);
+}
+
 void Session::reap_staging(bool wait_all) {
   while (!staging_.empty()) {
     Staged& s = staging_.front();
@@ -467,17 +489,22 @@ bool Session::context_idle(uint64_t handle) {
 
 void Session::release_all() {
   for (auto& [handle, ctx] : contexts_) {
-    cu_.cuCtxSetCurrent(ctx);
-    cu_.cuCtxSynchronize();
+    if (set_current(ctx) == CUDA_SUCCESS) cu_.cuCtxSynchronize();
   }
-  staging_.clear();  // the contexts' destruction frees the events
   for (auto& [handle, ctx] : contexts_) {
     CUresult r = cu_.cuCtxDestroy(ctx);
     if (r != CUDA_SUCCESS) {
       RGPU_WARN("session context destroy failed id=%llu result=%d", static_cast<unsigned long long>(id_), r);
     }
   }
+  // Only now, with the contexts' work ended, may the staged host bytes go
+  // (the destruction freed their events).
+  staging_.clear();
   contexts_.clear();
+  {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    live_contexts_.clear();
+  }
   allocations_.clear();
   modules_.clear();
   functions_.clear();

@@ -157,15 +157,21 @@ class Session {
   // Blocking waits (stream/event/context synchronize) run on their own thread
   // unless already complete, so the executor keeps accepting calls.
   void wait_then_reply(uint64_t call_id, uint64_t ctx, std::function<CUresult()> wait);
+  // Runs a blocking wait on a waiter thread, or on the calling executor once
+  // the session has kMaxWaiterThreads of them (threads per session are bounded).
+  void run_wait(std::function<void()> job);
+  static constexpr size_t kMaxWaiterThreads = 32;
+  static constexpr size_t kCompletionLanes = 8;
   void send_reply(uint64_t call_id, Outcome outcome);
   void record_async_error(uint64_t call_id, CUresult result);
   // An event recorded on `stream` after the work enqueued so far, or null
   // with *result set when it cannot be made (never a silently unrecorded one:
   // an event never recorded counts as complete).
   CUevent completion_event(CUstream stream, CUresult* result);
-  // Async device-to-host copies are answered in order per stream: each stream
-  // that has had one gets a lane (a queue and its thread), so a copy behind a
-  // long kernel on one stream does not hold up another stream's.
+  // Async device-to-host copies are answered in order per stream: streams
+  // that have had one are spread over up to kCompletionLanes lanes (a queue
+  // and its thread), so a copy behind a long kernel on one stream rarely
+  // holds up another stream's, and threads stay bounded.
   struct CompletionLane {
     std::deque<PendingCopyOut> queue;
     std::thread thread;
@@ -189,6 +195,8 @@ class Session {
   static void device_output(void* session, const char* text, size_t size);
   void host_func_done(uint64_t id);
   CUresult destroy_context(uint64_t handle);
+  // Drops a context from the session's tables (before it is destroyed).
+  void forget_context(uint64_t handle);
 
   const uint64_t id_;
   const ClientIdentity client_;
@@ -212,6 +220,11 @@ class Session {
   // inline path runs only when the inbox is empty.
   std::mutex exec_mu_;
   std::thread::id executor_id_;
+
+  // The device contexts of this session, for teardown to stop their work
+  // while the executor may still be inside a call (live_mu_).
+  std::mutex live_mu_;
+  std::vector<CUcontext> live_contexts_;
 
   // Executor state (exec_mu_).
   std::unordered_map<uint64_t, CUcontext> contexts_;
@@ -246,7 +259,7 @@ class Session {
   ThreadSet waiters_;
   std::mutex completions_mu_;
   std::condition_variable completions_cv_;
-  std::map<uint64_t, std::unique_ptr<CompletionLane>> lanes_;  // by stream handle
+  std::map<uint64_t, std::unique_ptr<CompletionLane>> lanes_;  // by lane index, < kCompletionLanes
   bool completions_stop_ = false;
 
   std::thread executor_;

@@ -252,7 +252,7 @@ bool Session::defer_copy(wire::Call::Reader call, transport::Message& message) {
   }
   // The reply goes when the stream gets there; meanwhile this session's
   // other calls (other threads of the client) go on.
-  waiters_.spawn([this, id, ctx = reinterpret_cast<uint64_t>(contexts_[ctx]), done, outcome, staged] {
+  run_wait([this, id, ctx = reinterpret_cast<uint64_t>(contexts_[ctx]), done, outcome, staged] {
     CUresult result = set_current(reinterpret_cast<CUcontext>(ctx));
     if (result == CUDA_SUCCESS) result = cu_.cuEventSynchronize(done);
     cu_.cuEventDestroy(done);
@@ -783,8 +783,18 @@ CUevent Session::completion_event(CUstream stream, CUresult* result) {
   return done;
 }
 
+void Session::run_wait(std::function<void()> job) {
+  if (waiters_.size() < kMaxWaiterThreads) {
+    waiters_.spawn(std::move(job));
+    return;
+  }
+  // A client that keeps this many waits open is served one wait at a time,
+  // on its own executor: its other calls queue, nobody else's do.
+  job();
+}
+
 void Session::wait_then_reply(uint64_t call_id, uint64_t ctx, std::function<CUresult()> wait) {
-  waiters_.spawn([this, call_id, ctx, wait = std::move(wait)] {
+  run_wait([this, call_id, ctx, wait = std::move(wait)] {
     CUresult r = set_current(reinterpret_cast<CUcontext>(ctx));
     if (r == CUDA_SUCCESS) r = wait();
     send_reply(call_id, Outcome{r});
@@ -794,7 +804,9 @@ void Session::wait_then_reply(uint64_t call_id, uint64_t ctx, std::function<CUre
 void Session::queue_copy_out(uint64_t stream, PendingCopyOut pending) {
   {
     std::lock_guard<std::mutex> lock(completions_mu_);
-    std::unique_ptr<CompletionLane>& lane = lanes_[stream];
+    // Streams share a bounded set of lanes (a stream keeps its order in its
+    // lane): a client with thousands of streams costs kCompletionLanes threads.
+    std::unique_ptr<CompletionLane>& lane = lanes_[((stream * 0x9E3779B97F4A7C15ull) >> 32) % kCompletionLanes];
     if (!lane) {
       lane = std::make_unique<CompletionLane>();
       CompletionLane* raw = lane.get();

@@ -117,6 +117,9 @@ class Child {
     in_ = -1;
   }
   const std::string& text() const { return text_; }
+  void signal(int sig) const {
+    if (pid_ > 0) kill(pid_, sig);
+  }
 
  private:
   Child() = default;
@@ -257,6 +260,32 @@ TEST_F(KernelFaults, EndlessKernelMeetsTheWatchdog) {
   EXPECT_EQ(spinner->value("sync_again"), "CUDA_ERROR_LAUNCH_TIMEOUT") << spinner->text();
   EXPECT_LT(std::stoll("0" + spinner->value("after_ms")), 4000) << spinner->text();
   EXPECT_EQ(spinner->wait_exit(std::chrono::seconds(10)), 0) << spinner->text();
+}
+
+// A server of its own with no watchdog: a client dies while its kernel
+// spins. Its session's teardown stops the kernel, and rgpud then stops on
+// SIGTERM by itself, cleanly (exit 0), not through its shutdown time limit.
+TEST_F(KernelFaults, EndlessKernelOfADeadClientDoesNotKeepTheServer) {
+  auto server = Child::spawn({std::string(RGPU_BIN_DIR) + "/rgpud", "--listen", "127.0.0.1:0", "--device", "cpu",
+                              "--log-level", "info", "--shutdown-timeout", "30"},
+                             {"RGPU_CPU_DEVICE_MEMORY=512M"}, {"LD_PRELOAD", "RGPU_SERVER", "RGPU_CPU_KERNEL_TIMEOUT_MS"});
+  ASSERT_TRUE(server);
+  ASSERT_TRUE(server->wait_for("listening on ", std::chrono::seconds(20))) << server->text();
+  ASSERT_TRUE(server->wait_for("\n", std::chrono::seconds(5))) << server->text();
+  const std::string& t = server->text();
+  auto at = t.find("listening on ") + 13;
+  std::string address = t.substr(at, t.find_first_of(" \n", at) - at);
+
+  auto spinner = client("spin", {"RGPU_SERVER=" + address});
+  ASSERT_TRUE(spinner);
+  ASSERT_TRUE(spinner->wait_for("launch=", std::chrono::seconds(20))) << spinner->text();
+  EXPECT_EQ(spinner->value("launch"), "CUDA_SUCCESS") << spinner->text();
+  spinner->signal(SIGKILL);
+  ASSERT_NE(spinner->wait_exit(std::chrono::seconds(10)), -1);
+  server->signal(SIGTERM);
+  const int status = server->wait_exit(std::chrono::seconds(25));
+  ASSERT_NE(status, -1) << "rgpud still running 25 s after SIGTERM";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
 
 }  // namespace

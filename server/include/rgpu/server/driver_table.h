@@ -47,6 +47,9 @@ struct DriverTable {
   // rgpu's CPU device extension: kernels of a context may touch only memory
   // of contexts in the same isolation group (rgpud: one group per session).
   CUresult (*rgpuCtxSetIsolationGroup)(CUcontext, unsigned long long) = nullptr;
+  // rgpu's CPU device extension: stops a context's kernels (running and
+  // queued) so that tearing down a session never waits for a runaway kernel.
+  CUresult (*rgpuCtxAbort)(CUcontext) = nullptr;
 
   // rgpu's CPU device (recognised by its extension above): its device
   // memory is host memory of this process, which the transport can reach.
