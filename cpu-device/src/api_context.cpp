@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "api_common.h"
+#include "rgpu/cpudev/extensions.h"
 
 using namespace rgpu::cpudev;
 
@@ -154,9 +155,7 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
 
 }  // extern "C"
 
-// rgpu's extension: device printf text of kernels in `ctx` goes to `callback`
-// instead of stdout, so a server can forward it to the client that launched
-// them. A null callback restores stdout.
+// rgpu's extensions: contracts in rgpu/cpudev/extensions.h.
 extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetPrintfCallback(
     CUcontext ctx, void (*callback)(void* user, const char* text, size_t size), void* user) {
   using namespace rgpu::cpudev;
@@ -170,5 +169,17 @@ extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetPrintfCallb
     state->printf_callback = callback;
     state->printf_user = user;
     return CUDA_SUCCESS;
+  });
+}
+
+extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetIsolationGroup(CUcontext ctx,
+                                                                                   unsigned long long group) {
+  using namespace rgpu::cpudev;
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    auto context = d->context(to_u64(ctx));
+    if (!context) return CUDA_ERROR_INVALID_CONTEXT;
+    return context->set_group(group);
   });
 }

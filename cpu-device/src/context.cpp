@@ -13,6 +13,20 @@ void Context::set_sticky(CUresult error) {
   state_->sticky.compare_exchange_strong(expected, error);
 }
 
+CUresult Context::set_group(uint64_t group) {
+  if (group == kAnyGroup) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(group_mu_);
+  if (group_fixed_ && group != state_->group.load()) return CUDA_ERROR_NOT_PERMITTED;
+  state_->group.store(group);
+  return CUDA_SUCCESS;
+}
+
+uint64_t Context::memory_group() {
+  std::lock_guard lock(group_mu_);
+  group_fixed_ = true;
+  return state_->group.load();
+}
+
 std::shared_ptr<Stream> Context::legacy() {
   std::lock_guard lock(mu_);
   if (!legacy_ && !shut_down_) {

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "rgpu/cpudev/memory.h"
 #include "stream.h"
 
 namespace rgpu::cpudev {
@@ -22,6 +23,9 @@ struct ContextState {
   std::atomic<int> sticky{CUDA_SUCCESS};
   // Set when the context is being destroyed: running kernels stop.
   std::atomic<bool> cancel{false};
+  // Isolation group (rgpuCtxSetIsolationGroup): kernels of the context reach
+  // only memory of this group. Fixed once the context owns memory.
+  std::atomic<uint64_t> group{0};
   // Where device printf text goes (rgpuCtxSetPrintfCallback); unset: stdout.
   std::mutex printf_mu;
   void (*printf_callback)(void* user, const char* text, size_t size) = nullptr;
@@ -46,6 +50,20 @@ class Context {
   const std::shared_ptr<ContextState>& state() const { return state_; }
   CUresult sticky() const { return static_cast<CUresult>(state_->sticky.load()); }
   void set_sticky(CUresult error);
+
+  // Isolation group. set_group() fails (NOT_PERMITTED) once memory_group()
+  // was called, so that every allocation and module of the context is in the
+  // group its kernels run in; kAnyGroup is INVALID_VALUE.
+  CUresult set_group(uint64_t group);
+  uint64_t group() const { return state_->group.load(); }
+  // The group for the context's next allocation or module; fixes the group.
+  uint64_t memory_group();
+  // The group copies and memsets issued in this context are restricted to:
+  // kAnyGroup for group 0 (a plain program reaches all its memory as before).
+  uint64_t copy_group() const {
+    uint64_t g = group();
+    return g == 0 ? kAnyGroup : g;
+  }
 
   std::shared_ptr<Stream> legacy();
   std::shared_ptr<Stream> per_thread();
@@ -81,6 +99,9 @@ class Context {
   const unsigned flags_;
   const bool primary_;
   const std::shared_ptr<ContextState> state_ = std::make_shared<ContextState>();
+
+  std::mutex group_mu_;
+  bool group_fixed_ = false;  // guarded by group_mu_
 
   mutable std::mutex mu_;
   std::shared_ptr<Stream> legacy_;

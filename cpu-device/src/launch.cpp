@@ -86,9 +86,11 @@ CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const st
     for (int i = 0; i < d->device_count(); ++i) pins.push_back(d->device(i)->memory->pin());
     ptx::LaunchEnv env;
     env.variable_addresses = module->addresses();
-    env.checker = [d](uint64_t addr, size_t size, bool) {
+    // Only memory of the context's own isolation group: another group's
+    // allocation is as unmapped to this kernel as a freed one.
+    env.checker = [d, group = state->group.load()](uint64_t addr, size_t size, bool) {
       Device* dev = d->device_of(addr);
-      return dev && dev->memory->check(addr, size);
+      return dev && dev->memory->check(addr, size, group);
     };
     env.pool = pool;
     env.cancel = &state->cancel;
