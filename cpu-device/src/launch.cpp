@@ -80,6 +80,8 @@ CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const st
                                            params = std::move(params)]() -> CUresult {
     // Kernels of a context that already faulted do not run, as on a GPU.
     if (state->sticky.load() != CUDA_SUCCESS) return static_cast<CUresult>(state->sticky.load());
+    // Nor do kernels of a context being destroyed.
+    if (state->cancel.load()) return CUDA_ERROR_LAUNCH_TIMEOUT;
     // While pinned, memory freed during the launch stays mapped, so an access
     // the checker allowed never faults on the host.
     std::vector<DeviceMemory::Pin> pins;
