@@ -33,12 +33,14 @@ struct ContextState {
 };
 
 // A context of one device. Owns its streams (the legacy NULL stream and the
-// per-thread default streams are created on first use).
+// per-thread default streams are created on first use), which run on
+// `scheduler`.
 // Lifetime: shared (driver table and API calls in flight); shutdown() closes
-// and joins every stream. Thread safety: all methods are thread-safe.
+// and drains every stream; the scheduler outlives the context. Thread
+// safety: all methods are thread-safe.
 class Context {
  public:
-  Context(uint64_t handle, int device, unsigned flags, bool primary);
+  Context(Scheduler* scheduler, uint64_t handle, int device, unsigned flags, bool primary);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -76,7 +78,8 @@ class Context {
   // on the legacy stream waits for all earlier work of the blocking streams,
   // and an operation on a blocking stream waits for earlier legacy work.
   // Returns the operation's sequence number, 0 if the stream is closed.
-  uint64_t enqueue(const std::shared_ptr<Stream>& stream, std::vector<Dependency> deps, Work work);
+  uint64_t enqueue(const std::shared_ptr<Stream>& stream, std::vector<Dependency> deps, Work work,
+                   OpKind kind = OpKind::kDevice);
   // Runs `work` on the calling thread, sets *result and returns true, when
   // `stream` and everything an operation enqueued on it would wait for are
   // idle: it is then ordered exactly as if enqueued, without the handoff to
@@ -87,13 +90,16 @@ class Context {
   // Waits for all work enqueued so far in every stream; returns the sticky
   // error, else the first asynchronous error, else CUDA_SUCCESS.
   CUresult synchronize();
-  // Closes and joins every stream. Idempotent.
+  // Cancels running kernels, stops waits on other streams, then lets every
+  // stream drain what it was given (kernels that have not started do not
+  // run). Returns once nothing of the context runs. Idempotent.
   void shutdown();
 
  private:
   std::vector<std::shared_ptr<Stream>> all_streams_locked() const;
   void reap_locked();
 
+  Scheduler* const scheduler_;
   const uint64_t handle_;
   const int device_;
   const unsigned flags_;
