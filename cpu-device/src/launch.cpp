@@ -91,8 +91,11 @@ CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const st
     // Only memory of the context's own isolation group: another group's
     // allocation is as unmapped to this kernel as a freed one.
     env.checker = [d, group = state->group.load()](uint64_t addr, size_t size, bool) {
+      // Warps mostly touch the allocation they touched last: answer those
+      // without the memory's lock (the cache is exact, see CheckCache).
+      thread_local DeviceMemory::CheckCache cache;
       Device* dev = d->device_of(addr);
-      return dev && dev->memory->check(addr, size, group);
+      return dev && dev->memory->check(addr, size, group, &cache);
     };
     env.pool = pool;
     env.cancel = &state->cancel;

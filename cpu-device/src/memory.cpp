@@ -119,6 +119,7 @@ Status DeviceMemory::release(uint64_t base, uint64_t group) {
   }
   pending_.push_back(it->second);
   live_.erase(it);
+  releases_.fetch_add(1, std::memory_order_release);
   if (pins_.load() == 0) reclaim_locked();
   return Status::ok();
 }
@@ -135,6 +136,7 @@ size_t DeviceMemory::release_owner(uint64_t owner) {
       ++it;
     }
   }
+  if (n) releases_.fetch_add(1, std::memory_order_release);
   if (pins_.load() == 0) reclaim_locked();
   return n;
 }
@@ -183,6 +185,33 @@ bool DeviceMemory::check(uint64_t addr, uint64_t size, uint64_t group) const {
   uint64_t off = addr - a.base;  // addr >= a.base here
   if (off >= a.size) return false;
   return size <= a.size - off;
+}
+
+bool DeviceMemory::check(uint64_t addr, uint64_t size, uint64_t group, CheckCache* cache) const {
+  // Read before the lookup: a release after this read makes the entry stale.
+  uint64_t releases = releases_.load(std::memory_order_acquire);
+  if (cache->memory == this && cache->releases == releases && cache->group == group) {
+    for (int i = 0; i < CheckCache::kEntries; ++i) {
+      if (addr >= cache->lo[i] && addr < cache->hi[i] && size <= cache->hi[i] - addr) return true;
+    }
+  } else {
+    *cache = CheckCache{};
+    cache->memory = this;
+    cache->releases = releases;
+    cache->group = group;
+  }
+  std::shared_lock lock(mu_);
+  auto it = live_.upper_bound(addr);
+  if (it == live_.begin()) return false;
+  --it;
+  const Allocation& a = it->second;
+  if (group != kAnyGroup && a.group != group) return false;
+  uint64_t off = addr - a.base;
+  if (off >= a.size || size > a.size - off) return false;
+  cache->lo[cache->next] = a.base;
+  cache->hi[cache->next] = a.base + a.size;
+  cache->next = (cache->next + 1) % CheckCache::kEntries;
+  return true;
 }
 
 std::optional<Allocation> DeviceMemory::find(uint64_t addr) const {

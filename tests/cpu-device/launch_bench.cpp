@@ -6,6 +6,7 @@
 // Usage: rgpu_cpudev_launch_bench [--rounds N] [--launches N] LIBRARY...
 #include <cuda.h>
 #include <dlfcn.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -30,8 +31,21 @@ struct Lib {
   decltype(&::cuCtxSynchronize) sync = nullptr;
   CUfunction fn = nullptr;
   CUdeviceptr a = 0, b = 0, c = 0;
-  std::vector<double> seconds;
+  std::vector<double> seconds, cpu_seconds;
 };
+
+// CPU seconds of the whole process: on a loaded machine the CPU time a
+// kernel takes varies less than its wall time.
+double cpu_now() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 template <class F>
 bool sym(void* h, const char* name, F* out) {
@@ -84,19 +98,22 @@ int main(int argc, char** argv) {
       int count = n;
       void* args[] = {&l.a, &l.b, &l.c, &count};
       auto t0 = std::chrono::steady_clock::now();
+      double c0 = cpu_now();
       for (int k = 0; k < launches; ++k) {
         if (l.launch(l.fn, n / 256, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr)) return 1;
       }
       if (l.sync()) return 1;
       l.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      l.cpu_seconds.push_back(cpu_now() - c0);
     }
   }
-  double base = 0;
+  double base = 0, cpu_base = 0;
   for (Lib& l : libs) {
-    std::sort(l.seconds.begin(), l.seconds.end());
-    double median = l.seconds[l.seconds.size() / 2];
-    if (base == 0) base = median;
-    std::printf("%-60s median %.4f s per %d launches  ratio %.3f\n", l.path.c_str(), median, launches, median / base);
+    double wall = median(l.seconds), cpu = median(l.cpu_seconds);
+    if (base == 0) base = wall;
+    if (cpu_base == 0) cpu_base = cpu;
+    std::printf("%-48s %d launches: median wall %.4f s (ratio %.3f), cpu %.4f s (ratio %.3f)\n", l.path.c_str(),
+                launches, wall, wall / base, cpu, cpu / cpu_base);
   }
   return 0;
 }

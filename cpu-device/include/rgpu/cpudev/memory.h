@@ -80,6 +80,21 @@ class DeviceMemory {
   // of `group` (of any group for kAnyGroup). size 0 asks whether addr is
   // inside one. Never faults, whatever the input.
   bool check(uint64_t addr, uint64_t size, uint64_t group = kAnyGroup) const;
+
+  // The last few allocations check() found, for one thread (a kernel
+  // usually works on a handful of buffers). A hit answers without the lock;
+  // any release on the memory invalidates every cache, so the answer is
+  // exactly check()'s. A value type, one per thread.
+  struct CheckCache {
+    static constexpr int kEntries = 4;
+    const DeviceMemory* memory = nullptr;
+    uint64_t releases = 0;
+    uint64_t group = 0;
+    uint64_t lo[kEntries] = {}, hi[kEntries] = {};  // [base, base + size) of allocations
+    int next = 0;                                   // the entry to replace next
+  };
+  // check(), answered from and recorded in `cache` when possible.
+  bool check(uint64_t addr, uint64_t size, uint64_t group, CheckCache* cache) const;
   // The live allocation containing addr, if any.
   std::optional<Allocation> find(uint64_t addr) const;
   // True when addr lies in this device's reserved range (live or not).
@@ -107,6 +122,7 @@ class DeviceMemory {
   mutable std::vector<Allocation> pending_;            // freed, still mapped
   mutable uint64_t used_ = 0;                          // live + pending mapped bytes
   mutable std::atomic<uint64_t> pins_{0};
+  std::atomic<uint64_t> releases_{0};  // bumped by every release, under mu_
   static std::atomic<uint64_t> next_id_;
 };
 
