@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "api_common.h"
+#include "rgpu/cpudev/extensions.h"
 
 using namespace rgpu::cpudev;
 
@@ -154,9 +155,7 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
 
 }  // extern "C"
 
-// rgpu's extension: device printf text of kernels in `ctx` goes to `callback`
-// instead of stdout, so a server can forward it to the client that launched
-// them. A null callback restores stdout.
+// rgpu's extensions: contracts in rgpu/cpudev/extensions.h.
 extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetPrintfCallback(
     CUcontext ctx, void (*callback)(void* user, const char* text, size_t size), void* user) {
   using namespace rgpu::cpudev;
@@ -173,11 +172,18 @@ extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetPrintfCallb
   });
 }
 
-// rgpu's extension: stops the work of `ctx` now, as a server does when the
-// client that owns the context is gone: a running kernel ends at its next
-// check, queued kernels do not run, and the context gets the sticky error
-// CUDA_ERROR_LAUNCH_FAILED, so waits on it return instead of hanging. The
-// context stays valid until cuCtxDestroy.
+extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetIsolationGroup(CUcontext ctx,
+                                                                                   unsigned long long group) {
+  using namespace rgpu::cpudev;
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    auto context = d->context(to_u64(ctx));
+    if (!context) return CUDA_ERROR_INVALID_CONTEXT;
+    return context->set_group(group);
+  });
+}
+
 extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxAbort(CUcontext ctx) {
   using namespace rgpu::cpudev;
   return guarded([&] {

@@ -10,19 +10,23 @@ namespace {
 
 uint64_t u(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
-// Host pointers cannot be checked; only reject null.
-CUresult host_side(const void* p, size_t size, Side* out) {
-  if (!p && size) return CUDA_ERROR_INVALID_VALUE;
-  *out = Side{u(p), nullptr};
-  return CUDA_SUCCESS;
-}
-
-CUresult dev(Driver* d, CUdeviceptr p, size_t size, Side* out) {
+CUresult dev(Driver* d, const std::shared_ptr<Context>& ctx, CUdeviceptr p, size_t size, Side* out) {
   if (size == 0) {
     *out = Side{p, nullptr};
     return CUDA_SUCCESS;
   }
-  return device_side(d, p, size, out);
+  return device_side(d, p, size, ctx->copy_group(), out);
+}
+
+CUresult host(Driver* d, const std::shared_ptr<Context>& ctx, const void* p, size_t size, Side* out) {
+  return host_side(d, u(p), size, ctx->copy_group(), out);
+}
+
+// The group a context that may be current restricts pointer queries to.
+uint64_t query_group(Driver* d) {
+  auto& stack = context_stack();
+  auto ctx = stack.empty() ? nullptr : d->context(stack.back());
+  return ctx ? ctx->copy_group() : kAnyGroup;
 }
 
 template <class F>
@@ -38,8 +42,8 @@ CUresult with_context(F&& f) {
 CUresult htod(CUdeviceptr dst, const void* src, size_t n, CUstream h, bool sync) {
   return with_context([&](Driver* d, const std::shared_ptr<Context>& ctx) {
     Side ds, ss;
-    RGPU_CU_TRY(dev(d, dst, n, &ds));
-    RGPU_CU_TRY(host_side(src, n, &ss));
+    RGPU_CU_TRY(dev(d, ctx, dst, n, &ds));
+    RGPU_CU_TRY(host(d, ctx, src, n, &ss));
     return enqueue_copy(d, ctx, h, ds, ss, n, sync);
   });
 }
@@ -47,8 +51,8 @@ CUresult htod(CUdeviceptr dst, const void* src, size_t n, CUstream h, bool sync)
 CUresult dtoh(void* dst, CUdeviceptr src, size_t n, CUstream h, bool sync) {
   return with_context([&](Driver* d, const std::shared_ptr<Context>& ctx) {
     Side ds, ss;
-    RGPU_CU_TRY(host_side(dst, n, &ds));
-    RGPU_CU_TRY(dev(d, src, n, &ss));
+    RGPU_CU_TRY(host(d, ctx, dst, n, &ds));
+    RGPU_CU_TRY(dev(d, ctx, src, n, &ss));
     return enqueue_copy(d, ctx, h, ds, ss, n, sync);
   });
 }
@@ -56,8 +60,8 @@ CUresult dtoh(void* dst, CUdeviceptr src, size_t n, CUstream h, bool sync) {
 CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h, bool sync) {
   return with_context([&](Driver* d, const std::shared_ptr<Context>& ctx) {
     Side ds, ss;
-    RGPU_CU_TRY(dev(d, dst, n, &ds));
-    RGPU_CU_TRY(dev(d, src, n, &ss));
+    RGPU_CU_TRY(dev(d, ctx, dst, n, &ds));
+    RGPU_CU_TRY(dev(d, ctx, src, n, &ss));
     return enqueue_copy(d, ctx, h, ds, ss, n, sync);
   });
 }
@@ -75,7 +79,7 @@ extern "C" {
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
   return with_context([&](Driver* d, const std::shared_ptr<Context>& ctx) {
     if (!dptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
-    auto r = d->device(ctx->device())->memory->allocate(bytesize, ctx->handle());
+    auto r = d->device(ctx->device())->memory->allocate(bytesize, ctx->handle(), ctx->memory_group());
     if (!r) return r.status().kind() == rgpu::ErrorKind::kInvalidArgument ? CUDA_ERROR_INVALID_VALUE
                                                                           : CUDA_ERROR_OUT_OF_MEMORY;
     *dptr = *r;
@@ -84,11 +88,11 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
 }
 
 CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
-  return with_context([&](Driver* d, const std::shared_ptr<Context>&) {
+  return with_context([&](Driver* d, const std::shared_ptr<Context>& ctx) {
     if (dptr == 0) return CUDA_SUCCESS;
     Device* dev = d->device_of(dptr);
     if (!dev) return CUDA_ERROR_INVALID_VALUE;
-    return dev->memory->release(dptr).is_ok() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return dev->memory->release(dptr, ctx->copy_group()).is_ok() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   });
 }
 
@@ -103,10 +107,11 @@ CUresult CUDAAPI cuMemGetInfo(size_t* free, size_t* total) {
 }
 
 CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {
-  return with_context([&](Driver* d, const std::shared_ptr<Context>&) {
+  return with_context([&](Driver* d, const std::shared_ptr<Context>& ctx) {
     Device* dev = d->device_of(dptr);
     auto a = dev ? dev->memory->find(dptr) : std::nullopt;
-    if (!a) return CUDA_ERROR_NOT_FOUND;
+    uint64_t group = ctx->copy_group();
+    if (!a || (group != kAnyGroup && a->group != group)) return CUDA_ERROR_NOT_FOUND;
     if (pbase) *pbase = a->base;
     if (psize) *psize = a->size;
     return CUDA_SUCCESS;
@@ -120,7 +125,8 @@ CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute
     if (!data) return CUDA_ERROR_INVALID_VALUE;
     Device* dev = d->device_of(ptr);
     auto a = dev ? dev->memory->find(ptr) : std::nullopt;
-    if (!a) return CUDA_ERROR_INVALID_VALUE;
+    uint64_t group = query_group(d);
+    if (!a || (group != kAnyGroup && a->group != group)) return CUDA_ERROR_INVALID_VALUE;
     switch (attribute) {
       case CU_POINTER_ATTRIBUTE_CONTEXT:
         *static_cast<CUcontext*>(data) = to_handle<CUcontext>(a->owner);
@@ -194,8 +200,8 @@ CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
   return with_context([&](Driver* d, const std::shared_ptr<Context>& ctx) {
     if (n == 0) return CUDA_SUCCESS;
     Side ds, ss;
-    RGPU_CU_TRY(any_side(d, dst, n, &ds));
-    RGPU_CU_TRY(any_side(d, src, n, &ss));
+    RGPU_CU_TRY(any_side(d, dst, n, ctx->copy_group(), &ds));
+    RGPU_CU_TRY(any_side(d, src, n, ctx->copy_group(), &ss));
     return enqueue_copy(d, ctx, nullptr, ds, ss, n, true);
   });
 }
@@ -204,8 +210,8 @@ CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstr
   return with_context([&](Driver* d, const std::shared_ptr<Context>& ctx) {
     if (n == 0) return CUDA_SUCCESS;
     Side ds, ss;
-    RGPU_CU_TRY(any_side(d, dst, n, &ds));
-    RGPU_CU_TRY(any_side(d, src, n, &ss));
+    RGPU_CU_TRY(any_side(d, dst, n, ctx->copy_group(), &ds));
+    RGPU_CU_TRY(any_side(d, src, n, ctx->copy_group(), &ss));
     return enqueue_copy(d, ctx, h, ds, ss, n, false);
   });
 }

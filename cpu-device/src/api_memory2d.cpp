@@ -28,8 +28,8 @@ bool span(size_t width, size_t height, size_t pitch, size_t* out) {
   return true;
 }
 
-CUresult plane_of(Driver* d, CUmemorytype type, const void* host, CUdeviceptr dev, size_t x, size_t y,
-                  size_t pitch, size_t width, size_t height, Plane* out) {
+CUresult plane_of(Driver* d, uint64_t group, CUmemorytype type, const void* host, CUdeviceptr dev, size_t x,
+                  size_t y, size_t pitch, size_t width, size_t height, Plane* out) {
   size_t bytes = 0;
   if (!span(width, height, pitch, &bytes)) return CUDA_ERROR_INVALID_VALUE;
   if (y && pitch > (SIZE_MAX - x) / y) return CUDA_ERROR_INVALID_VALUE;
@@ -39,13 +39,13 @@ CUresult plane_of(Driver* d, CUmemorytype type, const void* host, CUdeviceptr de
     case CU_MEMORYTYPE_HOST:
       base = reinterpret_cast<uint64_t>(host);
       if (!base) return CUDA_ERROR_INVALID_VALUE;
-      out->side = Side{base + offset, nullptr};
+      RGPU_CU_TRY(host_side(d, base + offset, bytes, group, &out->side));
       break;
     case CU_MEMORYTYPE_DEVICE:
-      RGPU_CU_TRY(device_side(d, dev + offset, bytes, &out->side));
+      RGPU_CU_TRY(device_side(d, dev + offset, bytes, group, &out->side));
       break;
     case CU_MEMORYTYPE_UNIFIED:
-      RGPU_CU_TRY(any_side(d, dev + offset, bytes, &out->side));
+      RGPU_CU_TRY(any_side(d, dev + offset, bytes, group, &out->side));
       break;
     case CU_MEMORYTYPE_ARRAY:
       return CUDA_ERROR_NOT_SUPPORTED;  // the CPU device has no CUDA arrays
@@ -63,10 +63,11 @@ CUresult copy2d(const CUDA_MEMCPY2D* p, CUstream h, bool sync) {
     RGPU_CU_TRY(enter(&d, &current));
     if (!p) return CUDA_ERROR_INVALID_VALUE;
     Plane dst, src;
-    RGPU_CU_TRY(plane_of(d, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstPitch,
-                         p->WidthInBytes, p->Height, &dst));
-    RGPU_CU_TRY(plane_of(d, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, p->srcPitch,
-                         p->WidthInBytes, p->Height, &src));
+    const uint64_t group = current->copy_group();
+    RGPU_CU_TRY(plane_of(d, group, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY,
+                         p->dstPitch, p->WidthInBytes, p->Height, &dst));
+    RGPU_CU_TRY(plane_of(d, group, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY,
+                         p->srcPitch, p->WidthInBytes, p->Height, &src));
     size_t width = p->WidthInBytes, height = p->Height;
     if (width == 0 || height == 0) return CUDA_SUCCESS;
     std::shared_ptr<Context> ctx;
@@ -78,8 +79,12 @@ CUresult copy2d(const CUDA_MEMCPY2D* p, CUstream h, bool sync) {
     auto op = [dst, src, width, height, dst_bytes, src_bytes]() -> CUresult {
       DeviceMemory::Pin p1 = dst.side.memory ? dst.side.memory->pin() : DeviceMemory::Pin();
       DeviceMemory::Pin p2 = src.side.memory ? src.side.memory->pin() : DeviceMemory::Pin();
-      if (dst.side.memory && !dst.side.memory->check(dst.side.addr, dst_bytes)) return CUDA_ERROR_INVALID_VALUE;
-      if (src.side.memory && !src.side.memory->check(src.side.addr, src_bytes)) return CUDA_ERROR_INVALID_VALUE;
+      if (dst.side.memory && !dst.side.memory->check(dst.side.addr, dst_bytes, dst.side.group)) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+      if (src.side.memory && !src.side.memory->check(src.side.addr, src_bytes, src.side.group)) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
       for (size_t r = 0; r < height; ++r) {
         std::memmove(reinterpret_cast<void*>(dst.side.addr + r * dst.pitch),
                      reinterpret_cast<const void*>(src.side.addr + r * src.pitch), width);
@@ -109,7 +114,7 @@ CUresult memset2d(CUdeviceptr dst, size_t pitch, uint32_t value, size_t elem, si
     if (dst % elem || pitch % elem || !span(row, height, pitch, &bytes)) return CUDA_ERROR_INVALID_VALUE;
     if (bytes == 0) return CUDA_SUCCESS;
     Side whole;
-    RGPU_CU_TRY(device_side(d, dst, bytes, &whole));
+    RGPU_CU_TRY(device_side(d, dst, bytes, current->copy_group(), &whole));
     // Each row is a memset of its own on the same stream, in order.
     for (size_t r = 0; r < height; ++r) {
       RGPU_CU_TRY(enqueue_memset(d, current, h, dst + r * pitch, value, elem, width, sync && r + 1 == height));
@@ -127,8 +132,8 @@ CUresult peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src
     if (!d->context(to_u64(dst_ctx)) || !d->context(to_u64(src_ctx))) return CUDA_ERROR_INVALID_CONTEXT;
     if (n == 0) return CUDA_SUCCESS;
     Side ds, ss;
-    RGPU_CU_TRY(device_side(d, dst, n, &ds));
-    RGPU_CU_TRY(device_side(d, src, n, &ss));
+    RGPU_CU_TRY(device_side(d, dst, n, current->copy_group(), &ds));
+    RGPU_CU_TRY(device_side(d, src, n, current->copy_group(), &ss));
     return enqueue_copy(d, current, h, ds, ss, n, sync);
   });
 }

@@ -169,7 +169,7 @@ CUresult CUDAAPI cuStreamAddCallback(CUstream h, CUstreamCallback callback, void
     uint64_t seq = ctx->enqueue(s, {}, [callback, userData, h, state] {
       callback(h, static_cast<CUresult>(state->sticky.load()), userData);
       return CUDA_SUCCESS;
-    });
+    }, OpKind::kHost);
     return seq ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
   });
 }

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 
+#include <algorithm>
 #include <cctype>
 #include <thread>
 
@@ -63,6 +64,7 @@ Result<Config> config_from_env(const char* (*getenv_fn)(const char*)) {
   Config c;
   unsigned hw = std::thread::hardware_concurrency();
   c.threads = hw ? static_cast<int>(hw) : 1;
+  c.stream_workers = std::max(4, 2 * c.threads);
   if (const char* v = getenv_fn("RGPU_CPU_DEVICES"); v && *v) {
     auto r = parse_count("RGPU_CPU_DEVICES", v, 64);
     if (!r) return r.status();
@@ -77,6 +79,11 @@ Result<Config> config_from_env(const char* (*getenv_fn)(const char*)) {
     auto r = parse_count("RGPU_CPU_THREADS", v, 1024);
     if (!r) return r.status();
     c.threads = *r;
+  }
+  if (const char* v = getenv_fn("RGPU_CPU_STREAM_WORKERS"); v && *v) {
+    auto r = parse_count("RGPU_CPU_STREAM_WORKERS", v, 1024);
+    if (!r) return r.status();
+    c.stream_workers = *r;
   }
   if (const char* v = getenv_fn("RGPU_CPU_KERNEL_TIMEOUT_MS"); v && *v) {
     char* end = nullptr;

@@ -13,6 +13,7 @@ struct Config {
   int devices = 1;                        // RGPU_CPU_DEVICES
   uint64_t memory_bytes = 4ull << 30;     // RGPU_CPU_DEVICE_MEMORY, per device
   int threads = 1;                        // RGPU_CPU_THREADS (kernel workers)
+  int stream_workers = 4;                 // RGPU_CPU_STREAM_WORKERS (threads running streams)
   uint64_t kernel_timeout_ms = 0;         // RGPU_CPU_KERNEL_TIMEOUT_MS (0: no watchdog)
 };
 
@@ -21,7 +22,8 @@ struct Config {
 Result<uint64_t> parse_size(const std::string& text);
 
 // Reads the variables above through `getenv_fn`; unset ones take defaults
-// (threads: the hardware concurrency). A malformed value is an error.
+// (threads: the hardware concurrency; stream_workers: twice that, at least
+// 4). A malformed value is an error.
 Result<Config> config_from_env(const char* (*getenv_fn)(const char*));
 
 }  // namespace rgpu::cpudev

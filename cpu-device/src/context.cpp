@@ -3,8 +3,8 @@
 
 namespace rgpu::cpudev {
 
-Context::Context(uint64_t handle, int device, unsigned flags, bool primary)
-    : handle_(handle), device_(device), flags_(flags), primary_(primary) {}
+Context::Context(Scheduler* scheduler, uint64_t handle, int device, unsigned flags, bool primary)
+    : scheduler_(scheduler), handle_(handle), device_(device), flags_(flags), primary_(primary) {}
 
 Context::~Context() { shutdown(); }
 
@@ -13,10 +13,24 @@ void Context::set_sticky(CUresult error) {
   state_->sticky.compare_exchange_strong(expected, error);
 }
 
+CUresult Context::set_group(uint64_t group) {
+  if (group == kAnyGroup) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(group_mu_);
+  if (group_fixed_ && group != state_->group.load()) return CUDA_ERROR_NOT_PERMITTED;
+  state_->group.store(group);
+  return CUDA_SUCCESS;
+}
+
+uint64_t Context::memory_group() {
+  std::lock_guard lock(group_mu_);
+  group_fixed_ = true;
+  return state_->group.load();
+}
+
 std::shared_ptr<Stream> Context::legacy() {
   std::lock_guard lock(mu_);
   if (!legacy_ && !shut_down_) {
-    legacy_ = std::make_shared<Stream>(0, handle_, device_, Stream::Kind::kLegacy, 0, 0);
+    legacy_ = std::make_shared<Stream>(scheduler_, 0, handle_, device_, Stream::Kind::kLegacy, 0, 0);
   }
   return legacy_;
 }
@@ -26,7 +40,7 @@ std::shared_ptr<Stream> Context::per_thread() {
   if (shut_down_) return nullptr;
   auto& s = per_thread_[std::this_thread::get_id()];
   if (!s) {
-    s = std::make_shared<Stream>(reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD), handle_, device_,
+    s = std::make_shared<Stream>(scheduler_, reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD), handle_, device_,
                                  Stream::Kind::kPerThread, 0, 0);
   }
   return s;
@@ -36,7 +50,7 @@ std::shared_ptr<Stream> Context::create_stream(uint64_t handle, unsigned flags, 
   std::lock_guard lock(mu_);
   if (shut_down_) return nullptr;
   reap_locked();
-  auto s = std::make_shared<Stream>(handle, handle_, device_, Stream::Kind::kUser, flags, priority);
+  auto s = std::make_shared<Stream>(scheduler_, handle, handle_, device_, Stream::Kind::kUser, flags, priority);
   streams_[handle] = s;
   return s;
 }
@@ -63,7 +77,8 @@ void Context::reap_locked() {
   }
 }
 
-uint64_t Context::enqueue(const std::shared_ptr<Stream>& stream, std::vector<Dependency> deps, Work work) {
+uint64_t Context::enqueue(const std::shared_ptr<Stream>& stream, std::vector<Dependency> deps, Work work,
+                          OpKind kind) {
   std::lock_guard lock(mu_);
   auto add = [&deps](const std::shared_ptr<Stream>& s) {
     uint64_t last = s->last_enqueued();
@@ -80,7 +95,7 @@ uint64_t Context::enqueue(const std::shared_ptr<Stream>& stream, std::vector<Dep
   } else if (stream->blocking() && legacy_) {
     add(legacy_);
   }
-  return stream->enqueue(std::move(deps), std::move(work));
+  return stream->enqueue(std::move(deps), std::move(work), kind);
 }
 
 bool Context::run_now_if_idle(const std::shared_ptr<Stream>& stream, const Work& work, CUresult* result) {
@@ -142,7 +157,7 @@ void Context::shutdown() {
     streams_.clear();
     retired_.clear();
   }
-  for (auto& s : all) s->close();
+  for (auto& s : all) s->abandon_waits();
   for (auto& s : all) s->join();
 }
 

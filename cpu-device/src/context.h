@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "rgpu/cpudev/memory.h"
 #include "stream.h"
 
 namespace rgpu::cpudev {
@@ -22,6 +23,9 @@ struct ContextState {
   std::atomic<int> sticky{CUDA_SUCCESS};
   // Set when the context is being destroyed: running kernels stop.
   std::atomic<bool> cancel{false};
+  // Isolation group (rgpuCtxSetIsolationGroup): kernels of the context reach
+  // only memory of this group. Fixed once the context owns memory.
+  std::atomic<uint64_t> group{0};
   // Where device printf text goes (rgpuCtxSetPrintfCallback); unset: stdout.
   std::mutex printf_mu;
   void (*printf_callback)(void* user, const char* text, size_t size) = nullptr;
@@ -29,12 +33,14 @@ struct ContextState {
 };
 
 // A context of one device. Owns its streams (the legacy NULL stream and the
-// per-thread default streams are created on first use).
+// per-thread default streams are created on first use), which run on
+// `scheduler`.
 // Lifetime: shared (driver table and API calls in flight); shutdown() closes
-// and joins every stream. Thread safety: all methods are thread-safe.
+// and drains every stream; the scheduler outlives the context. Thread
+// safety: all methods are thread-safe.
 class Context {
  public:
-  Context(uint64_t handle, int device, unsigned flags, bool primary);
+  Context(Scheduler* scheduler, uint64_t handle, int device, unsigned flags, bool primary);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -47,6 +53,20 @@ class Context {
   CUresult sticky() const { return static_cast<CUresult>(state_->sticky.load()); }
   void set_sticky(CUresult error);
 
+  // Isolation group. set_group() fails (NOT_PERMITTED) once memory_group()
+  // was called, so that every allocation and module of the context is in the
+  // group its kernels run in; kAnyGroup is INVALID_VALUE.
+  CUresult set_group(uint64_t group);
+  uint64_t group() const { return state_->group.load(); }
+  // The group for the context's next allocation or module; fixes the group.
+  uint64_t memory_group();
+  // The group copies and memsets issued in this context are restricted to:
+  // kAnyGroup for group 0 (a plain program reaches all its memory as before).
+  uint64_t copy_group() const {
+    uint64_t g = group();
+    return g == 0 ? kAnyGroup : g;
+  }
+
   std::shared_ptr<Stream> legacy();
   std::shared_ptr<Stream> per_thread();
   std::shared_ptr<Stream> create_stream(uint64_t handle, unsigned flags, int priority);
@@ -58,7 +78,8 @@ class Context {
   // on the legacy stream waits for all earlier work of the blocking streams,
   // and an operation on a blocking stream waits for earlier legacy work.
   // Returns the operation's sequence number, 0 if the stream is closed.
-  uint64_t enqueue(const std::shared_ptr<Stream>& stream, std::vector<Dependency> deps, Work work);
+  uint64_t enqueue(const std::shared_ptr<Stream>& stream, std::vector<Dependency> deps, Work work,
+                   OpKind kind = OpKind::kDevice);
   // Runs `work` on the calling thread, sets *result and returns true, when
   // `stream` and everything an operation enqueued on it would wait for are
   // idle: it is then ordered exactly as if enqueued, without the handoff to
@@ -69,18 +90,24 @@ class Context {
   // Waits for all work enqueued so far in every stream; returns the sticky
   // error, else the first asynchronous error, else CUDA_SUCCESS.
   CUresult synchronize();
-  // Closes and joins every stream. Idempotent.
+  // Cancels running kernels, stops waits on other streams, then lets every
+  // stream drain what it was given (kernels that have not started do not
+  // run). Returns once nothing of the context runs. Idempotent.
   void shutdown();
 
  private:
   std::vector<std::shared_ptr<Stream>> all_streams_locked() const;
   void reap_locked();
 
+  Scheduler* const scheduler_;
   const uint64_t handle_;
   const int device_;
   const unsigned flags_;
   const bool primary_;
   const std::shared_ptr<ContextState> state_ = std::make_shared<ContextState>();
+
+  std::mutex group_mu_;
+  bool group_fixed_ = false;  // guarded by group_mu_
 
   mutable std::mutex mu_;
   std::shared_ptr<Stream> legacy_;

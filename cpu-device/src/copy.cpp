@@ -30,19 +30,26 @@ CUresult submit(const std::shared_ptr<Context>& ctx, const std::shared_ptr<Strea
   return *result;
 }
 
-bool still_valid(const Side& s, uint64_t size) { return !s.memory || s.memory->check(s.addr, size); }
+bool still_valid(const Side& s, uint64_t size) { return !s.memory || s.memory->check(s.addr, size, s.group); }
 
 }  // namespace
 
-CUresult device_side(Driver* d, uint64_t addr, uint64_t size, Side* out) {
+CUresult device_side(Driver* d, uint64_t addr, uint64_t size, uint64_t group, Side* out) {
   Device* dev = d->device_of(addr);
-  if (!dev || !dev->memory->check(addr, size)) return CUDA_ERROR_INVALID_VALUE;
-  *out = Side{addr, dev->memory.get()};
+  if (!dev || !dev->memory->check(addr, size, group)) return CUDA_ERROR_INVALID_VALUE;
+  *out = Side{addr, dev->memory.get(), group};
   return CUDA_SUCCESS;
 }
 
-CUresult any_side(Driver* d, uint64_t addr, uint64_t size, Side* out) {
-  if (d->device_of(addr)) return device_side(d, addr, size, out);
+CUresult host_side(Driver* d, uint64_t addr, uint64_t size, uint64_t group, Side* out) {
+  if (!addr && size) return CUDA_ERROR_INVALID_VALUE;
+  if (group != kAnyGroup && size && d->device_of(addr)) return device_side(d, addr, size, group, out);
+  *out = Side{addr, nullptr};
+  return CUDA_SUCCESS;
+}
+
+CUresult any_side(Driver* d, uint64_t addr, uint64_t size, uint64_t group, Side* out) {
+  if (d->device_of(addr)) return device_side(d, addr, size, group, out);
   if (addr == 0) return CUDA_ERROR_INVALID_VALUE;
   *out = Side{addr, nullptr};
   return CUDA_SUCCESS;
@@ -70,14 +77,14 @@ CUresult enqueue_memset(Driver* d, const std::shared_ptr<Context>& current, CUst
   if (count > SIZE_MAX / elem) return CUDA_ERROR_INVALID_VALUE;
   size_t size = count * elem;
   Side side;
-  if (size) RGPU_CU_TRY(device_side(d, dst, size, &side));
+  if (size) RGPU_CU_TRY(device_side(d, dst, size, current->copy_group(), &side));
   std::shared_ptr<Context> ctx;
   std::shared_ptr<Stream> stream;
   RGPU_CU_TRY(resolve_stream(d, current, h, &ctx, &stream));
   if (size == 0) return CUDA_SUCCESS;
   return submit(ctx, stream, [side, value, elem, count, size]() -> CUresult {
     DeviceMemory::Pin pin = side.memory->pin();
-    if (!side.memory->check(side.addr, size)) return CUDA_ERROR_INVALID_VALUE;
+    if (!still_valid(side, size)) return CUDA_ERROR_INVALID_VALUE;
     if (elem == 1) {
       std::memset(reinterpret_cast<void*>(side.addr), static_cast<int>(value & 0xff), count);
     } else if (elem == 2) {

@@ -8,17 +8,23 @@
 
 namespace rgpu::cpudev {
 
-// One side of a copy: device memory (`memory` set) or host memory.
+// One side of a copy: device memory (`memory` set) or host memory. A device
+// side is checked again when the copy runs, against the same group.
 struct Side {
   uint64_t addr = 0;
   DeviceMemory* memory = nullptr;
+  uint64_t group = kAnyGroup;
 };
 
 // A device side for `addr` (INVALID_VALUE unless [addr, addr+size) is inside
-// one live allocation of some device).
-CUresult device_side(Driver* d, uint64_t addr, uint64_t size, Side* out);
+// one live allocation of some device, of isolation group `group` unless that
+// is kAnyGroup: see Context::copy_group).
+CUresult device_side(Driver* d, uint64_t addr, uint64_t size, uint64_t group, Side* out);
+// A host side. Host memory cannot be checked, except that a restricted
+// `group` may not name device memory of another group as "host" memory.
+CUresult host_side(Driver* d, uint64_t addr, uint64_t size, uint64_t group, Side* out);
 // Device side when addr lies in a device's range, host side otherwise.
-CUresult any_side(Driver* d, uint64_t addr, uint64_t size, Side* out);
+CUresult any_side(Driver* d, uint64_t addr, uint64_t size, uint64_t group, Side* out);
 
 // Enqueues the copy on `h` (resolved against the current context); when
 // `sync`, waits for it and returns its own status.

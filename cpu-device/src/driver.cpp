@@ -23,8 +23,8 @@ Result<std::unique_ptr<Driver>> Driver::create(const Config& config) {
     dev->primary_handle = d->new_handle();
     d->devices_.push_back(std::move(dev));
   }
-  RGPU_INFO("cpudev init devices=%d memory_bytes=%llu threads=%d", config.devices,
-            static_cast<unsigned long long>(config.memory_bytes), config.threads);
+  RGPU_INFO("cpudev init devices=%d memory_bytes=%llu threads=%d stream_workers=%d", config.devices,
+            static_cast<unsigned long long>(config.memory_bytes), config.threads, config.stream_workers);
   return d;
 }
 
@@ -56,7 +56,7 @@ Device* Driver::device_of(uint64_t addr) {
 }
 
 std::shared_ptr<Context> Driver::create_context(int device, unsigned flags) {
-  auto ctx = std::make_shared<Context>(new_handle(), device, flags, false);
+  auto ctx = std::make_shared<Context>(scheduler_.get(), new_handle(), device, flags, false);
   std::lock_guard lock(mu_);
   contexts_[ctx->handle()] = ctx;
   return ctx;
@@ -118,7 +118,7 @@ CUresult Driver::primary_retain(int device, uint64_t* handle) {
   std::lock_guard lock(mu_);
   if (dev->primary_refs == 0) {
     contexts_[dev->primary_handle] =
-        std::make_shared<Context>(dev->primary_handle, device, dev->primary_flags, true);
+        std::make_shared<Context>(scheduler_.get(), dev->primary_handle, device, dev->primary_flags, true);
   }
   ++dev->primary_refs;
   *handle = dev->primary_handle;
@@ -149,7 +149,7 @@ CUresult Driver::primary_reset(int device) {
     // Retained references stay valid and name a fresh, empty context.
     if (dev->primary_refs > 0) {
       contexts_[dev->primary_handle] =
-          std::make_shared<Context>(dev->primary_handle, device, dev->primary_flags, true);
+          std::make_shared<Context>(scheduler_.get(), dev->primary_handle, device, dev->primary_flags, true);
     }
   }
   if (old) teardown(old);
@@ -230,7 +230,7 @@ CUresult Driver::destroy_event(uint64_t handle) {
 CUresult Driver::load_module(const std::shared_ptr<Context>& ctx, const void* image, std::shared_ptr<Module>* out) {
   Device* dev = device(ctx->device());
   std::shared_ptr<Module> m;
-  CUresult r = Module::load(image, new_handle(), ctx->handle(), ctx->device(), dev->memory.get(), &m);
+  CUresult r = Module::load(image, new_handle(), ctx->handle(), ctx->device(), ctx->memory_group(), dev->memory.get(), &m);
   if (r != CUDA_SUCCESS) return r;
   std::lock_guard lock(mu_);
   if (!contexts_.count(ctx->handle())) return CUDA_ERROR_INVALID_CONTEXT;

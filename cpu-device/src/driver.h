@@ -16,6 +16,7 @@
 #include "kernel_pool.h"
 #include "module.h"
 #include "rgpu/cpudev/memory.h"
+#include "scheduler.h"
 #include "stream.h"
 
 namespace rgpu::cpudev {
@@ -88,13 +89,16 @@ class Driver {
   KernelPool* pool(int device);
 
  private:
-  explicit Driver(const Config& config) : config_(config) {}
+  explicit Driver(const Config& config)
+      : config_(config), scheduler_(std::make_unique<Scheduler>(static_cast<unsigned>(config.stream_workers))) {}
   // Removes a context and its handles from the tables and frees its
   // resources; `ctx` must already be out of contexts_.
   void teardown(const std::shared_ptr<Context>& ctx);
   std::shared_ptr<Context> unregister_locked(uint64_t handle);
 
   const Config config_;
+  // Runs every stream; declared first so that it goes last.
+  const std::unique_ptr<Scheduler> scheduler_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::atomic<uint64_t> next_handle_{0x7f0000001000ull};
   std::mutex mu_;

@@ -80,15 +80,22 @@ CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const st
                                            params = std::move(params)]() -> CUresult {
     // Kernels of a context that already faulted do not run, as on a GPU.
     if (state->sticky.load() != CUDA_SUCCESS) return static_cast<CUresult>(state->sticky.load());
+    // Nor do kernels of a context being destroyed.
+    if (state->cancel.load()) return CUDA_ERROR_LAUNCH_TIMEOUT;
     // While pinned, memory freed during the launch stays mapped, so an access
     // the checker allowed never faults on the host.
     std::vector<DeviceMemory::Pin> pins;
     for (int i = 0; i < d->device_count(); ++i) pins.push_back(d->device(i)->memory->pin());
     ptx::LaunchEnv env;
     env.variable_addresses = module->addresses();
-    env.checker = [d](uint64_t addr, size_t size, bool) {
+    // Only memory of the context's own isolation group: another group's
+    // allocation is as unmapped to this kernel as a freed one.
+    env.checker = [d, group = state->group.load()](uint64_t addr, size_t size, bool) {
+      // Warps mostly touch the allocation they touched last: answer those
+      // without the memory's lock (the cache is exact, see CheckCache).
+      thread_local DeviceMemory::CheckCache cache;
       Device* dev = d->device_of(addr);
-      return dev && dev->memory->check(addr, size);
+      return dev && dev->memory->check(addr, size, group, &cache);
     };
     env.pool = pool;
     env.cancel = &state->cancel;

@@ -79,8 +79,9 @@ DeviceMemory::DeviceMemory(uint64_t base, uint64_t capacity) : base_(base), capa
 
 DeviceMemory::~DeviceMemory() { munmap(reinterpret_cast<void*>(base_), capacity_); }
 
-Result<uint64_t> DeviceMemory::allocate(uint64_t size, uint64_t owner) {
+Result<uint64_t> DeviceMemory::allocate(uint64_t size, uint64_t owner, uint64_t group) {
   if (size == 0) return invalid_argument("allocation size is 0");
+  if (group == kAnyGroup) return invalid_argument("not an isolation group");
   uint64_t mapped = 0;
   if (!round_up(size, page_size(), &mapped) || mapped > capacity_) {
     return overloaded("allocation larger than the device");
@@ -104,18 +105,21 @@ Result<uint64_t> DeviceMemory::allocate(uint64_t size, uint64_t owner) {
                static_cast<unsigned long long>(addr), static_cast<unsigned long long>(mapped), err);
     return overloaded("cannot map device memory");
   }
-  Allocation a{addr, size, mapped, owner, next_id_.fetch_add(1)};
+  Allocation a{addr, size, mapped, owner, group, next_id_.fetch_add(1)};
   live_[addr] = a;
   used_ += mapped;
   return addr;
 }
 
-Status DeviceMemory::release(uint64_t base) {
+Status DeviceMemory::release(uint64_t base, uint64_t group) {
   std::unique_lock lock(mu_);
   auto it = live_.find(base);
-  if (it == live_.end()) return invalid_argument("not the base of a live allocation");
+  if (it == live_.end() || (group != kAnyGroup && it->second.group != group)) {
+    return invalid_argument("not the base of a live allocation");
+  }
   pending_.push_back(it->second);
   live_.erase(it);
+  releases_.fetch_add(1, std::memory_order_release);
   if (pins_.load() == 0) reclaim_locked();
   return Status::ok();
 }
@@ -132,6 +136,7 @@ size_t DeviceMemory::release_owner(uint64_t owner) {
       ++it;
     }
   }
+  if (n) releases_.fetch_add(1, std::memory_order_release);
   if (pins_.load() == 0) reclaim_locked();
   return n;
 }
@@ -170,15 +175,43 @@ void DeviceMemory::unpin() const {
   }
 }
 
-bool DeviceMemory::check(uint64_t addr, uint64_t size) const {
+bool DeviceMemory::check(uint64_t addr, uint64_t size, uint64_t group) const {
   std::shared_lock lock(mu_);
   auto it = live_.upper_bound(addr);
   if (it == live_.begin()) return false;
   --it;
   const Allocation& a = it->second;
+  if (group != kAnyGroup && a.group != group) return false;
   uint64_t off = addr - a.base;  // addr >= a.base here
   if (off >= a.size) return false;
   return size <= a.size - off;
+}
+
+bool DeviceMemory::check(uint64_t addr, uint64_t size, uint64_t group, CheckCache* cache) const {
+  // Read before the lookup: a release after this read makes the entry stale.
+  uint64_t releases = releases_.load(std::memory_order_acquire);
+  if (cache->memory == this && cache->releases == releases && cache->group == group) {
+    for (int i = 0; i < CheckCache::kEntries; ++i) {
+      if (addr >= cache->lo[i] && addr < cache->hi[i] && size <= cache->hi[i] - addr) return true;
+    }
+  } else {
+    *cache = CheckCache{};
+    cache->memory = this;
+    cache->releases = releases;
+    cache->group = group;
+  }
+  std::shared_lock lock(mu_);
+  auto it = live_.upper_bound(addr);
+  if (it == live_.begin()) return false;
+  --it;
+  const Allocation& a = it->second;
+  if (group != kAnyGroup && a.group != group) return false;
+  uint64_t off = addr - a.base;
+  if (off >= a.size || size > a.size - off) return false;
+  cache->lo[cache->next] = a.base;
+  cache->hi[cache->next] = a.base + a.size;
+  cache->next = (cache->next + 1) % CheckCache::kEntries;
+  return true;
 }
 
 std::optional<Allocation> DeviceMemory::find(uint64_t addr) const {

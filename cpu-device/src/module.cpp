@@ -42,8 +42,8 @@ CUresult pick_ptx(const void* image, std::string* ptx) {
 
 }  // namespace
 
-CUresult Module::load(const void* image, uint64_t handle, uint64_t context, int device, DeviceMemory* memory,
-                      std::shared_ptr<Module>* out) {
+CUresult Module::load(const void* image, uint64_t handle, uint64_t context, int device, uint64_t group,
+                      DeviceMemory* memory, std::shared_ptr<Module>* out) {
   std::string text;
   CUresult r = pick_ptx(image, &text);
   if (r != CUDA_SUCCESS) return r;
@@ -59,7 +59,7 @@ CUresult Module::load(const void* image, uint64_t handle, uint64_t context, int 
   for (size_t i = 0; i < vars.size(); ++i) {
     const ptx::VariableInfo& v = vars[i];
     if (v.is_extern || v.size == 0 || (v.space != ptx::Space::kGlobal && v.space != ptx::Space::kConst)) continue;
-    auto addr = memory->allocate(v.size, handle);  // page aligned: any .align fits
+    auto addr = memory->allocate(v.size, handle, group);  // page aligned: any .align fits
     if (!addr) return CUDA_ERROR_OUT_OF_MEMORY;     // ~Module frees what was placed
     m->addresses_[i] = *addr;
     size_t n = std::min<size_t>(v.init.size(), v.size);

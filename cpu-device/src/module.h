@@ -24,10 +24,10 @@ namespace rgpu::cpudev {
 class Module {
  public:
   // Picks the PTX of `image` (fatbin, fatbin wrapper or PTX text), parses it
-  // and places its variables. Errors: INVALID_IMAGE, NO_BINARY_FOR_GPU,
-  // INVALID_PTX, OUT_OF_MEMORY.
-  static CUresult load(const void* image, uint64_t handle, uint64_t context, int device, DeviceMemory* memory,
-                       std::shared_ptr<Module>* out);
+  // and places its variables in isolation group `group`. Errors:
+  // INVALID_IMAGE, NO_BINARY_FOR_GPU, INVALID_PTX, OUT_OF_MEMORY.
+  static CUresult load(const void* image, uint64_t handle, uint64_t context, int device, uint64_t group,
+                       DeviceMemory* memory, std::shared_ptr<Module>* out);
   ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;

@@ -1,5 +1,5 @@
-// Stream: an in-order queue of operations run by one worker thread, with
-// sequence numbers that other streams and events wait on.
+// Stream: an in-order queue of operations that the driver's scheduler runs,
+// with sequence numbers that other streams and events wait on.
 #pragma once
 
 #include <condition_variable>
@@ -8,14 +8,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <thread>
+#include <optional>
 #include <vector>
 
 #include "cuda_api.h"
+#include "scheduler.h"
 
 namespace rgpu::cpudev {
-
-class Stream;
 
 // "Wait until `stream` has completed its operation number `seq`." A stream
 // that no longer exists has completed everything it was given.
@@ -28,16 +27,20 @@ struct Dependency {
 // stream and reported by the next synchronizing call).
 using Work = std::function<CUresult()>;
 
-// A stream of one context. Operations run in enqueue order on the stream's
-// own worker thread; each first waits for its dependencies.
-// Lifetime: shared; the worker thread exits once close() was called and the
-// queue is drained; the destructor closes and joins (or detaches when it runs
-// on the worker itself). Thread safety: all methods are thread-safe.
+// Where an operation runs: on a scheduler worker, or (host functions, which
+// may block for long) on a host thread of its own.
+enum class OpKind { kDevice, kHost };
+
+// A stream of one context. Operations run in enqueue order, one at a time,
+// each once its dependencies completed; no thread is tied to a stream.
+// Lifetime: shared (context, scheduler queue, operation in flight). Thread
+// safety: all methods are thread-safe.
 class Stream : public std::enable_shared_from_this<Stream> {
  public:
   enum class Kind { kLegacy, kPerThread, kUser };
 
-  Stream(uint64_t handle, uint64_t context, int device, Kind kind, unsigned flags, int priority);
+  Stream(Scheduler* scheduler, uint64_t handle, uint64_t context, int device, Kind kind, unsigned flags,
+         int priority);
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -53,7 +56,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
 
   // Appends an operation; returns its sequence number (> 0), or 0 when the
   // stream is closed.
-  uint64_t enqueue(std::vector<Dependency> deps, Work work);
+  uint64_t enqueue(std::vector<Dependency> deps, Work work, OpKind kind = OpKind::kDevice);
   uint64_t last_enqueued() const;
   bool done(uint64_t seq) const;
   bool idle() const { return done(last_enqueued()); }
@@ -61,18 +64,40 @@ class Stream : public std::enable_shared_from_this<Stream> {
   void wait(uint64_t seq) const;
   // The first error of an operation since the last call, and clears it.
   CUresult take_error();
-  // No operation is accepted afterwards; the worker exits once drained.
+  // No operation is accepted afterwards; queued ones still run.
   void close();
-  // close(), then wait for the worker to exit.
+  // close(), then wait until every queued operation has run.
   void join();
+  // Stops waiting for other streams: operations run without their
+  // dependencies from now on (the context is being destroyed, and a
+  // dependency on another context's stream may never complete).
+  void abandon_waits();
+
+  // Scheduler side: runs the next operation if its dependencies are met,
+  // else parks the stream until they are. Called on a worker, only for a
+  // stream that was handed to Scheduler::ready().
+  void step();
 
  private:
   struct Op {
     std::vector<Dependency> deps;
     Work work;
+    OpKind kind = OpKind::kDevice;
   };
-  void run();
+  // Idle: nothing to run. Queued: in the scheduler's queue. Running: a
+  // worker is in step(). Parked: the head operation waits for another
+  // stream. Host: the head operation runs on a host thread.
+  enum class State { kIdle, kQueued, kRunning, kParked, kHost };
 
+  // True when `seq` is done; otherwise `waiter` is woken when it is.
+  bool done_or_notify(uint64_t seq, const std::weak_ptr<Stream>& waiter);
+  // A dependency this stream waits for may have completed.
+  void wake();
+  // Counts the head operation done and hands the stream on.
+  void finish(CUresult r);
+  static CUresult run(const Work& work) noexcept;
+
+  Scheduler* const scheduler_;
   const uint64_t handle_;
   const uint64_t context_;
   const int device_;
@@ -81,23 +106,19 @@ class Stream : public std::enable_shared_from_this<Stream> {
   const int priority_;
 
   mutable std::mutex mu_;
-  std::condition_variable queue_cv_;
   mutable std::condition_variable done_cv_;
   std::deque<Op> queue_;
+  // The head operation once taken from queue_; touched only by the thread
+  // that owns the stream's step (state kRunning) or under mu_ otherwise.
+  std::optional<Op> current_;
+  State state_ = State::kIdle;
+  bool recheck_ = false;         // a wake() came while running
+  bool abandon_waits_ = false;
+  std::vector<std::pair<uint64_t, std::weak_ptr<Stream>>> waiters_;
   uint64_t enqueued_ = 0;
   uint64_t completed_ = 0;
   bool closed_ = false;
   CUresult error_ = CUDA_SUCCESS;
-  std::mutex join_mu_;
-  std::thread worker_;
 };
-
-// Waits for each dependency in turn.
-void wait_all(const std::vector<Dependency>& deps);
-
-// True on a stream's worker thread (inside a host function, for instance),
-// where API calls are refused: they could wait on, or destroy, the very
-// stream that runs them.
-bool on_stream_worker();
 
 }  // namespace rgpu::cpudev

@@ -57,7 +57,8 @@ TEST(CpuDeviceConfig, MalformedValuesFailCuInit) {
   for (auto env : std::vector<std::map<std::string, std::string>>{
            {{"RGPU_CPU_DEVICES", "zero"}}, {{"RGPU_CPU_DEVICES", "0"}}, {{"RGPU_CPU_DEVICE_MEMORY", "12Q"}},
            {{"RGPU_CPU_DEVICE_MEMORY", "0"}}, {{"RGPU_CPU_DEVICE_MEMORY", "G"}},
-           {{"RGPU_CPU_DEVICE_MEMORY", "99999999999999999999"}}, {{"RGPU_CPU_THREADS", "-2"}}}) {
+           {{"RGPU_CPU_DEVICE_MEMORY", "99999999999999999999"}}, {{"RGPU_CPU_THREADS", "-2"}},
+           {{"RGPU_CPU_STREAM_WORKERS", "0"}}, {{"RGPU_CPU_STREAM_WORKERS", "many"}}}) {
     CudaLib& cu = private_lib(env);
     EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cu.cuInit(0)) << env.begin()->first << "=" << env.begin()->second;
     int n = 0;

@@ -34,6 +34,7 @@ CudaLib& lib() {
     setenv("RGPU_CPU_DEVICES", "2", 1);
     setenv("RGPU_CPU_DEVICE_MEMORY", "64M", 1);
     setenv("RGPU_CPU_THREADS", "3", 1);
+    unsetenv("RGPU_CPU_STREAM_WORKERS");
     auto* l = new CudaLib();  // lives for the process, like the loaded library
     l->handle = dlopen(RGPU_CPUDEV_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (l->handle) {
@@ -53,7 +54,9 @@ CudaLib& private_lib(const std::map<std::string, std::string>& env) {
   fs::create_directories(dir);
   fs::path copy = dir / ("librgpu-cpudev-" + std::to_string(counter++) + ".so");
   fs::copy_file(RGPU_CPUDEV_LIBRARY, copy, fs::copy_options::overwrite_existing);
-  for (const char* k : {"RGPU_CPU_DEVICES", "RGPU_CPU_DEVICE_MEMORY", "RGPU_CPU_THREADS"}) unsetenv(k);
+  for (const char* k : {"RGPU_CPU_DEVICES", "RGPU_CPU_DEVICE_MEMORY", "RGPU_CPU_THREADS", "RGPU_CPU_STREAM_WORKERS"}) {
+    unsetenv(k);
+  }
   for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
   static std::vector<std::unique_ptr<CudaLib>> loaded;  // never unloaded: see CudaLib
   loaded.push_back(std::make_unique<CudaLib>());

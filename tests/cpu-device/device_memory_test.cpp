@@ -41,6 +41,47 @@ TEST(DeviceMemory, CheckAcceptsOnlyRangesInsideOneLiveAllocation) {
   EXPECT_EQ(1u, mem.live_count());
 }
 
+TEST(DeviceMemory, GroupsRestrictChecksAndFrees) {
+  auto m = DeviceMemory::create(1 << 20);
+  ASSERT_TRUE(m.is_ok());
+  DeviceMemory& mem = *m.value();
+  uint64_t a = *mem.allocate(64, 1, 7);
+  uint64_t b = *mem.allocate(64, 2, 8);
+  EXPECT_TRUE(mem.check(a, 64, 7));
+  EXPECT_FALSE(mem.check(a, 64, 8));
+  EXPECT_FALSE(mem.check(a, 1, 0));
+  EXPECT_TRUE(mem.check(a, 64));  // kAnyGroup
+  EXPECT_TRUE(mem.check(b, 8, 8));
+  EXPECT_EQ(8u, mem.find(b)->group);
+  EXPECT_EQ(ErrorKind::kInvalidArgument, mem.release(b, 7).kind());
+  EXPECT_TRUE(mem.check(b, 8, 8));  // still live
+  EXPECT_TRUE(mem.release(b, 8).is_ok());
+  EXPECT_TRUE(mem.release(a).is_ok());
+  EXPECT_EQ(ErrorKind::kInvalidArgument, mem.allocate(64, 1, kAnyGroup).status().kind());
+}
+
+TEST(DeviceMemory, CachedChecksGiveTheSameAnswers) {
+  auto m = DeviceMemory::create(1 << 20);
+  ASSERT_TRUE(m.is_ok());
+  DeviceMemory& mem = *m.value();
+  uint64_t a = *mem.allocate(100, 1, 3);
+  uint64_t b = *mem.allocate(100, 2, 4);
+  DeviceMemory::CheckCache cache;
+  EXPECT_TRUE(mem.check(a + 10, 4, 3, &cache));
+  EXPECT_EQ(a, cache.lo[0]);
+  EXPECT_TRUE(mem.check(a + 96, 4, 3, &cache));    // a hit
+  EXPECT_FALSE(mem.check(a + 97, 4, 3, &cache));   // past the end
+  EXPECT_FALSE(mem.check(a + 10, 4, 4, &cache));   // another group
+  EXPECT_FALSE(mem.check(b, 4, 3, &cache));        // another group's allocation
+  EXPECT_TRUE(mem.check(a, 100, 3, &cache));
+  // Freeing any allocation invalidates the cache: the freed one fails at once.
+  EXPECT_TRUE(mem.release(a).is_ok());
+  EXPECT_FALSE(mem.check(a + 10, 4, 3, &cache));
+  EXPECT_TRUE(mem.check(b + 10, 4, 4, &cache));
+  mem.release_owner(2);
+  EXPECT_FALSE(mem.check(b + 10, 4, 4, &cache));
+}
+
 TEST(DeviceMemory, PinDefersReclaimOfFreedPages) {
   auto m = DeviceMemory::create(1 << 20);
   ASSERT_TRUE(m.is_ok());

@@ -42,6 +42,12 @@ __global__ void reverse_dynamic(int* data) {
 // Writes `offset` elements past `p`: out of bounds when offset is large.
 __global__ void poke(int* p, long long offset) { p[offset] = 42; }
 
+// Copies one int: a load from `src` and a store to `dst`.
+__global__ void peek(const int* src, int* dst) { dst[0] = src[0]; }
+
+// An atomic add on `p`.
+__global__ void bump(int* p) { atomicAdd(p, 1); }
+
 // Spins for `iterations` rounds (for stream ordering tests).
 __global__ void spin(int* out, int iterations) {
   int acc = 0;

@@ -15,6 +15,10 @@
 
 namespace rgpu::cpudev {
 
+// The isolation group that check(), find() and release() accept for "any
+// group": no caller may put an allocation in it.
+constexpr uint64_t kAnyGroup = ~0ull;
+
 // One live allocation. `size` is what was asked for; `mapped` is the page
 // rounded size that counts against the device's memory.
 struct Allocation {
@@ -22,6 +26,7 @@ struct Allocation {
   uint64_t size = 0;
   uint64_t mapped = 0;
   uint64_t owner = 0;  // opaque tag of the allocating context
+  uint64_t group = 0;  // isolation group of the allocating context
   uint64_t id = 0;     // process-wide unique, never reused
 };
 
@@ -60,18 +65,36 @@ class DeviceMemory {
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 
-  // Allocates `size` (> 0) bytes, zero filled, page aligned. kOverloaded when
-  // the device has no room, kInvalidArgument for size 0.
-  Result<uint64_t> allocate(uint64_t size, uint64_t owner);
+  // Allocates `size` (> 0) bytes, zero filled, page aligned, in isolation
+  // group `group`. kOverloaded when the device has no room, kInvalidArgument
+  // for size 0 or group kAnyGroup.
+  Result<uint64_t> allocate(uint64_t size, uint64_t owner, uint64_t group = 0);
   // Frees the allocation whose base is `base`. kInvalidArgument when `base` is
-  // not the base of a live allocation (double free, interior pointer, ...).
-  Status release(uint64_t base);
+  // not the base of a live allocation (double free, interior pointer, ...) of
+  // `group` (any group for kAnyGroup).
+  Status release(uint64_t base, uint64_t group = kAnyGroup);
   // Frees every allocation of `owner`; returns how many there were.
   size_t release_owner(uint64_t owner);
 
-  // True when [addr, addr + size) lies entirely inside one live allocation.
-  // size 0 asks whether addr is inside one. Never faults, whatever the input.
-  bool check(uint64_t addr, uint64_t size) const;
+  // True when [addr, addr + size) lies entirely inside one live allocation
+  // of `group` (of any group for kAnyGroup). size 0 asks whether addr is
+  // inside one. Never faults, whatever the input.
+  bool check(uint64_t addr, uint64_t size, uint64_t group = kAnyGroup) const;
+
+  // The last few allocations check() found, for one thread (a kernel
+  // usually works on a handful of buffers). A hit answers without the lock;
+  // any release on the memory invalidates every cache, so the answer is
+  // exactly check()'s. A value type, one per thread.
+  struct CheckCache {
+    static constexpr int kEntries = 4;
+    const DeviceMemory* memory = nullptr;
+    uint64_t releases = 0;
+    uint64_t group = 0;
+    uint64_t lo[kEntries] = {}, hi[kEntries] = {};  // [base, base + size) of allocations
+    int next = 0;                                   // the entry to replace next
+  };
+  // check(), answered from and recorded in `cache` when possible.
+  bool check(uint64_t addr, uint64_t size, uint64_t group, CheckCache* cache) const;
   // The live allocation containing addr, if any.
   std::optional<Allocation> find(uint64_t addr) const;
   // True when addr lies in this device's reserved range (live or not).
@@ -99,6 +122,7 @@ class DeviceMemory {
   mutable std::vector<Allocation> pending_;            // freed, still mapped
   mutable uint64_t used_ = 0;                          // live + pending mapped bytes
   mutable std::atomic<uint64_t> pins_{0};
+  std::atomic<uint64_t> releases_{0};  // bumped by every release, under mu_
   static std::atomic<uint64_t> next_id_;
 };
 

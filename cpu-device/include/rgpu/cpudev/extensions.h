@@ -1,0 +1,38 @@
+// The CPU device's own entry points beyond the driver API, exported by
+// librgpu-cpudev.so next to the cu* names (resolve them with dlsym: a driver
+// without them is not the CPU device).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+
+extern "C" {
+
+// Device printf text of kernels in `ctx` goes to `callback` instead of
+// stdout, so a server can forward it to the client that launched them. A null
+// callback restores stdout. Thread-safe.
+CUresult rgpuCtxSetPrintfCallback(CUcontext ctx, void (*callback)(void* user, const char* text, size_t size),
+                                  void* user);
+
+// Puts `ctx` in isolation group `group`. Contexts never given one are in
+// group 0. A kernel of a context in group G loads, stores and atomically
+// accesses only allocations made by contexts of group G and the globals of
+// modules loaded in them; any other address is CUDA_ERROR_ILLEGAL_ADDRESS
+// (sticky), exactly like an unmapped one. While a context of a group other
+// than 0 is current, copies, memsets, frees and pointer queries refuse memory
+// of other groups (CUDA_ERROR_INVALID_VALUE, cuMemGetAddressRange:
+// CUDA_ERROR_NOT_FOUND). Call it before the context allocates memory or
+// loads a module: afterwards a different group is CUDA_ERROR_NOT_PERMITTED.
+// CUDA_ERROR_INVALID_CONTEXT for an unknown context; ~0ull is
+// CUDA_ERROR_INVALID_VALUE. Thread-safe.
+CUresult rgpuCtxSetIsolationGroup(CUcontext ctx, unsigned long long group);
+
+// Stops the work of `ctx` now, as a server does when the client that owns the
+// context is gone: a running kernel ends at its next cancellation check,
+// queued kernels do not run, and the context gets the sticky error
+// CUDA_ERROR_LAUNCH_FAILED, so waits on it return instead of hanging. The
+// context stays valid until cuCtxDestroy. Thread-safe.
+CUresult rgpuCtxAbort(CUcontext ctx);
+
+}  // extern "C"
