@@ -87,8 +87,10 @@ FeedResult FrameAssembler::feed(const Frame& frame, const FrameBytes& in, RndvSo
   size_t bytes = header_size;
   if (!header_in_data && !in.rndv) bytes += in.length;
   const bool park = frame.seq != next_ || fetch;
-  if (park && parked_.size() + 1 > limits_.max_parked_frames) {
-    out.status = fail(exceeded("max_parked_frames", parked_.size() + 1, limits_.max_parked_frames));
+  // What is held already counts too: limits may have been lowered since.
+  const uint64_t frames = parked_.size() + (park ? 1 : 0);
+  if (frames > limits_.max_parked_frames) {
+    out.status = fail(exceeded("max_parked_frames", frames, limits_.max_parked_frames));
     return out;
   }
   if (held_bytes() + bytes > limits_.max_parked_bytes) {
