@@ -35,9 +35,9 @@ class RawPeer {
     if (context_ != nullptr) ucp_cleanup(context_);
   }
 
-  // Connects to an rgpu UCX listener and completes the transport hello.
-  // Returns an empty string, or what failed.
-  std::string connect(const std::string& address) {
+  // Connects to an rgpu UCX listener and, unless told not to, completes the
+  // transport hello. Returns an empty string, or what failed.
+  std::string connect(const std::string& address, bool hello = true) {
     ucp_config_t* config = nullptr;
     if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return "ucp_config_read";
     // The defaults rgpu's transport sets, so that both sides pick the same lanes.
@@ -78,6 +78,7 @@ class RawPeer {
     ep.err_handler.cb = [](void* arg, ucp_ep_h, ucs_status_t) { static_cast<RawPeer*>(arg)->ep_failed_ = true; };
     ep.err_handler.arg = this;
     if (ucp_ep_create(worker_, &ep, &ep_) != UCS_OK) return "ucp_ep_create";
+    if (!hello) return "";
     hello_ = ucx::Hello{ucx::kHelloMagic, ucx::kWireVersion, 4242, 0};
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;

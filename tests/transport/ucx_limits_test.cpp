@@ -1,8 +1,9 @@
 // Receive limits on the real UCX transport: UcxOptions::initial_limits apply
 // to accepted and connected connections from the start, and a peer that parks
 // frames out of order past max_parked_frames or max_parked_bytes has its
-// connection failed instead of growing the receiver's memory. Also the clear
-// error for a UCX_TLS that cannot make connections.
+// connection failed instead of growing the receiver's memory; a peer that
+// never says hello is dropped. Also the clear error for a UCX_TLS that cannot
+// make connections.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -121,6 +122,34 @@ TEST(UcxLimits, BytesParkedPastTheLimitFailTheConnection) {
   EXPECT_TRUE(mentions(server_side->closed()[0], "max_parked_bytes (278528 > 262144)"))
       << server_side->closed()[0].to_string();
   EXPECT_EQ(server_side->message_count(), 0u);
+}
+
+// A peer that connects and never says hello is dropped after hello_timeout;
+// one that does is served past it.
+TEST(UcxLimits, SilentPeerIsDroppedAfterTheHelloTimeout) {
+  UcxOptions options;
+  options.hello_timeout = 300ms;
+  auto t = make_ucx_transport(options);
+  ASSERT_TRUE(t.is_ok());
+  auto server_side = std::make_shared<Recorder>();
+  auto l = t.value()->listen("127.0.0.1:0", [server_side](std::shared_ptr<Connection>) {
+    server_side->add_note("accepted");
+    ConnectionHandler h;
+    h.on_message = [](Connection& c, Message m) { (void)c.send(m.header); };
+    return h;
+  });
+  ASSERT_TRUE(l.is_ok());
+  RawPeer silent;
+  ASSERT_EQ(silent.connect(l.value()->address(), false), "");
+  RawPeer polite;
+  ASSERT_EQ(polite.connect(l.value()->address()), "");
+  EXPECT_TRUE(silent.progress_until([&] { return silent.ep_failed(); })) << "the silent peer was kept";
+  EXPECT_FALSE(polite.ep_failed());
+  ASSERT_TRUE(polite.send_frame(ucx::Frame{0, polite.server_conn_id(), ucx::kHeaderInline}, "still served", {},
+                                UCP_AM_SEND_FLAG_REPLY));
+  ASSERT_TRUE(polite.progress_until([&] { return !polite.received().empty(); }));
+  EXPECT_EQ(polite.received()[0], "still served");
+  EXPECT_EQ(server_side->notes().size(), 1u);
 }
 
 // Sets an environment variable for one scope.

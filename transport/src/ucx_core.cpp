@@ -288,6 +288,7 @@ Result<std::shared_ptr<Core>> Core::create(const UcxOptions& options) {
   core->rndv_threshold_ = options.rendezvous_threshold;
   core->idle_spin_ = options.idle_spin;
   core->initial_limits_ = options.initial_limits;
+  core->hello_timeout_ = options.hello_timeout;
   core->unusable_tls_ = tls_cannot_connect(std::getenv("UCX_TLS"));
 
   int efd = -1;
@@ -507,7 +508,7 @@ void Core::run() {
       acquire_role();
     }
     run_commands();
-    if (!byes_.empty()) expire_byes();
+    if (!deadlines_.empty()) expire_deadlines();
     progress_or_sleep(kIdleSleepMs, true);
     // Not while a handler that waits inline has lent the role out.
     if (!dispatching_) dispatch_events();
@@ -668,17 +669,33 @@ void Core::close_ep(ucp_ep_h ep, bool force, std::shared_ptr<UcxConnection> conn
   ctx.release();  // owned by the callback, which frees the request
 }
 
-void Core::expire_byes() {
+void Core::expect_bye_answer(std::shared_ptr<UcxConnection> conn, std::chrono::steady_clock::time_point deadline) {
+  deadlines_.push_back(Deadline{deadline, conn, UcxConnection::kClosing});
+}
+
+void Core::expect_hello(std::shared_ptr<UcxConnection> conn) {
+  deadlines_.push_back(
+      Deadline{std::chrono::steady_clock::now() + hello_timeout_, conn, UcxConnection::kConnecting});
+}
+
+void Core::expire_deadlines() {
   const auto now = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < byes_.size();) {
-    std::shared_ptr<UcxConnection> conn = byes_[i].second.lock();
-    if (conn == nullptr || conn->state_.load() == UcxConnection::kClosed) {
-      byes_[i] = std::move(byes_.back());
-      byes_.pop_back();
-    } else if (now >= byes_[i].first) {
-      byes_[i] = std::move(byes_.back());
-      byes_.pop_back();
-      conn->close_locked(true, Status::ok());  // force: a flush could wait on the silent peer
+  for (size_t i = 0; i < deadlines_.size();) {
+    std::shared_ptr<UcxConnection> conn = deadlines_[i].conn.lock();
+    const int state = deadlines_[i].state;
+    if (conn == nullptr || conn->state_.load() != state) {
+      deadlines_[i] = std::move(deadlines_.back());
+      deadlines_.pop_back();
+    } else if (now >= deadlines_[i].at) {
+      deadlines_[i] = std::move(deadlines_.back());
+      deadlines_.pop_back();
+      if (state == UcxConnection::kConnecting) {
+        RGPU_WARN("transport=ucx event=drop reason=hello_timeout peer=%s conn_id=%u", conn->peer().c_str(),
+                  conn->local_id());
+        conn->close_locked(true, disconnected("no hello in time"));
+      } else {
+        conn->close_locked(true, Status::ok());  // force: a flush could wait on the silent peer
+      }
     } else {
       ++i;
     }
@@ -686,7 +703,7 @@ void Core::expire_byes() {
 }
 
 void Core::close_all_locked() {
-  byes_.clear();
+  deadlines_.clear();
   stopping_.store(true, std::memory_order_release);
   stop_deadline_ = std::chrono::steady_clock::now() + kShutdownGrace;
   while (!listeners_.empty()) remove_listener(listeners_.back());

@@ -174,10 +174,10 @@ class Core : public std::enable_shared_from_this<Core> {
   void remove_listener(const std::shared_ptr<ListenerState>& l);
   ListenerState* find_listener(const ListenerState* raw);
   std::shared_ptr<ListenerState> listener_ptr(const ListenerState* raw);
-  // Closes `conn` (flush) if the peer has not answered its bye by `deadline`.
-  void expect_bye_answer(std::shared_ptr<UcxConnection> conn, std::chrono::steady_clock::time_point deadline) {
-    byes_.emplace_back(deadline, conn);
-  }
+  // Closes `conn` if the peer has not answered its bye by `deadline`.
+  void expect_bye_answer(std::shared_ptr<UcxConnection> conn, std::chrono::steady_clock::time_point deadline);
+  // Closes an accepted `conn` if its peer has not sent the hello in time.
+  void expect_hello(std::shared_ptr<UcxConnection> conn);
   // Closes an endpoint; `conn` stays alive until UCX has finished with it.
   void close_ep(ucp_ep_h ep, bool force, std::shared_ptr<UcxConnection> conn);
   // Server side: connection requests waiting for their hello, by endpoint.
@@ -199,7 +199,7 @@ class Core : public std::enable_shared_from_this<Core> {
   bool try_acquire_role();
   void release_role();
   void close_all_locked();
-  void expire_byes();
+  void expire_deadlines();
 
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
@@ -224,8 +224,15 @@ class Core : public std::enable_shared_from_this<Core> {
   std::atomic<int> inflight_{0};
   std::chrono::steady_clock::time_point stop_deadline_;
   int closing_eps_ = 0;
-  // Connections that said bye and wait for the peer to close, with deadlines.
-  std::vector<std::pair<std::chrono::steady_clock::time_point, std::weak_ptr<UcxConnection>>> byes_;
+  // Connections waiting for their peer (the answer to a bye, a hello), closed
+  // at the deadline if still in `state` then.
+  struct Deadline {
+    std::chrono::steady_clock::time_point at;
+    std::weak_ptr<UcxConnection> conn;
+    int state;
+  };
+  std::vector<Deadline> deadlines_;
+  std::chrono::milliseconds hello_timeout_{10000};
   std::atomic<uint64_t> wake_seq_{0};
 
   std::mutex commands_mu_;

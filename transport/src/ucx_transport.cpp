@@ -63,6 +63,7 @@ void accept_request(Core* core, ListenerState* raw, ucp_conn_request_h request) 
     return;
   }
   core->accepting()[conn->ep()] = conn;
+  core->expect_hello(conn);
   RGPU_DEBUG("transport=ucx event=conn_request peer=%s conn_id=%u", peer.c_str(), conn->local_id());
 }
 

@@ -150,6 +150,9 @@ struct UcxOptions {
   // message comes soon (a server answering back-to-back calls); a client whose
   // callers poll for their own replies (Connection::poll_until) sets it low.
   std::chrono::microseconds idle_spin{30};
+  // How long an accepted connection may take to send the transport hello
+  // before it is dropped (it never reaches on_accept).
+  std::chrono::milliseconds hello_timeout{10000};
   // Receive limits of every connection from its creation, accepted and
   // connected alike; Connection::set_receive_limits changes them later.
   ReceiveLimits initial_limits;
