@@ -672,6 +672,80 @@ TEST_P(Conformance, LargeHeaderAloneDoesNotWaitForThePeer) {
   EXPECT_EQ(got[1].header, big);
 }
 
+// Limits a server puts on a peer that has not authenticated yet.
+ReceiveLimits strict_limits() {
+  ReceiveLimits l;
+  l.max_header = 64 << 10;
+  l.max_parked_frames = 8;
+  l.max_parked_bytes = 256 << 10;
+  return l;
+}
+
+// A header over the receiver's max_header closes the connection, saying so;
+// one of exactly max_header bytes passes.
+TEST_P(Conformance, HeaderOverTheLimitClosesTheConnection) {
+  auto server_side = std::make_shared<Recorder>();
+  const std::string address = listen([server_side](std::shared_ptr<Connection> c) {
+    c->set_receive_limits(strict_limits());
+    server_side->add_note("accepted");
+    return recording_handler(server_side);
+  });
+  auto client_side = std::make_shared<Recorder>();
+  auto conn = connect(address, recording_handler(client_side));
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(server_side->wait_notes(1));  // the limits are in force
+  ASSERT_TRUE(conn->send(pattern(65536, 1)).is_ok());
+  ASSERT_TRUE(server_side->wait_messages(1));
+  (void)conn->send(pattern(70000, 2));  // may already see the close
+  ASSERT_TRUE(server_side->wait_closed(5s));
+  const Status why = server_side->closed()[0];
+  EXPECT_EQ(why.kind(), ErrorKind::kFailed) << why.to_string();
+  EXPECT_NE(why.message().find("max_header (70000 > 65536)"), std::string::npos) << why.to_string();
+  ASSERT_TRUE(client_side->wait_closed(5s));
+  EXPECT_EQ(client_side->closed()[0].kind(), ErrorKind::kDisconnected) << client_side->closed()[0].to_string();
+  auto got = server_side->take_messages();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].header, pattern(65536, 1));
+}
+
+// A server relaxes the limits once the peer has said who it is; larger
+// headers then pass, on the same connection.
+TEST_P(Conformance, RaisedLimitsLetLargerHeadersThrough) {
+  auto server_side = std::make_shared<Recorder>();
+  const std::string address = listen([server_side](std::shared_ptr<Connection> c) {
+    c->set_receive_limits(strict_limits());
+    ConnectionHandler h = recording_handler(server_side);
+    h.on_message = [server_side](Connection& conn, Message m) {
+      if (string_of(m.header) == "trust me") {
+        conn.set_receive_limits(ReceiveLimits{});
+        EXPECT_TRUE(conn.send(bytes_of("trusted")).is_ok());
+      }
+      server_side->add_message(std::move(m));
+    };
+    return h;
+  });
+  auto client_side = std::make_shared<Recorder>();
+  auto conn = connect(address, recording_handler(client_side));
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(conn->send(bytes_of("trust me")).is_ok());
+  ASSERT_TRUE(client_side->wait_messages(1));
+  const auto big = pattern(4 << 20, 3);
+  ASSERT_TRUE(conn->send(big).is_ok());
+  // A payload small enough to go eagerly: the recorder does not receive it.
+  ASSERT_TRUE(conn->send(pattern(100000, 4), pattern(1000, 5)).is_ok());
+  ASSERT_TRUE(server_side->wait_messages(3));
+  auto got = server_side->take_messages();
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[1].header, big);
+  EXPECT_EQ(got[2].header, pattern(100000, 4));
+  ASSERT_NE(got[2].payload, nullptr);
+  std::vector<std::byte> data(got[2].payload->size());
+  ASSERT_TRUE(got[2].payload->receive(data.data()).is_ok());
+  EXPECT_EQ(data, pattern(1000, 5));
+  EXPECT_TRUE(server_side->closed().empty()) << server_side->closed()[0].to_string();
+  EXPECT_TRUE(client_side->closed().empty()) << client_side->closed()[0].to_string();
+}
+
 INSTANTIATE_TEST_SUITE_P(Inproc, Conformance, ::testing::Values("inproc"));
 INSTANTIATE_TEST_SUITE_P(Ucx, Conformance, ::testing::Values("ucx", "ucx_rndv"));
 

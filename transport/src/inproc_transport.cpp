@@ -4,6 +4,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <string>
 #include <mutex>
 #include <thread>
 
@@ -63,6 +64,16 @@ class InprocSide final : public Connection, public std::enable_shared_from_this<
     if (closed_.load(std::memory_order_acquire) || peer == nullptr) {
       return disconnected("connection closed");
     }
+    const size_t max_header = peer->max_header();
+    if (header.size() > max_header) {
+      // The receiver refuses it, as a UCX receiver does: it fails the
+      // connection, and this side learns that the peer closed.
+      const Status why = failed("peer exceeded max_header (" + std::to_string(header.size()) + " > " +
+                                std::to_string(max_header) + ")");
+      RGPU_WARN("transport=inproc event=peer_error reason=\"%s\"", why.message().c_str());
+      peer->shut(why, disconnected("peer closed the connection"));
+      return Status::ok();
+    }
     Event ev;
     ev.kind = Event::kMessage;
     ev.message.header.assign(header.begin(), header.end());
@@ -82,6 +93,11 @@ class InprocSide final : public Connection, public std::enable_shared_from_this<
 
   std::string peer() const override { return peer_name_; }
 
+  void set_receive_limits(const ReceiveLimits& limits) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    max_header_ = limits.max_header;
+  }
+
   // Server side: the first event calls on_accept to obtain the handler.
   void accept_with(std::shared_ptr<AcceptFn> on_accept) {
     Event ev;
@@ -97,6 +113,11 @@ class InprocSide final : public Connection, public std::enable_shared_from_this<
     Status status;
     std::shared_ptr<AcceptFn> accept;
   };
+
+  size_t max_header() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return max_header_;
+  }
 
   void peer_closed(const Status& status) {
     if (closed_.exchange(true, std::memory_order_acq_rel)) return;
@@ -155,6 +176,7 @@ class InprocSide final : public Connection, public std::enable_shared_from_this<
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Event> queue_;
+  size_t max_header_ = ReceiveLimits{}.max_header;  // guarded by mu_
   std::thread thread_;
 };
 

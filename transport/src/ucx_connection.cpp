@@ -74,18 +74,6 @@ ucs_status_t send_control(ucp_ep_h ep, unsigned id, const Hello* hello, uint32_t
 
 // ---- payloads ---------------------------------------------------------------
 
-CopiedPayload::CopiedPayload(const void* data, size_t size)
-    : data_(static_cast<const std::byte*>(data), static_cast<const std::byte*>(data) + size) {}
-
-Status CopiedPayload::receive(void* dst) {
-  if (taken_) return invalid_argument("payload already received");
-  taken_ = true;
-  if (data_.empty()) return Status::ok();
-  if (dst == nullptr) return invalid_argument("null receive buffer");
-  std::memcpy(dst, data_.data(), data_.size());
-  return Status::ok();
-}
-
 RndvPayload::~RndvPayload() {
   if (taken_.load(std::memory_order_acquire)) return;
   std::shared_lock<std::shared_mutex> lock(core_->life());
@@ -124,8 +112,15 @@ Status RndvPayload::receive(void* dst) {
 
 // ---- connection -------------------------------------------------------------
 
-UcxConnection::UcxConnection(std::shared_ptr<Core> core, std::string peer, bool client)
-    : core_(std::move(core)), peer_(std::move(peer)), client_(client) {}
+UcxConnection::UcxConnection(std::shared_ptr<Core> core, std::string peer, bool client,
+                             const ReceiveLimits& limits)
+    : core_(std::move(core)), peer_(std::move(peer)), client_(client), assembler_(*this, limits) {}
+
+void UcxConnection::set_receive_limits(const ReceiveLimits& limits) {
+  std::lock_guard<std::mutex> lock(limits_mu_);
+  new_limits_ = limits;
+  limits_changed_.store(true, std::memory_order_release);
+}
 
 UcxConnection::~UcxConnection() = default;
 
@@ -179,7 +174,7 @@ void UcxConnection::on_hello(const Hello& hello) {
   }
   peer_id_ = hello.client_conn_id;
   hello_buf_ = Hello{kHelloMagic, kWireVersion, hello.client_conn_id, local_id_};
-  const ucs_status_t st = send_control(ep_, kAmHelloAck, &hello_buf_, 0);
+  const ucs_status_t st = send_control(ep_, kAmHelloAck, &hello_buf_, UCP_AM_SEND_FLAG_REPLY);
   if (st != UCS_OK) {
     RGPU_WARN("transport=ucx event=accept_failed peer=%s status=%s", peer_.c_str(), ucs_status_string(st));
     core_->defer([self = shared_from_this()] { self->close_locked(true, disconnected("accept failed")); });
@@ -219,13 +214,15 @@ Status UcxConnection::wait_established(std::chrono::steady_clock::time_point dea
 ucs_status_t UcxConnection::post_am(Waiter& waiter, const Frame& frame, const void* header,
                                     size_t header_len, const void* data, size_t length) {
   ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
   p.cb.send = send_done;
   p.user_data = &waiter;
+  // Every message names its endpoint to the receiver, which accepts it only
+  // for the connection of that endpoint (docs/transport.md, "Trust").
+  p.flags = UCP_AM_SEND_FLAG_REPLY;
   const size_t threshold = core_->rndv_threshold();
   if (threshold != 0 && length != 0 && (frame.flags & (kHeaderInData | kHeaderPart)) == 0) {
-    p.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
-    p.flags = length >= threshold ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER;
+    p.flags |= length >= threshold ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER;
   }
   if (length != 0) core_->set_memh(&p, data, length);
   waiter.add();
@@ -277,7 +274,8 @@ Status UcxConnection::send_then(Bytes header, Bytes payload, const std::function
       owned->frame = Frame{next_send_seq_.fetch_add(1, std::memory_order_relaxed), peer_id_, kHeaderInData};
       owned->data.assign(header.begin(), header.end());
       ucp_request_param_t p{};
-      p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+      p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+      p.flags = UCP_AM_SEND_FLAG_REPLY;
       p.cb.send = owned_send_done;
       p.user_data = owned.get();
       core_->request_started();
@@ -337,6 +335,8 @@ void UcxConnection::begin_close() {
     return;
   }
   ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  p.flags = UCP_AM_SEND_FLAG_REPLY;
   ucs_status_ptr_t req = ucp_am_send_nbx(ep, kAmMessage, &bye_buf_, sizeof(Frame), nullptr, 0, &p);
   if (UCS_PTR_IS_ERR(req)) {
     close_locked(true, Status::ok());
@@ -377,8 +377,7 @@ void UcxConnection::close_locked(bool force, Status status) {
              force ? 1 : 0, status.to_string().c_str());
   core_->unregister_connection(local_id_);
   if (ep != nullptr) core_->accepting().erase(ep);
-  slots_.clear();
-  held_header_.clear();
+  assembler_.reset();
   listener_.reset();
   {
     std::lock_guard<std::mutex> lock(connect_mu_);
@@ -397,22 +396,39 @@ void UcxConnection::close_locked(bool force, Status status) {
   }
 }
 
-void UcxConnection::fail(const char* why) {
-  RGPU_WARN("transport=ucx event=protocol_error peer=%s reason=%s", peer_.c_str(), why);
-  core_->defer([self = shared_from_this(), why] {
-    self->close_locked(true, failed(std::string("protocol error: ") + why));
-  });
+void UcxConnection::fail(Status why) {
+  if (failing_) return;
+  failing_ = true;
+  RGPU_WARN("transport=ucx event=peer_error peer=%s conn_id=%u reason=\"%s\"", peer_.c_str(), local_id_,
+            why.message().c_str());
+  core_->defer([self = shared_from_this(), why = std::move(why)] { self->close_locked(true, why); });
+}
+
+void UcxConnection::note_foreign_frame(const char* what, bool has_reply_ep) {
+  if (foreign_logged_) return;
+  foreign_logged_ = true;
+  RGPU_WARN("transport=ucx event=drop reason=foreign_frame what=%s conn_id=%u peer=%s reply_ep=%s", what,
+            local_id_, peer_.c_str(), has_reply_ep ? "other" : "none");
 }
 
 // ---- receive side (progress thread) ----------------------------------------
 
-UcxConnection::Slot* UcxConnection::slot_for(uint64_t seq) {
-  if (seq < next_recv_seq_) return nullptr;
-  const uint64_t index = seq - next_recv_seq_;
-  if (index >= kMaxReorderWindow) return nullptr;
-  if (index >= slots_.size()) slots_.resize(index + 1);
-  Slot* slot = &slots_[index];
-  return slot->kind == Slot::kEmpty ? slot : nullptr;
+void UcxConnection::deliver(uint64_t seq, Message message, size_t bytes) {
+  (void)seq;
+  Event ev;
+  ev.kind = Event::kMessage;
+  ev.conn = shared_from_this();
+  ev.message = std::move(message);
+  ev.bytes = bytes;
+  core_->push_event(std::move(ev));
+}
+
+void UcxConnection::peer_bye() {
+  // Everything the peer sent before its bye is queued before this.
+  Event ev;
+  ev.kind = Event::kPeerBye;
+  ev.conn = shared_from_this();
+  core_->push_event(std::move(ev));
 }
 
 // A header travelling by rendezvous. It owns the buffer UCX writes into, so a
@@ -428,118 +444,79 @@ void UcxConnection::on_header_fetched(void* request, ucs_status_t status, size_t
   ucp_request_free(request);
   fetch->conn->core_->request_ended();
   UcxConnection& c = *fetch->conn;
-  if (c.state_.load() == kClosed || fetch->seq < c.next_recv_seq_) return;
+  if (c.state_.load() == kClosed || c.failing_) return;
   if (status != UCS_OK) {
-    c.fail("header receive failed");
+    c.fail(disconnected(std::string("header receive failed: ") + ucs_status_string(status)));
     return;
   }
-  const uint64_t index = fetch->seq - c.next_recv_seq_;
-  if (index >= c.slots_.size()) return;
-  c.slots_[index].message.header = std::move(fetch->buffer);
-  c.slots_[index].kind = Slot::kReady;
-  c.drain();
+  const Status st = c.assembler_.header_fetched(fetch->seq, std::move(fetch->buffer));
+  if (!st.is_ok()) c.fail(st);
 }
+
+namespace {
+
+// Hands the assembler a frame's rendezvous data as a payload object.
+class UcxRndvSource final : public RndvSource {
+ public:
+  UcxRndvSource(const std::shared_ptr<Core>& core, void* desc, size_t length)
+      : core_(core), desc_(desc), length_(length) {}
+  std::unique_ptr<IncomingPayload> take() override { return std::make_unique<RndvPayload>(core_, desc_, length_); }
+
+ private:
+  const std::shared_ptr<Core>& core_;
+  void* desc_;
+  size_t length_;
+};
+
+}  // namespace
 
 ucs_status_t UcxConnection::on_am(const Frame& frame, const std::byte* header, size_t header_len, void* data,
                                   size_t length, uint64_t recv_attr) {
-  if (state_.load(std::memory_order_acquire) == kClosed) return UCS_OK;
-  Slot* slot = slot_for(frame.seq);
-  if (slot == nullptr) {
-    fail("sequence number out of window");
+  const int state = state_.load(std::memory_order_acquire);
+  if (state == kClosed || failing_) return UCS_OK;
+  if (state == kConnecting && !client_) {
+    // A client speaks only once its hello was answered.
+    fail(failed("protocol error: message before hello"));
     return UCS_OK;
   }
-  const bool rndv = (recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
-  slot->flags = frame.flags;
-  ucs_status_t ret = UCS_OK;
-  if (frame.flags & kBye) {
-    if (frame.flags != kBye || header_len != 0 || length != 0) {
-      fail("malformed bye");
-      return UCS_OK;
-    }
-    slot->kind = Slot::kReady;
-  } else if (frame.flags & (kHeaderInData | kHeaderPart)) {
-    // The user header is the AM data.
-    if (header_len != 0 || (frame.flags & kHeaderFromPrev)) {
-      fail("malformed frame");
-      return UCS_OK;
-    }
-    if (length > kMaxHeader) {
-      fail("header too large");
-      return UCS_OK;
-    }
-    if (!rndv) {
-      slot->message.header.assign(static_cast<const std::byte*>(data),
-                                  static_cast<const std::byte*>(data) + length);
-      slot->kind = Slot::kReady;
+  if (limits_changed_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(limits_mu_);
+    limits_changed_.store(false, std::memory_order_relaxed);
+    assembler_.set_limits(new_limits_);
+  }
+  FrameBytes in;
+  in.header = header;
+  in.header_len = header_len;
+  in.data = static_cast<const std::byte*>(data);
+  in.length = length;
+  in.rndv = (recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  UcxRndvSource rndv(core_, data, length);
+  FeedResult r = assembler_.feed(frame, in, &rndv);
+  if (!r.status.is_ok()) {
+    fail(std::move(r.status));
+    return r.payload_kept ? UCS_INPROGRESS : UCS_OK;
+  }
+  if (r.fetch_header) {
+    auto fetch = std::make_unique<HeaderFetch>(HeaderFetch{shared_from_this(), frame.seq, {}});
+    fetch->buffer.resize(length);
+    void* dst = fetch->buffer.data();
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.cb.recv_am = on_header_fetched;
+    p.user_data = fetch.get();
+    core_->request_started();
+    ucs_status_ptr_t req = ucp_am_recv_data_nbx(core_->worker(), data, dst, length, &p);
+    if (req == nullptr || UCS_PTR_IS_ERR(req)) core_->request_ended();
+    if (req == nullptr) {
+      const Status st = assembler_.header_fetched(frame.seq, std::move(fetch->buffer));
+      if (!st.is_ok()) fail(st);
+    } else if (UCS_PTR_IS_ERR(req)) {
+      fail(disconnected(std::string("header receive failed: ") + ucs_status_string(UCS_PTR_STATUS(req))));
     } else {
-      slot->kind = Slot::kFetching;
-      auto fetch = std::make_unique<HeaderFetch>(HeaderFetch{shared_from_this(), frame.seq, {}});
-      fetch->buffer.resize(length);
-      void* dst = fetch->buffer.data();
-      ucp_request_param_t p{};
-      p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-      p.cb.recv_am = on_header_fetched;
-      p.user_data = fetch.get();
-      core_->request_started();
-      ucs_status_ptr_t req = ucp_am_recv_data_nbx(core_->worker(), data, dst, length, &p);
-      if (req == nullptr || UCS_PTR_IS_ERR(req)) core_->request_ended();
-      if (req == nullptr) {
-        slot->message.header = std::move(fetch->buffer);
-        slot->kind = Slot::kReady;
-      } else if (UCS_PTR_IS_ERR(req)) {
-        fail("header receive failed");
-        return UCS_OK;
-      } else {
-        fetch.release();  // owned by on_header_fetched
-      }
+      fetch.release();  // owned by on_header_fetched
     }
-  } else {
-    if (frame.flags & ~static_cast<uint32_t>(kHeaderFromPrev)) {
-      fail("unknown frame flags");
-      return UCS_OK;
-    }
-    if (!(frame.flags & kHeaderFromPrev)) slot->message.header.assign(header, header + header_len);
-    if (length != 0) {
-      if (rndv) {
-        slot->message.payload = std::make_unique<RndvPayload>(core_, data, length);
-        ret = UCS_INPROGRESS;
-      } else {
-        slot->message.payload = std::make_unique<CopiedPayload>(data, length);
-      }
-    }
-    slot->kind = Slot::kReady;
   }
-  drain();
-  return ret;
-}
-
-void UcxConnection::drain() {
-  while (!slots_.empty() && slots_.front().kind == Slot::kReady) {
-    Slot slot = std::move(slots_.front());
-    slots_.pop_front();
-    ++next_recv_seq_;
-    if (slot.flags & kHeaderPart) {
-      held_header_ = std::move(slot.message.header);
-      continue;
-    }
-    if (slot.flags & kBye) {
-      Event ev;
-      ev.kind = Event::kPeerBye;
-      ev.conn = shared_from_this();
-      core_->push_event(std::move(ev));
-      slots_.clear();  // nothing may follow a bye
-      return;
-    }
-    if (slot.flags & kHeaderFromPrev) {
-      slot.message.header = std::move(held_header_);
-      held_header_ = {};
-    }
-    Event ev;
-    ev.kind = Event::kMessage;
-    ev.conn = shared_from_this();
-    ev.message = std::move(slot.message);
-    core_->push_event(std::move(ev));
-  }
+  return r.payload_kept ? UCS_INPROGRESS : UCS_OK;
 }
 
 }  // namespace rgpu::transport::ucx

@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "rgpu/common/log.h"
 #include "ucx_internal.h"
@@ -30,6 +32,24 @@ constexpr auto kWaitDriveBudget = std::chrono::seconds(5);
 // How long shutdown waits for endpoints to finish closing.
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
 
+// The connection a frame or ack names, when it arrived on that connection's
+// own endpoint. The id is the peer's word; the reply endpoint is UCX's, so a
+// peer cannot reach a connection other than its own (docs/transport.md, "Trust").
+UcxConnection* bound_connection(Core* core, uint32_t conn_id, const ucp_am_recv_param_t* param,
+                                const char* what) {
+  UcxConnection* conn = core->find_connection(conn_id);
+  if (conn == nullptr) {
+    RGPU_DEBUG("transport=ucx event=drop reason=unknown_connection what=%s conn_id=%u", what, conn_id);
+    return nullptr;
+  }
+  const bool has_reply_ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) != 0;
+  if (!has_reply_ep || param->reply_ep != conn->ep() || conn->ep() == nullptr) {
+    conn->note_foreign_frame(what, has_reply_ep);
+    return nullptr;
+  }
+  return conn;
+}
+
 ucs_status_t am_message_cb(void* arg, const void* header, size_t header_length, void* data,
                            size_t length, const ucp_am_recv_param_t* param) {
   auto* core = static_cast<Core*>(arg);
@@ -39,11 +59,8 @@ ucs_status_t am_message_cb(void* arg, const void* header, size_t header_length, 
   }
   Frame frame;
   std::memcpy(&frame, header, sizeof(frame));
-  UcxConnection* conn = core->find_connection(frame.conn_id);
-  if (conn == nullptr) {
-    RGPU_DEBUG("transport=ucx event=drop reason=unknown_connection conn_id=%u", frame.conn_id);
-    return UCS_OK;
-  }
+  UcxConnection* conn = bound_connection(core, frame.conn_id, param, "message");
+  if (conn == nullptr) return UCS_OK;
   return conn->on_am(frame, static_cast<const std::byte*>(header) + sizeof(Frame),
                      header_length - sizeof(Frame), data, length, param->recv_attr);
 }
@@ -82,26 +99,10 @@ ucs_status_t am_hello_ack_cb(void* arg, const void* header, size_t header_length
     RGPU_WARN("transport=ucx event=drop reason=bad_hello_ack header_bytes=%zu", header_length);
     return UCS_OK;
   }
-  if (UcxConnection* conn = core->find_connection(ack.client_conn_id)) conn->on_hello_ack(ack);
-  return UCS_OK;
-}
-
-// Whether UCX_TLS (unset means all) can select a shared-memory mapper.
-bool tls_may_use_shared_memory() {
-  const char* env = std::getenv("UCX_TLS");
-  if (env == nullptr || env[0] == '^') return true;  // all, or all but some
-  const std::string tls = env;
-  for (const char* name : {"all", "sm", "shm", "mm", "posix", "sysv", "xpmem"}) {
-    size_t pos = 0;
-    while ((pos = tls.find(name, pos)) != std::string::npos) {
-      const size_t end = pos + std::strlen(name);
-      const bool starts = pos == 0 || tls[pos - 1] == ',' || tls[pos - 1] == '\\';
-      const bool ends = end == tls.size() || tls[end] == ',';
-      if (starts && ends) return true;
-      pos = end;
-    }
+  if (UcxConnection* conn = bound_connection(core, ack.client_conn_id, param, "hello_ack")) {
+    conn->on_hello_ack(ack);
   }
-  return false;
+  return UCS_OK;
 }
 
 Status ucx_error(const char* what, ucs_status_t status) {
@@ -109,6 +110,57 @@ Status ucx_error(const char* what, ucs_status_t status) {
 }
 
 }  // namespace
+
+namespace {
+
+// The transport names of a UCX_TLS value, each without UCX's leading '\'
+// (which asks for the exact transport rather than an alias).
+std::vector<std::string> tls_names(const std::string& tls) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start <= tls.size()) {
+    size_t end = tls.find(',', start);
+    if (end == std::string::npos) end = tls.size();
+    std::string name = tls.substr(start, end - start);
+    if (!name.empty() && name[0] == '\\') name.erase(0, 1);
+    if (!name.empty()) names.push_back(std::move(name));
+    start = end + 1;
+  }
+  return names;
+}
+
+bool one_of(const std::string& name, std::initializer_list<const char*> set) {
+  for (const char* s : set) {
+    if (name == s) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool tls_may_use_shared_memory(const char* tls) {
+  if (tls == nullptr || tls[0] == '^') return true;  // all, or all but some
+  for (const std::string& name : tls_names(tls)) {
+    if (one_of(name, {"all", "sm", "shm", "mm", "posix", "sysv", "xpmem"})) return true;
+  }
+  return false;
+}
+
+std::string tls_cannot_connect(const char* tls) {
+  if (tls == nullptr || tls[0] == '^') return {};
+  const std::vector<std::string> names = tls_names(tls);
+  // Transports that only ever reach this host; any other name (tcp, rdmacm,
+  // verbs, or one this list does not know) may carry a connection manager.
+  for (const std::string& name : names) {
+    if (!one_of(name, {"self", "sm", "shm", "mm", "posix", "sysv", "xpmem", "knem", "cma", "cuda", "cuda_copy",
+                       "cuda_ipc", "gdr_copy", "rocm", "rocm_copy", "rocm_ipc"})) {
+      return {};
+    }
+  }
+  return std::string("UCX_TLS=") + tls +
+         " cannot make connections: UCX's connection manager needs tcp (or rdmacm on InfiniBand) in "
+         "UCX_TLS, e.g. UCX_TLS=posix,sysv,cma,tcp; shared memory still carries the data";
+}
 
 void Waiter::add() {
   core->request_started();
@@ -195,7 +247,7 @@ Result<std::shared_ptr<Core>> Core::create(const UcxOptions& options) {
                                     std::pair<const char*, const char*>{"RNDV_SCHEME", "get_zcopy"}}) {
     if (std::getenv((std::string("UCX_") + name).c_str()) != nullptr) continue;
     // UCX warns about settings of transports that UCX_TLS leaves out.
-    if (std::string(name) == "MM_ERROR_HANDLING" && !tls_may_use_shared_memory()) continue;
+    if (std::string(name) == "MM_ERROR_HANDLING" && !tls_may_use_shared_memory(std::getenv("UCX_TLS"))) continue;
     st = ucp_config_modify(config, name, value);
     if (st != UCS_OK) {
       RGPU_DEBUG("transport=ucx event=config_default_skipped name=%s status=%s", name, ucs_status_string(st));
@@ -235,6 +287,9 @@ Result<std::shared_ptr<Core>> Core::create(const UcxOptions& options) {
   core->max_inline_header_ = std::min(attr.max_am_header - sizeof(Frame), kMaxInlineHeader);
   core->rndv_threshold_ = options.rendezvous_threshold;
   core->idle_spin_ = options.idle_spin;
+  core->initial_limits_ = options.initial_limits;
+  core->hello_timeout_ = options.hello_timeout;
+  core->unusable_tls_ = tls_cannot_connect(std::getenv("UCX_TLS"));
 
   int efd = -1;
   st = ucp_worker_get_efd(core->worker_, &efd);
@@ -453,7 +508,7 @@ void Core::run() {
       acquire_role();
     }
     run_commands();
-    if (!byes_.empty()) expire_byes();
+    if (!deadlines_.empty()) expire_deadlines();
     progress_or_sleep(kIdleSleepMs, true);
     // Not while a handler that waits inline has lent the role out.
     if (!dispatching_) dispatch_events();
@@ -483,6 +538,7 @@ void Core::dispatch_events() {
         }
         break;
       case Event::kMessage:
+        conn.message_dispatched(ev.bytes);
         if (!conn.close_reported_ && conn.handler_.on_message) {
           conn.handler_.on_message(conn, std::move(ev.message));
         }
@@ -613,17 +669,33 @@ void Core::close_ep(ucp_ep_h ep, bool force, std::shared_ptr<UcxConnection> conn
   ctx.release();  // owned by the callback, which frees the request
 }
 
-void Core::expire_byes() {
+void Core::expect_bye_answer(std::shared_ptr<UcxConnection> conn, std::chrono::steady_clock::time_point deadline) {
+  deadlines_.push_back(Deadline{deadline, conn, UcxConnection::kClosing});
+}
+
+void Core::expect_hello(std::shared_ptr<UcxConnection> conn) {
+  deadlines_.push_back(
+      Deadline{std::chrono::steady_clock::now() + hello_timeout_, conn, UcxConnection::kConnecting});
+}
+
+void Core::expire_deadlines() {
   const auto now = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < byes_.size();) {
-    std::shared_ptr<UcxConnection> conn = byes_[i].second.lock();
-    if (conn == nullptr || conn->state_.load() == UcxConnection::kClosed) {
-      byes_[i] = std::move(byes_.back());
-      byes_.pop_back();
-    } else if (now >= byes_[i].first) {
-      byes_[i] = std::move(byes_.back());
-      byes_.pop_back();
-      conn->close_locked(true, Status::ok());  // force: a flush could wait on the silent peer
+  for (size_t i = 0; i < deadlines_.size();) {
+    std::shared_ptr<UcxConnection> conn = deadlines_[i].conn.lock();
+    const int state = deadlines_[i].state;
+    if (conn == nullptr || conn->state_.load() != state) {
+      deadlines_[i] = std::move(deadlines_.back());
+      deadlines_.pop_back();
+    } else if (now >= deadlines_[i].at) {
+      deadlines_[i] = std::move(deadlines_.back());
+      deadlines_.pop_back();
+      if (state == UcxConnection::kConnecting) {
+        RGPU_WARN("transport=ucx event=drop reason=hello_timeout peer=%s conn_id=%u", conn->peer().c_str(),
+                  conn->local_id());
+        conn->close_locked(true, disconnected("no hello in time"));
+      } else {
+        conn->close_locked(true, Status::ok());  // force: a flush could wait on the silent peer
+      }
     } else {
       ++i;
     }
@@ -631,7 +703,7 @@ void Core::expire_byes() {
 }
 
 void Core::close_all_locked() {
-  byes_.clear();
+  deadlines_.clear();
   stopping_.store(true, std::memory_order_release);
   stop_deadline_ = std::chrono::steady_clock::now() + kShutdownGrace;
   while (!listeners_.empty()) remove_listener(listeners_.back());

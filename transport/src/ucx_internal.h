@@ -21,52 +21,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "frame_assembler.h"
 #include "rgpu/transport/transport.h"
+#include "wire.h"
 
 namespace rgpu::transport::ucx {
-
-// ---- Wire format (see docs/transport.md, "Framing") -------------------------
-
-// Active message ids registered on every worker.
-enum AmId : unsigned { kAmMessage = 0x52, kAmHello = 0x53, kAmHelloAck = 0x54 };
-
-// Frame flags: where the user header travels.
-enum FrameFlag : uint32_t {
-  kHeaderInline = 0,         // AM header = Frame + user header; AM data = payload
-  kHeaderInData = 1u << 0,   // header-only message; AM data = user header
-  kHeaderPart = 1u << 1,     // first of two: AM data = user header; never dispatched alone
-  kHeaderFromPrev = 1u << 2,  // second of two: AM data = payload; header from the previous seq
-  kBye = 1u << 3              // the sender closes: nothing follows; no header, no data
-};
-
-// Prefix of every kAmMessage AM header. Host byte order (UCX peers here are
-// homogeneous little-endian hosts).
-struct Frame {
-  uint64_t seq;      // per-connection send order, from 0
-  uint32_t conn_id;  // the receiver's id for this connection
-  uint32_t flags;    // FrameFlag
-};
-static_assert(sizeof(Frame) == 16);
-
-constexpr uint32_t kHelloMagic = 0x52475055;  // "RGPU"
-constexpr uint32_t kWireVersion = 1;
-
-// kAmHello (client → server, sent with UCP_AM_SEND_FLAG_REPLY) and
-// kAmHelloAck (server → client) AM headers.
-struct Hello {
-  uint32_t magic;
-  uint32_t version;
-  uint32_t client_conn_id;
-  uint32_t server_conn_id;  // 0 in kAmHello
-};
-static_assert(sizeof(Hello) == 16);
-
-// Largest user header sent inline in the AM header; bigger ones go as AM data.
-constexpr size_t kMaxInlineHeader = 1024;
-// Largest user header accepted at all.
-constexpr size_t kMaxHeader = size_t{1} << 30;
-// Out-of-order window per connection before the peer is declared broken.
-constexpr uint64_t kMaxReorderWindow = 1u << 20;
 
 // A header-only message copied for UCX to send on its own (see
 // UcxConnection::send_then); freed by the completion callback.
@@ -115,18 +74,6 @@ class RndvPayload final : public IncomingPayload {
   std::atomic<bool> taken_{false};
 };
 
-// An eager payload copied out of UCX's buffer inside the AM callback.
-class CopiedPayload final : public IncomingPayload {
- public:
-  CopiedPayload(const void* data, size_t size);
-  size_t size() const override { return data_.size(); }
-  Status receive(void* dst) override;
-
- private:
-  std::vector<std::byte> data_;
-  bool taken_ = false;
-};
-
 // One listening socket. Touched by the progress thread; the Listener object
 // only asks the progress thread to destroy it.
 struct ListenerState {
@@ -141,6 +88,7 @@ struct Event {
   enum Kind { kMessage, kAccept, kPeerBye, kClosed } kind = kMessage;
   std::shared_ptr<UcxConnection> conn;
   Message message;
+  size_t bytes = 0;  // kMessage: counted against the connection's max_parked_bytes
   Status status;
   std::shared_ptr<ListenerState> listener;  // kAccept
 };
@@ -206,6 +154,10 @@ class Core : public std::enable_shared_from_this<Core> {
   // UCX can move CUDA device memory (its context lists the CUDA memory type).
   bool supports_cuda_memory() const { return cuda_memory_; }
   size_t max_inline_header() const { return max_inline_header_; }
+  // UcxOptions::initial_limits, for every new connection.
+  const ReceiveLimits& initial_limits() const { return initial_limits_; }
+  // Why listen() and connect() cannot work with this UCX_TLS, or empty.
+  const std::string& unusable_tls() const { return unusable_tls_; }
 
   // Lifetime guard: readers hold it shared while calling into UCX from any
   // thread and check alive(); shutdown() takes it exclusively.
@@ -222,10 +174,10 @@ class Core : public std::enable_shared_from_this<Core> {
   void remove_listener(const std::shared_ptr<ListenerState>& l);
   ListenerState* find_listener(const ListenerState* raw);
   std::shared_ptr<ListenerState> listener_ptr(const ListenerState* raw);
-  // Closes `conn` (flush) if the peer has not answered its bye by `deadline`.
-  void expect_bye_answer(std::shared_ptr<UcxConnection> conn, std::chrono::steady_clock::time_point deadline) {
-    byes_.emplace_back(deadline, conn);
-  }
+  // Closes `conn` if the peer has not answered its bye by `deadline`.
+  void expect_bye_answer(std::shared_ptr<UcxConnection> conn, std::chrono::steady_clock::time_point deadline);
+  // Closes an accepted `conn` if its peer has not sent the hello in time.
+  void expect_hello(std::shared_ptr<UcxConnection> conn);
   // Closes an endpoint; `conn` stays alive until UCX has finished with it.
   void close_ep(ucp_ep_h ep, bool force, std::shared_ptr<UcxConnection> conn);
   // Server side: connection requests waiting for their hello, by endpoint.
@@ -247,7 +199,7 @@ class Core : public std::enable_shared_from_this<Core> {
   bool try_acquire_role();
   void release_role();
   void close_all_locked();
-  void expire_byes();
+  void expire_deadlines();
 
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
@@ -255,6 +207,8 @@ class Core : public std::enable_shared_from_this<Core> {
   size_t rndv_threshold_ = 0;
   bool cuda_memory_ = false;
   size_t max_inline_header_ = 0;
+  ReceiveLimits initial_limits_;
+  std::string unusable_tls_;
 
   std::thread thread_;
   std::atomic<std::thread::id> thread_id_{};  // the role holder, if any
@@ -270,8 +224,15 @@ class Core : public std::enable_shared_from_this<Core> {
   std::atomic<int> inflight_{0};
   std::chrono::steady_clock::time_point stop_deadline_;
   int closing_eps_ = 0;
-  // Connections that said bye and wait for the peer to close, with deadlines.
-  std::vector<std::pair<std::chrono::steady_clock::time_point, std::weak_ptr<UcxConnection>>> byes_;
+  // Connections waiting for their peer (the answer to a bye, a hello), closed
+  // at the deadline if still in `state` then.
+  struct Deadline {
+    std::chrono::steady_clock::time_point at;
+    std::weak_ptr<UcxConnection> conn;
+    int state;
+  };
+  std::vector<Deadline> deadlines_;
+  std::chrono::milliseconds hello_timeout_{10000};
   std::atomic<uint64_t> wake_seq_{0};
 
   std::mutex commands_mu_;
@@ -298,11 +259,13 @@ class Core : public std::enable_shared_from_this<Core> {
 
 // One UCX endpoint. Thread-safe as Connection requires; receive-side state is
 // touched only by the progress thread.
-class UcxConnection final : public Connection, public std::enable_shared_from_this<UcxConnection> {
+class UcxConnection final : public Connection,
+                            public std::enable_shared_from_this<UcxConnection>,
+                            private AssemblerSink {
  public:
   enum State : int { kConnecting, kOpen, kClosing, kClosed };
 
-  UcxConnection(std::shared_ptr<Core> core, std::string peer, bool client);
+  UcxConnection(std::shared_ptr<Core> core, std::string peer, bool client, const ReceiveLimits& limits);
   ~UcxConnection() override;
 
   Status send(Bytes header, Bytes payload) override { return send_then(header, payload, nullptr); }
@@ -315,6 +278,7 @@ class UcxConnection final : public Connection, public std::enable_shared_from_th
   Status register_memory(void* ptr, size_t size) override { return core_->register_memory(ptr, size); }
   void unregister_memory(void* ptr) override { core_->unregister_memory(ptr); }
   bool supports_cuda_memory() const override { return core_->supports_cuda_memory(); }
+  void set_receive_limits(const ReceiveLimits& limits) override;
 
   // ---- used by the core and transport (progress thread unless noted) ----
   // Creates the endpoint: to a listener (client) or from a request (server).
@@ -324,9 +288,15 @@ class UcxConnection final : public Connection, public std::enable_shared_from_th
   Status send_hello();
   void on_hello(const Hello& hello);
   void on_hello_ack(const Hello& ack);
-  // A kAmMessage for this connection. Returns the AM callback's status.
+  // A kAmMessage for this connection, arrived on its endpoint. Returns the
+  // AM callback's status.
   ucs_status_t on_am(const Frame& frame, const std::byte* header, size_t header_len, void* data,
                      size_t length, uint64_t recv_attr);
+  // A frame or ack naming this connection arrived from another endpoint (or
+  // from one UCX could not name): logs once; the connection is not touched.
+  void note_foreign_frame(const char* what, bool has_reply_ep);
+  // A message of this connection was handed to its handler (or dropped).
+  void message_dispatched(size_t bytes) { assembler_.release(bytes); }
   // The endpoint failed or the peer went away.
   void on_error(ucs_status_t status);
   // Closes the endpoint now (force) or after a flush; reports `status`.
@@ -346,20 +316,16 @@ class UcxConnection final : public Connection, public std::enable_shared_from_th
   void set_close_reported() { close_reported_ = true; }
 
  private:
-  // One message in receive order; dispatched when it and all before it are ready.
-  struct Slot {
-    enum Kind { kEmpty, kFetching, kReady } kind = kEmpty;
-    uint32_t flags = 0;
-    Message message;
-  };
   struct HeaderFetch;
 
   ucs_status_t post_am(Waiter& waiter, const Frame& frame, const void* header, size_t header_len,
                        const void* data, size_t length);
-  Slot* slot_for(uint64_t seq);
-  void drain();
   static void on_header_fetched(void* request, ucs_status_t status, size_t length, void* user_data);
-  void fail(const char* why);
+  // Closes the connection for what its peer did; logs and reports `why` once.
+  void fail(Status why);
+  // AssemblerSink: queue what the assembler completed for the handlers.
+  void deliver(uint64_t seq, Message message, size_t bytes) override;
+  void peer_bye() override;
 
   const std::shared_ptr<Core> core_;
   const std::string peer_;
@@ -379,10 +345,16 @@ class UcxConnection final : public Connection, public std::enable_shared_from_th
   bool established_ = false;
   Status connect_error_;
 
+  // Receive limits set by set_receive_limits(), picked up by the progress
+  // thread at the next frame.
+  std::mutex limits_mu_;
+  ReceiveLimits new_limits_;
+  std::atomic<bool> limits_changed_{false};
+
   // Receive side, progress thread only.
-  uint64_t next_recv_seq_ = 0;
-  std::deque<Slot> slots_;  // slots_[i] holds seq next_recv_seq_ + i
-  std::vector<std::byte> held_header_;
+  FrameAssembler assembler_;
+  bool failing_ = false;         // fail() ran: the close is on its way
+  bool foreign_logged_ = false;  // a foreign frame naming this connection was logged
   ConnectionHandler handler_;
   bool close_reported_ = false;
   bool dispatched_ = false;  // handed to user code (on_accept or connect() returned)
@@ -392,6 +364,11 @@ class UcxConnection final : public Connection, public std::enable_shared_from_th
   Frame bye_buf_{};    // AM header of the bye while UCX sends it
   friend class Core;
 };
+
+// Whether the UCX_TLS value `tls` (null: unset) can select a shared-memory
+// transport; and why it cannot connect anything (empty when it may).
+bool tls_may_use_shared_memory(const char* tls);
+std::string tls_cannot_connect(const char* tls);
 
 // Parses and resolves "host:port" for UCX.
 Status resolve(const std::string& host_port, struct sockaddr_storage* out, socklen_t* len);

@@ -53,7 +53,7 @@ void accept_request(Core* core, ListenerState* raw, ucp_conn_request_h request) 
   if (ucp_conn_request_query(request, &attr) == UCS_OK) {
     peer = format_sockaddr(reinterpret_cast<const sockaddr*>(&attr.client_address));
   }
-  auto conn = std::make_shared<UcxConnection>(core->shared_from_this(), peer, false);
+  auto conn = std::make_shared<UcxConnection>(core->shared_from_this(), peer, false, core->initial_limits());
   conn->set_listener(listener);
   core->register_connection(conn);
   const Status st = conn->create_server_ep(request);
@@ -63,6 +63,7 @@ void accept_request(Core* core, ListenerState* raw, ucp_conn_request_h request) 
     return;
   }
   core->accepting()[conn->ep()] = conn;
+  core->expect_hello(conn);
   RGPU_DEBUG("transport=ucx event=conn_request peer=%s conn_id=%u", peer.c_str(), conn->local_id());
 }
 
@@ -100,6 +101,11 @@ class UcxTransport final : public Transport {
 
   Result<std::unique_ptr<Listener>> listen(const std::string& host_port, AcceptFn on_accept) override {
     if (!on_accept) return invalid_argument("listen needs an accept callback");
+    if (!core_->unusable_tls().empty()) {
+      RGPU_ERROR("transport=ucx event=listen_failed address=%s error=\"%s\"", host_port.c_str(),
+                 core_->unusable_tls().c_str());
+      return failed(core_->unusable_tls());
+    }
     sockaddr_storage addr{};
     socklen_t len = 0;
     Status st = resolve(host_port, &addr, &len);
@@ -147,8 +153,13 @@ class UcxTransport final : public Transport {
     socklen_t len = 0;
     Status st = resolve(host_port, &addr, &len);
     if (!st.is_ok()) return st;
+    if (!core_->unusable_tls().empty()) {
+      RGPU_ERROR("transport=ucx event=connect_failed address=%s error=\"%s\"", host_port.c_str(),
+                 core_->unusable_tls().c_str());
+      return failed(core_->unusable_tls());
+    }
     if (core_->stopping()) return disconnected("transport shut down");
-    auto conn = std::make_shared<UcxConnection>(core_, host_port, true);
+    auto conn = std::make_shared<UcxConnection>(core_, host_port, true, core_->initial_limits());
     conn->set_handler(std::move(handler));
     const bool posted = core_->post([core = core_, conn, addr, len] {
       if (core->stopping()) {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -36,6 +37,10 @@ struct Message {
 };
 
 // What a connection accepts from its peer before it fails the connection.
+// A peer that exceeds one gets its connection closed: on_closed reports
+// kFailed with a message naming the limit, e.g. "peer exceeded max_header
+// (70000 > 65536)". A server starts untrusted peers on strict limits and
+// relaxes them once the peer has authenticated.
 struct ReceiveLimits {
   size_t max_header = size_t{1} << 30;             // bytes of one message header
   uint64_t max_parked_frames = uint64_t{1} << 20;  // frames held out of order
@@ -95,6 +100,11 @@ class Connection {
   // Whether bulk transfers may send from and receive into CUDA device memory
   // directly (UCX built with CUDA support: GPUDirect RDMA, or its own copies).
   virtual bool supports_cuda_memory() const { return false; }
+  // Replaces what this connection accepts from its peer (see ReceiveLimits).
+  // Thread-safe, from any thread, handlers included; applies to frames that
+  // arrive after it returns. What is already held counts against the new
+  // limits. Transports without limits ignore it.
+  virtual void set_receive_limits(const ReceiveLimits& limits) { (void)limits; }
 };
 
 // Callbacks for one connection. They run on the transport's own thread, one at
@@ -144,11 +154,19 @@ struct UcxOptions {
   // message comes soon (a server answering back-to-back calls); a client whose
   // callers poll for their own replies (Connection::poll_until) sets it low.
   std::chrono::microseconds idle_spin{30};
+  // How long an accepted connection may take to send the transport hello
+  // before it is dropped (it never reaches on_accept).
+  std::chrono::milliseconds hello_timeout{10000};
+  // Receive limits of every connection from its creation, accepted and
+  // connected alike; Connection::set_receive_limits changes them later.
+  ReceiveLimits initial_limits;
 };
 Result<std::unique_ptr<Transport>> make_ucx_transport(const UcxOptions& options = {});
 
 // In-process transport for unit tests: listen() registers a name (any
 // "host:port" string), connect() in the same Transport object reaches it.
+// Of the receive limits it enforces max_header (messages never wait out of
+// order in process).
 std::unique_ptr<Transport> make_inproc_transport();
 
 }  // namespace rgpu::transport
