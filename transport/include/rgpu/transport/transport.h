@@ -93,10 +93,6 @@ class Connection {
   }
   // Drops the registration that starts at `ptr`; no transfer may still use it.
   virtual void unregister_memory(void* ptr) { (void)ptr; }
-  // Sets what the connection accepts from its peer from now on; a peer that
-  // exceeds a limit gets the connection failed. Thread-safe, any thread.
-  // Transports without limits ignore it.
-  virtual void set_receive_limits(const ReceiveLimits& limits) { (void)limits; }
   // Whether bulk transfers may send from and receive into CUDA device memory
   // directly (UCX built with CUDA support: GPUDirect RDMA, or its own copies).
   virtual bool supports_cuda_memory() const { return false; }
