@@ -6,5 +6,16 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
 build="${BUILD_DIR:-$root/build}"
 BUILD_DIR="$build" "$root/scripts/build.sh"
-cd "$build"
-ctest --output-on-failure -j"${JOBS:-2}" --timeout 600 "$@"
+(cd "$build" && ctest --output-on-failure -j"${JOBS:-2}" --timeout 600 "$@")
+
+# Then a subset under ASan + UBSan, in build-asan/: with CI=true, or when
+# RGPU_TEST_SANITIZE=1 asks for it (RGPU_TEST_SANITIZE=0 skips it even in CI).
+# The protocol, transport and server unit tests and the driver API and fault
+# end-to-end tests over tcp; see docs/testing.md.
+sanitize="${RGPU_TEST_SANITIZE:-}"
+if [ -z "$sanitize" ] && [ "${CI:-}" = "true" ]; then sanitize=1; fi
+if [ "$sanitize" = "1" ]; then
+  programs="rgpu_protocol_tests rgpu_transport_tests rgpu_server_tests driver_e2e_tests fault_tests"
+  SANITIZE_TARGETS="$programs rgpud rgpu_cli rgpu rgpu_cpudev" SANITIZE_PROGRAMS="$programs" JOBS="${JOBS:-2}" \
+    "$root/scripts/sanitize.sh" address -E '\.(shm|pipelined|nopoll)$|ucx_shm'
+fi
