@@ -176,6 +176,25 @@ void Session::post(transport::Message message) {
   });
 }
 
+bool Session::handle_for_fuzzing(transport::Message message) {
+  Executing executing;
+  std::lock_guard<std::mutex> exec(exec_mu_);
+  guarded("message", [&] {
+    auto decoded = protocol::decode(message.header);
+    if (!decoded.is_ok()) {
+      fail("malformed message: " + decoded.status().message());
+      return;
+    }
+    if (decoded.value()->envelope().isHostFuncDone()) {
+      host_func_done(decoded.value()->envelope().getHostFuncDone().getId());
+      return;
+    }
+    Incoming incoming{std::move(message), std::move(decoded.value())};
+    handle_message(incoming);
+  });
+  return !failed_.load();
+}
+
 void Session::close() {
   {
     std::lock_guard<std::mutex> lock(mu_);
