@@ -192,6 +192,36 @@ TEST_F(AttackTest, HugeModuleImageIsAnErrorNotAnAllocation) {
   expect_server_serving();
 }
 
+TEST_F(AttackTest, ZeroSizedCallsCannotMultiplyABatch) {
+  start();
+  auto p = session();
+  ASSERT_TRUE(p);
+  // A batch of one call whose list is rewritten to declare 2^21 elements of
+  // zero size: a few bytes that, read naively, are millions of calls (each
+  // a default ctxCreate) for the session's executor to run. (Cap'n Proto
+  // charges such elements to the reader's traversal limit, but each pass
+  // over the list is charged anew, and 2^21 stays under it.)
+  uint64_t id = 0;
+  auto bytes = p->batch(RawPeer::kCtx, {[](wire::Call::Builder c) { c.setMemGetInfo(); }}, &id);
+  const auto words = pointer_words(bytes);
+  ASSERT_GE(words.size(), 3u);
+  const size_t list = words[2];  // root, batch, calls
+  uint64_t w;
+  std::memcpy(&w, bytes.data() + list * 8, 8);
+  ASSERT_EQ(w & 3, 1u);
+  ASSERT_EQ((w >> 32) & 7, 7u) << "not a composite list";
+  const uint64_t tag_index = list + 1 + (static_cast<int32_t>(static_cast<uint32_t>(w)) >> 2);
+  w &= (uint64_t{1} << 35) - 1;  // no words of content
+  std::memcpy(bytes.data() + list * 8, &w, 8);
+  const uint64_t tag = uint64_t{1} << 21 << 2;  // 2^21 elements of 0 data and 0 pointer words
+  std::memcpy(bytes.data() + tag_index * 8, &tag, 8);
+  p->send(bytes);
+  const Answer a = p->call(RawPeer::kCtx, mem_get_info);
+  EXPECT_TRUE(a.closed_or_refused()) << "a batch that declares more calls than its bytes can hold was run: "
+                                     << a.describe();
+  expect_server_serving();
+}
+
 // ---- handles ---------------------------------------------------------------
 
 TEST_F(AttackTest, ForgedForeignAndWrongKindHandlesAreUnknown) {
