@@ -40,8 +40,4 @@ class AttackTest : public ::testing::Test {
   std::unique_ptr<GoodClient> good_;
 };
 
-// Expects that an attack got an error or a closed connection, never success.
-#define EXPECT_REFUSED(answer) \
-  EXPECT_TRUE((answer).closed_or_refused()) << "expected a refusal or a closed connection, got " << (answer).describe()
-
 }  // namespace rgpu::security
