@@ -75,6 +75,10 @@ class Session {
   void post(transport::Message message);
   // The client is gone: stop executing; the destructor frees the rest.
   void close();
+  // For the session fuzzer only: decodes `message` and runs it on the
+  // calling thread as the executor would (holding exec_mu_, inside the
+  // exception barrier). False once the session has failed.
+  bool handle_for_fuzzing(transport::Message message);
 
  private:
   struct Allocation {

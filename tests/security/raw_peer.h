@@ -1,0 +1,134 @@
+// A hand-driven connection to rgpud over rgpu's UCX transport: it sends any
+// bytes the test makes (well-formed or not) and records what comes back, so
+// attacks are written message by message instead of through the client.
+#pragma once
+
+#include <capnp/message.h>
+#include <cuda.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rgpu/protocol/auth.h"
+#include "rgpu/protocol/codec.h"
+#include "rgpu/transport/transport.h"
+
+namespace rgpu::security {
+
+using namespace std::chrono_literals;
+
+// What the server did with a message that wanted an answer.
+struct Answer {
+  enum class Kind {
+    kReply,      // a Reply to the sync call
+    kChallenge,  // a Challenge
+    kWelcome,    // an accepted Welcome
+    kRefused,    // a refusing Welcome (the connection closes after it)
+    kClosed,     // the connection closed with no answer
+    kTimeout,    // nothing within the time limit
+  };
+  Answer() = default;
+  explicit Answer(Kind k) : kind(k) {}
+  Kind kind = Kind::kTimeout;
+  // kReply
+  CUresult result = CUDA_SUCCESS;
+  CUresult async_error = CUDA_SUCCESS;
+  std::vector<uint64_t> values;
+  std::vector<uint8_t> bytes;
+  std::string message;  // kReply: the detail; kRefused: the reason
+  // kChallenge
+  std::vector<uint8_t> server_nonce;
+  // kWelcome
+  std::vector<uint8_t> server_proof;
+  std::string tenant;
+
+  bool closed_or_refused() const { return kind == Kind::kClosed || kind == Kind::kRefused; }
+  std::string describe() const;
+};
+
+// One connection. Thread-safe: the transport's thread queues what arrives,
+// the test thread reads it. Every wait is bounded.
+class RawPeer {
+ public:
+  using Fill = std::function<void(wire::Call::Builder)>;
+
+  // Connects to `address`; null when the transport refuses (which counts as
+  // refused for the attacks that expect it).
+  static std::unique_ptr<RawPeer> connect(transport::Transport& transport, const std::string& address);
+  ~RawPeer();
+
+  // Sends bytes as a header, and `payload` beside them. False when the
+  // connection is already closed.
+  bool send(const std::vector<std::byte>& header, transport::Bytes payload = {});
+  // The next handshake answer or the reply to call `id` (0: any reply), skipping
+  // what else the server sends (device output, copy completions).
+  Answer wait(uint64_t id = 0, std::chrono::milliseconds limit = 5000ms);
+  // Waits until the connection is closed; true when it was within the limit.
+  bool wait_closed(std::chrono::milliseconds limit = 5000ms);
+  bool closed();
+
+  // Handshake messages.
+  static std::vector<std::byte> hello(const std::string& tenant, const protocol::auth::Nonce& nonce,
+                                      const std::string& program = "attacker");
+  static std::vector<std::byte> authenticate(const std::vector<uint8_t>& proof);
+
+  // The whole handshake as the client does it, checking the server's proof.
+  struct Handshake {
+    bool welcomed = false;
+    bool server_proof_ok = false;
+    Answer last;
+    protocol::auth::Nonce client_nonce{};
+    std::vector<uint8_t> server_nonce;
+    protocol::auth::Proof proof{};
+  };
+  Handshake handshake(const std::string& tenant, const std::string& secret);
+
+  // A batch of calls with ids from this peer's sequence, all in context
+  // `ctx`; the last call's id is in *last_id.
+  std::vector<std::byte> batch(uint64_t ctx, const std::vector<Fill>& fills, uint64_t* last_id);
+  // Sends a batch whose last call is sync and waits for its answer.
+  Answer calls(uint64_t ctx, const std::vector<Fill>& fills, transport::Bytes payload = {});
+  Answer call(uint64_t ctx, const Fill& fill, transport::Bytes payload = {}) { return calls(ctx, {fill}, payload); }
+  // Sends async calls only (no answer to wait for).
+  bool post(uint64_t ctx, const std::vector<Fill>& fills);
+
+  // Conveniences over calls() for a session's set-up; each fails the
+  // calling test (ADD_FAILURE) when the server says no.
+  static constexpr uint64_t kCtx = 1;
+  // Retains the context kCtx on device 0.
+  bool open_context();
+  uint64_t alloc(uint64_t size);
+  bool write(uint64_t ptr, const std::vector<uint8_t>& data);
+  std::vector<uint8_t> read(uint64_t ptr, uint64_t size);
+  // Loads kKernelsPtx as module `handle` and its kernel `name` as `function`.
+  bool load_kernels(uint64_t module, uint64_t function, const std::string& name);
+  // Launches `function` on one thread with `params`; then synchronizes the
+  // context and returns that answer.
+  Answer launch_and_sync(uint64_t function, const std::vector<uint8_t>& params);
+
+ private:
+  RawPeer() = default;
+  void on_message(transport::Message message);
+  void on_closed();
+
+  std::shared_ptr<transport::Connection> connection_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  struct Arrived {
+    transport::Message message;                  // the bytes `decoded` reads from
+    std::unique_ptr<protocol::Decoded> decoded;  // null: undecodable
+    std::vector<uint8_t> payload;                // its bulk bytes, received at once
+  };
+  std::deque<Arrived> inbox_;
+  bool closed_ = false;
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace rgpu::security
