@@ -741,7 +741,12 @@ RGPU_EXPORT CUresult CUDAAPI cuEventQuery(CUevent event) {
   CONTEXT_OR_RETURN(shim, ctx);
   uint64_t h = handle_of(event);
   if (!shim->has_handle(h, HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
-  return shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.initEventQuery().setHandle(h); }).result;
+  CUresult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.initEventQuery().setHandle(h); }).result;
+  // Complete on the device is not yet complete here: async device-to-host
+  // copies before the event may still be on their way (as cuEventSynchronize
+  // waits for them, the query must not report done before they land).
+  if (r == CUDA_SUCCESS && shim->client().copy_outs_pending(Client::kAnyStream)) return CUDA_ERROR_NOT_READY;
+  return r;
   API_END
 }
 
