@@ -156,15 +156,27 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
 }  // extern "C"
 
 // rgpu's extensions: contracts in rgpu/cpudev/extensions.h.
-extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetPrintfCallback(
-    CUcontext ctx, void (*callback)(void* user, const char* text, size_t size), void* user) {
+namespace {
+
+// Runs fn on the context `ctx` names, or answers CUDA_ERROR_INVALID_CONTEXT.
+template <class Fn>
+CUresult with_context(CUcontext ctx, Fn&& fn) {
   using namespace rgpu::cpudev;
   return guarded([&] {
     Driver* d;
     RGPU_CU_TRY(enter(&d));
     auto context = d->context(to_u64(ctx));
     if (!context) return CUDA_ERROR_INVALID_CONTEXT;
-    auto state = context->state();
+    return fn(*context);
+  });
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetPrintfCallback(
+    CUcontext ctx, void (*callback)(void* user, const char* text, size_t size), void* user) {
+  return with_context(ctx, [&](rgpu::cpudev::Context& context) {
+    auto state = context.state();
     std::lock_guard<std::mutex> lock(state->printf_mu);
     state->printf_callback = callback;
     state->printf_user = user;
@@ -174,25 +186,13 @@ extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetPrintfCallb
 
 extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetIsolationGroup(CUcontext ctx,
                                                                                    unsigned long long group) {
-  using namespace rgpu::cpudev;
-  return guarded([&] {
-    Driver* d;
-    RGPU_CU_TRY(enter(&d));
-    auto context = d->context(to_u64(ctx));
-    if (!context) return CUDA_ERROR_INVALID_CONTEXT;
-    return context->set_group(group);
-  });
+  return with_context(ctx, [&](rgpu::cpudev::Context& context) { return context.set_group(group); });
 }
 
 extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxAbort(CUcontext ctx) {
-  using namespace rgpu::cpudev;
-  return guarded([&] {
-    Driver* d;
-    RGPU_CU_TRY(enter(&d));
-    auto context = d->context(to_u64(ctx));
-    if (!context) return CUDA_ERROR_INVALID_CONTEXT;
-    context->set_sticky(CUDA_ERROR_LAUNCH_FAILED);
-    context->state()->cancel.store(true);
+  return with_context(ctx, [&](rgpu::cpudev::Context& context) {
+    context.set_sticky(CUDA_ERROR_LAUNCH_FAILED);
+    context.state()->cancel.store(true);
     return CUDA_SUCCESS;
   });
 }
