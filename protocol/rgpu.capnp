@@ -51,10 +51,53 @@ $Cxx.namespace("rgpu::wire");
 #    crosses the wire once per server, not once per process.
 #
 # Evolution: field ordinals are append-only. A call the server does not know
-# (a newer client) is answered CUDA_ERROR_NOT_SUPPORTED ("unimplemented").
+# (a newer client) or cannot decode is answered "not supported" at once when
+# it wants a reply (`Call.wantsReply`), so a client never waits for a reply
+# that will not come. The two sides negotiate: each sends the range of
+# protocol versions it speaks and its feature bits; the session runs at the
+# highest version both speak (see docs/protocol.md).
+#
+# 6. `Call.invoke` is the generic call record that carries every call
+#    generated from an API description (client-shim/api/*.api): which API,
+#    which function (its ordinal, held stable by a lock file), and the
+#    arguments packed as that function's description lays them out. The
+#    server's generated dispatch row decodes, validates and runs it
+#    (docs/api-description.md).
+#
+# Handles are typed: the top byte of every handle names its kind
+# (protocol/include/rgpu/protocol/handles.h), so a stream can never be taken
+# for an event, and the special values (the NULL stream, the legacy and
+# per-thread streams, a device's primary context) are spelled, not guessed.
 # ---------------------------------------------------------------------------
 
-const protocolVersion :UInt32 = 2;
+# The newest protocol this build speaks, and the oldest it still accepts.
+const protocolVersion :UInt32 = 3;
+const minProtocolVersion :UInt32 = 3;
+
+# Which API a call or a result code belongs to.
+enum Api {
+  none @0;
+  driver @1;     # CUresult
+  runtime @2;    # cudaError_t
+  cublas @3;     # cublasStatus_t
+  cublasLt @4;   # cublasStatus_t
+  cudnn @5;      # cudnnStatus_t
+  cusparse @6;   # cusparseStatus_t
+  cufft @7;      # cufftResult
+  curand @8;     # curandStatus_t
+  cusolver @9;   # cusolverStatus_t
+  nvml @10;      # nvmlReturn_t
+  rgpu @11;      # rgpu's own (session-level) codes
+}
+
+# What a client asks of its session, and what the session got. Zero means
+# "no preference" in a request and "no limit" in a grant.
+struct Resources {
+  devices @0 :UInt32;       # how many devices
+  memoryBytes @1 :UInt64;   # device memory, all devices together
+  leaseSeconds @2 :UInt32;  # how long the grant holds before it must be renewed
+  lease @3 :Text;           # an opaque lease the pool issued (empty: none)
+}
 
 struct Envelope {
   union {
@@ -80,6 +123,11 @@ struct Hello {
   program @5 :Text;         # argv[0] of the client, for logs
   tenant @6 :Text;          # who the client is; names the key it proves (empty: "default")
   clientNonce @7 :Data;     # 32 random bytes, bound into both proofs
+  # Since protocol 3: the range of versions the client speaks (protocolVersion
+  # is then its newest), its feature bits, and what it asks for.
+  minProtocolVersion @8 :UInt32;
+  features @9 :UInt64;
+  request @10 :Resources;
 }
 
 struct Challenge {
@@ -106,6 +154,12 @@ struct Welcome {
   # the session was authenticated; empty otherwise.
   serverProof @8 :Data;
   tenant @9 :Text;          # the identity the session runs as
+  # Since protocol 3: protocolVersion is the version the session runs at; the
+  # server's own range and features, and what the session was granted.
+  minProtocolVersion @10 :UInt32;
+  maxProtocolVersion @11 :UInt32;
+  features @12 :UInt64;     # the features both sides have
+  granted @13 :Resources;
 }
 
 struct DeviceInfo {
@@ -165,7 +219,11 @@ struct Call {
     funcGetAttributes @33 :Handle;       # sync: every attribute at once, cached by the client
     funcSetAttribute @34 :FuncAttribute; # async
     launchHostFunc @35 :HostFunc;        # async: the function runs on the client
+    invoke @36 :Invoke;                  # a generated call: sync or async as wantsReply says
   }
+  # Whether the client waits for a Reply with this id. A call the server
+  # cannot run that wants one is answered "not supported" at once.
+  wantsReply @37 :Bool;
 
   struct Handle { handle @0 :UInt64; }
   struct CtxCreate { handle @0 :UInt64; flags @1 :UInt32; device @2 :Int32; }
@@ -222,6 +280,12 @@ struct Call {
   }
   struct FuncAttribute { function @0 :UInt64; attribute @1 :Int32; value @2 :Int32; }
   struct HostFunc { stream @0 :UInt64; id @1 :UInt64; }
+  # The generic call record of a generated call.
+  struct Invoke {
+    api @0 :Api;
+    function @1 :UInt32;    # the function's ordinal in its API's lock file
+    args @2 :Data;          # the arguments, packed as the description lays them out
+  }
 }
 
 struct Reply {
@@ -237,6 +301,11 @@ struct Reply {
   payloadBytes @7 :UInt64;  # bytes of the transport payload (large data)
   message @8 :Text;         # a human-readable detail for errors, for logs
   needImage @9 :Bool;       # moduleLoad: send the image, the server lacks it
+  # The API whose status code `result` is (driver: CUresult, which is also
+  # what session-level refusals use). A generated call's out-arguments, packed
+  # as its description lays them out, ride in `bytes`.
+  api @10 :Api;
+  asyncErrorApi @11 :Api;   # the API whose code asyncError is
 }
 
 # A host function's turn in its stream (server to client): the client runs it

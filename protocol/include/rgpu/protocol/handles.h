@@ -1,0 +1,67 @@
+// Typed handles: how the client names the objects it creates (contexts,
+// streams, events, modules, functions, library handles) on the wire.
+//
+// A handle is 64 bits: the top byte is its kind, the rest a serial the client
+// minted. The kind travels with every handle, so the server checks that a
+// call gets the kind it expects (a stream where a stream belongs) before it
+// looks the handle up in the session's own table, and the values that mean
+// something special are spelled here once instead of guessed on each side:
+//   - 0 is "no handle" (no current context, for instance);
+//   - the NULL stream, the legacy stream and the per-thread stream are
+//     stream handles with serials 0, 1 and 2;
+//   - the primary context of device d is the context handle with serial
+//     1 + d (at most kMaxDevices devices);
+//   - serials the client mints start at kFirstMintedSerial.
+#pragma once
+
+#include <cstdint>
+
+namespace rgpu::protocol {
+
+enum class HandleKind : uint8_t {
+  kNone = 0,
+  kContext = 1,
+  kStream = 2,
+  kEvent = 3,
+  kModule = 4,
+  kFunction = 5,
+  kLibrary = 6,
+  kKernel = 7,
+  // Handles of remoted libraries (cuBLAS, cuDNN, ...) follow from 16; their
+  // kinds are named in the API descriptions (client-shim/api/*.api).
+  kFirstLibraryKind = 16,
+};
+
+constexpr int kHandleKindShift = 56;
+constexpr uint64_t kHandleSerialMask = (uint64_t{1} << kHandleKindShift) - 1;
+constexpr uint64_t kMaxDevices = 254;
+constexpr uint64_t kFirstMintedSerial = 0x100;
+
+constexpr uint64_t make_handle(HandleKind kind, uint64_t serial) {
+  return (static_cast<uint64_t>(kind) << kHandleKindShift) | (serial & kHandleSerialMask);
+}
+constexpr HandleKind kind_of(uint64_t handle) { return static_cast<HandleKind>(handle >> kHandleKindShift); }
+constexpr uint64_t serial_of(uint64_t handle) { return handle & kHandleSerialMask; }
+constexpr bool is_kind(uint64_t handle, HandleKind kind) { return handle != 0 && kind_of(handle) == kind; }
+
+// The special streams.
+constexpr uint64_t kNullStream = make_handle(HandleKind::kStream, 0);
+constexpr uint64_t kLegacyStream = make_handle(HandleKind::kStream, 1);
+constexpr uint64_t kPerThreadStream = make_handle(HandleKind::kStream, 2);
+constexpr bool is_special_stream(uint64_t handle) {
+  return kind_of(handle) == HandleKind::kStream && serial_of(handle) < 3;
+}
+
+// Primary contexts: one fixed handle per device.
+constexpr uint64_t primary_context(uint64_t device) { return make_handle(HandleKind::kContext, 1 + device); }
+constexpr bool is_primary_context(uint64_t handle) {
+  return kind_of(handle) == HandleKind::kContext && serial_of(handle) >= 1 && serial_of(handle) <= kMaxDevices;
+}
+constexpr uint64_t primary_context_device(uint64_t handle) { return serial_of(handle) - 1; }
+
+// Whether `handle` is one a client may mint (not a special or reserved value).
+constexpr bool is_minted(uint64_t handle) {
+  return kind_of(handle) != HandleKind::kNone && serial_of(handle) >= kFirstMintedSerial;
+}
+
+}  // namespace rgpu::protocol
