@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Small-call round trip of two rgpu builds side by side in one run: A and B
-# take turns (A B A B ...), each turn a whole `rgpu run` of `rgpu-bench
-# latency` on an embedded rgpud (CPU device), and the ratio B/A is taken turn
-# by turn, so that a machine whose speed drifts affects both alike.
+# Small-call round trip and launch rate of two rgpu builds side by side in one
+# run: A and B take turns (A B A B ...), each turn a whole `rgpu run` of
+# `rgpu-bench latency` and one of `rgpu-bench launch` (10,000 empty kernels)
+# on an embedded rgpud (CPU device), and the ratio B/A is taken turn by turn,
+# so that a machine whose speed drifts affects both alike.
 #
 #   benchmarks/ab_latency.sh BUILD_A BUILD_B [ROUNDS] [ITERS]
 #
@@ -22,19 +23,32 @@ for ((i = 0; i < rounds; ++i)); do
     [ "$side" = b ] && build=$b
     "$build/bin/rgpu" run --device cpu -- "$build/bin/rgpu-bench" latency --iters "$iters" \
       --json "$out/$side.jsonl" >/dev/null
+    "$build/bin/rgpu" run --device cpu -- "$build/bin/rgpu-bench" launch --launches 10000 \
+      --json "$out/$side-launch.jsonl" >/dev/null
   done
 done
-python3 - "$out/a.jsonl" "$out/b.jsonl" "$a" "$b" <<'EOF'
+python3 - "$out/a.jsonl" "$out/b.jsonl" "$a" "$b" "$out/a-launch.jsonl" "$out/b-launch.jsonl" <<'EOF'
 import json, statistics, sys
+def rows(path):
+    return [json.loads(l) for l in open(path) if l.strip()]
 def p50s(path):
-    rows = [json.loads(l) for l in open(path) if l.strip()]
-    return [{op["op"]: op["p50_us"] for op in r["ops"]} for r in rows]
+    out = [{op["op"]: op["p50_us"] for op in r["ops"]} for r in rows(path)]
+    return out
 a, b = p50s(sys.argv[1]), p50s(sys.argv[2])
+for side, path in ((a, sys.argv[5]), (b, sys.argv[6])):
+    for r, l in zip(side, rows(path)):
+        r["launch_10k_total_us"] = l["total_ms"] * 1000
+        r["launch_enqueue_us"] = l["enqueue_p50_us"]
 print(f"A = {sys.argv[3]}\nB = {sys.argv[4]}\nrounds = {len(a)}")
-print(f"{'call':<18} {'A p50 us (median)':>18} {'B p50 us (median)':>18} {'B/A (median of rounds)':>24}")
+# Each figure is microseconds (p50 per call; the launch total is the whole
+# 10,000). The spread of the rounds' ratios is the run's own noise: a
+# difference inside it is no difference (compare a build with itself to see
+# the machine's).
+print(f"{'figure (us)':<22} {'A (median)':>12} {'B (median)':>12} {'B/A median':>11} {'B/A min..max':>14}")
 for op in a[0]:
     ra = [r[op] for r in a]
     rb = [r[op] for r in b]
-    ratio = statistics.median(y / x for x, y in zip(ra, rb))
-    print(f"{op:<18} {statistics.median(ra):>18.2f} {statistics.median(rb):>18.2f} {ratio:>24.3f}")
+    ratios = [y / x for x, y in zip(ra, rb)]
+    print(f"{op:<22} {statistics.median(ra):>12.2f} {statistics.median(rb):>12.2f} "
+          f"{statistics.median(ratios):>11.3f} {min(ratios):>6.3f}..{max(ratios):<6.3f}")
 EOF
