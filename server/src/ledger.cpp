@@ -1,0 +1,63 @@
+// Ledger: device memory ranges by owning context.
+#include "ledger.h"
+
+namespace rgpu::server {
+
+bool Ledger::add(uint64_t ctx, uint64_t base, uint64_t size, uint64_t module) {
+  if (size == 0 || base + size < base) return false;
+  auto next = ranges_.lower_bound(base);
+  if (next != ranges_.end() && next->first < base + size) return false;
+  if (next != ranges_.begin()) {
+    const Range& prev = std::prev(next)->second;
+    if (prev.base + prev.size > base) return false;
+  }
+  ranges_.emplace_hint(next, base, Range{base, size, ctx, module});
+  if (module == 0) bytes_held_ += size;
+  return true;
+}
+
+bool Ledger::remove_allocation(uint64_t ctx, uint64_t base) {
+  auto it = ranges_.find(base);
+  if (it == ranges_.end() || it->second.ctx != ctx || it->second.module != 0) return false;
+  bytes_held_ -= it->second.size;
+  ranges_.erase(it);
+  return true;
+}
+
+std::optional<Ledger::Range> Ledger::find(uint64_t ptr) const {
+  auto it = ranges_.upper_bound(ptr);
+  if (it == ranges_.begin()) return std::nullopt;
+  const Range& r = std::prev(it)->second;
+  if (ptr - r.base >= r.size) return std::nullopt;
+  return r;
+}
+
+bool Ledger::check(uint64_t ctx, uint64_t ptr, uint64_t size) const {
+  auto r = find(ptr);
+  if (!r || r->ctx != ctx) return false;
+  return size <= r->base + r->size - ptr;
+}
+
+void Ledger::drop_context(uint64_t ctx) {
+  for (auto it = ranges_.begin(); it != ranges_.end();) {
+    if (it->second.ctx != ctx) {
+      ++it;
+      continue;
+    }
+    if (it->second.module == 0) bytes_held_ -= it->second.size;
+    it = ranges_.erase(it);
+  }
+}
+
+void Ledger::drop_module(uint64_t module) {
+  for (auto it = ranges_.begin(); it != ranges_.end();) {
+    it = module != 0 && it->second.module == module ? ranges_.erase(it) : std::next(it);
+  }
+}
+
+void Ledger::clear() {
+  ranges_.clear();
+  bytes_held_ = 0;
+}
+
+}  // namespace rgpu::server
