@@ -36,8 +36,26 @@ namespace rgpu::shim {
 
 inline uint64_t handle_of(const void* h) { return reinterpret_cast<uint64_t>(h); }
 
-// Maps a stream argument to the wire handle: 0 is the NULL stream (the
-// per-thread stream for _ptsz entry points), 1 and 2 the special streams.
+// Maps a stream argument to the wire handle: the program's NULL stream is
+// kNullStream (kPerThreadStream for _ptsz entry points), CU_STREAM_LEGACY and
+// CU_STREAM_PER_THREAD are kLegacyStream and kPerThreadStream; any other
+// value must be a live stream this library minted.
 CUresult stream_handle(Shim* shim, CUstream stream, bool per_thread, uint64_t* out);
+
+// Whether a wire stream handle is the legacy default stream (which waits for
+// every other blocking stream): the NULL stream or CU_STREAM_LEGACY.
+inline bool is_legacy_stream(uint64_t stream) {
+  return stream == protocol::kNullStream || stream == protocol::kLegacyStream;
+}
+
+// A library handle names its module, and a kernel its function, by the same
+// serial: the program may pass either where the other belongs.
+inline uint64_t module_handle(uint64_t h) {
+  return protocol::kind_of(h) == HandleKind::kLibrary ? protocol::make_handle(HandleKind::kModule, protocol::serial_of(h)) : h;
+}
+inline uint64_t function_handle(uint64_t h) {
+  return protocol::kind_of(h) == HandleKind::kKernel ? protocol::make_handle(HandleKind::kFunction, protocol::serial_of(h))
+                                                     : h;
+}
 
 }  // namespace rgpu::shim

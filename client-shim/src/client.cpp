@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "rgpu/common/log.h"
+#include "rgpu/protocol/handles.h"
 #include "rgpu/protocol/auth.h"
 
 namespace rgpu::shim {
@@ -392,7 +393,7 @@ SyncResult Client::copy_out_pipelined(uint64_t ctx, void* dst, uint64_t src, uin
     result = finish_sync_locked(lock, id, {}, OutBuffer{bytes + offset, n}, first_id);
   }
   // The stream has done every piece; their bytes may still be on the way.
-  const bool legacy = stream == 0 || stream == 1;
+  const bool legacy = stream == protocol::kNullStream || stream == protocol::kLegacyStream;
   const CUresult pieces = wait_copy_outs(legacy ? kAnyStream : stream);
   if (result.result == CUDA_SUCCESS) result.result = pieces;
   return result;
@@ -450,7 +451,7 @@ void Client::wait_host_funcs(uint64_t stream) {
 }
 
 void Client::wait_copy_outs_before(uint64_t id, uint64_t stream) {
-  const bool legacy = stream == 0 || stream == 1;
+  const bool legacy = stream == protocol::kNullStream || stream == protocol::kLegacyStream;
   std::unique_lock<std::mutex> r(replies_mu_);
   replies_cv_.wait(r, [&] {
     if (failed_.load()) return true;

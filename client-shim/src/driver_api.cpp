@@ -33,12 +33,12 @@ namespace rgpu::shim {
 
 CUresult stream_handle(Shim* shim, CUstream stream, bool per_thread, uint64_t* out) {
   uint64_t h = handle_of(stream);
-  if (h == 0) {
-    *out = per_thread ? handle_of(CU_STREAM_PER_THREAD) : 0;
+  if (stream == nullptr) {
+    *out = per_thread ? protocol::kPerThreadStream : protocol::kNullStream;
     return CUDA_SUCCESS;
   }
-  if (h == handle_of(CU_STREAM_LEGACY) || h == handle_of(CU_STREAM_PER_THREAD)) {
-    *out = h;
+  if (stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
+    *out = stream == CU_STREAM_LEGACY ? protocol::kLegacyStream : protocol::kPerThreadStream;
     return CUDA_SUCCESS;
   }
   if (!shim->has_handle(h, HandleKind::kStream)) return CUDA_ERROR_INVALID_HANDLE;
@@ -55,7 +55,7 @@ namespace {
 
 // Sync calls on the legacy stream wait for async copy-outs on every stream.
 uint64_t copy_out_scope(uint64_t stream) {
-  return stream == 0 || stream == handle_of(CU_STREAM_LEGACY) ? Client::kAnyStream : stream;
+  return rgpu::shim::is_legacy_stream(stream) ? Client::kAnyStream : stream;
 }
 
 CUresult memcpy_htod(CUdeviceptr dst, const void* src, size_t size, CUstream stream, bool async, bool per_thread) {
@@ -74,7 +74,7 @@ CUresult memcpy_htod(CUdeviceptr dst, const void* src, size_t size, CUstream str
   };
   // The source is read now: first let earlier host functions of the stream,
   // which may still write it, run (CUDA reads it in stream order).
-  shim->client().wait_host_funcs(!async || s == 0 || s == 1 ? Client::kAnyStream : s);
+  shim->client().wait_host_funcs(!async || rgpu::shim::is_legacy_stream(s) ? Client::kAnyStream : s);
   rgpu::transport::Bytes payload;
   if (size > Client::kInlineLimit) payload = rgpu::transport::Bytes(static_cast<const std::byte*>(src), size);
   const uint64_t chunk = shim->client().options().pipeline_chunk;
@@ -210,7 +210,7 @@ CUresult ctx_create(CUcontext* pctx, unsigned flags, CUdevice dev) {
   SHIM_OR_RETURN(shim);
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
   if (!shim->device(dev)) return CUDA_ERROR_INVALID_DEVICE;
-  uint64_t h = shim->mint_handle();
+  uint64_t h = shim->mint_handle(HandleKind::kContext);
   shim->add_context(h, ContextInfo{dev, false});
   shim->client().call_async(0, [&](wire::Call::Builder c) {
     auto cc = c.initCtxCreate();
@@ -670,7 +670,7 @@ RGPU_EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream* stream, unsign
   CONTEXT_OR_RETURN(shim, ctx);
   if (!stream) return CUDA_ERROR_INVALID_VALUE;
   if (flags & ~static_cast<unsigned>(CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
-  uint64_t h = shim->mint_handle();
+  uint64_t h = shim->mint_handle(HandleKind::kStream);
   shim->add_handle(h, HandleKind::kStream);
   shim->client().call_async(ctx, [&](wire::Call::Builder c) {
     auto s = c.initStreamCreate();
@@ -708,7 +708,7 @@ RGPU_EXPORT CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int flags) {
   if (!event) return CUDA_ERROR_INVALID_VALUE;
   constexpr unsigned kKnown = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
   if (flags & ~kKnown) return CUDA_ERROR_INVALID_VALUE;
-  uint64_t h = shim->mint_handle();
+  uint64_t h = shim->mint_handle(HandleKind::kEvent);
   shim->add_handle(h, HandleKind::kEvent);
   shim->client().call_async(ctx, [&](wire::Call::Builder c) {
     auto e = c.initEventCreate();

@@ -8,7 +8,10 @@
 
 using rgpu::shim::Client;
 using rgpu::shim::FunctionInfo;
+using rgpu::shim::function_handle;
 using rgpu::shim::handle_of;
+using rgpu::shim::HandleKind;
+using rgpu::shim::module_handle;
 using rgpu::shim::Shim;
 using rgpu::shim::SyncResult;
 namespace fatbin = rgpu::fatbin;
@@ -33,7 +36,9 @@ int device_attribute(Shim* shim, uint64_t ctx, CUdevice_attribute a) {
   return d && a < static_cast<int>(d->attributes.size()) ? d->attributes[a] : 0;
 }
 
-CUresult load_module(void** out, const void* image) {
+// Loads a module; `as` is the kind of handle the program gets back (a
+// module, or a library, which names the same module by its serial).
+CUresult load_module(void** out, const void* image, HandleKind as = HandleKind::kModule) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
@@ -50,7 +55,7 @@ CUresult load_module(void** out, const void* image) {
     return CUDA_ERROR_NO_BINARY_FOR_GPU;
   }
   fatbin::ContentHash hash = fatbin::content_hash(bytes);
-  uint64_t handle = shim->mint_handle();
+  uint64_t handle = shim->mint_handle(HandleKind::kModule);
   auto load = [&](bool with_image) {
     rgpu::transport::Bytes payload;
     bool as_payload = with_image && bytes.size() > Client::kInlineLimit;
@@ -82,7 +87,7 @@ CUresult load_module(void** out, const void* image) {
     stats.modules_cached.fetch_add(1, std::memory_order_relaxed);
   }
   shim->modules().add_module(handle, std::move(kernels.value()));
-  *out = reinterpret_cast<void*>(handle);
+  *out = reinterpret_cast<void*>(rgpu::protocol::make_handle(as, rgpu::protocol::serial_of(handle)));
   return CUDA_SUCCESS;
   API_END
 }
@@ -90,6 +95,7 @@ CUresult load_module(void** out, const void* image) {
 CUresult unload_module(uint64_t handle) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
+  handle = module_handle(handle);
   if (!shim->modules().remove_module(handle)) return CUDA_ERROR_INVALID_HANDLE;
   shim->client().call_async(rgpu::shim::current_context(),
                             [&](wire::Call::Builder c) { c.initModuleUnload().setHandle(handle); });
@@ -97,15 +103,18 @@ CUresult unload_module(uint64_t handle) {
   API_END
 }
 
-CUresult get_function(void** out, uint64_t module, const char* name) {
+// Gets a function; `as` is the kind of handle the program gets back (a
+// function, or a kernel, which names the same function by its serial).
+CUresult get_function(void** out, uint64_t module, const char* name, HandleKind as = HandleKind::kFunction) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
+  module = module_handle(module);
   if (!out || !name) return CUDA_ERROR_INVALID_VALUE;
   if (!shim->modules().has_module(module)) return CUDA_ERROR_INVALID_HANDLE;
   auto kernel = shim->modules().kernel(module, name);
   if (!kernel) return CUDA_ERROR_NOT_FOUND;
-  uint64_t handle = shim->mint_handle();
+  uint64_t handle = shim->mint_handle(HandleKind::kFunction);
   shim->modules().add_function(handle, FunctionInfo{module, std::move(*kernel), {}});
   shim->client().call_async(ctx, [&](wire::Call::Builder c) {
     auto g = c.initModuleGetFunction();
@@ -113,13 +122,14 @@ CUresult get_function(void** out, uint64_t module, const char* name) {
     g.setHandle(handle);
     g.setName(name);
   });
-  *out = reinterpret_cast<void*>(handle);
+  *out = reinterpret_cast<void*>(rgpu::protocol::make_handle(as, rgpu::protocol::serial_of(handle)));
   return CUDA_SUCCESS;
   API_END
 }
 
 // The function's attributes, fetched in one round trip the first time.
 CUresult function_attributes(Shim* shim, uint64_t ctx, uint64_t f, FunctionInfo* info) {
+  f = function_handle(f);
   if (!shim->modules().function(f, info)) return CUDA_ERROR_INVALID_HANDLE;
   if (!info->attributes.empty()) return CUDA_SUCCESS;
   SyncResult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.initFuncGetAttributes().setHandle(f); });
@@ -164,6 +174,7 @@ CUresult launch(uint64_t f, const unsigned grid[3], const unsigned block[3], uns
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
+  f = function_handle(f);
   FunctionInfo info;
   if (!shim->modules().function(f, &info)) return CUDA_ERROR_INVALID_HANDLE;
   STREAM_OR_RETURN(shim, stream, per_thread, s);
@@ -294,10 +305,11 @@ RGPU_EXPORT CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* byt
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   if (!name) return CUDA_ERROR_INVALID_VALUE;
-  if (!shim->modules().has_module(handle_of(module))) return CUDA_ERROR_INVALID_HANDLE;
+  const uint64_t m = module_handle(handle_of(module));
+  if (!shim->modules().has_module(m)) return CUDA_ERROR_INVALID_HANDLE;
   SyncResult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) {
     auto g = c.initModuleGetGlobal();
-    g.setModule(handle_of(module));
+    g.setModule(m);
     g.setName(name);
   });
   if (r.result == CUDA_SUCCESS && r.values.size() == 2) {
@@ -312,27 +324,34 @@ RGPU_EXPORT CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* byt
 
 RGPU_EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option*, void**,
                                                unsigned int, CUlibraryOption*, void**, unsigned int) {
-  return load_module(reinterpret_cast<void**>(library), code);
+  return load_module(reinterpret_cast<void**>(library), code, HandleKind::kLibrary);
 }
 RGPU_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library) { return unload_module(handle_of(library)); }
 RGPU_EXPORT CUresult CUDAAPI cuLibraryGetModule(CUmodule* module, CUlibrary library) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   if (!module) return CUDA_ERROR_INVALID_VALUE;
-  if (!shim->modules().has_module(handle_of(library))) return CUDA_ERROR_INVALID_HANDLE;
-  *module = reinterpret_cast<CUmodule>(library);
+  const uint64_t h = handle_of(library);
+  if (!rgpu::protocol::is_kind(h, HandleKind::kLibrary) || !shim->modules().has_module(module_handle(h))) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  *module = reinterpret_cast<CUmodule>(module_handle(h));
   return CUDA_SUCCESS;
   API_END
 }
 RGPU_EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel* kernel, CUlibrary library, const char* name) {
-  return get_function(reinterpret_cast<void**>(kernel), handle_of(library), name);
+  if (!rgpu::protocol::is_kind(handle_of(library), HandleKind::kLibrary)) return CUDA_ERROR_INVALID_HANDLE;
+  return get_function(reinterpret_cast<void**>(kernel), handle_of(library), name, HandleKind::kKernel);
 }
 RGPU_EXPORT CUresult CUDAAPI cuKernelGetFunction(CUfunction* f, CUkernel kernel) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   if (!f) return CUDA_ERROR_INVALID_VALUE;
-  if (!shim->modules().function(handle_of(kernel), nullptr)) return CUDA_ERROR_INVALID_HANDLE;
-  *f = reinterpret_cast<CUfunction>(kernel);  // a kernel is launched as its function
+  const uint64_t h = handle_of(kernel);
+  if (!rgpu::protocol::is_kind(h, HandleKind::kKernel) || !shim->modules().function(function_handle(h), nullptr)) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  *f = reinterpret_cast<CUfunction>(function_handle(h));  // a kernel is launched as its function
   return CUDA_SUCCESS;
   API_END
 }
@@ -357,11 +376,12 @@ RGPU_EXPORT CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribu
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
-  if (!shim->modules().function(handle_of(f), nullptr)) return CUDA_ERROR_INVALID_HANDLE;
-  shim->modules().set_attribute(handle_of(f), attribute, value);
+  const uint64_t h = function_handle(handle_of(f));
+  if (!shim->modules().function(h, nullptr)) return CUDA_ERROR_INVALID_HANDLE;
+  shim->modules().set_attribute(h, attribute, value);
   shim->client().call_async(ctx, [&](wire::Call::Builder c) {
     auto a = c.initFuncSetAttribute();
-    a.setFunction(handle_of(f));
+    a.setFunction(h);
     a.setAttribute(attribute);
     a.setValue(value);
   });
@@ -373,7 +393,7 @@ RGPU_EXPORT CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t index, size
   API_BEGIN
   SHIM_OR_RETURN(shim);
   FunctionInfo info;
-  if (!shim->modules().function(handle_of(f), &info)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!shim->modules().function(function_handle(handle_of(f)), &info)) return CUDA_ERROR_INVALID_HANDLE;
   if (index >= info.kernel.params.size()) return CUDA_ERROR_INVALID_VALUE;
   if (offset) *offset = info.kernel.params[index].offset;
   if (size) *size = info.kernel.params[index].size;

@@ -79,6 +79,7 @@ void Shim::add_handle(uint64_t h, HandleKind kind) {
 }
 
 bool Shim::remove_handle(uint64_t h, HandleKind kind) {
+  if (!protocol::is_kind(h, kind)) return false;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = handles_.find(h);
   if (it == handles_.end() || it->second != kind) return false;
@@ -87,6 +88,7 @@ bool Shim::remove_handle(uint64_t h, HandleKind kind) {
 }
 
 bool Shim::has_handle(uint64_t h, HandleKind kind) {
+  if (!protocol::is_kind(h, kind)) return false;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = handles_.find(h);
   return it != handles_.end() && it->second == kind;
@@ -103,6 +105,7 @@ bool Shim::remove_context(uint64_t h) {
 }
 
 bool Shim::context_info(uint64_t h, ContextInfo* out) {
+  if (!protocol::is_kind(h, HandleKind::kContext)) return false;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = contexts_.find(h);
   if (it == contexts_.end()) return false;

@@ -12,10 +12,11 @@
 
 #include "client.h"
 #include "modules.h"
+#include "rgpu/protocol/handles.h"
 
 namespace rgpu::shim {
 
-enum class HandleKind { kStream, kEvent };
+using protocol::HandleKind;
 
 struct ContextInfo {
   int device = 0;
@@ -34,15 +35,18 @@ class Shim {
   int device_count() const { return static_cast<int>(client_->devices().size()); }
   const DeviceInfo* device(int ordinal) const;
 
-  // Handles are small integers minted here; the server maps them per session.
-  uint64_t mint_handle() { return next_handle_.fetch_add(1); }
+  // Handles are typed (rgpu/protocol/handles.h): the kind in the top byte,
+  // a serial minted here below it. They are what the program gets back as
+  // its CUstream, CUevent, CUcontext, CUmodule, CUfunction, ... values; the
+  // server maps them per session.
+  uint64_t mint_handle(HandleKind kind) { return protocol::make_handle(kind, next_serial_.fetch_add(1)); }
   void add_handle(uint64_t h, HandleKind kind);
   // Removes a live handle; false when it is not one of `kind`.
   bool remove_handle(uint64_t h, HandleKind kind);
   bool has_handle(uint64_t h, HandleKind kind);
 
   // Contexts. Primary contexts have fixed handles, one per device.
-  static uint64_t primary_handle(int device) { return 1 + static_cast<uint64_t>(device); }
+  static uint64_t primary_handle(int device) { return protocol::primary_context(static_cast<uint64_t>(device)); }
   void add_context(uint64_t h, ContextInfo info);
   bool remove_context(uint64_t h);
   bool context_info(uint64_t h, ContextInfo* out);
@@ -56,7 +60,7 @@ class Shim {
  private:
   std::unique_ptr<Client> client_;
   ModuleRegistry modules_;
-  std::atomic<uint64_t> next_handle_{0x100};
+  std::atomic<uint64_t> next_serial_{protocol::kFirstMintedSerial};
   std::mutex mu_;
   std::unordered_map<uint64_t, HandleKind> handles_;
   std::unordered_map<uint64_t, ContextInfo> contexts_;

@@ -58,7 +58,8 @@ Session::Session(uint64_t id, ClientIdentity client, std::shared_ptr<const Drive
       connection_(std::move(connection)),
       staging_pool_(connection_, kStagingCache, info_->limits.max_inflight_bytes),
       bulk_direct_(cu_.cpu_device() || connection_->supports_cuda_memory()),
-      limits_(info_->limits) {
+      limits_(info_->limits),
+      handles_(info_->limits.max_handles) {
   executor_ = std::thread([this] { run_executor(); });
   executor_id_ = executor_.get_id();  // before any message can arrive
 }
@@ -74,20 +75,7 @@ Session::~Session() {
     for (CUcontext ctx : live_contexts_) cu_.rgpuCtxAbort(ctx);
   }
   if (executor_.joinable()) executor_.join();
-  {
-    std::lock_guard<std::mutex> lock(completions_mu_);
-    completions_stop_ = true;
-  }
-  completions_cv_.notify_all();
-  std::vector<std::thread> lanes;
-  {
-    std::lock_guard<std::mutex> lock(completions_mu_);
-    for (auto& [stream, lane] : lanes_) lanes.push_back(std::move(lane->thread));
-  }
-  for (auto& t : lanes) {
-    if (t.joinable()) t.join();
-  }
-  waiters_.join_all();
+  completions_.stop();
   connection_->close();
   release_all();
   RGPU_INFO("session closed id=%llu", static_cast<unsigned long long>(id_));
@@ -119,8 +107,7 @@ void Session::fail(const std::string& reason) {
 }
 
 bool Session::handle_room() {
-  const size_t held = contexts_.size() + streams_.size() + events_.size() + modules_.size() + functions_.size();
-  if (held < limits_.max_handles) return true;
+  if (handles_.size() < limits_.max_handles) return true;
   if (!handle_limit_logged_) {
     handle_limit_logged_ = true;
     RGPU_WARN("session handle limit id=%llu tenant=%s limit=%zu", static_cast<unsigned long long>(id_),
@@ -299,18 +286,52 @@ void Session::handle_batch(wire::Batch::Reader batch, transport::Message& messag
          std::to_string(message.header.size()) + " bytes");
     return;
   }
-  uint64_t payload_offset = 0;
   for (unsigned i = 0; i < calls.size(); ++i) {
-    execute(calls[i].getCall(), message, payload_offset, i + 1 == calls.size());
+    execute(calls[i].getCall(), message, i + 1 == calls.size());
   }
 }
 
-void Session::record_async_error(uint64_t call_id, CUresult result) {
-  if (result == CUDA_SUCCESS) return;
+void Session::record_async_error(uint64_t call_id, uint32_t code, wire::Api api) {
+  if (code == 0) return;  // success in every API
   std::lock_guard<std::mutex> lock(async_error_mu_);
-  if (async_error_ == CUDA_SUCCESS) {
-    async_error_ = result;
+  if (async_error_ == 0) {
+    async_error_ = code;
+    async_error_api_ = api;
     async_error_call_ = call_id;
+  }
+}
+
+void Session::take_async_error(wire::Reply::Builder reply) {
+  std::lock_guard<std::mutex> lock(async_error_mu_);
+  reply.setAsyncError(async_error_);
+  reply.setAsyncErrorApi(async_error_api_);
+  reply.setAsyncErrorCall(async_error_call_);
+  async_error_ = 0;
+  async_error_api_ = wire::Api::DRIVER;
+  async_error_call_ = 0;
+}
+
+void Session::send_api_reply(uint64_t call_id, const InvokeOutcome& outcome) {
+  capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
+  auto reply = builder.initRoot<wire::Envelope>().initReply();
+  reply.setId(call_id);
+  reply.setResult(outcome.code);
+  reply.setApi(outcome.api);
+  take_async_error(reply);
+  if (!outcome.message.empty()) reply.setMessage(outcome.message);
+  transport::Bytes payload;
+  if (outcome.out.size() <= kInlineLimit) {
+    if (!outcome.out.empty()) {
+      reply.setBytes(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(outcome.out.data()), outcome.out.size()));
+    }
+  } else {
+    reply.setPayloadBytes(outcome.out.size());
+    payload = transport::Bytes(outcome.out.data(), outcome.out.size());
+  }
+  auto words = protocol::encode(builder);
+  if (Status s = connection_->send(protocol::as_bytes(words), payload); !s.is_ok()) {
+    RGPU_DEBUG("session reply not sent id=%llu call=%llu error=\"%s\"", static_cast<unsigned long long>(id_),
+               static_cast<unsigned long long>(call_id), s.to_string().c_str());
   }
 }
 
@@ -319,13 +340,8 @@ void Session::send_reply(uint64_t call_id, Outcome outcome) {
   auto reply = builder.initRoot<wire::Envelope>().initReply();
   reply.setId(call_id);
   reply.setResult(outcome.result);
-  {
-    std::lock_guard<std::mutex> lock(async_error_mu_);
-    reply.setAsyncError(async_error_);
-    reply.setAsyncErrorCall(async_error_call_);
-    async_error_ = CUDA_SUCCESS;
-    async_error_call_ = 0;
-  }
+  reply.setApi(wire::Api::DRIVER);
+  take_async_error(reply);
   if (!outcome.values.empty()) {
     auto values = reply.initValues(static_cast<unsigned>(outcome.values.size()));
     for (size_t i = 0; i < outcome.values.size(); ++i) values.set(i, outcome.values[i]);
@@ -353,9 +369,9 @@ void Session::send_reply(uint64_t call_id, Outcome outcome) {
 // ---- handles and validation ------------------------------------------------
 
 CUresult Session::make_current(uint64_t ctx) {
-  auto it = contexts_.find(ctx);
-  if (ctx == 0 || it == contexts_.end()) return CUDA_ERROR_INVALID_CONTEXT;
-  return set_current(it->second);
+  CUcontext c = context_object(ctx);
+  if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  return set_current(c);
 }
 
 // Asks the driver rather than trusting a cache: other code on this thread
@@ -372,38 +388,66 @@ CUresult Session::set_current(CUcontext ctx) const {
   return r;
 }
 
-CUresult Session::lookup_stream(uint64_t handle, CUstream* out) const {
-  if (is_special_stream(handle)) {
-    if (handle == reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD)) used_per_thread_stream_ = true;
-    *out = reinterpret_cast<CUstream>(handle);
+CUresult Session::lookup_stream(uint64_t ctx, uint64_t handle, CUstream* out) const {
+  using protocol::HandleKind;
+  if (protocol::is_special_stream(handle)) {
+    // The special streams are the context's own; the driver spells them 0, 1, 2.
+    if (handle == protocol::kPerThreadStream) {
+      used_per_thread_stream_ = true;
+      *out = CU_STREAM_PER_THREAD;
+    } else {
+      *out = handle == protocol::kLegacyStream ? CU_STREAM_LEGACY : nullptr;
+    }
     return CUDA_SUCCESS;
   }
-  auto it = streams_.find(handle);
-  if (it == streams_.end()) return CUDA_ERROR_INVALID_HANDLE;
-  *out = it->second;
+  void* s = handles_.find(HandleKind::kStream, handle);
+  if (s == nullptr || handles_.parent(HandleKind::kStream, handle) != ctx) return CUDA_ERROR_INVALID_HANDLE;
+  *out = static_cast<CUstream>(s);
   return CUDA_SUCCESS;
 }
 
 CUresult Session::lookup_event(uint64_t handle, CUevent* out) const {
-  auto it = events_.find(handle);
-  if (it == events_.end()) return CUDA_ERROR_INVALID_HANDLE;
-  *out = it->second;
+  void* e = handles_.find(protocol::HandleKind::kEvent, handle);
+  if (e == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  *out = static_cast<CUevent>(e);
   return CUDA_SUCCESS;
 }
 
-CUresult Session::check_range(uint64_t ptr, uint64_t size) const {
+CUresult Session::check_range(uint64_t ctx, uint64_t ptr, uint64_t size) const {
   if (size == 0) return CUDA_SUCCESS;
-  auto it = allocations_.upper_bound(ptr);
-  if (it == allocations_.begin()) return CUDA_ERROR_INVALID_VALUE;
-  --it;
-  uint64_t base = it->first;
-  uint64_t end = base + it->second.size;
-  if (ptr < base || ptr >= end || size > end - ptr) return CUDA_ERROR_INVALID_VALUE;
-  return CUDA_SUCCESS;
+  return ledger_.check(ctx, ptr, size) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult Session::add_handle(protocol::HandleKind kind, uint64_t handle, void* object, uint64_t parent,
+                             HandleTable::Destroy destroy) {
+  switch (handles_.add(kind, handle, object, parent, destroy)) {
+    case HandleTable::AddResult::kAdded:
+      return CUDA_SUCCESS;
+    case HandleTable::AddResult::kFull:
+      (void)handle_room();  // logs the limit once
+      if (destroy) destroy(object);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    case HandleTable::AddResult::kInvalid:
+    default:
+      if (destroy) destroy(object);
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+bool Session::add(protocol::HandleKind kind, uint64_t handle, void* object, uint64_t parent,
+                  std::function<void(void*)> destroy) {
+  if (parent == 0) parent = call_ctx_;
+  // A refused object is released here, as the contract of CallEnv::add
+  // leaves nothing registered.
+  return add_handle(kind, handle, object, parent, std::move(destroy)) == CUDA_SUCCESS;
 }
 
 CUresult Session::create_context(uint64_t handle, int device, unsigned flags) {
-  if (handle == 0 || contexts_.count(handle)) return CUDA_ERROR_INVALID_VALUE;
+  if (!HandleTable::nameable(protocol::HandleKind::kContext, handle) ||
+      handles_.find(protocol::HandleKind::kContext, handle)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (!handle_room()) return CUDA_ERROR_OUT_OF_MEMORY;
   CUdevice dev;
   CUresult r = cu_.cuDeviceGet(&dev, device);
   if (r != CUDA_SUCCESS) return r;
@@ -412,19 +456,29 @@ CUresult Session::create_context(uint64_t handle, int device, unsigned flags) {
   // so a sticky error in one session cannot poison another.
   r = cu_.cuCtxCreate(&ctx, nullptr, flags, dev);
   if (r != CUDA_SUCCESS) return r;
-  contexts_[handle] = ctx;
-  {
-    std::lock_guard<std::mutex> lock(live_mu_);
-    live_contexts_.push_back(ctx);
-  }
   if (cu_.rgpuCtxSetIsolationGroup) {
     // Kernels of this session may touch only this session's memory.
     if ((r = cu_.rgpuCtxSetIsolationGroup(ctx, id_)) != CUDA_SUCCESS) {
-      forget_context(handle);
       cu_.cuCtxDestroy(ctx);
       return r;
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    live_contexts_.push_back(ctx);
+  }
+  // Its streams, events and modules go first (the table removes children
+  // first), then its memory from the ledger, then the context itself.
+  r = add_handle(protocol::HandleKind::kContext, handle, ctx, 0, [this, handle](void* object) {
+    auto c = static_cast<CUcontext>(object);
+    ledger_.drop_context(handle);
+    {
+      std::lock_guard<std::mutex> lock(live_mu_);
+      std::erase(live_contexts_, c);
+    }
+    destroy_result_ = cu_.cuCtxDestroy(c);
+  });
+  if (r != CUDA_SUCCESS) return r;
   if (cu_.rgpuCtxSetPrintfCallback) cu_.rgpuCtxSetPrintfCallback(ctx, &Session::device_output, this);
   return CUDA_SUCCESS;
 }
@@ -441,54 +495,14 @@ void Session::device_output(void* session, const char* text, size_t size) {
 }
 
 CUresult Session::destroy_context(uint64_t handle) {
-  auto it = contexts_.find(handle);
-  if (it == contexts_.end()) return CUDA_ERROR_INVALID_CONTEXT;
-  CUcontext ctx = it->second;
+  CUcontext ctx = context_object(handle);
+  if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   // The device must be done with staged host buffers before they go.
   if (set_current(ctx) == CUDA_SUCCESS) cu_.cuCtxSynchronize();
   reap_staging(true);
-  forget_context(handle);
-  CUresult r = cu_.cuCtxDestroy(ctx);
-  for (auto a = allocations_.begin(); a != allocations_.end();) {
-    a = a->second.ctx == handle ? allocations_.erase(a) : std::next(a);
-  }
-  for (auto m = modules_.begin(); m != modules_.end();) {
-    if (m->second.ctx != handle) {
-      ++m;
-      continue;
-    }
-    for (auto f = functions_.begin(); f != functions_.end();) {
-      f = f->second.module == m->first ? functions_.erase(f) : std::next(f);
-    }
-    m = modules_.erase(m);
-  }
-  for (auto s = stream_ctx_.begin(); s != stream_ctx_.end();) {
-    if (s->second == handle) {
-      streams_.erase(s->first);
-      s = stream_ctx_.erase(s);
-    } else {
-      ++s;
-    }
-  }
-  for (auto e = event_ctx_.begin(); e != event_ctx_.end();) {
-    if (e->second == handle) {
-      events_.erase(e->first);
-      e = event_ctx_.erase(e);
-    } else {
-      ++e;
-    }
-  }
-  return r;
-}
-
-void Session::forget_context(uint64_t handle) {
-  auto it = contexts_.find(handle);
-  if (it == contexts_.end()) return;
-  {
-    std::lock_guard<std::mutex> lock(live_mu_);
-    std::erase(live_contexts_, it->second);
-  }
-  contexts_.erase(it);
+  destroy_result_ = CUDA_SUCCESS;
+  handles_.remove(protocol::HandleKind::kContext, handle);
+  return destroy_result_;
 }
 
 void Session::reap_staging(bool wait_all) {
@@ -506,35 +520,37 @@ bool Session::context_idle(uint64_t handle) {
   if (used_per_thread_stream_ && std::this_thread::get_id() != executor_id_) return false;
   if (cu_.cuStreamQuery(nullptr) != CUDA_SUCCESS) return false;
   if (used_per_thread_stream_ && cu_.cuStreamQuery(CU_STREAM_PER_THREAD) != CUDA_SUCCESS) return false;
-  for (const auto& [stream, ctx] : stream_ctx_) {
-    if (ctx != handle) continue;
-    auto it = streams_.find(stream);
-    if (it != streams_.end() && cu_.cuStreamQuery(it->second) != CUDA_SUCCESS) return false;
+  for (uint64_t stream : handles_.children(handle, protocol::HandleKind::kStream)) {
+    auto s = static_cast<CUstream>(handles_.find(protocol::HandleKind::kStream, stream));
+    if (cu_.cuStreamQuery(s) != CUDA_SUCCESS) return false;
   }
   return true;
 }
 
 void Session::release_all() {
-  for (auto& [handle, ctx] : contexts_) {
-    if (set_current(ctx) == CUDA_SUCCESS) cu_.cuCtxSynchronize();
+  using protocol::HandleKind;
+  const std::vector<uint64_t> contexts = handles_.children(0, HandleKind::kContext);
+  for (uint64_t h : contexts) {
+    if (set_current(context_object(h)) == CUDA_SUCCESS) cu_.cuCtxSynchronize();
   }
-  for (auto& [handle, ctx] : contexts_) {
-    CUresult r = cu_.cuCtxDestroy(ctx);
-    if (r != CUDA_SUCCESS) {
-      RGPU_WARN("session context destroy failed id=%llu result=%d", static_cast<unsigned long long>(id_), r);
+  for (uint64_t h : contexts) {
+    set_current(context_object(h));  // for its children's destroy calls
+    destroy_result_ = CUDA_SUCCESS;
+    handles_.remove(HandleKind::kContext, h);
+    if (destroy_result_ != CUDA_SUCCESS) {
+      RGPU_WARN("session context destroy failed id=%llu result=%d", static_cast<unsigned long long>(id_),
+                destroy_result_);
     }
   }
+  handles_.clear();
   // Only now, with the contexts' work ended, may the staged host bytes go
   // (the destruction freed their events).
   staging_.clear();
-  contexts_.clear();
   {
     std::lock_guard<std::mutex> lock(live_mu_);
     live_contexts_.clear();
   }
-  allocations_.clear();
-  modules_.clear();
-  functions_.clear();
+  ledger_.clear();
   cu_.cuCtxSetCurrent(nullptr);
 }
 

@@ -1,4 +1,15 @@
 // One client session on the server: its executor, handles and allocations.
+//
+// A session is made of parts with one job each:
+//   - decode and dispatch (session.cpp, session_calls.cpp): the executor
+//     thread (or the transport's thread, for a batch run inline) reads each
+//     call and runs it, holding exec_mu_;
+//   - the handle table (handle_table.h): the client's handles, with parents;
+//   - the ledger (ledger.h): device memory by owning context;
+//   - completions (completions.h): waiter threads and copy-out lanes, which
+//     finish blocking waits off the executor and send their answers.
+// The table and the ledger are touched only under exec_mu_; completions and
+// the reply path take their own locks.
 #pragma once
 
 #include <cuda.h>
@@ -15,20 +26,20 @@
 #include <unordered_map>
 #include <vector>
 
+#include "call_env.h"
+#include "completions.h"
+#include "dispatch.h"
+#include "handle_table.h"
 #include "handshake.h"
+#include "ledger.h"
 #include "module_cache.h"
 #include "staging_pool.h"
-#include "rgpu/common/thread_set.h"
 #include "rgpu/protocol/codec.h"
 #include "rgpu/server/driver_table.h"
 #include "rgpu/server/server.h"
 #include "rgpu/transport/transport.h"
 
 namespace rgpu::server {
-
-// The NULL stream and CUDA's two special stream handles (legacy, per-thread)
-// pass through unmapped.
-inline bool is_special_stream(uint64_t handle) { return handle <= 2; }
 
 // What the server tells every accepted client about itself.
 struct ServerInfo {
@@ -52,15 +63,17 @@ struct ServerInfo {
 // goes wrong while reading the client's messages (a malformed message, a
 // protocol violation) fails this session alone: it is logged and the
 // connection closed, and the server goes on.
+// Generated calls (Call.invoke) run through the CallEnv it implements.
 // Thread-safety: welcome(), post() and close() may be called from any thread;
-// the rest is private to the executor thread. Destruction joins every thread
-// and frees every resource on the device.
-class Session {
+// the rest, CallEnv included, runs only under exec_mu_ (executor thread or an
+// inline batch). Destruction joins every thread and frees every resource on
+// the device.
+class Session : public CallEnv {
  public:
   Session(uint64_t id, ClientIdentity client, std::shared_ptr<const DriverTable> driver,
           std::shared_ptr<const ServerInfo> info, std::shared_ptr<ModuleCache> modules,
           std::shared_ptr<transport::Connection> connection);
-  ~Session();
+  ~Session() override;
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -80,20 +93,17 @@ class Session {
   // exception barrier). False once the session has failed.
   bool handle_for_fuzzing(transport::Message message);
 
+  // CallEnv, for generated dispatch rows.
+  const DriverTable& driver() const override { return cu_; }
+  const ServerLimits& limits() const override { return limits_; }
+  uint64_t context() const override { return call_ctx_; }
+  bool device_range(uint64_t ptr, uint64_t size) const override { return ledger_.check(call_ctx_, ptr, size); }
+  void* find(protocol::HandleKind kind, uint64_t handle) const override { return handles_.find(kind, handle); }
+  bool add(protocol::HandleKind kind, uint64_t handle, void* object, uint64_t parent,
+           std::function<void(void*)> destroy) override;
+  bool remove(protocol::HandleKind kind, uint64_t handle) override { return handles_.remove(kind, handle); }
+
  private:
-  struct Allocation {
-    uint64_t size;
-    uint64_t ctx;        // client context handle that owns it
-    uint64_t module = 0;  // module handle for a module global (never freed by cuMemFree)
-  };
-  struct Module {
-    CUmodule module;
-    uint64_t ctx;
-  };
-  struct Function {
-    CUfunction function;
-    uint64_t module;
-  };
   struct Incoming {
     transport::Message message;
     std::unique_ptr<protocol::Decoded> decoded;
@@ -148,9 +158,12 @@ class Session {
   // Whether the session may hold one more handle (logs once when not).
   bool handle_room();
   void handle_batch(wire::Batch::Reader batch, transport::Message& message);
-  // Runs one call. Returns true when it was a sync call whose reply was sent
-  // (or handed to a waiter thread).
-  void execute(wire::Call::Reader call, transport::Message& message, uint64_t& payload_offset, bool is_last);
+  // Runs one call, answering it when it is sync. A call this server does not
+  // know, or cannot read, is answered "not supported" when it wants a reply.
+  void execute(wire::Call::Reader call, transport::Message& message, bool is_last);
+  void execute_known(wire::Call::Reader call, transport::Message& message);
+  // A generated call: its dispatch row runs in the call's context.
+  void invoke(wire::Call::Reader call);
   Outcome execute_sync(wire::Call::Reader call, transport::Message& message);
   // A synchronous copy or memset that would wait for device work: issued as
   // the async operation on its stream, answered by a waiter thread once
@@ -161,46 +174,50 @@ class Session {
   // Blocking waits (stream/event/context synchronize) run on their own thread
   // unless already complete, so the executor keeps accepting calls.
   void wait_then_reply(uint64_t call_id, uint64_t ctx, std::function<CUresult()> wait);
-  // Runs a blocking wait on a waiter thread, or on the calling executor once
-  // the session has kMaxWaiterThreads of them (threads per session are bounded).
-  void run_wait(std::function<void()> job);
   static constexpr size_t kMaxWaiterThreads = 32;
   static constexpr size_t kCompletionLanes = 8;
   void send_reply(uint64_t call_id, Outcome outcome);
-  void record_async_error(uint64_t call_id, CUresult result);
+  // A reply with a status code of `api` (a generated call's, or a refusal).
+  void send_api_reply(uint64_t call_id, const InvokeOutcome& outcome);
+  // Sets the reply's async error (and takes it).
+  void take_async_error(wire::Reply::Builder reply);
+  void record_async_error(uint64_t call_id, uint32_t code, wire::Api api = wire::Api::DRIVER);
   // An event recorded on `stream` after the work enqueued so far, or null
   // with *result set when it cannot be made (never a silently unrecorded one:
   // an event never recorded counts as complete).
   CUevent completion_event(CUstream stream, CUresult* result);
-  // Async device-to-host copies are answered in order per stream: streams
-  // that have had one are spread over up to kCompletionLanes lanes (a queue
-  // and its thread), so a copy behind a long kernel on one stream rarely
-  // holds up another stream's, and threads stay bounded.
-  struct CompletionLane {
-    std::deque<PendingCopyOut> queue;
-    std::thread thread;
-  };
+  // Async device-to-host copies are answered in order per stream, on the
+  // stream's completion lane, so a copy behind a long kernel on one stream
+  // rarely holds up another stream's.
   void queue_copy_out(uint64_t stream, PendingCopyOut pending);
-  void run_completions(CompletionLane* lane);
+  void complete_copy_out(PendingCopyOut& p);
   void reap_staging(bool wait_all);
   void release_all();
 
   // Makes the session's context `ctx` (a client handle) current on this thread.
   CUresult make_current(uint64_t ctx);
   CUresult set_current(CUcontext ctx) const;
-  CUresult lookup_stream(uint64_t handle, CUstream* out) const;
+  CUcontext context_object(uint64_t ctx) const {
+    return static_cast<CUcontext>(handles_.find(protocol::HandleKind::kContext, ctx));
+  }
+  // A stream of context `ctx` (one of its own, or a special stream), or
+  // CUDA_ERROR_INVALID_HANDLE.
+  CUresult lookup_stream(uint64_t ctx, uint64_t handle, CUstream* out) const;
+  // An event of any of the session's contexts (waits may cross contexts).
   CUresult lookup_event(uint64_t handle, CUevent* out) const;
-  CUresult check_range(uint64_t ptr, uint64_t size) const;
+  // [ptr, ptr + size) within one allocation of `ctx`; size 0 always passes.
+  CUresult check_range(uint64_t ctx, uint64_t ptr, uint64_t size) const;
+  // Registers an object a typed call created; the CUresult of a refusal.
+  CUresult add_handle(protocol::HandleKind kind, uint64_t handle, void* object, uint64_t parent,
+                      HandleTable::Destroy destroy);
   CUresult create_context(uint64_t handle, int device, unsigned flags);
   Outcome load_module(wire::Call::Reader call, transport::Message& message);
-  CUresult launch(wire::Call::Launch::Reader launch);
-  CUresult launch_host_func(wire::Call::HostFunc::Reader host_func);
+  CUresult launch(uint64_t ctx, wire::Call::Launch::Reader launch);
+  CUresult launch_host_func(uint64_t ctx, wire::Call::HostFunc::Reader host_func);
   static void CUDA_CB host_func_trampoline(void* wait);
   static void device_output(void* session, const char* text, size_t size);
   void host_func_done(uint64_t id);
   CUresult destroy_context(uint64_t handle);
-  // Drops a context from the session's tables (before it is destroyed).
-  void forget_context(uint64_t handle);
 
   const uint64_t id_;
   const ClientIdentity client_;
@@ -218,6 +235,7 @@ class Session {
   const ServerLimits& limits_;
   std::atomic<bool> failed_{false};
   bool handle_limit_logged_ = false;
+  bool unknown_call_logged_ = false;
 
   // Held while calls execute, by the executor thread or, for a batch that
   // runs inline, by the transport's thread; queue order is kept because the
@@ -231,20 +249,17 @@ class Session {
   std::vector<CUcontext> live_contexts_;
 
   // Executor state (exec_mu_).
-  std::unordered_map<uint64_t, CUcontext> contexts_;
-  std::unordered_map<uint64_t, CUstream> streams_;
-  std::unordered_map<uint64_t, CUevent> events_;
-  std::unordered_map<uint64_t, uint64_t> stream_ctx_;  // stream/event handle -> owning context handle
-  std::unordered_map<uint64_t, uint64_t> event_ctx_;
-  std::map<uint64_t, Allocation> allocations_;
-  std::unordered_map<uint64_t, Module> modules_;
-  std::unordered_map<uint64_t, Function> functions_;
+  HandleTable handles_;
+  Ledger ledger_;
+  uint64_t call_ctx_ = 0;             // the context of the call running now
+  CUresult destroy_result_ = CUDA_SUCCESS;  // of the last context destroyed through handles_
   std::deque<Staged> staging_;
   mutable bool used_per_thread_stream_ = false;  // lookup_stream() notes it
 
   // First error of an async call since the last reply.
   std::mutex async_error_mu_;
-  CUresult async_error_ = CUDA_SUCCESS;
+  uint32_t async_error_ = CUDA_SUCCESS;
+  wire::Api async_error_api_ = wire::Api::DRIVER;
   uint64_t async_error_call_ = 0;
 
   // Incoming queue.
@@ -259,15 +274,10 @@ class Session {
   std::condition_variable host_funcs_cv_;
   std::map<uint64_t, std::unique_ptr<HostFuncWait>> host_funcs_;
 
-  // Waiter threads and the completion queue for async device-to-host copies.
-  ThreadSet waiters_;
-  std::mutex completions_mu_;
-  std::condition_variable completions_cv_;
-  std::map<uint64_t, std::unique_ptr<CompletionLane>> lanes_;  // by lane index, < kCompletionLanes
-  bool completions_stop_ = false;
+  // Waiter threads and the completion lanes of async device-to-host copies.
+  Completions completions_{kMaxWaiterThreads, kCompletionLanes};
 
   std::thread executor_;
-
 };
 
 }  // namespace rgpu::server

@@ -51,9 +51,10 @@ constexpr uint64_t kInlineCopyLimit = 64u << 20;
 // Device-to-host results up to this size ride inside the reply.
 constexpr uint64_t kReplyBytesLimit = 32 * 1024;
 
-bool names_per_thread_stream(uint64_t handle) {
-  return handle == reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD);
-}
+bool names_per_thread_stream(uint64_t handle) { return handle == protocol::kPerThreadStream; }
+
+// Whether this server knows the call's kind; a newer client's call is not.
+bool known_call(wire::Call::Which which) { return which <= wire::Call::INVOKE; }
 
 }  // namespace
 
@@ -151,8 +152,71 @@ CUresult source_bytes(wire::Call::CopyIn::Reader in, uint64_t payload_bytes, tra
 
 }  // namespace
 
-void Session::execute(wire::Call::Reader call, transport::Message& message, uint64_t& payload_offset,
-                      bool is_last) {
+void Session::execute(wire::Call::Reader call, transport::Message& message, bool is_last) {
+  const uint64_t id = call.getId();
+  const bool wants_reply = call.getWantsReply();
+  try {
+    if (!known_call(call.which())) {
+      if (!unknown_call_logged_) {
+        unknown_call_logged_ = true;
+        RGPU_INFO("session unknown call id=%llu kind=%d", static_cast<unsigned long long>(id_),
+                  static_cast<int>(call.which()));
+      }
+      if (wants_reply) {
+        send_api_reply(id, InvokeOutcome{wire::Api::DRIVER, not_supported_code(wire::Api::DRIVER), {},
+                                         "call not known to this server"});
+      } else {
+        record_async_error(id, not_supported_code(wire::Api::DRIVER));
+      }
+      return;
+    }
+    if (call.which() == wire::Call::INVOKE) {
+      invoke(call);
+      return;
+    }
+    execute_known(call, message);
+  } catch (const kj::Exception& e) {
+    // The call's own fields cannot be read (the message around it could).
+    // A call that wants a reply gets one and the session goes on; one that
+    // may be an old client's sync call (the last of its batch), which would
+    // wait for an answer nobody can promise, fails the session.
+    if (!wants_reply && is_last) throw;
+    RGPU_DEBUG("session undecodable call id=%llu call=%llu error=\"%s\"", static_cast<unsigned long long>(id_),
+               static_cast<unsigned long long>(id), e.getDescription().cStr());
+    if (wants_reply) {
+      send_api_reply(id, InvokeOutcome{wire::Api::DRIVER, not_supported_code(wire::Api::DRIVER), {},
+                                       "call could not be decoded"});
+    } else {
+      record_async_error(id, not_supported_code(wire::Api::DRIVER));
+    }
+  }
+}
+
+void Session::invoke(wire::Call::Reader call) {
+  const uint64_t id = call.getId();
+  const bool wants_reply = call.getWantsReply();
+  auto in = call.getInvoke();
+  const wire::Api api = in.getApi();
+  InvokeOutcome outcome;
+  const DispatchRow* row = find_row(api, in.getFunction());
+  if (row == nullptr) {
+    outcome = InvokeOutcome{api, not_supported_code(api), {}, "function not known to this server"};
+  } else if (const uint64_t ctx = call.getCtx(); ctx != 0 && make_current(ctx) != CUDA_SUCCESS) {
+    outcome = InvokeOutcome{wire::Api::DRIVER, CUDA_ERROR_INVALID_CONTEXT, {}, "no such context"};
+  } else {
+    auto args = in.getArgs();
+    call_ctx_ = ctx;
+    outcome = row->run(*this, std::span<const std::byte>(reinterpret_cast<const std::byte*>(args.begin()), args.size()));
+    call_ctx_ = 0;
+  }
+  if (wants_reply) {
+    send_api_reply(id, outcome);
+  } else {
+    record_async_error(id, outcome.code, outcome.api);
+  }
+}
+
+void Session::execute_known(wire::Call::Reader call, transport::Message& message) {
   const uint64_t id = call.getId();
   if (!is_sync(call)) {
     record_async_error(id, execute_async(call, message));
@@ -161,22 +225,22 @@ void Session::execute(wire::Call::Reader call, transport::Message& message, uint
   if (is_wait(call)) {
     // Complete already? Answer now. Otherwise wait on another thread.
     CUresult ready = CUDA_ERROR_NOT_READY;
-    CUcontext ctx = nullptr;
     std::function<CUresult()> wait;
-    CUresult r = make_current(call.getCtx());
+    const uint64_t call_ctx = call.getCtx();
+    CUresult r = make_current(call_ctx);
     if (r != CUDA_SUCCESS) {
       send_reply(id, Outcome{r});
       return;
     }
-    ctx = contexts_[call.getCtx()];
+    CUcontext ctx = context_object(call_ctx);
     switch (call.which()) {
       case wire::Call::CTX_SYNCHRONIZE:
-        if (context_idle(call.getCtx())) ready = CUDA_SUCCESS;
+        if (context_idle(call_ctx)) ready = CUDA_SUCCESS;
         wait = [this] { return cu_.cuCtxSynchronize(); };
         break;
       case wire::Call::STREAM_SYNCHRONIZE: {
         CUstream s;
-        if ((r = lookup_stream(call.getStreamSynchronize().getHandle(), &s)) != CUDA_SUCCESS) break;
+        if ((r = lookup_stream(call_ctx, call.getStreamSynchronize().getHandle(), &s)) != CUDA_SUCCESS) break;
         ready = cu_.cuStreamQuery(s);
         wait = [this, s] { return cu_.cuStreamSynchronize(s); };
         break;
@@ -202,8 +266,6 @@ void Session::execute(wire::Call::Reader call, transport::Message& message, uint
   }
   if (defer_copy(call, message)) return;
   send_reply(id, execute_sync(call, message));
-  (void)payload_offset;
-  (void)is_last;
 }
 
 bool Session::defer_copy(wire::Call::Reader call, transport::Message& message) {
@@ -220,7 +282,7 @@ bool Session::defer_copy(wire::Call::Reader call, transport::Message& message) {
                                  : device_only ? (which == wire::Call::MEMSET ? call.getMemset().getStream()
                                                                                : call.getMemcpyDtoD().getStream())
                                                : call.getMemcpyDtoH().getStream();
-  CUresult r = lookup_stream(stream_handle, &stream);
+  CUresult r = lookup_stream(ctx, stream_handle, &stream);
   auto outcome = std::make_shared<Outcome>();
   auto staged = std::make_shared<StagingPool::Buffer>();  // host bytes the device still reads
   if (r == CUDA_SUCCESS && device_only) {
@@ -228,14 +290,14 @@ bool Session::defer_copy(wire::Call::Reader call, transport::Message& message) {
   } else if (r == CUDA_SUCCESS && htod) {
     auto in = call.getMemcpyHtoD();
     SourceBytes src;
-    if ((r = check_range(in.getDst(), in.getSize())) == CUDA_SUCCESS && in.getSize() > 0 &&
+    if ((r = check_range(ctx, in.getDst(), in.getSize())) == CUDA_SUCCESS && in.getSize() > 0 &&
         (r = source_bytes(in, call.getPayloadBytes(), message, true, true, staging_pool_, &src)) == CUDA_SUCCESS) {
       r = cu_.cuMemcpyHtoDAsync(in.getDst(), src.data, in.getSize(), stream);
       *staged = std::move(src.owned);
     }
   } else if (r == CUDA_SUCCESS) {
     auto in = call.getMemcpyDtoH();
-    if ((r = check_range(in.getSrc(), in.getSize())) == CUDA_SUCCESS && in.getSize() > 0) {
+    if ((r = check_range(ctx, in.getSrc(), in.getSize())) == CUDA_SUCCESS && in.getSize() > 0) {
       outcome->data = staging_pool_.acquire(in.getSize());
       outcome->data_size = in.getSize();
       r = outcome->data ? cu_.cuMemcpyDtoHAsync(outcome->data.get(), in.getSrc(), in.getSize(), stream)
@@ -252,8 +314,8 @@ bool Session::defer_copy(wire::Call::Reader call, transport::Message& message) {
   }
   // The reply goes when the stream gets there; meanwhile this session's
   // other calls (other threads of the client) go on.
-  run_wait([this, id, ctx = reinterpret_cast<uint64_t>(contexts_[ctx]), done, outcome, staged] {
-    CUresult result = set_current(reinterpret_cast<CUcontext>(ctx));
+  completions_.run_wait([this, id, ctx = context_object(ctx), done, outcome, staged] {
+    CUresult result = set_current(ctx);
     if (result == CUDA_SUCCESS) result = cu_.cuEventSynchronize(done);
     cu_.cuEventDestroy(done);
     staged->reset();
@@ -269,18 +331,32 @@ bool Session::defer_copy(wire::Call::Reader call, transport::Message& message) {
 
 Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Message& message) {
   Outcome out;
+  const uint64_t ctx = call.getCtx();
   auto needs_ctx = [&]() -> bool {
     out.result = make_current(call.getCtx());
+    return out.result == CUDA_SUCCESS;
+  };
+  // A sync copy runs in stream order by itself, but the stream it names must
+  // still be one of the context's own.
+  auto stream_ok = [&](uint64_t handle) -> bool {
+    CUstream s;
+    out.result = lookup_stream(ctx, handle, &s);
     return out.result == CUDA_SUCCESS;
   };
   switch (call.which()) {
     case wire::Call::CTX_DESTROY:
       out.result = destroy_context(call.getCtxDestroy().getHandle());
       break;
-    case wire::Call::PRIMARY_CTX_RESET:
-      out.result = destroy_context(call.getPrimaryCtxReset().getHandle());
+    case wire::Call::PRIMARY_CTX_RESET: {
+      auto in = call.getPrimaryCtxReset();
+      if (in.getHandle() != protocol::primary_context(static_cast<uint32_t>(in.getDevice()))) {
+        out.result = CUDA_ERROR_INVALID_VALUE;
+        break;
+      }
+      out.result = destroy_context(in.getHandle());
       if (out.result == CUDA_ERROR_INVALID_CONTEXT) out.result = CUDA_SUCCESS;  // resetting an inactive one is fine
       break;
+    }
     case wire::Call::MEM_ALLOC: {
       if (!needs_ctx()) break;
       uint64_t size = call.getMemAlloc();
@@ -290,23 +366,24 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
       }
       CUdeviceptr ptr = 0;
       out.result = cu_.cuMemAlloc(&ptr, size);
-      if (out.result == CUDA_SUCCESS) {
-        allocations_[ptr] = Allocation{size, call.getCtx()};
-        out.values = {ptr};
+      if (out.result == CUDA_SUCCESS && !ledger_.add(ctx, ptr, size)) {
+        cu_.cuMemFree(ptr);  // the driver gave an address the ledger holds: never hand it out twice
+        out.result = CUDA_ERROR_UNKNOWN;
       }
+      if (out.result == CUDA_SUCCESS) out.values = {ptr};
       break;
     }
     case wire::Call::MEM_FREE: {
       if (!needs_ctx()) break;
       uint64_t ptr = call.getMemFree();
-      auto it = allocations_.find(ptr);
-      if (it == allocations_.end() || it->second.module != 0) {
+      auto range = ledger_.find(ptr);
+      if (!range || range->base != ptr || range->ctx != ctx || range->module != 0) {
         out.result = CUDA_ERROR_INVALID_VALUE;
-        out.message = "not an allocation of this session";
+        out.message = "not an allocation of this context";
         break;
       }
       out.result = cu_.cuMemFree(ptr);
-      if (out.result == CUDA_SUCCESS) allocations_.erase(it);
+      if (out.result == CUDA_SUCCESS) ledger_.remove_allocation(ctx, ptr);
       break;
     }
     case wire::Call::MEM_GET_INFO: {
@@ -317,20 +394,19 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
       break;
     }
     case wire::Call::MEM_GET_ADDRESS_RANGE: {
-      uint64_t ptr = call.getMemGetAddressRange();
-      auto it = allocations_.upper_bound(ptr);
-      if (it == allocations_.begin() || ptr >= std::prev(it)->first + std::prev(it)->second.size) {
+      auto range = ledger_.find(call.getMemGetAddressRange());
+      if (!range) {
         out.result = CUDA_ERROR_NOT_FOUND;
         break;
       }
-      --it;
-      out.values = {it->first, it->second.size};
+      out.values = {range->base, range->size};
       break;
     }
     case wire::Call::MEMCPY_HTO_D: {
       if (!needs_ctx()) break;
       auto in = call.getMemcpyHtoD();
-      if ((out.result = check_range(in.getDst(), in.getSize())) != CUDA_SUCCESS) break;
+      if (!stream_ok(in.getStream())) break;
+      if ((out.result = check_range(ctx, in.getDst(), in.getSize())) != CUDA_SUCCESS) break;
       if (bulk_direct_ && call.getPayloadBytes() == in.getSize() && message.payload &&
           message.payload->size() == in.getSize() && context_idle(call.getCtx())) {
         // Nothing in flight could touch the bytes: receive them straight
@@ -350,7 +426,8 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
     case wire::Call::MEMCPY_DTO_H: {
       if (!needs_ctx()) break;
       auto in = call.getMemcpyDtoH();
-      if ((out.result = check_range(in.getSrc(), in.getSize())) != CUDA_SUCCESS) break;
+      if (!stream_ok(in.getStream())) break;
+      if ((out.result = check_range(ctx, in.getSrc(), in.getSize())) != CUDA_SUCCESS) break;
       if (in.getSize() == 0) break;
       if (bulk_direct_ && in.getSize() > kReplyBytesLimit && context_idle(call.getCtx())) {
         // Nothing in flight could change the bytes: send them straight from
@@ -372,20 +449,22 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
     case wire::Call::MEMCPY_DTO_D: {
       if (!needs_ctx()) break;
       auto in = call.getMemcpyDtoD();
-      if ((out.result = check_range(in.getDst(), in.getSize())) != CUDA_SUCCESS) break;
-      if ((out.result = check_range(in.getSrc(), in.getSize())) != CUDA_SUCCESS) break;
+      if (!stream_ok(in.getStream())) break;
+      if ((out.result = check_range(ctx, in.getDst(), in.getSize())) != CUDA_SUCCESS) break;
+      if ((out.result = check_range(ctx, in.getSrc(), in.getSize())) != CUDA_SUCCESS) break;
       if (in.getSize() > 0) out.result = cu_.cuMemcpyDtoD(in.getDst(), in.getSrc(), in.getSize());
       break;
     }
     case wire::Call::MEMSET: {
       if (!needs_ctx()) break;
       auto in = call.getMemset();
+      if (!stream_ok(in.getStream())) break;
       unsigned es = in.getElementSize();
       if ((es != 1 && es != 2 && es != 4) || in.getCount() > UINT64_MAX / es) {
         out.result = CUDA_ERROR_INVALID_VALUE;
         break;
       }
-      if ((out.result = check_range(in.getDst(), in.getCount() * es)) != CUDA_SUCCESS) break;
+      if ((out.result = check_range(ctx, in.getDst(), in.getCount() * es)) != CUDA_SUCCESS) break;
       if (es == 1) out.result = cu_.cuMemsetD8(in.getDst(), static_cast<unsigned char>(in.getValue()), in.getCount());
       if (es == 2) out.result = cu_.cuMemsetD16(in.getDst(), static_cast<unsigned short>(in.getValue()), in.getCount());
       if (es == 4) out.result = cu_.cuMemsetD32(in.getDst(), in.getValue(), in.getCount());
@@ -394,7 +473,7 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
     case wire::Call::STREAM_QUERY: {
       if (!needs_ctx()) break;
       CUstream s;
-      if ((out.result = lookup_stream(call.getStreamQuery().getHandle(), &s)) != CUDA_SUCCESS) break;
+      if ((out.result = lookup_stream(ctx, call.getStreamQuery().getHandle(), &s)) != CUDA_SUCCESS) break;
       out.result = cu_.cuStreamQuery(s);
       break;
     }
@@ -419,31 +498,33 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
     case wire::Call::MODULE_GET_GLOBAL: {
       if (!needs_ctx()) break;
       auto in = call.getModuleGetGlobal();
-      auto m = modules_.find(in.getModule());
-      if (m == modules_.end()) {
+      auto module = static_cast<CUmodule>(handles_.find(protocol::HandleKind::kModule, in.getModule()));
+      if (module == nullptr) {
         out.result = CUDA_ERROR_INVALID_HANDLE;
         break;
       }
       CUdeviceptr ptr = 0;
       size_t size = 0;
-      out.result = cu_.cuModuleGetGlobal(&ptr, &size, m->second.module, in.getName().cStr());
+      out.result = cu_.cuModuleGetGlobal(&ptr, &size, module, in.getName().cStr());
       if (out.result == CUDA_SUCCESS) {
-        allocations_.try_emplace(ptr, Allocation{size, m->second.ctx, in.getModule()});
+        // The global belongs to the module's context; asked for again, it is already there.
+        ledger_.add(handles_.parent(protocol::HandleKind::kModule, in.getModule()), ptr, size, in.getModule());
         out.values = {ptr, size};
       }
       break;
     }
     case wire::Call::FUNC_GET_ATTRIBUTES: {
       if (!needs_ctx()) break;
-      auto f = functions_.find(call.getFuncGetAttributes().getHandle());
-      if (f == functions_.end()) {
+      auto f = static_cast<CUfunction>(
+          handles_.find(protocol::HandleKind::kFunction, call.getFuncGetAttributes().getHandle()));
+      if (f == nullptr) {
         out.result = CUDA_ERROR_INVALID_HANDLE;
         break;
       }
       // Every attribute in one round trip; a missing one has bit 63 set.
       for (int a = 0; a < CU_FUNC_ATTRIBUTE_MAX; ++a) {
         int v = 0;
-        CUresult r = cu_.cuFuncGetAttribute(&v, static_cast<CUfunction_attribute>(a), f->second.function);
+        CUresult r = cu_.cuFuncGetAttribute(&v, static_cast<CUfunction_attribute>(a), f);
         out.values.push_back(r == CUDA_SUCCESS ? static_cast<uint32_t>(v) : uint64_t{1} << 63);
       }
       break;
@@ -460,7 +541,8 @@ Session::Outcome Session::load_module(wire::Call::Reader call, transport::Messag
   Outcome out;
   auto in = call.getModuleLoad();
   auto hash_bytes = in.getHash();
-  if (hash_bytes.size() != 32 || in.getHandle() == 0 || modules_.count(in.getHandle())) {
+  if (hash_bytes.size() != 32 || !HandleTable::nameable(protocol::HandleKind::kModule, in.getHandle()) ||
+      handles_.find(protocol::HandleKind::kModule, in.getHandle())) {
     out.result = CUDA_ERROR_INVALID_VALUE;
     return out;
   }
@@ -515,27 +597,36 @@ Session::Outcome Session::load_module(wire::Call::Reader call, transport::Messag
   }
   CUmodule module = nullptr;
   out.result = cu_.cuModuleLoadData(&module, image->data());
-  if (out.result == CUDA_SUCCESS) modules_[in.getHandle()] = Module{module, call.getCtx()};
+  if (out.result != CUDA_SUCCESS) return out;
+  // Unloading goes through the table: its functions first, then its globals
+  // leave the ledger, then the module, in its own context.
+  const uint64_t handle = in.getHandle();
+  out.result = add_handle(protocol::HandleKind::kModule, handle, module, call.getCtx(),
+                          [this, handle, ctx = context_object(call.getCtx())](void* object) {
+                            ledger_.drop_module(handle);
+                            set_current(ctx);
+                            cu_.cuModuleUnload(static_cast<CUmodule>(object));
+                          });
   return out;
 }
 
-CUresult Session::launch(wire::Call::Launch::Reader in) {
-  auto f = functions_.find(in.getFunction());
-  if (f == functions_.end()) return CUDA_ERROR_INVALID_HANDLE;
+CUresult Session::launch(uint64_t ctx, wire::Call::Launch::Reader in) {
+  auto f = static_cast<CUfunction>(handles_.find(protocol::HandleKind::kFunction, in.getFunction()));
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   CUstream stream;
-  if (CUresult r = lookup_stream(in.getStream(), &stream); r != CUDA_SUCCESS) return r;
+  if (CUresult r = lookup_stream(ctx, in.getStream(), &stream); r != CUDA_SUCCESS) return r;
   auto params = in.getParams();
   size_t size = params.size();
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<capnp::byte*>(params.begin()),
                    CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-  return cu_.cuLaunchKernel(f->second.function, in.getGridX(), in.getGridY(), in.getGridZ(), in.getBlockX(),
+  return cu_.cuLaunchKernel(f, in.getGridX(), in.getGridY(), in.getGridZ(), in.getBlockX(),
                             in.getBlockY(), in.getBlockZ(), in.getSharedMem(), stream, nullptr,
                             size > 0 ? extra : nullptr);
 }
 
-CUresult Session::launch_host_func(wire::Call::HostFunc::Reader in) {
+CUresult Session::launch_host_func(uint64_t ctx, wire::Call::HostFunc::Reader in) {
   CUstream stream;
-  if (CUresult r = lookup_stream(in.getStream(), &stream); r != CUDA_SUCCESS) return r;
+  if (CUresult r = lookup_stream(ctx, in.getStream(), &stream); r != CUDA_SUCCESS) return r;
   HostFuncWait* wait;
   {
     std::lock_guard<std::mutex> lock(host_funcs_mu_);
@@ -576,56 +667,48 @@ void Session::host_func_done(uint64_t id) {
 }
 
 CUresult Session::execute_async(wire::Call::Reader call, transport::Message& message) {
+  using protocol::HandleKind;
   CUresult r = CUDA_SUCCESS;
+  const uint64_t ctx = call.getCtx();
   switch (call.which()) {
     case wire::Call::CTX_CREATE: {
       auto in = call.getCtxCreate();
-      if (!handle_room()) return CUDA_ERROR_OUT_OF_MEMORY;
+      // A primary context's handle is the device's own, never a created one's.
+      if (!protocol::is_minted(in.getHandle())) return CUDA_ERROR_INVALID_VALUE;
       return create_context(in.getHandle(), in.getDevice(), in.getFlags());
     }
     case wire::Call::PRIMARY_CTX_RETAIN: {
       auto in = call.getPrimaryCtxRetain();
-      if (contexts_.count(in.getHandle())) return CUDA_SUCCESS;
-      if (!handle_room()) return CUDA_ERROR_OUT_OF_MEMORY;
+      if (in.getDevice() < 0 || in.getHandle() != protocol::primary_context(static_cast<uint32_t>(in.getDevice()))) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+      if (context_object(in.getHandle())) return CUDA_SUCCESS;
       return create_context(in.getHandle(), in.getDevice(), in.getFlags());
     }
-    case wire::Call::PRIMARY_CTX_RELEASE:
-      return destroy_context(call.getPrimaryCtxRelease().getHandle());
+    case wire::Call::PRIMARY_CTX_RELEASE: {
+      const uint64_t h = call.getPrimaryCtxRelease().getHandle();
+      if (!protocol::is_primary_context(h)) return CUDA_ERROR_INVALID_CONTEXT;
+      return destroy_context(h);
+    }
     case wire::Call::STREAM_DESTROY: {
-      uint64_t h = call.getStreamDestroy().getHandle();
-      CUstream s;
-      if ((r = lookup_stream(h, &s)) != CUDA_SUCCESS || is_special_stream(h)) return CUDA_ERROR_INVALID_HANDLE;
-      streams_.erase(h);
-      stream_ctx_.erase(h);
-      return cu_.cuStreamDestroy(s);
+      // Any of the session's streams, whichever context is current (as in CUDA).
+      destroy_result_ = CUDA_SUCCESS;
+      if (!handles_.remove(HandleKind::kStream, call.getStreamDestroy().getHandle())) return CUDA_ERROR_INVALID_HANDLE;
+      return destroy_result_;
     }
     case wire::Call::MODULE_UNLOAD: {
-      uint64_t h = call.getModuleUnload().getHandle();
-      auto m = modules_.find(h);
-      if (m == modules_.end()) return CUDA_ERROR_INVALID_HANDLE;
-      if ((r = make_current(m->second.ctx)) != CUDA_SUCCESS) return r;
-      r = cu_.cuModuleUnload(m->second.module);
-      modules_.erase(m);
-      for (auto f = functions_.begin(); f != functions_.end();) {
-        f = f->second.module == h ? functions_.erase(f) : std::next(f);
-      }
-      for (auto a = allocations_.begin(); a != allocations_.end();) {
-        a = a->second.module == h ? allocations_.erase(a) : std::next(a);
-      }
-      return r;
+      if (!handles_.remove(HandleKind::kModule, call.getModuleUnload().getHandle())) return CUDA_ERROR_INVALID_HANDLE;
+      return CUDA_SUCCESS;
     }
     case wire::Call::EVENT_DESTROY: {
-      uint64_t h = call.getEventDestroy().getHandle();
-      CUevent e;
-      if ((r = lookup_event(h, &e)) != CUDA_SUCCESS) return r;
-      events_.erase(h);
-      event_ctx_.erase(h);
-      return cu_.cuEventDestroy(e);
+      destroy_result_ = CUDA_SUCCESS;
+      if (!handles_.remove(HandleKind::kEvent, call.getEventDestroy().getHandle())) return CUDA_ERROR_INVALID_HANDLE;
+      return destroy_result_;
     }
     default:
       break;
   }
-  if ((r = make_current(call.getCtx())) != CUDA_SUCCESS) {
+  if ((r = make_current(ctx)) != CUDA_SUCCESS) {
     if (call.which() == wire::Call::MEMCPY_DTO_H) {
       // The client waits for every async copy-out: always answer it.
       queue_copy_out(call.getMemcpyDtoH().getStream(), PendingCopyOut{call.getId(), 0, nullptr, {}, 0, r});
@@ -635,70 +718,72 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
   switch (call.which()) {
     case wire::Call::MODULE_GET_FUNCTION: {
       auto in = call.getModuleGetFunction();
-      auto m = modules_.find(in.getModule());
-      if (m == modules_.end()) return CUDA_ERROR_INVALID_HANDLE;
-      if (in.getHandle() == 0 || functions_.count(in.getHandle())) return CUDA_ERROR_INVALID_VALUE;
+      auto module = static_cast<CUmodule>(handles_.find(HandleKind::kModule, in.getModule()));
+      if (module == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+      if (!HandleTable::nameable(HandleKind::kFunction, in.getHandle()) ||
+          handles_.find(HandleKind::kFunction, in.getHandle())) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
       if (!handle_room()) return CUDA_ERROR_OUT_OF_MEMORY;
       CUfunction f = nullptr;
-      r = cu_.cuModuleGetFunction(&f, m->second.module, in.getName().cStr());
-      if (r == CUDA_SUCCESS) functions_[in.getHandle()] = Function{f, in.getModule()};
-      return r;
+      if ((r = cu_.cuModuleGetFunction(&f, module, in.getName().cStr())) != CUDA_SUCCESS) return r;
+      return add_handle(HandleKind::kFunction, in.getHandle(), f, in.getModule(), nullptr);
     }
     case wire::Call::LAUNCH_KERNEL:
-      return launch(call.getLaunchKernel());
+      return launch(ctx, call.getLaunchKernel());
     case wire::Call::FUNC_SET_ATTRIBUTE: {
       auto in = call.getFuncSetAttribute();
-      auto f = functions_.find(in.getFunction());
-      if (f == functions_.end()) return CUDA_ERROR_INVALID_HANDLE;
-      return cu_.cuFuncSetAttribute(f->second.function, static_cast<CUfunction_attribute>(in.getAttribute()),
-                                    in.getValue());
+      auto f = static_cast<CUfunction>(handles_.find(HandleKind::kFunction, in.getFunction()));
+      if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+      return cu_.cuFuncSetAttribute(f, static_cast<CUfunction_attribute>(in.getAttribute()), in.getValue());
     }
     case wire::Call::LAUNCH_HOST_FUNC:
-      return launch_host_func(call.getLaunchHostFunc());
+      return launch_host_func(ctx, call.getLaunchHostFunc());
     case wire::Call::STREAM_CREATE: {
       auto in = call.getStreamCreate();
-      if (in.getHandle() < 16 || streams_.count(in.getHandle())) return CUDA_ERROR_INVALID_VALUE;
+      if (!HandleTable::nameable(HandleKind::kStream, in.getHandle()) || handles_.find(HandleKind::kStream, in.getHandle())) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
       if (!handle_room()) return CUDA_ERROR_OUT_OF_MEMORY;
       CUstream s = nullptr;
-      r = cu_.cuStreamCreateWithPriority(&s, in.getFlags(), in.getPriority());
-      if (r == CUDA_SUCCESS) {
-        streams_[in.getHandle()] = s;
-        stream_ctx_[in.getHandle()] = call.getCtx();
-      }
-      return r;
+      if ((r = cu_.cuStreamCreateWithPriority(&s, in.getFlags(), in.getPriority())) != CUDA_SUCCESS) return r;
+      return add_handle(HandleKind::kStream, in.getHandle(), s, ctx,
+                        [this](void* object) { destroy_result_ = cu_.cuStreamDestroy(static_cast<CUstream>(object)); });
     }
     case wire::Call::EVENT_CREATE: {
       auto in = call.getEventCreate();
-      if (in.getHandle() == 0 || events_.count(in.getHandle())) return CUDA_ERROR_INVALID_VALUE;
+      if (!HandleTable::nameable(HandleKind::kEvent, in.getHandle()) || handles_.find(HandleKind::kEvent, in.getHandle())) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
       if (!handle_room()) return CUDA_ERROR_OUT_OF_MEMORY;
       CUevent e = nullptr;
-      r = cu_.cuEventCreate(&e, in.getFlags());
-      if (r == CUDA_SUCCESS) {
-        events_[in.getHandle()] = e;
-        event_ctx_[in.getHandle()] = call.getCtx();
-      }
-      return r;
+      if ((r = cu_.cuEventCreate(&e, in.getFlags())) != CUDA_SUCCESS) return r;
+      return add_handle(HandleKind::kEvent, in.getHandle(), e, ctx,
+                        [this](void* object) { destroy_result_ = cu_.cuEventDestroy(static_cast<CUevent>(object)); });
     }
     case wire::Call::EVENT_RECORD: {
       CUevent e;
       CUstream s;
-      if ((r = lookup_event(call.getEventRecord().getEvent(), &e)) != CUDA_SUCCESS) return r;
-      if ((r = lookup_stream(call.getEventRecord().getStream(), &s)) != CUDA_SUCCESS) return r;
+      const uint64_t event = call.getEventRecord().getEvent();
+      if ((r = lookup_event(event, &e)) != CUDA_SUCCESS) return r;
+      // Recorded only on a stream of the event's own context.
+      if (handles_.parent(HandleKind::kEvent, event) != ctx) return CUDA_ERROR_INVALID_HANDLE;
+      if ((r = lookup_stream(ctx, call.getEventRecord().getStream(), &s)) != CUDA_SUCCESS) return r;
       return cu_.cuEventRecord(e, s);
     }
     case wire::Call::STREAM_WAIT_EVENT: {
       CUevent e;
       CUstream s;
       auto in = call.getStreamWaitEvent();
-      if ((r = lookup_stream(in.getStream(), &s)) != CUDA_SUCCESS) return r;
+      if ((r = lookup_stream(ctx, in.getStream(), &s)) != CUDA_SUCCESS) return r;
       if ((r = lookup_event(in.getEvent(), &e)) != CUDA_SUCCESS) return r;
       return cu_.cuStreamWaitEvent(s, e, in.getFlags());
     }
     case wire::Call::MEMCPY_HTO_D: {
       auto in = call.getMemcpyHtoD();
       CUstream s;
-      if ((r = lookup_stream(in.getStream(), &s)) != CUDA_SUCCESS) return r;
-      if ((r = check_range(in.getDst(), in.getSize())) != CUDA_SUCCESS) return r;
+      if ((r = lookup_stream(ctx, in.getStream(), &s)) != CUDA_SUCCESS) return r;
+      if ((r = check_range(ctx, in.getDst(), in.getSize())) != CUDA_SUCCESS) return r;
       SourceBytes src;
       r = source_bytes(in, call.getPayloadBytes(), message, true, true, staging_pool_, &src);
       if (r == CUDA_ERROR_OUT_OF_MEMORY && !staging_.empty()) {
@@ -723,11 +808,11 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
     }
     case wire::Call::MEMCPY_DTO_H: {
       auto in = call.getMemcpyDtoH();
-      PendingCopyOut pending{call.getId(), reinterpret_cast<uint64_t>(contexts_[call.getCtx()]), nullptr, {},
+      PendingCopyOut pending{call.getId(), reinterpret_cast<uint64_t>(context_object(ctx)), nullptr, {},
                              in.getSize(), CUDA_SUCCESS};
       CUstream s;
-      r = lookup_stream(in.getStream(), &s);
-      if (r == CUDA_SUCCESS) r = check_range(in.getSrc(), in.getSize());
+      r = lookup_stream(ctx, in.getStream(), &s);
+      if (r == CUDA_SUCCESS) r = check_range(ctx, in.getSrc(), in.getSize());
       if (r == CUDA_SUCCESS && in.getSize() > 0) {
         pending.buffer = staging_pool_.acquire(in.getSize());
         r = pending.buffer ? cu_.cuMemcpyDtoHAsync(pending.buffer.get(), in.getSrc(), in.getSize(), s)
@@ -747,9 +832,9 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
     case wire::Call::MEMCPY_DTO_D: {
       auto in = call.getMemcpyDtoD();
       CUstream s;
-      if ((r = lookup_stream(in.getStream(), &s)) != CUDA_SUCCESS) return r;
-      if ((r = check_range(in.getDst(), in.getSize())) != CUDA_SUCCESS) return r;
-      if ((r = check_range(in.getSrc(), in.getSize())) != CUDA_SUCCESS) return r;
+      if ((r = lookup_stream(ctx, in.getStream(), &s)) != CUDA_SUCCESS) return r;
+      if ((r = check_range(ctx, in.getDst(), in.getSize())) != CUDA_SUCCESS) return r;
+      if ((r = check_range(ctx, in.getSrc(), in.getSize())) != CUDA_SUCCESS) return r;
       if (in.getSize() == 0) return CUDA_SUCCESS;
       return cu_.cuMemcpyDtoDAsync(in.getDst(), in.getSrc(), in.getSize(), s);
     }
@@ -758,8 +843,8 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
       CUstream s;
       unsigned es = in.getElementSize();
       if ((es != 1 && es != 2 && es != 4) || in.getCount() > UINT64_MAX / es) return CUDA_ERROR_INVALID_VALUE;
-      if ((r = lookup_stream(in.getStream(), &s)) != CUDA_SUCCESS) return r;
-      if ((r = check_range(in.getDst(), in.getCount() * es)) != CUDA_SUCCESS) return r;
+      if ((r = lookup_stream(ctx, in.getStream(), &s)) != CUDA_SUCCESS) return r;
+      if ((r = check_range(ctx, in.getDst(), in.getCount() * es)) != CUDA_SUCCESS) return r;
       if (es == 1) return cu_.cuMemsetD8Async(in.getDst(), static_cast<unsigned char>(in.getValue()), in.getCount(), s);
       if (es == 2) return cu_.cuMemsetD16Async(in.getDst(), static_cast<unsigned short>(in.getValue()), in.getCount(), s);
       return cu_.cuMemsetD32Async(in.getDst(), in.getValue(), in.getCount(), s);
@@ -783,18 +868,8 @@ CUevent Session::completion_event(CUstream stream, CUresult* result) {
   return done;
 }
 
-void Session::run_wait(std::function<void()> job) {
-  if (waiters_.size() < kMaxWaiterThreads) {
-    waiters_.spawn(std::move(job));
-    return;
-  }
-  // A client that keeps this many waits open is served one wait at a time,
-  // on its own executor: its other calls queue, nobody else's do.
-  job();
-}
-
 void Session::wait_then_reply(uint64_t call_id, uint64_t ctx, std::function<CUresult()> wait) {
-  run_wait([this, call_id, ctx, wait = std::move(wait)] {
+  completions_.run_wait([this, call_id, ctx, wait = std::move(wait)] {
     CUresult r = set_current(reinterpret_cast<CUcontext>(ctx));
     if (r == CUDA_SUCCESS) r = wait();
     send_reply(call_id, Outcome{r});
@@ -802,55 +877,34 @@ void Session::wait_then_reply(uint64_t call_id, uint64_t ctx, std::function<CUre
 }
 
 void Session::queue_copy_out(uint64_t stream, PendingCopyOut pending) {
-  {
-    std::lock_guard<std::mutex> lock(completions_mu_);
-    // Streams share a bounded set of lanes (a stream keeps its order in its
-    // lane): a client with thousands of streams costs kCompletionLanes threads.
-    std::unique_ptr<CompletionLane>& lane = lanes_[((stream * 0x9E3779B97F4A7C15ull) >> 32) % kCompletionLanes];
-    if (!lane) {
-      lane = std::make_unique<CompletionLane>();
-      CompletionLane* raw = lane.get();
-      raw->thread = std::thread([this, raw] { run_completions(raw); });
-    }
-    lane->queue.push_back(std::move(pending));
-  }
-  completions_cv_.notify_all();  // lanes share the condition; there are few
+  auto p = std::make_shared<PendingCopyOut>(std::move(pending));
+  completions_.queue(stream, [this, p] { complete_copy_out(*p); });
 }
 
-void Session::run_completions(CompletionLane* lane) {
-  for (;;) {
-    PendingCopyOut p;
-    {
-      std::unique_lock<std::mutex> lock(completions_mu_);
-      completions_cv_.wait(lock, [&] { return completions_stop_ || !lane->queue.empty(); });
-      if (lane->queue.empty()) return;
-      p = std::move(lane->queue.front());
-      lane->queue.pop_front();
-    }
-    CUresult r = p.result;
-    if (r == CUDA_SUCCESS && p.done) {
-      r = set_current(reinterpret_cast<CUcontext>(p.ctx));
-      if (r == CUDA_SUCCESS) r = cu_.cuEventSynchronize(p.done);
-      cu_.cuEventDestroy(p.done);
-    }
-    capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
-    auto done = builder.initRoot<wire::Envelope>().initCopyDone();
-    done.setId(p.call_id);
-    done.setResult(r);
-    transport::Bytes payload;
-    if (r == CUDA_SUCCESS && p.size > 0) {
-      if (p.size <= kReplyBytesLimit) {
-        done.setBytes(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(p.buffer.get()), p.size));
-      } else {
-        done.setPayloadBytes(p.size);
-        payload = transport::Bytes(p.buffer.get(), p.size);
-      }
-    }
-    // An error found when the copy was issued was recorded then, not again.
-    if (r != CUDA_SUCCESS && p.result == CUDA_SUCCESS) record_async_error(p.call_id, r);
-    auto words = protocol::encode(builder);
-    (void)connection_->send(protocol::as_bytes(words), payload);
+void Session::complete_copy_out(PendingCopyOut& p) {
+  CUresult r = p.result;
+  if (r == CUDA_SUCCESS && p.done) {
+    r = set_current(reinterpret_cast<CUcontext>(p.ctx));
+    if (r == CUDA_SUCCESS) r = cu_.cuEventSynchronize(p.done);
+    cu_.cuEventDestroy(p.done);
   }
+  capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
+  auto done = builder.initRoot<wire::Envelope>().initCopyDone();
+  done.setId(p.call_id);
+  done.setResult(r);
+  transport::Bytes payload;
+  if (r == CUDA_SUCCESS && p.size > 0) {
+    if (p.size <= kReplyBytesLimit) {
+      done.setBytes(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(p.buffer.get()), p.size));
+    } else {
+      done.setPayloadBytes(p.size);
+      payload = transport::Bytes(p.buffer.get(), p.size);
+    }
+  }
+  // An error found when the copy was issued was recorded then, not again.
+  if (r != CUDA_SUCCESS && p.result == CUDA_SUCCESS) record_async_error(p.call_id, r);
+  auto words = protocol::encode(builder);
+  (void)connection_->send(protocol::as_bytes(words), payload);
 }
 
 }  // namespace rgpu::server

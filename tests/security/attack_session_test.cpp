@@ -45,6 +45,7 @@ std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
 RawPeer::Fill copy_in(uint64_t dst, std::vector<uint8_t> bytes) {
   return [dst, bytes](wire::Call::Builder c) {
     auto in = c.initMemcpyHtoD();
+    in.setStream(protocol::kNullStream);
     in.setDst(dst);
     in.setSize(bytes.size());
     in.setBytes(kj::arrayPtr(bytes.data(), bytes.size()));
@@ -104,11 +105,11 @@ TEST_F(AttackTest, NamesWithoutTerminatorAreRefused) {
   start();
   auto p = session();
   ASSERT_TRUE(p);
-  ASSERT_TRUE(p->load_kernels(10, 11, "fill"));
+  ASSERT_TRUE(p->load_kernels(M(10), F(11), "fill"));
   // Controls: terminated names work.
   auto global = p->call(RawPeer::kCtx, [](wire::Call::Builder c) {
     auto g = c.initModuleGetGlobal();
-    g.setModule(10);
+    g.setModule(M(10));
     g.setName("counter");
   });
   ASSERT_EQ(global.result, CUDA_SUCCESS) << global.describe();
@@ -117,8 +118,8 @@ TEST_F(AttackTest, NamesWithoutTerminatorAreRefused) {
   auto get_function = p->batch(RawPeer::kCtx,
                                {[](wire::Call::Builder c) {
                                   auto f = c.initModuleGetFunction();
-                                  f.setModule(10);
-                                  f.setHandle(12);
+                                  f.setModule(M(10));
+                                  f.setHandle(F(12));
                                   f.setName("poke");
                                 },
                                 [](wire::Call::Builder c) { c.setCtxSynchronize(); }},
@@ -130,11 +131,11 @@ TEST_F(AttackTest, NamesWithoutTerminatorAreRefused) {
 
   auto q = session();
   ASSERT_TRUE(q);
-  ASSERT_TRUE(q->load_kernels(10, 11, "fill"));
+  ASSERT_TRUE(q->load_kernels(M(10), F(11), "fill"));
   auto get_global = q->batch(RawPeer::kCtx,
                              {[](wire::Call::Builder c) {
                                 auto g = c.initModuleGetGlobal();
-                                g.setModule(10);
+                                g.setModule(M(10));
                                 g.setName("counter");
                               }},
                              &id);
@@ -155,7 +156,7 @@ TEST_F(AttackTest, HugeModuleImageIsAnErrorNotAnAllocation) {
   auto load = [&](bool with_inline) {
     return [&, with_inline](wire::Call::Builder c) {
       auto m = c.initModuleLoad();
-      m.setHandle(30);
+      m.setHandle(M(30));
       m.setHash(kj::arrayPtr(hash.data(), hash.size()));
       m.setImageBytes(huge);
       if (with_inline) m.setImage(kj::arrayPtr(small.data(), small.size()));
@@ -170,7 +171,7 @@ TEST_F(AttackTest, HugeModuleImageIsAnErrorNotAnAllocation) {
   EXPECT_RESULT(p->call(RawPeer::kCtx,
                         [&](wire::Call::Builder c) {
                           auto m = c.initModuleLoad();
-                          m.setHandle(31);
+                          m.setHandle(M(31));
                           m.setHash(kj::arrayPtr(hash.data(), hash.size()));
                           m.setImageBytes(1 << 20);
                         },
@@ -181,7 +182,7 @@ TEST_F(AttackTest, HugeModuleImageIsAnErrorNotAnAllocation) {
   EXPECT_RESULT(p->call(RawPeer::kCtx,
                         [&](wire::Call::Builder c) {
                           auto m = c.initModuleLoad();
-                          m.setHandle(32);
+                          m.setHandle(M(32));
                           m.setHash(kj::arrayPtr(hash.data(), hash.size()));
                           m.setImage(kj::arrayPtr(image.data(), image.size()));
                           m.setImageBytes(image.size());
@@ -229,43 +230,44 @@ TEST_F(AttackTest, ForgedForeignAndWrongKindHandlesAreUnknown) {
   // The victim (bob) holds a stream, an event, a module and a function.
   auto victim = session("bob", kBobKey);
   ASSERT_TRUE(victim);
-  ASSERT_TRUE(victim->load_kernels(400, 401, "fill"));
-  ASSERT_TRUE(victim->post(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initStreamCreate().setHandle(200); },
-                                           [](wire::Call::Builder c) { c.initEventCreate().setHandle(300); }}));
-  auto vq = victim->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initStreamQuery().setHandle(200); });
+  ASSERT_TRUE(victim->load_kernels(M(400), F(401), "fill"));
+  ASSERT_TRUE(victim->post(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initStreamCreate().setHandle(S(200)); },
+                                           [](wire::Call::Builder c) { c.initEventCreate().setHandle(E(300)); }}));
+  auto vq = victim->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initStreamQuery().setHandle(S(200)); });
   ASSERT_EQ(vq.result, CUDA_SUCCESS) << vq.describe();
   ASSERT_EQ(vq.async_error, CUDA_SUCCESS) << vq.describe();
 
   auto p = session();
   ASSERT_TRUE(p);
   // Its own event 500 and stream 600, to misuse as the other kind.
-  ASSERT_TRUE(p->load_kernels(700, 701, "fill"));
-  ASSERT_TRUE(p->post(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initEventCreate().setHandle(500); },
-                                      [](wire::Call::Builder c) { c.initStreamCreate().setHandle(600); }}));
+  ASSERT_TRUE(p->load_kernels(M(700), F(701), "fill"));
+  ASSERT_TRUE(p->post(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initEventCreate().setHandle(E(500)); },
+                                      [](wire::Call::Builder c) { c.initStreamCreate().setHandle(S(600)); }}));
   const std::vector<std::pair<const char*, RawPeer::Fill>> sync_attacks = {
-      {"forged stream", [](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(0xdead0000beefull); }},
-      {"forged event", [](wire::Call::Builder c) { c.initEventQuery().setHandle(0x1234567); }},
-      {"forged function", [](wire::Call::Builder c) { c.initFuncGetAttributes().setHandle(0x77777); }},
+      {"forged stream", [](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(S(0xdead)); }},
+      {"stream handle without a kind", [](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(0x1234567); }},
+      {"forged event", [](wire::Call::Builder c) { c.initEventQuery().setHandle(E(0x1234)); }},
+      {"forged function", [](wire::Call::Builder c) { c.initFuncGetAttributes().setHandle(F(0x7777)); }},
       {"forged module", [](wire::Call::Builder c) {
          auto g = c.initModuleGetGlobal();
-         g.setModule(0x55555);
+         g.setModule(M(0x5555));
          g.setName("counter");
        }},
-      {"victim's stream", [](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(200); }},
-      {"victim's stream queried", [](wire::Call::Builder c) { c.initStreamQuery().setHandle(200); }},
-      {"victim's event", [](wire::Call::Builder c) { c.initEventSynchronize().setHandle(300); }},
+      {"victim's stream", [](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(S(200)); }},
+      {"victim's stream queried", [](wire::Call::Builder c) { c.initStreamQuery().setHandle(S(200)); }},
+      {"victim's event", [](wire::Call::Builder c) { c.initEventSynchronize().setHandle(E(300)); }},
       {"victim's module", [](wire::Call::Builder c) {
          auto g = c.initModuleGetGlobal();
-         g.setModule(400);
+         g.setModule(M(400));
          g.setName("counter");
        }},
-      {"victim's function", [](wire::Call::Builder c) { c.initFuncGetAttributes().setHandle(401); }},
-      {"event as stream", [](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(500); }},
-      {"stream as event", [](wire::Call::Builder c) { c.initEventSynchronize().setHandle(600); }},
-      {"module as function", [](wire::Call::Builder c) { c.initFuncGetAttributes().setHandle(700); }},
+      {"victim's function", [](wire::Call::Builder c) { c.initFuncGetAttributes().setHandle(F(401)); }},
+      {"event as stream", [](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(E(500)); }},
+      {"stream as event", [](wire::Call::Builder c) { c.initEventSynchronize().setHandle(S(600)); }},
+      {"module as function", [](wire::Call::Builder c) { c.initFuncGetAttributes().setHandle(M(700)); }},
       {"function as module", [](wire::Call::Builder c) {
          auto g = c.initModuleGetGlobal();
-         g.setModule(701);
+         g.setModule(F(701));
          g.setName("counter");
        }},
   };
@@ -278,43 +280,46 @@ TEST_F(AttackTest, ForgedForeignAndWrongKindHandlesAreUnknown) {
   const std::vector<std::pair<const char*, RawPeer::Fill>> async_attacks = {
       {"launch of the victim's function", [](wire::Call::Builder c) {
          auto l = c.initLaunchKernel();
-         l.setFunction(401);
+         l.setStream(protocol::kNullStream);
+         l.setFunction(F(401));
          l.setGridX(1), l.setGridY(1), l.setGridZ(1), l.setBlockX(1), l.setBlockY(1), l.setBlockZ(1);
        }},
       {"launch of a module handle", [](wire::Call::Builder c) {
          auto l = c.initLaunchKernel();
-         l.setFunction(700);
+         l.setStream(protocol::kNullStream);
+         l.setFunction(M(700));
          l.setGridX(1), l.setGridY(1), l.setGridZ(1), l.setBlockX(1), l.setBlockY(1), l.setBlockZ(1);
        }},
       {"record of the victim's event", [](wire::Call::Builder c) {
          auto r = c.initEventRecord();
-         r.setEvent(300);
+         r.setEvent(E(300));
        }},
       {"record on an event used as stream", [](wire::Call::Builder c) {
          auto r = c.initEventRecord();
-         r.setEvent(500);
-         r.setStream(500);
+         r.setEvent(E(500));
+         r.setStream(E(500));
        }},
       {"wait on the victim's event", [](wire::Call::Builder c) {
          auto w = c.initStreamWaitEvent();
-         w.setStream(600);
-         w.setEvent(300);
+         w.setStream(S(600));
+         w.setEvent(E(300));
        }},
-      {"destroy of the victim's stream", [](wire::Call::Builder c) { c.initStreamDestroy().setHandle(200); }},
-      {"destroy of the victim's event", [](wire::Call::Builder c) { c.initEventDestroy().setHandle(300); }},
-      {"unload of the victim's module", [](wire::Call::Builder c) { c.initModuleUnload().setHandle(400); }},
-      {"destroy of a special stream", [](wire::Call::Builder c) { c.initStreamDestroy().setHandle(1); }},
+      {"destroy of the victim's stream", [](wire::Call::Builder c) { c.initStreamDestroy().setHandle(S(200)); }},
+      {"destroy of the victim's event", [](wire::Call::Builder c) { c.initEventDestroy().setHandle(E(300)); }},
+      {"unload of the victim's module", [](wire::Call::Builder c) { c.initModuleUnload().setHandle(M(400)); }},
+      {"destroy of a special stream", [](wire::Call::Builder c) { c.initStreamDestroy().setHandle(protocol::kLegacyStream); }},
       {"event as the stream of a copy", [](wire::Call::Builder c) {
          auto o = c.initMemcpyDtoH();
+         o.setStream(protocol::kNullStream);
          o.setSrc(0);
          o.setSize(0);
-         o.setStream(500);
+         o.setStream(E(500));
          o.setAsync(true);
        }},
       {"function from the victim's module", [](wire::Call::Builder c) {
          auto f = c.initModuleGetFunction();
-         f.setModule(400);
-         f.setHandle(702);
+         f.setModule(M(400));
+         f.setHandle(F(702));
          f.setName("fill");
        }},
   };
@@ -325,15 +330,15 @@ TEST_F(AttackTest, ForgedForeignAndWrongKindHandlesAreUnknown) {
   }
   // A context handle the attacker never made (the victim's numbering is
   // its own; 1 exists only in each session's own table).
-  EXPECT_RESULT(p->call(99, [](wire::Call::Builder c) { c.setMemAlloc(64); }), CUDA_ERROR_INVALID_CONTEXT);
-  EXPECT_RESULT(p->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initCtxDestroy().setHandle(99); }),
+  EXPECT_RESULT(p->call(C(99), [](wire::Call::Builder c) { c.setMemAlloc(64); }), CUDA_ERROR_INVALID_CONTEXT);
+  EXPECT_RESULT(p->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initCtxDestroy().setHandle(C(99)); }),
                 CUDA_ERROR_INVALID_CONTEXT);
   // The victim's handles still work.
-  auto after = victim->calls(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(200); }});
+  auto after = victim->calls(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(S(200)); }});
   EXPECT_EQ(after.result, CUDA_SUCCESS) << after.describe();
-  after = victim->calls(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initEventQuery().setHandle(300); }});
+  after = victim->calls(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initEventQuery().setHandle(E(300)); }});
   EXPECT_EQ(after.result, CUDA_SUCCESS) << after.describe();
-  after = victim->calls(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initFuncGetAttributes().setHandle(401); }});
+  after = victim->calls(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initFuncGetAttributes().setHandle(F(401)); }});
   EXPECT_EQ(after.result, CUDA_SUCCESS) << after.describe();
   expect_server_serving();
 }
@@ -344,29 +349,29 @@ TEST_F(AttackTest, MoreHandlesThanTheLimitAreOutOfMemoryAndTheSessionGoesOn) {
   ASSERT_TRUE(p);
   std::vector<RawPeer::Fill> creates;
   for (uint64_t h = 1000; h < 1100; ++h) {
-    creates.push_back([h](wire::Call::Builder c) { c.initEventCreate().setHandle(h); });
+    creates.push_back([h](wire::Call::Builder c) { c.initEventCreate().setHandle(E(h)); });
   }
   creates.push_back(mem_get_info);
   const Answer a = p->calls(RawPeer::kCtx, creates);
   EXPECT_EQ(a.kind, Kind::kReply) << a.describe();
   EXPECT_EQ(a.async_error, CUDA_ERROR_OUT_OF_MEMORY) << a.describe();
   // Streams and modules hit the same bound.
-  auto s = p->calls(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initStreamCreate().setHandle(5000); }, mem_get_info});
+  auto s = p->calls(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initStreamCreate().setHandle(S(5000)); }, mem_get_info});
   EXPECT_EQ(s.async_error, CUDA_ERROR_OUT_OF_MEMORY) << s.describe();
   std::vector<uint8_t> hash(32, 0);
   auto m = p->call(RawPeer::kCtx, [&](wire::Call::Builder c) {
     auto l = c.initModuleLoad();
-    l.setHandle(5001);
+    l.setHandle(M(5001));
     l.setHash(kj::arrayPtr(hash.data(), hash.size()));
   });
   EXPECT_RESULT(m, CUDA_ERROR_OUT_OF_MEMORY);
   // The session goes on: what it made works, freeing makes room.
-  EXPECT_EQ(p->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initEventQuery().setHandle(1000); }).result,
+  EXPECT_EQ(p->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initEventQuery().setHandle(E(1000)); }).result,
             CUDA_SUCCESS);
   EXPECT_NE(p->alloc(4096), 0u);
-  auto again = p->calls(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initEventDestroy().setHandle(1000); },
-                                        [](wire::Call::Builder c) { c.initEventCreate().setHandle(2000); },
-                                        [](wire::Call::Builder c) { c.initEventQuery().setHandle(2000); }});
+  auto again = p->calls(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initEventDestroy().setHandle(E(1000)); },
+                                        [](wire::Call::Builder c) { c.initEventCreate().setHandle(E(2000)); },
+                                        [](wire::Call::Builder c) { c.initEventQuery().setHandle(E(2000)); }});
   EXPECT_EQ(again.result, CUDA_SUCCESS) << again.describe();
   EXPECT_EQ(again.async_error, CUDA_SUCCESS) << again.describe();
   expect_server_serving();
@@ -399,18 +404,21 @@ TEST_F(AttackTest, OversizedWrappingAndForeignRangesAreInvalid) {
     const std::string mode = async ? " (async)" : "";
     attacks.push_back({"copy out of UINT64_MAX - ptr + 2 bytes" + mode, [=](wire::Call::Builder c) {
                          auto o = c.initMemcpyDtoH();
+                         o.setStream(protocol::kNullStream);
                          o.setSrc(ptr);
                          o.setSize(wrap);
                          o.setAsync(async);
                        }});
     attacks.push_back({"copy in of UINT64_MAX - ptr + 2 bytes" + mode, [=](wire::Call::Builder c) {
                          auto i = c.initMemcpyHtoD();
+                         i.setStream(protocol::kNullStream);
                          i.setDst(ptr);
                          i.setSize(wrap);
                          i.setAsync(async);
                        }});
     attacks.push_back({"device copy of UINT64_MAX - ptr + 2 bytes" + mode, [=](wire::Call::Builder c) {
                          auto d = c.initMemcpyDtoD();
+                         d.setStream(protocol::kNullStream);
                          d.setDst(ptr);
                          d.setSrc(ptr);
                          d.setSize(wrap);
@@ -419,6 +427,7 @@ TEST_F(AttackTest, OversizedWrappingAndForeignRangesAreInvalid) {
     for (uint8_t es : {1, 2, 4}) {
       attacks.push_back({"memset of 2^64 / " + std::to_string(es) + " (+ 1) elements" + mode, [=](wire::Call::Builder c) {
                            auto m = c.initMemset();
+                           m.setStream(protocol::kNullStream);
                            m.setDst(ptr);
                            m.setElementSize(es);
                            // count * size wraps to a small number (for 1 byte: the most there is)
@@ -428,6 +437,7 @@ TEST_F(AttackTest, OversizedWrappingAndForeignRangesAreInvalid) {
     }
     attacks.push_back({"memset of element size 3" + mode, [=](wire::Call::Builder c) {
                          auto m = c.initMemset();
+                         m.setStream(protocol::kNullStream);
                          m.setDst(ptr);
                          m.setElementSize(3);
                          m.setCount(4);
@@ -435,12 +445,14 @@ TEST_F(AttackTest, OversizedWrappingAndForeignRangesAreInvalid) {
                        }});
     attacks.push_back({"copy out of the victim's memory" + mode, [=](wire::Call::Builder c) {
                          auto o = c.initMemcpyDtoH();
+                         o.setStream(protocol::kNullStream);
                          o.setSrc(theirs);
                          o.setSize(64);
                          o.setAsync(async);
                        }});
     attacks.push_back({"memset of the victim's memory" + mode, [=](wire::Call::Builder c) {
                          auto m = c.initMemset();
+                         m.setStream(protocol::kNullStream);
                          m.setDst(theirs + 8);
                          m.setElementSize(1);
                          m.setCount(8);
@@ -448,6 +460,7 @@ TEST_F(AttackTest, OversizedWrappingAndForeignRangesAreInvalid) {
                        }});
     attacks.push_back({"device copy from the victim's memory" + mode, [=](wire::Call::Builder c) {
                          auto d = c.initMemcpyDtoD();
+                         d.setStream(protocol::kNullStream);
                          d.setDst(ptr);
                          d.setSrc(theirs);
                          d.setSize(64);
@@ -455,6 +468,7 @@ TEST_F(AttackTest, OversizedWrappingAndForeignRangesAreInvalid) {
                        }});
     attacks.push_back({"device copy into the victim's memory" + mode, [=](wire::Call::Builder c) {
                          auto d = c.initMemcpyDtoD();
+                         d.setStream(protocol::kNullStream);
                          d.setDst(theirs);
                          d.setSrc(ptr);
                          d.setSize(64);
@@ -462,6 +476,7 @@ TEST_F(AttackTest, OversizedWrappingAndForeignRangesAreInvalid) {
                        }});
     attacks.push_back({"copy in past the end of its own allocation" + mode, [=](wire::Call::Builder c) {
                          auto i = c.initMemcpyHtoD();
+                         i.setStream(protocol::kNullStream);
                          i.setDst(ptr + 4090);
                          i.setSize(8);
                          const uint8_t b[8] = {};
@@ -484,6 +499,7 @@ TEST_F(AttackTest, OversizedWrappingAndForeignRangesAreInvalid) {
   EXPECT_RESULT(p->call(RawPeer::kCtx,
                         [=](wire::Call::Builder c) {
                           auto o = c.initMemcpyDtoH();
+                          o.setStream(protocol::kNullStream);
                           o.setSrc(ptr);
                           o.setSize(wrap);
                         }),
@@ -491,6 +507,7 @@ TEST_F(AttackTest, OversizedWrappingAndForeignRangesAreInvalid) {
   EXPECT_RESULT(p->call(RawPeer::kCtx,
                         [=](wire::Call::Builder c) {
                           auto m = c.initMemset();
+                          m.setStream(protocol::kNullStream);
                           m.setDst(ptr);
                           m.setElementSize(4);
                           m.setCount(UINT64_MAX / 4 + 1);
@@ -504,6 +521,7 @@ TEST_F(AttackTest, OversizedWrappingAndForeignRangesAreInvalid) {
   EXPECT_RESULT(p->call(RawPeer::kCtx,
                         [=](wire::Call::Builder c) {
                           auto i = c.initMemcpyHtoD();
+                          i.setStream(protocol::kNullStream);
                           i.setDst(ptr);
                           i.setSize(200 * 1024);
                         },
@@ -525,11 +543,11 @@ TEST_F(AttackTest, KernelCannotWriteAnotherSessionsMemory) {
 
   auto p = session();
   ASSERT_TRUE(p);
-  ASSERT_TRUE(p->load_kernels(10, 11, "poke"));
+  ASSERT_TRUE(p->load_kernels(M(10), F(11), "poke"));
   // Control: the kernel does store through a pointer of its own session.
   const uint64_t mine = p->alloc(4096);
   ASSERT_NE(mine, 0u);
-  const Answer own = p->launch_and_sync(11, poke_params(mine));
+  const Answer own = p->launch_and_sync(F(11), poke_params(mine));
   ASSERT_EQ(own.result, CUDA_SUCCESS) << own.describe();
   ASSERT_EQ(own.async_error, CUDA_SUCCESS) << own.describe();
   const auto got = p->read(mine, 4);
@@ -539,7 +557,7 @@ TEST_F(AttackTest, KernelCannotWriteAnotherSessionsMemory) {
   EXPECT_EQ(word, 0xdeadbeefu);
 
   // The attack: the victim's pointer as the kernel's argument.
-  const Answer a = p->launch_and_sync(11, poke_params(theirs + 64));
+  const Answer a = p->launch_and_sync(F(11), poke_params(theirs + 64));
   EXPECT_RESULT(a, CUDA_ERROR_ILLEGAL_ADDRESS);
   EXPECT_EQ(victim->read(theirs, secret.size()), secret) << "the attacker's kernel changed the victim's memory";
   // The victim's session is unharmed.
@@ -562,15 +580,16 @@ int hog_main(const std::string& address) {
     return 1;
   }
   shim::Client& client = *c.value();
-  client.call_async(0, [](wire::Call::Builder call) { call.initPrimaryCtxRetain().setHandle(1); });
-  auto alloc = client.call_sync(1, [](wire::Call::Builder call) { call.setMemAlloc(256u << 20); });
+  client.call_async(0, [](wire::Call::Builder call) { call.initPrimaryCtxRetain().setHandle(RawPeer::kCtx); });
+  auto alloc = client.call_sync(RawPeer::kCtx, [](wire::Call::Builder call) { call.setMemAlloc(256u << 20); });
   if (alloc.result != CUDA_SUCCESS) return 2;
   std::vector<std::byte> bytes(64u << 20, std::byte{7});
   for (int i = 0; i < 100000; ++i) {
     client.call_sync(
-        1,
+        RawPeer::kCtx,
         [&](wire::Call::Builder call) {
           auto in = call.initMemcpyHtoD();
+          in.setStream(protocol::kNullStream);
           in.setDst(alloc.values[0] + (i % 4) * bytes.size());
           in.setSize(bytes.size());
         },

@@ -15,12 +15,22 @@
 #include "kernels.h"
 #include "rgpu/fatbin/fatbin.h"
 #include "rgpu/protocol/codec.h"
+#include "rgpu/protocol/handles.h"
 
 namespace {
 
 using namespace rgpu;
 using security::fuzz::append_record;
 using Fill = std::function<void(wire::Call::Builder)>;
+
+// Typed handles, as the client mints them: the n-th of each kind.
+uint64_t minted(protocol::HandleKind kind, uint64_t n) { return protocol::make_handle(kind, protocol::kFirstMintedSerial + n); }
+uint64_t S(uint64_t n) { return minted(protocol::HandleKind::kStream, n); }
+uint64_t E(uint64_t n) { return minted(protocol::HandleKind::kEvent, n); }
+uint64_t M(uint64_t n) { return minted(protocol::HandleKind::kModule, n); }
+uint64_t F(uint64_t n) { return minted(protocol::HandleKind::kFunction, n); }
+uint64_t C(uint64_t n) { return minted(protocol::HandleKind::kContext, n); }
+constexpr uint64_t kCtx = protocol::primary_context(0);
 
 std::vector<std::byte> bytes_of(capnp::MessageBuilder& b) {
   auto words = protocol::encode(b);
@@ -60,7 +70,7 @@ std::vector<std::byte> batch(const std::vector<Fill>& fills) {
   for (size_t i = 0; i < fills.size(); ++i) {
     auto c = calls[i].initCall();
     c.setId(id++);
-    c.setCtx(1);
+    c.setCtx(kCtx);
     fills[i](c);
   }
   return bytes_of(b);
@@ -84,7 +94,7 @@ bool write(const std::string& path, const std::vector<uint8_t>& bytes) {
 Fill retain() {
   return [](wire::Call::Builder c) {
     auto r = c.initPrimaryCtxRetain();
-    r.setHandle(1);
+    r.setHandle(kCtx);
   };
 }
 Fill create_ctx(uint64_t h) {
@@ -102,9 +112,10 @@ Fill info() {
 Fill ctx_sync() {
   return [](wire::Call::Builder c) { c.setCtxSynchronize(); };
 }
-Fill copy_in(uint64_t dst, uint64_t size, bool inline_bytes, bool async = false, uint64_t stream = 0) {
+Fill copy_in(uint64_t dst, uint64_t size, bool inline_bytes, bool async = false, uint64_t stream = protocol::kNullStream) {
   return [=](wire::Call::Builder c) {
     auto in = c.initMemcpyHtoD();
+    in.setStream(protocol::kNullStream);
     in.setDst(dst);
     in.setSize(size);
     in.setAsync(async);
@@ -115,9 +126,10 @@ Fill copy_in(uint64_t dst, uint64_t size, bool inline_bytes, bool async = false,
     }
   };
 }
-Fill copy_out(uint64_t src, uint64_t size, bool async = false, uint64_t stream = 0) {
+Fill copy_out(uint64_t src, uint64_t size, bool async = false, uint64_t stream = protocol::kNullStream) {
   return [=](wire::Call::Builder c) {
     auto o = c.initMemcpyDtoH();
+    o.setStream(protocol::kNullStream);
     o.setSrc(src);
     o.setSize(size);
     o.setAsync(async);
@@ -127,6 +139,7 @@ Fill copy_out(uint64_t src, uint64_t size, bool async = false, uint64_t stream =
 Fill copy_dev(uint64_t dst, uint64_t src, uint64_t size, bool async = false) {
   return [=](wire::Call::Builder c) {
     auto d = c.initMemcpyDtoD();
+    d.setStream(protocol::kNullStream);
     d.setDst(dst);
     d.setSrc(src);
     d.setSize(size);
@@ -136,6 +149,7 @@ Fill copy_dev(uint64_t dst, uint64_t src, uint64_t size, bool async = false) {
 Fill memset(uint64_t dst, uint8_t es, uint64_t count, bool async = false) {
   return [=](wire::Call::Builder c) {
     auto m = c.initMemset();
+    m.setStream(protocol::kNullStream);
     m.setDst(dst);
     m.setValue(0x01020304);
     m.setElementSize(es);
@@ -164,9 +178,10 @@ Fill get_function(uint64_t module, uint64_t handle, const char* name) {
   };
 }
 Fill launch(uint64_t function, std::vector<uint8_t> params, uint32_t grid = 1, uint32_t block = 32,
-            uint64_t stream = 0) {
+            uint64_t stream = protocol::kNullStream) {
   return [=](wire::Call::Builder c) {
     auto l = c.initLaunchKernel();
+    l.setStream(protocol::kNullStream);
     l.setFunction(function);
     l.setGridX(grid), l.setGridY(1), l.setGridZ(1);
     l.setBlockX(block), l.setBlockY(1), l.setBlockZ(1);
@@ -219,79 +234,100 @@ std::vector<Seed> session_seeds() {
     s.add({retain(), alloc(4096)});
     s.add({[](wire::Call::Builder c) {
              auto x = c.initStreamCreate();
-             x.setHandle(100);
+             x.setHandle(S(100));
            },
-           [](wire::Call::Builder c) { c.initEventCreate().setHandle(200); },
-           [](wire::Call::Builder c) { c.initEventCreate().setHandle(201); },
+           [](wire::Call::Builder c) { c.initEventCreate().setHandle(E(200)); },
+           [](wire::Call::Builder c) { c.initEventCreate().setHandle(E(201)); },
            [](wire::Call::Builder c) {
              auto r = c.initEventRecord();
-             r.setEvent(200);
-             r.setStream(100);
+             r.setEvent(E(200));
+             r.setStream(S(100));
            },
-           copy_in(sym(0), 64, true, true, 100), copy_out(sym(0), 64, true, 100),
+           copy_in(sym(0), 64, true, true, S(100)), copy_out(sym(0), 64, true, S(100)),
            [](wire::Call::Builder c) {
              auto r = c.initEventRecord();
-             r.setEvent(201);
-             r.setStream(100);
+             r.setEvent(E(201));
+             r.setStream(S(100));
            },
            [](wire::Call::Builder c) {
              auto w = c.initStreamWaitEvent();
-             w.setStream(0);
-             w.setEvent(201);
+             w.setStream(protocol::kNullStream);
+             w.setEvent(E(201));
            },
-           handle([](wire::Call::Builder c, uint64_t h) { c.initStreamQuery().setHandle(h); }, 100)});
-    s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initStreamSynchronize().setHandle(h); }, 100)});
-    s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initEventSynchronize().setHandle(h); }, 201)});
-    s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initEventQuery().setHandle(h); }, 200)});
+           handle([](wire::Call::Builder c, uint64_t h) { c.initStreamQuery().setHandle(h); }, S(100))});
+    s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initStreamSynchronize().setHandle(h); }, S(100))});
+    s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initEventSynchronize().setHandle(h); }, E(201))});
+    s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initEventQuery().setHandle(h); }, E(200))});
     s.add({[](wire::Call::Builder c) {
       auto p = c.initEventElapsedTime();
-      p.setStart(200);
-      p.setEnd(201);
+      p.setStart(E(200));
+      p.setEnd(E(201));
     }});
-    s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initEventDestroy().setHandle(h); }, 200),
-           handle([](wire::Call::Builder c, uint64_t h) { c.initStreamDestroy().setHandle(h); }, 100), ctx_sync()});
-    s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initStreamSynchronize().setHandle(h); }, 2)});
+    s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initEventDestroy().setHandle(h); }, E(200)),
+           handle([](wire::Call::Builder c, uint64_t h) { c.initStreamDestroy().setHandle(h); }, S(100)), ctx_sync()});
+    s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initStreamSynchronize().setHandle(h); }, protocol::kPerThreadStream)});
     seeds.push_back(std::move(s));
   }
   {  // modules, functions, globals, launches
     Seed s;
     s.add({retain(), alloc(4096)});
-    s.add({module_load(10, true)});
-    s.add({get_function(10, 11, "fill"), get_function(10, 12, "poke"),
-           handle([](wire::Call::Builder c, uint64_t h) { c.initFuncGetAttributes().setHandle(h); }, 11)});
+    s.add({module_load(M(10), true)});
+    s.add({get_function(M(10), F(11), "fill"), get_function(M(10), F(12), "poke"),
+           handle([](wire::Call::Builder c, uint64_t h) { c.initFuncGetAttributes().setHandle(h); }, F(11))});
     s.add({[](wire::Call::Builder c) {
       auto g = c.initModuleGetGlobal();
-      g.setModule(10);
+      g.setModule(M(10));
       g.setName("counter");
     }});
     s.add({[](wire::Call::Builder c) {
              auto a = c.initFuncSetAttribute();
-             a.setFunction(11);
+             a.setFunction(F(11));
              a.setAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
              a.setValue(1024);
            },
-           launch(11, security::fill_params(sym(0), 5, 1024), 8, 128), launch(12, security::poke_params(sym(64))),
+           launch(F(11), security::fill_params(sym(0), 5, 1024), 8, 128), launch(F(12), security::poke_params(sym(64))),
            copy_out(sym(0), 4096)});
-    s.add({launch(12, security::poke_params(sym(4096))), ctx_sync()});  // out of bounds: an illegal address
-    s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initModuleUnload().setHandle(h); }, 10), info()});
-    s.add({module_load(13, false, true)});  // by hash, from the cache
-    s.add({module_load(14, false)}, image_bytes());  // the image as the payload
+    s.add({launch(F(12), security::poke_params(sym(4096))), ctx_sync()});  // out of bounds: an illegal address
+    s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initModuleUnload().setHandle(h); }, M(10)), info()});
+    s.add({module_load(M(13), false, true)});  // by hash, from the cache
+    s.add({module_load(M(14), false)}, image_bytes());  // the image as the payload
     seeds.push_back(std::move(s));
   }
   {  // contexts, host functions, and handles that do not exist
     Seed s;
-    s.add({create_ctx(5), retain(), [](wire::Call::Builder c) { c.initLaunchHostFunc().setId(1); }, ctx_sync()});
+    s.add({create_ctx(C(5)), retain(), [](wire::Call::Builder c) { c.initLaunchHostFunc().setId(1); }, ctx_sync()});
     s.add({[](wire::Call::Builder c) {
              auto r = c.initPrimaryCtxRelease();
-             r.setHandle(5);
+             r.setHandle(C(5));
            },
            info()});
-    s.add({[](wire::Call::Builder c) { c.initPrimaryCtxReset().setHandle(1); }});
-    s.add({retain(), handle([](wire::Call::Builder c, uint64_t h) { c.initCtxDestroy().setHandle(h); }, 77)});
+    s.add({[](wire::Call::Builder c) { c.initPrimaryCtxReset().setHandle(kCtx); }});
+    s.add({retain(), handle([](wire::Call::Builder c, uint64_t h) { c.initCtxDestroy().setHandle(h); }, C(77))});
     s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initStreamSynchronize().setHandle(h); }, 0xdead)});
-    s.add({launch(999, {}), handle([](wire::Call::Builder c, uint64_t h) { c.initEventQuery().setHandle(h); }, 5)});
-    s.add({get_function(55, 56, "fill"), info()});
-    s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initCtxDestroy().setHandle(h); }, 1)});
+    s.add({launch(F(999), {}), handle([](wire::Call::Builder c, uint64_t h) { c.initEventQuery().setHandle(h); }, E(5))});
+    s.add({get_function(M(55), F(56), "fill"), info()});
+    s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initCtxDestroy().setHandle(h); }, kCtx)});
+    seeds.push_back(std::move(s));
+  }
+  {  // generated calls, and calls that want a reply
+    Seed s;
+    s.add({retain(), [](wire::Call::Builder c) {
+             auto in = c.initInvoke();
+             in.setApi(wire::Api::DRIVER);
+             in.setFunction(1);
+             const uint8_t args[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+             in.setArgs(kj::arrayPtr(args, sizeof args));
+             c.setWantsReply(true);
+           }});
+    s.add({[](wire::Call::Builder c) {
+             auto in = c.initInvoke();
+             in.setApi(wire::Api::CUBLAS);
+             in.setFunction(7);
+           },
+           [](wire::Call::Builder c) {
+             c.setMemGetInfo();
+             c.setWantsReply(true);
+           }});
     seeds.push_back(std::move(s));
   }
   return seeds;

@@ -7,6 +7,7 @@
 
 #include "client.h"
 #include "kernels.h"
+#include "raw_peer.h"
 #include "rgpu/fatbin/fatbin.h"
 
 namespace rgpu::security {
@@ -16,7 +17,8 @@ struct GoodClient::State {
 };
 
 namespace {
-constexpr uint64_t kCtx = 1, kModule = 2, kFill = 3;
+constexpr uint64_t kCtx = protocol::primary_context(0);
+const uint64_t kModule = M(2), kFill = F(3);
 }  // namespace
 
 GoodClient::GoodClient(std::string address, std::string tenant, std::string secret)
@@ -97,6 +99,7 @@ void GoodClient::run() {
         kCtx,
         [&](wire::Call::Builder call) {
           auto in = call.initMemcpyHtoD();
+          in.setStream(protocol::kNullStream);
           in.setDst(ptr);
           in.setSize(size);
           if (inline_bytes) in.setBytes(kj::arrayPtr(src.data(), src.size()));
@@ -106,6 +109,7 @@ void GoodClient::run() {
         kCtx,
         [&](wire::Call::Builder call) {
           auto out = call.initMemcpyDtoH();
+          out.setStream(protocol::kNullStream);
           out.setSrc(ptr);
           out.setSize(size);
         },
@@ -120,6 +124,7 @@ void GoodClient::run() {
       const std::vector<uint8_t> params = fill_params(ptr, v, n);
       client.call_async(kCtx, [&](wire::Call::Builder call) {
         auto l = call.initLaunchKernel();
+        l.setStream(protocol::kNullStream);
         l.setFunction(kFill);
         l.setGridX((n + 127) / 128), l.setGridY(1), l.setGridZ(1);
         l.setBlockX(128), l.setBlockY(1), l.setBlockZ(1);
@@ -130,6 +135,7 @@ void GoodClient::run() {
           kCtx,
           [&](wire::Call::Builder call) {
             auto o = call.initMemcpyDtoH();
+            o.setStream(protocol::kNullStream);
             o.setSrc(ptr);
             o.setSize(uint64_t{n} * 4);
           },

@@ -218,6 +218,7 @@ uint64_t RawPeer::alloc(uint64_t size) {
 bool RawPeer::write(uint64_t ptr, const std::vector<uint8_t>& data) {
   auto a = call(kCtx, [&](wire::Call::Builder c) {
     auto in = c.initMemcpyHtoD();
+    in.setStream(protocol::kNullStream);
     in.setDst(ptr);
     in.setSize(data.size());
     in.setBytes(kj::arrayPtr(data.data(), data.size()));
@@ -232,6 +233,7 @@ bool RawPeer::write(uint64_t ptr, const std::vector<uint8_t>& data) {
 std::vector<uint8_t> RawPeer::read(uint64_t ptr, uint64_t size) {
   auto a = call(kCtx, [&](wire::Call::Builder c) {
     auto out = c.initMemcpyDtoH();
+    out.setStream(protocol::kNullStream);
     out.setSrc(ptr);
     out.setSize(size);
   });
@@ -273,10 +275,10 @@ bool RawPeer::load_kernels(uint64_t module, uint64_t function, const std::string
 Answer RawPeer::launch_and_sync(uint64_t function, const std::vector<uint8_t>& params) {
   return calls(kCtx, {[&](wire::Call::Builder c) {
                         auto l = c.initLaunchKernel();
+                        l.setStream(protocol::kNullStream);
                         l.setFunction(function);
                         l.setGridX(1), l.setGridY(1), l.setGridZ(1);
                         l.setBlockX(1), l.setBlockY(1), l.setBlockZ(1);
-                        l.setStream(0);
                         l.setParams(kj::arrayPtr(params.data(), params.size()));
                       },
                       [](wire::Call::Builder c) { c.setCtxSynchronize(); }});

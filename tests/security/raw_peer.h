@@ -18,11 +18,23 @@
 
 #include "rgpu/protocol/auth.h"
 #include "rgpu/protocol/codec.h"
+#include "rgpu/protocol/handles.h"
 #include "rgpu/transport/transport.h"
 
 namespace rgpu::security {
 
 using namespace std::chrono_literals;
+
+// Typed handles as a client mints them (rgpu/protocol/handles.h): the n-th
+// of its kind, so tests name them by small numbers.
+inline uint64_t minted(protocol::HandleKind kind, uint64_t n) {
+  return protocol::make_handle(kind, protocol::kFirstMintedSerial + n);
+}
+inline uint64_t S(uint64_t n) { return minted(protocol::HandleKind::kStream, n); }
+inline uint64_t E(uint64_t n) { return minted(protocol::HandleKind::kEvent, n); }
+inline uint64_t M(uint64_t n) { return minted(protocol::HandleKind::kModule, n); }
+inline uint64_t F(uint64_t n) { return minted(protocol::HandleKind::kFunction, n); }
+inline uint64_t C(uint64_t n) { return minted(protocol::HandleKind::kContext, n); }
 
 // What the server did with a message that wanted an answer.
 struct Answer {
@@ -101,13 +113,14 @@ class RawPeer {
 
   // Conveniences over calls() for a session's set-up; each fails the
   // calling test (ADD_FAILURE) when the server says no.
-  static constexpr uint64_t kCtx = 1;
-  // Retains the context kCtx on device 0.
+  static constexpr uint64_t kCtx = protocol::primary_context(0);
+  // Retains the context kCtx (device 0's primary context).
   bool open_context();
   uint64_t alloc(uint64_t size);
   bool write(uint64_t ptr, const std::vector<uint8_t>& data);
   std::vector<uint8_t> read(uint64_t ptr, uint64_t size);
-  // Loads kKernelsPtx as module `handle` and its kernel `name` as `function`.
+  // Loads kKernelsPtx as module `handle` and its kernel `name` as `function`
+  // (typed handles: M(n) and F(n)).
   bool load_kernels(uint64_t module, uint64_t function, const std::string& name);
   // Launches `function` on one thread with `params`; then synchronizes the
   // context and returns that answer.

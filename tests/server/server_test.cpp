@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "client.h"
+#include "rgpu/protocol/handles.h"
 #include "rgpu/server/server.h"
 #include "module_cache.h"
 #include "staging_pool.h"
@@ -49,10 +50,10 @@ class ServerTest : public ::testing::Test {
   uint64_t context(Client& c) {
     c.call_async(0, [](wire::Call::Builder call) {
       auto p = call.initPrimaryCtxRetain();
-      p.setHandle(1);
+      p.setHandle(protocol::primary_context(0));
       p.setDevice(0);
     });
-    return 1;
+    return protocol::primary_context(0);
   }
 
   uint64_t free_memory(Client& c, uint64_t ctx) {
@@ -129,6 +130,7 @@ TEST_F(ServerTest, AllocateCopyAndFree) {
       ctx,
       [&](wire::Call::Builder call) {
         auto in = call.initMemcpyHtoD();
+        in.setStream(protocol::kNullStream);
         in.setDst(ptr);
         in.setSize(src.size());
       },
@@ -138,6 +140,7 @@ TEST_F(ServerTest, AllocateCopyAndFree) {
       ctx,
       [&](wire::Call::Builder call) {
         auto out = call.initMemcpyDtoH();
+        out.setStream(protocol::kNullStream);
         out.setSrc(ptr);
         out.setSize(back.size());
       },
@@ -160,6 +163,7 @@ TEST_F(ServerTest, SessionsCannotTouchEachOthersMemory) {
   uint64_t ptr = alloc.values.at(0);
   auto steal = b.value()->call_sync(cb, [&](wire::Call::Builder call) {
     auto m = call.initMemset();
+    m.setStream(protocol::kNullStream);
     m.setDst(ptr);
     m.setValue(0);
     m.setElementSize(1);
@@ -199,6 +203,7 @@ TEST_F(ServerTest, AsyncErrorIsReportedOnceAtTheNextSyncCall) {
   uint64_t ctx = context(client);
   client.call_async(ctx, [](wire::Call::Builder call) {
     auto m = call.initMemset();
+    m.setStream(protocol::kNullStream);
     m.setDst(0x1234);  // not an allocation
     m.setElementSize(1);
     m.setCount(1);
@@ -214,7 +219,8 @@ TEST_F(ServerTest, UnknownStreamHandleIsInvalid) {
   auto c = connect(token_);
   ASSERT_TRUE(c.is_ok());
   uint64_t ctx = context(*c.value());
-  auto r = c.value()->call_sync(ctx, [](wire::Call::Builder call) { call.initStreamQuery().setHandle(0x999); });
+  auto r = c.value()->call_sync(ctx, [](wire::Call::Builder call) { call.initStreamQuery().setHandle(protocol::make_handle(protocol::HandleKind::kStream, 0x999));
+  });
   EXPECT_EQ(r.result, CUDA_ERROR_INVALID_HANDLE);
 }
 
