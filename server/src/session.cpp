@@ -437,9 +437,10 @@ CUresult Session::add_handle(protocol::HandleKind kind, uint64_t handle, void* o
 bool Session::add(protocol::HandleKind kind, uint64_t handle, void* object, uint64_t parent,
                   std::function<void(void*)> destroy) {
   if (parent == 0) parent = call_ctx_;
-  // A refused object is released here, as the contract of CallEnv::add
-  // leaves nothing registered.
-  return add_handle(kind, handle, object, parent, std::move(destroy)) == CUDA_SUCCESS;
+  // Refused, the object stays the caller's to release (nothing registered).
+  if (handles_.add(kind, handle, object, parent, std::move(destroy)) == HandleTable::AddResult::kAdded) return true;
+  (void)handle_room();  // logs the limit once when that was the reason
+  return false;
 }
 
 CUresult Session::create_context(uint64_t handle, int device, unsigned flags) {

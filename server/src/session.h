@@ -207,7 +207,8 @@ class Session : public CallEnv {
   CUresult lookup_event(uint64_t handle, CUevent* out) const;
   // [ptr, ptr + size) within one allocation of `ctx`; size 0 always passes.
   CUresult check_range(uint64_t ctx, uint64_t ptr, uint64_t size) const;
-  // Registers an object a typed call created; the CUresult of a refusal.
+  // Registers an object a typed call created; refused, the object is
+  // released at once and the CUresult says why.
   CUresult add_handle(protocol::HandleKind kind, uint64_t handle, void* object, uint64_t parent,
                       HandleTable::Destroy destroy);
   CUresult create_context(uint64_t handle, int device, unsigned flags);
