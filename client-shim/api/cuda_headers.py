@@ -341,6 +341,12 @@ def parse_enums(text):
                 nxt = v
             values[em.group(1)] = nxt
             nxt += 1
+        # Sentinels are no values a caller may pass: a last, unassigned
+        # *_MAX (the count) and the *_FORCE_INT padding of some enums.
+        items = split_params(m.group(1))
+        if ok and items and re.fullmatch(r"\s*\w+_MAX\s*", items[-1]):
+            values.pop(items[-1].strip(), None)
+        values = {k: v for k, v in values.items() if "FORCE_INT" not in k and "FORCE_DWORD" not in k}
         if ok and values:
             enums[m.group(2)] = values
     return enums

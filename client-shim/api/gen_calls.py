@@ -57,7 +57,7 @@ def emit_pack_h(functions, source, namespace):
            "// out-arguments from the reply. Handles are passed as their 64-bit wire\n"
            "// values; a NULL-able (opt) pointer travels as a presence item first.\n",
            "#pragma once\n\n#include <cuda.h>\n\n#include <cstdint>\n#include <cstring>\n"
-           "#include <span>\n#include <string_view>\n\n#include \"rgpu/protocol/args.h\"\n\n",
+           "#include <span>\n#include <string_view>\n#include <type_traits>\n\n#include \"rgpu/protocol/args.h\"\n\n",
            f"namespace {namespace} {{\n\n",
            "// Out-buffers and strings in a reply are at most this long (they ride\n"
            "// inline in the reply message).\n"
@@ -100,6 +100,9 @@ def _pack_lines(p):
 def _unpack_lines(p):
     if p.direction == "in" or p.create:
         return []
+    if p.kind == "scalar" and p.enum:  # as the row reads an enum (see there)
+        return [f"{{ std::underlying_type_t<{p.value_type}> v_{{}}; if (!r_.scalar(&v_)) return false; "
+                f"if ({p.name}) *{p.name} = static_cast<{p.value_type}>(v_); }}"]
     if p.kind == "scalar":
         return [f"{{ {p.value_type} v_{{}}; if (!r_.scalar(&v_)) return false; if ({p.name}) *{p.name} = v_; }}"]
     if p.kind == "buffer":
@@ -216,7 +219,8 @@ def emit_rows(functions, source, pack_include, find_name, namespace, api):
            "// every one against the session (handles by kind, device ranges against\n"
            "// the ledger, lengths against limits, enums against the header), call the\n"
            "// driver through the table, pack the out-arguments.\n",
-           "#include <cuda.h>\n\n#include <cstring>\n#include <span>\n#include <string>\n#include <vector>\n\n",
+           "#include <cuda.h>\n\n#include <cstring>\n#include <span>\n#include <string>\n#include <type_traits>\n"
+           "#include <vector>\n\n",
            '#include "dispatch.h"\n', f'#include "{pack_include}"\n\n',
            f"namespace {namespace} {{\nnamespace {{\n\n",
            "using ::rgpu::server::CallEnv;\nusing ::rgpu::server::DispatchRow;\n"
@@ -269,7 +273,12 @@ def _row(fn):
         if p.opt and p.kind != "handle":
             L.append(f"  bool {n}_p_ = false;")
             L.append(f"  rd_.scalar(&{n}_p_);")
-        if p.kind == "scalar" and p.direction == "in":
+        if p.kind == "scalar" and p.direction == "in" and p.enum:
+            # An enum is read as its underlying integer and becomes the enum
+            # only once checked: a value outside the enum is no valid enum.
+            L.append(f"  std::underlying_type_t<{p.value_type}> {n}_raw_{{}};")
+            L.append(f"  rd_.scalar(&{n}_raw_);")
+        elif p.kind == "scalar" and p.direction == "in":
             L.append(f"  {p.value_type} {n}{{}};")
             L.append(f"  rd_.scalar(&{n});")
         elif p.kind == "scalar":
@@ -293,8 +302,9 @@ def _row(fn):
         present = f"{n}_p_" if p.opt else "true"
         if p.kind == "scalar":
             if p.enum and p.direction == "in":
-                L.append(f"  if (!valid_{p.value_type}(static_cast<long long>({n})))")
+                L.append(f"  if (!valid_{p.value_type}(static_cast<long long>({n}_raw_)))")
                 L.append(f"    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, \"{name}: {n} out of range\");")
+                L.append(f"  const {p.value_type} {n} = static_cast<{p.value_type}>({n}_raw_);")
             if p.direction == "in":
                 call_args.append(n)
             else:
@@ -327,7 +337,8 @@ def _row(fn):
             L.append(f"  void* {n}_o_ = {null_ok}env_.find({kind(p)}, {n}_h_);")
             cond = f"!{n}_o_ && {n}_h_ != 0" if p.opt else f"!{n}_o_"
             L.append(f"  if ({cond}) return refuse(kApi, {code}, \"{name}: {n} is not a live {p.handle}\");")
-            L.append(f"  {p.value_type} {n} = static_cast<{p.value_type}>({n}_o_);")
+            if not p.destroy:  # a destroyed handle goes through env.remove, not the driver
+                L.append(f"  {p.value_type} {n} = static_cast<{p.value_type}>({n}_o_);")
             call_args.append(n)
         elif p.kind == "buffer":
             storage = f"{n}_s_"

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <span>
 #include <string_view>
+#include <type_traits>
 
 #include "rgpu/protocol/args.h"
 

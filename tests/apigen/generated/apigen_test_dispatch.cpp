@@ -9,6 +9,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "dispatch.h"
@@ -27,7 +28,7 @@ constexpr auto kApi = ::rgpu::wire::Api::DRIVER;
 using rgpu::apigen::test::kMaxOutBytes;
 
 bool valid_CUfunction_attribute(long long v) {
-  static constexpr long long kValues[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  static constexpr long long kValues[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
   for (long long k : kValues) {
     if (k == v) return true;
   }
@@ -66,7 +67,6 @@ InvokeOutcome run_cuEventDestroy_v2(CallEnv& env_, std::span<const std::byte> ar
   if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuEventDestroy_v2: undecodable arguments");
   void* hEvent_o_ = env_.find(HandleKind::kEvent, hEvent_h_);
   if (!hEvent_o_) return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuEventDestroy_v2: hEvent is not a live event");
-  CUevent hEvent = static_cast<CUevent>(hEvent_o_);
   InvokeOutcome out_;
   out_.api = kApi;
   if (!env_.remove(HandleKind::kEvent, hEvent_h_))
@@ -168,16 +168,17 @@ InvokeOutcome run_cuFuncSetAttribute(CallEnv& env_, std::span<const std::byte> a
   ::rgpu::protocol::ArgReader rd_(args_);
   uint64_t hfunc_h_ = 0;
   rd_.u64(&hfunc_h_);
-  CUfunction_attribute attrib{};
-  rd_.scalar(&attrib);
+  std::underlying_type_t<CUfunction_attribute> attrib_raw_{};
+  rd_.scalar(&attrib_raw_);
   int value{};
   rd_.scalar(&value);
   if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuFuncSetAttribute: undecodable arguments");
   void* hfunc_o_ = env_.find(HandleKind::kFunction, hfunc_h_);
   if (!hfunc_o_) return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuFuncSetAttribute: hfunc is not a live function");
   CUfunction hfunc = static_cast<CUfunction>(hfunc_o_);
-  if (!valid_CUfunction_attribute(static_cast<long long>(attrib)))
+  if (!valid_CUfunction_attribute(static_cast<long long>(attrib_raw_)))
     return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuFuncSetAttribute: attrib out of range");
+  const CUfunction_attribute attrib = static_cast<CUfunction_attribute>(attrib_raw_);
   InvokeOutcome out_;
   out_.api = kApi;
   auto fn_ = env_.driver().cuFuncSetAttribute;

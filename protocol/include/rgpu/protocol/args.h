@@ -88,9 +88,12 @@ class ArgReader {
   }
   // The inverse of ArgWriter::scalar; fails when the item does not fit T
   // (an int that is not the sign extension of a 32-bit value, a float item
-  // with high bits set), so that no value is silently truncated.
+  // with high bits set), so that no value is silently truncated. An enum is
+  // read as its underlying type and checked against its values by the
+  // caller: a C enum holding a value outside its range is undefined.
   template <class T>
   bool scalar(T* out) {
+    static_assert(!std::is_enum_v<T>, "read the underlying type, check it, then convert");
     uint64_t raw;
     if (!u64(&raw)) return false;
     if constexpr (std::is_same_v<T, float>) {
@@ -99,10 +102,6 @@ class ArgReader {
       std::memcpy(out, &bits, sizeof bits);
     } else if constexpr (std::is_same_v<T, double>) {
       std::memcpy(out, &raw, sizeof raw);
-    } else if constexpr (std::is_enum_v<T>) {
-      std::underlying_type_t<T> u;
-      if (!fits(raw, &u)) return fail();
-      *out = static_cast<T>(u);
     } else if constexpr (std::is_pointer_v<T>) {
       *out = reinterpret_cast<T>(static_cast<uintptr_t>(raw));
     } else {
