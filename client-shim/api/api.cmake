@@ -1,6 +1,7 @@
 # The generated API surface of librgpu.so. Included by the library's
 # CMakeLists.txt (and by tests/shim until then); sets
-#   RGPU_SHIM_API_SOURCES       generated stubs (driver and runtime) and table +
+#   RGPU_SHIM_API_SOURCES       generated stubs (driver and runtime), table and
+#                               calls (driver_calls.cpp, from driver.api) +
 #                               the hand-written cuGetProcAddress, error
 #                               strings, stub reporting
 #   RGPU_SHIM_MAP               the linker version script (-Wl,--version-script)
@@ -16,6 +17,7 @@ get_filename_component(_rgpu_shim_dir "${CMAKE_CURRENT_LIST_DIR}" DIRECTORY)
 set(RGPU_SHIM_API_SOURCES
     ${_rgpu_shim_dir}/generated/driver_unimplemented.cpp
     ${_rgpu_shim_dir}/generated/driver_procs.cpp
+    ${_rgpu_shim_dir}/generated/driver_calls.cpp
     ${_rgpu_shim_dir}/generated/runtime_unimplemented.cpp
     ${_rgpu_shim_dir}/src/proc_address.cpp
     ${_rgpu_shim_dir}/src/error_strings.cpp

@@ -283,6 +283,75 @@ def parse_prototypes(text, types):
     return protos
 
 
+def parse_prototype_params(text):
+    """CUresult CUDAAPI name(...); -> {exported symbol: [(C type as written, name)]}.
+
+    The type keeps its typedef names (CUstream, CUdeviceptr): the generator
+    decides what a parameter is from them. Unnamed parameters are an error
+    for the functions a description annotates, so they are kept as None."""
+    out = {}
+    for m in re.finditer(r"\bCUresult\s+CUDAAPI\s+(\w+)\s*\(", text):
+        params, end = balanced(text, m.end() - 1)
+        if not re.match(r"\s*;", text[end:]):
+            continue
+        plist = split_params(params)
+        if plist == ["void"]:
+            plist = []
+        named = []
+        for p in plist:
+            tokens = tokenize(re.sub(r"\(\s*\*\s*(\w+)\s*\)", r"(*) \1", p))
+            if (len(tokens) > 1 and re.fullmatch(r"[A-Za-z_]\w*", tokens[-1])
+                    and tokens[-1] not in _C_TYPE_WORDS):
+                named.append((" ".join(tokens[:-1]).replace("* *", "**"), tokens[-1]))
+            else:
+                named.append((" ".join(tokens), None))
+        out.setdefault(m.group(1), named)
+    return out
+
+
+def _eval_enum_value(expr, known):
+    expr = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", expr.strip())
+    expr = re.sub(r"\b[A-Za-z_]\w*\b", lambda n: str(known[n.group(0)]) if n.group(0) in known else "X", expr)
+    if "X" in expr or not re.fullmatch(r"[\d\sxXa-fA-F()+\-*<>|&~]+", expr):
+        return None
+    try:
+        return int(eval(expr, {"__builtins__": {}}, {}))
+    except Exception:
+        return None
+
+
+def parse_enums(text):
+    """typedef enum X_enum { A = 1, B, ... } X; -> {X: {A: 1, B: 2, ...}}.
+
+    Enums with a value the reader cannot evaluate are left out (no range
+    check is generated for them)."""
+    enums = {}
+    for m in re.finditer(r"\btypedef\s+enum\s+\w*\s*\{([^{}]*)\}\s*(\w+)\s*;", text):
+        values, nxt, ok = {}, 0, True
+        for item in split_params(m.group(1)):
+            em = re.fullmatch(r"\s*(\w+)\s*(?:=\s*(.+))?", item, re.S)
+            if not em:
+                ok = False
+                break
+            if em.group(2) is not None:
+                v = _eval_enum_value(em.group(2), values)
+                if v is None:
+                    ok = False
+                    break
+                nxt = v
+            values[em.group(1)] = nxt
+            nxt += 1
+        # Sentinels are no values a caller may pass: a last, unassigned
+        # *_MAX (the count) and the *_FORCE_INT padding of some enums.
+        items = split_params(m.group(1))
+        if ok and items and re.fullmatch(r"\s*\w+_MAX\s*", items[-1]):
+            values.pop(items[-1].strip(), None)
+        values = {k: v for k, v in values.items() if "FORCE_INT" not in k and "FORCE_DWORD" not in k}
+        if ok and values:
+            enums[m.group(2)] = values
+    return enums
+
+
 def parse_pfn_typedefs(text, types):
     """PFN_<api>_v<version>[_ptds|_ptsz] -> list of (api, version, flavor, params)."""
     pfns = []
@@ -315,10 +384,15 @@ class Headers:
         internal = Preprocessor(dict(base_defines, __CUDA_API_VERSION_INTERNAL="1"))
         self.types = TypeTable()
         self.prototypes = {}
+        self.params = {}  # symbol -> [(C type as written, parameter name)]
+        self.enums = {}   # enum typedef -> {enumerator: value}
         for name in ("cuda.h", "cudaProfiler.h"):
             text = internal.run(files[name])
             self.types.learn(text)
             self.prototypes.update(parse_prototypes(text, self.types))
+            for sym, named in parse_prototype_params(text).items():
+                self.params.setdefault(sym, named)
+            self.enums.update(parse_enums(text))
         self.pfns = []
         for name in ("cudaTypedefs.h", "cudaProfilerTypedefs.h"):
             self.pfns += parse_pfn_typedefs(internal.run(files[name]), self.types)

@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
 """Generates the client library's API surface (stubs, cuGetProcAddress table,
-version script, error strings) from the CUDA headers and the lists beside it.
+version script, error strings), the generated calls of the driver API (client
+entry points, wire packing, the server's dispatch rows) and the lists derived
+from the description (rgpud's driver table, the CPU device's exports) from the
+CUDA headers and the files beside it.
 
 Inputs (the one source of truth):
   client-shim/api/libcuda.exports          every name libcuda.so.1 exports, sorted
-  client-shim/api/driver_implemented.txt   exported driver names implemented by hand
+  client-shim/api/driver.api               the description of the driver API as
+                                           rgpu remotes it (docs/api-description.md)
+  client-shim/api/driver.lock              ordinals of its generated calls (append-only;
+                                           also an output: new names are appended)
+  tests/apigen/apigen_test.api (+ .lock)   a description used only by tests/apigen
   client-shim/api/libcudart.exports        every name libcudart.so.13 exports, sorted
   client-shim/api/runtime_implemented.txt  exported runtime names implemented by hand
   $CUDA_HOME/include/{cuda.h,cudaTypedefs.h,cudaProfiler.h,cudaProfilerTypedefs.h}
@@ -17,6 +24,14 @@ Outputs, in client-shim/generated/ (checked in, never edited by hand):
   runtime_unimplemented.cpp one "not supported" stub per exported, unimplemented runtime name
   runtime_errors.inc        cudaError_t names and short descriptions
   librgpu.map               the linker version script
+  driver_implemented.txt    the implemented driver names (from driver.api)
+  driver_pack.h             ordinals, pack/unpack of every generated call
+  driver_calls.cpp          the generated client entry points (sync/async)
+and elsewhere:
+  server/generated/driver_dispatch.cpp     the server's dispatch rows (find_driver_row)
+  server/generated/driver_table.inc        RGPU_DRIVER_REQUIRED/OPTIONAL
+  cpu-device/exports.map                   the CPU device's version script
+  tests/apigen/generated/apigen_test_{pack.h,dispatch.cpp}  the test description's
 
 Usage:
   gen_api.py [--cuda-home DIR] [--out DIR]           regenerate
@@ -36,17 +51,19 @@ import difflib
 import os
 import re
 import sys
-import tempfile
 
 sys.dont_write_bytecode = True  # keep the source tree clean
 from cuda_headers import (GenError, Headers, parse_runtime_errors, read_dynsym_exports,  # noqa: E402
                           runtime_return_types)
+import api_description  # noqa: E402
+import gen_calls  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHIM_DIR = os.path.dirname(HERE)
 DEFAULT_OUT = os.path.join(SHIM_DIR, "generated")
 EXPORTS_FILE = os.path.join(HERE, "libcuda.exports")
-IMPLEMENTED_FILE = os.path.join(HERE, "driver_implemented.txt")
+ROOT = os.path.dirname(SHIM_DIR)
+DRIVER_API_FILE = os.path.join(HERE, "driver.api")
 RUNTIME_EXPORTS_FILE = os.path.join(HERE, "libcudart.exports")
 RUNTIME_IMPLEMENTED_FILE = os.path.join(HERE, "runtime_implemented.txt")
 GENERATOR = "client-shim/api/gen_api.py"
@@ -409,10 +426,102 @@ def emit_map(node_lists):
     return "".join(out)
 
 
-def generate(cuda_home, implemented_file=IMPLEMENTED_FILE, runtime_implemented_file=RUNTIME_IMPLEMENTED_FILE):
+# One description per remoted API; each gets pack/unpack functions and
+# dispatch rows. Only the driver's description exports client entry points and
+# feeds the lists below; the test description exercises every annotation.
+DESCRIPTIONS = [
+    dict(source="client-shim/api/driver.api", lock="client-shim/api/driver.lock",
+         pack="client-shim/generated/driver_pack.h", pack_include="../../client-shim/generated/driver_pack.h",
+         namespace="rgpu::apigen::driver", client="client-shim/generated/driver_calls.cpp",
+         rows="server/generated/driver_dispatch.cpp", find="find_driver_row", rows_namespace="rgpu::server"),
+    dict(source="tests/apigen/apigen_test.api", lock="tests/apigen/apigen_test.lock",
+         pack="tests/apigen/generated/apigen_test_pack.h", pack_include="apigen_test_pack.h",
+         namespace="rgpu::apigen::test", client=None,
+         rows="tests/apigen/generated/apigen_test_dispatch.cpp", find="find_test_row",
+         rows_namespace="rgpu::server::apigen_test"),
+]
+
+
+def emit_table_inc(functions):
+    required, optional, seen = [], [], {}
+    for fn in functions:
+        if not fn.server:
+            continue
+        if fn.table_name in seen:
+            raise GenError(f"{fn.name} and {seen[fn.table_name]} are both the table's {fn.table_name}")
+        seen[fn.table_name] = fn.name
+        (required if fn.server == "required" else optional).append(fn.table_name)
+
+    def macro(name, names):
+        lines = [f"#define {name}(X)"]
+        row = ""
+        for n in names:
+            if len(row) + len(n) > 84:
+                lines.append(row.rstrip())
+                row = ""
+            row += f"X({n}) "
+        lines.append(row.rstrip())
+        return " \\\n  ".join(lines) + "\n"
+    return (banner("//", "The functions of rgpud's driver table (server=).") +
+            "// Included by server/include/rgpu/server/driver_table.h. Each name is the one\n"
+            "// cuda.h maps to the exported symbol, so X(cuMemAlloc) resolves cuMemAlloc_v2.\n"
+            "// A missing required function fails the load; an optional one is null.\n\n" +
+            macro("RGPU_DRIVER_REQUIRED", required) + "\n" + macro("RGPU_DRIVER_OPTIONAL", optional))
+
+
+def emit_cpu_map(functions):
+    out = [f"/* Generated by {GENERATOR} from client-shim/api/driver.api (the\n"
+           "   functions marked cpu); do not edit. The CPU device exports exactly the\n"
+           "   driver API entry points it implements, under the names libcuda.so.1 uses\n"
+           "   for the default (legacy stream) ABI, and rgpu's own extensions. */\n{\n  global:\n"]
+    out += [f"    {fn.name};\n" for fn in functions if fn.cpu]
+    out.append("  local: *;\n};\n")
+    return "".join(out)
+
+
+def emit_implemented(functions):
+    return (banner("#", "Implemented driver names (not stubs), from driver.api.") +
+            "".join(f"{fn.name}\n" for fn in sorted(functions, key=lambda f: f.name)
+                    if fn.where not in ("stub", "extension")))
+
+
+def generate_calls(headers, exports):
+    """{path relative to the repository: text} of every description's outputs."""
+    files = {}
+    driver = None
+    for d in DESCRIPTIONS:
+        functions = api_description.read_description(os.path.join(ROOT, d["source"]), exports)
+        api_description.resolve(functions, headers)
+        lock = api_description.read_lock(os.path.join(ROOT, d["lock"]))
+        lock = api_description.assign_ordinals(functions, lock)
+        files[d["lock"]] = api_description.emit_lock(lock, d["source"])
+        gen_calls.PACK_NAMESPACES[d["pack_include"]] = d["namespace"]
+        files[d["pack"]] = gen_calls.emit_pack_h(functions, d["source"], d["namespace"])
+        files[d["rows"]] = gen_calls.emit_rows(functions, d["source"], d["pack_include"], d["find"],
+                                               d["rows_namespace"], "DRIVER")
+        if d["client"]:
+            try:
+                files[d["client"]] = gen_calls.emit_client(functions, d["source"], d["namespace"],
+                                                           "driver_pack.h", headers.public.macros)
+            except ValueError as exc:
+                raise GenError(f"{d['source']}: {exc}")
+        if driver is None:
+            driver = functions
+            table = {fn.table_name for fn in functions if fn.server}
+        else:
+            for fn in functions:
+                if fn.generated and api_description.table_name(fn.name, headers) not in table:
+                    raise GenError(f"{d['source']}: {fn.name} is not in the driver table (server= in driver.api)")
+    files["server/generated/driver_table.inc"] = emit_table_inc(driver)
+    files["cpu-device/exports.map"] = emit_cpu_map(driver)
+    files["client-shim/generated/driver_implemented.txt"] = emit_implemented(driver)
+    return files, {fn.name for fn in driver if fn.where not in ("stub", "extension")}
+
+
+def generate(cuda_home, runtime_implemented_file=RUNTIME_IMPLEMENTED_FILE):
     headers = Headers(cuda_home)
     exports = read_exports(EXPORTS_FILE)
-    implemented = read_implemented(implemented_file, exports)
+    call_files, implemented = generate_calls(headers, exports)
     runtime_exports = read_exports(RUNTIME_EXPORTS_FILE)
     runtime_implemented = read_implemented(runtime_implemented_file, runtime_exports, "runtime")
     check_runtime_stubs(runtime_exports, runtime_implemented, runtime_return_types(cuda_home))
@@ -422,7 +531,7 @@ def generate(cuda_home, implemented_file=IMPLEMENTED_FILE, runtime_implemented_f
     table = build_proc_table(headers, exports)
     check_against_macros(headers, table)
     node_lists = [(node, read_exports(path)) for node, path in VERSION_NODES]
-    return {
+    shim = {
         "driver_unimplemented.cpp": emit_unimplemented(exports, implemented),
         "driver_procs.h": emit_procs_h(headers),
         "driver_procs.cpp": emit_procs_cpp(headers, table, exports),
@@ -431,12 +540,26 @@ def generate(cuda_home, implemented_file=IMPLEMENTED_FILE, runtime_implemented_f
         "runtime_errors.inc": emit_runtime_errors(parse_runtime_errors(cuda_home)),
         "librgpu.map": emit_map(node_lists),
     }
+    files = {f"client-shim/generated/{n}": t for n, t in shim.items()}
+    files.update(call_files)
+    return files
 
 
-def write_files(files, out_dir):
-    os.makedirs(out_dir, exist_ok=True)
-    for name, text in files.items():
-        path = os.path.join(out_dir, name)
+def place(files, out_dir):
+    """Maps repository paths to where they are written: client-shim/generated/
+    goes to out_dir (--out), everything else to its place in the tree."""
+    placed = {}
+    for rel, text in files.items():
+        if rel.startswith("client-shim/generated/"):
+            placed[os.path.join(out_dir, rel[len("client-shim/generated/"):])] = text
+        else:
+            placed[os.path.join(ROOT, rel)] = text
+    return placed
+
+
+def write_files(placed):
+    for path, text in placed.items():
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         old = None
         if os.path.exists(path):
             with open(path, encoding="utf-8") as f:
@@ -446,28 +569,25 @@ def write_files(files, out_dir):
                 f.write(text)
 
 
-def check_files(files, out_dir, scratch_dir=None):
-    """Regenerates into a scratch folder and compares with out_dir."""
-    with tempfile.TemporaryDirectory(dir=scratch_dir) as tmp:
-        write_files(files, tmp)
-        stale = []
-        for name in sorted(files):
-            with open(os.path.join(tmp, name), encoding="utf-8") as f:
-                fresh = f.read()
-            path = os.path.join(out_dir, name)
-            old = ""
-            if os.path.exists(path):
-                with open(path, encoding="utf-8") as f:
-                    old = f.read()
-            if old != fresh:
-                stale.append(name)
-                diff = difflib.unified_diff(old.splitlines(True), fresh.splitlines(True),
-                                            f"checked-in/{name}", f"regenerated/{name}")
-                sys.stdout.writelines(list(diff)[:60])
+def check_files(placed):
+    """Compares what regenerating would write with what is there."""
+    stale = []
+    for path in sorted(placed):
+        fresh = placed[path]
+        old = ""
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                old = f.read()
+        if old != fresh:
+            rel = os.path.relpath(path, ROOT)
+            stale.append(rel)
+            diff = difflib.unified_diff(old.splitlines(True), fresh.splitlines(True),
+                                        f"checked-in/{rel}", f"regenerated/{rel}")
+            sys.stdout.writelines(list(diff)[:60])
     if stale:
-        print(f"gen_api: out of date in {out_dir}: {', '.join(stale)}; run {GENERATOR}")
+        print(f"gen_api: out of date: {', '.join(stale)}; run {GENERATOR}")
         return 1
-    print(f"gen_api: {out_dir} is up to date ({len(files)} files)")
+    print(f"gen_api: up to date ({len(placed)} files)")
     return 0
 
 
@@ -475,13 +595,11 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cuda-home", default=os.environ.get("CUDA_HOME") or "/usr/local/cuda")
     ap.add_argument("--out", default=DEFAULT_OUT, help="folder of the generated files")
-    ap.add_argument("--implemented", default=IMPLEMENTED_FILE,
-                    help="list of hand-implemented names (default: driver_implemented.txt)")
     ap.add_argument("--runtime-implemented", default=RUNTIME_IMPLEMENTED_FILE,
                     help="list of hand-implemented runtime names (default: runtime_implemented.txt)")
     ap.add_argument("--check", action="store_true",
                     help="regenerate into a temporary folder; fail if --out differs")
-    ap.add_argument("--scratch", default=None, help="where --check makes its temporary folder")
+    ap.add_argument("--scratch", default=None, help="unused; kept for existing callers")
     ap.add_argument("--refresh-exports", nargs="?", const="", metavar="STUB_SO",
                     help="rewrite libcuda.exports from a libcuda.so's .dynsym "
                          "(default: CUDA_HOME/lib64/stubs/libcuda.so), then generate")
@@ -502,9 +620,9 @@ def main(argv):
             with open(EXPORTS_FILE, "w", encoding="ascii", newline="\n") as f:
                 f.write("".join(n + "\n" for n in names))
             print(f"gen_api: {len(names)} names from {stub} -> {EXPORTS_FILE}")
-        files = generate(args.cuda_home, args.implemented, args.runtime_implemented)
+        placed = place(generate(args.cuda_home, args.runtime_implemented), args.out)
         if args.check:
-            rc = check_files(files, args.out, args.scratch)
+            rc = check_files(placed)
             stub = os.path.join(args.cuda_home, "lib64", "stubs", "libcuda.so")
             if os.path.exists(stub) and read_dynsym_exports(stub) != read_exports(EXPORTS_FILE):
                 print(f"gen_api: {EXPORTS_FILE} differs from {stub}; run {GENERATOR} --refresh-exports")
@@ -515,7 +633,7 @@ def main(argv):
                       f"run {GENERATOR} --refresh-runtime-exports")
                 rc = 1
             return rc
-        write_files(files, args.out)
+        write_files(placed)
         return 0
     except (GenError, OSError) as exc:
         print(f"gen_api: error: {exc}", file=sys.stderr)

@@ -46,7 +46,6 @@ RGPU_SHIM_EXPORT int cuCtxGetFlags() noexcept { return rgpu::shim::report_unimpl
 RGPU_SHIM_EXPORT int cuCtxGetId() noexcept { return rgpu::shim::report_unimplemented("cuCtxGetId"); }
 RGPU_SHIM_EXPORT int cuCtxGetLimit() noexcept { return rgpu::shim::report_unimplemented("cuCtxGetLimit"); }
 RGPU_SHIM_EXPORT int cuCtxGetSharedMemConfig() noexcept { return rgpu::shim::report_unimplemented("cuCtxGetSharedMemConfig"); }
-RGPU_SHIM_EXPORT int cuCtxGetStreamPriorityRange() noexcept { return rgpu::shim::report_unimplemented("cuCtxGetStreamPriorityRange"); }
 RGPU_SHIM_EXPORT int cuCtxRecordEvent() noexcept { return rgpu::shim::report_unimplemented("cuCtxRecordEvent"); }
 RGPU_SHIM_EXPORT int cuCtxResetPersistingL2Cache() noexcept { return rgpu::shim::report_unimplemented("cuCtxResetPersistingL2Cache"); }
 RGPU_SHIM_EXPORT int cuCtxSetCacheConfig() noexcept { return rgpu::shim::report_unimplemented("cuCtxSetCacheConfig"); }
@@ -87,7 +86,6 @@ RGPU_SHIM_EXPORT int cuExternalMemoryGetMappedBuffer() noexcept { return rgpu::s
 RGPU_SHIM_EXPORT int cuExternalMemoryGetMappedMipmappedArray() noexcept { return rgpu::shim::report_unimplemented("cuExternalMemoryGetMappedMipmappedArray"); }
 RGPU_SHIM_EXPORT int cuFlushGPUDirectRDMAWrites() noexcept { return rgpu::shim::report_unimplemented("cuFlushGPUDirectRDMAWrites"); }
 RGPU_SHIM_EXPORT int cuFuncGetModule() noexcept { return rgpu::shim::report_unimplemented("cuFuncGetModule"); }
-RGPU_SHIM_EXPORT int cuFuncGetName() noexcept { return rgpu::shim::report_unimplemented("cuFuncGetName"); }
 RGPU_SHIM_EXPORT int cuFuncIsLoaded() noexcept { return rgpu::shim::report_unimplemented("cuFuncIsLoaded"); }
 RGPU_SHIM_EXPORT int cuFuncLoad() noexcept { return rgpu::shim::report_unimplemented("cuFuncLoad"); }
 RGPU_SHIM_EXPORT int cuFuncSetBlockShape() noexcept { return rgpu::shim::report_unimplemented("cuFuncSetBlockShape"); }

@@ -318,10 +318,11 @@ SyncResult Client::finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64
       }
     } else {
       auto bytes = reply.getBytes();
-      if (bytes.size() != out.size) {
+      if (out.received ? bytes.size() > out.size : bytes.size() != out.size) {
         result.result = CUDA_ERROR_UNKNOWN;
       } else {
         std::memcpy(out.data, bytes.begin(), bytes.size());
+        if (out.received) *out.received = bytes.size();
       }
     }
   }

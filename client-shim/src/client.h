@@ -67,6 +67,10 @@ struct SyncResult {
 struct OutBuffer {
   void* data = nullptr;
   uint64_t size = 0;
+  // Null: the reply must carry exactly `size` bytes. Otherwise any inline
+  // reply of at most `size` bytes is accepted and its length stored here
+  // (a generated call's packed out-arguments, whose strings vary).
+  uint64_t* received = nullptr;
 };
 
 // What the client sent, for RGPU_STATS (written as one JSON line when the

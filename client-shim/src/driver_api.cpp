@@ -561,33 +561,6 @@ RGPU_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
   API_END
 }
 
-RGPU_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t* free_bytes, size_t* total) {
-  API_BEGIN
-  SHIM_OR_RETURN(shim);
-  CONTEXT_OR_RETURN(shim, ctx);
-  if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
-  SyncResult r = shim->client().call_sync(ctx, [](wire::Call::Builder c) { c.setMemGetInfo(); });
-  if (r.result == CUDA_SUCCESS && r.values.size() == 2) {
-    *free_bytes = r.values[0];
-    *total = r.values[1];
-  }
-  return r.result;
-  API_END
-}
-
-RGPU_EXPORT CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdeviceptr dptr) {
-  API_BEGIN
-  SHIM_OR_RETURN(shim);
-  CONTEXT_OR_RETURN(shim, ctx);
-  SyncResult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.setMemGetAddressRange(dptr); });
-  if (r.result == CUDA_SUCCESS && r.values.size() == 2) {
-    if (base) *base = r.values[0];
-    if (size) *size = r.values[1];
-  }
-  return r.result;
-  API_END
-}
-
 RGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
   return memcpy_htod(dst, src, n, nullptr, false, false);
 }

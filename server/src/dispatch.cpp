@@ -1,13 +1,80 @@
-// The status codes the dispatcher answers by itself. Only the driver API is
-// remoted through Call.invoke so far; its codes are what every other API gets
-// until its description exists.
+// The hand-written part of the dispatch of generated calls: which row runs
+// a call, the per-API status codes, and the helpers the generated rows use.
 #include "dispatch.h"
 
 #include <cuda.h>
 
 namespace rgpu::server {
 
-uint32_t not_supported_code(wire::Api) { return CUDA_ERROR_NOT_SUPPORTED; }
-uint32_t invalid_value_code(wire::Api) { return CUDA_ERROR_INVALID_VALUE; }
+const DispatchRow* find_row(wire::Api api, uint32_t function) {
+  switch (api) {
+    case wire::Api::DRIVER:
+      return find_driver_row(function);
+    default:
+      return nullptr;  // no other API has a description yet
+  }
+}
 
+// 801/1 and their equivalents: the values of each library's status enum
+// (cuda.h, driver_types.h, cublas_api.h, cudnn.h, cusparse.h, cufft.h,
+// curand.h, cusolver_common.h, nvml.h).
+uint32_t not_supported_code(wire::Api api) {
+  switch (api) {
+    case wire::Api::DRIVER: return CUDA_ERROR_NOT_SUPPORTED;         // 801
+    case wire::Api::RUNTIME: return 801;                            // cudaErrorNotSupported
+    case wire::Api::CUBLAS:
+    case wire::Api::CUBLAS_LT: return 15;                           // CUBLAS_STATUS_NOT_SUPPORTED
+    case wire::Api::CUDNN: return 3000;                             // CUDNN_STATUS_NOT_SUPPORTED
+    case wire::Api::CUSPARSE: return 10;                            // CUSPARSE_STATUS_NOT_SUPPORTED
+    case wire::Api::CUFFT: return 16;                               // CUFFT_NOT_SUPPORTED
+    case wire::Api::CURAND: return 103;                             // CURAND_STATUS_TYPE_ERROR (no "not supported")
+    case wire::Api::CUSOLVER: return 9;                             // CUSOLVER_STATUS_NOT_SUPPORTED
+    case wire::Api::NVML: return 3;                                 // NVML_ERROR_NOT_SUPPORTED
+    default: return CUDA_ERROR_NOT_SUPPORTED;                       // rgpu's own codes are CUresults
+  }
+}
+
+uint32_t invalid_value_code(wire::Api api) {
+  switch (api) {
+    case wire::Api::DRIVER: return CUDA_ERROR_INVALID_VALUE;         // 1
+    case wire::Api::RUNTIME: return 1;                              // cudaErrorInvalidValue
+    case wire::Api::CUBLAS:
+    case wire::Api::CUBLAS_LT: return 7;                            // CUBLAS_STATUS_INVALID_VALUE
+    case wire::Api::CUDNN: return 2000;                             // CUDNN_STATUS_BAD_PARAM
+    case wire::Api::CUSPARSE: return 3;                             // CUSPARSE_STATUS_INVALID_VALUE
+    case wire::Api::CUFFT: return 4;                                // CUFFT_INVALID_VALUE
+    case wire::Api::CURAND: return 104;                             // CURAND_STATUS_OUT_OF_RANGE
+    case wire::Api::CUSOLVER: return 3;                             // CUSOLVER_STATUS_INVALID_VALUE
+    case wire::Api::NVML: return 2;                                 // NVML_ERROR_INVALID_ARGUMENT
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+namespace dispatch {
+
+InvokeOutcome refuse(wire::Api api, uint32_t code, std::string message) {
+  InvokeOutcome out;
+  out.api = api;
+  out.code = code;
+  out.message = std::move(message);
+  return out;
+}
+
+bool stream_arg(const CallEnv& env, uint64_t handle, CUstream* out) {
+  using protocol::HandleKind;
+  if (handle == 0 || handle == protocol::kNullStream) {
+    *out = nullptr;
+  } else if (handle == protocol::kLegacyStream || handle == 1) {
+    *out = CU_STREAM_LEGACY;
+  } else if (handle == protocol::kPerThreadStream || handle == 2) {
+    *out = CU_STREAM_PER_THREAD;
+  } else {
+    void* stream = env.find(HandleKind::kStream, handle);
+    if (!stream) return false;
+    *out = static_cast<CUstream>(stream);
+  }
+  return true;
+}
+
+}  // namespace dispatch
 }  // namespace rgpu::server

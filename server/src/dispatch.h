@@ -41,4 +41,23 @@ const DispatchRow* find_row(wire::Api api, uint32_t function);
 uint32_t not_supported_code(wire::Api api);
 uint32_t invalid_value_code(wire::Api api);
 
+// The driver API's rows (server/generated/driver_dispatch.cpp): by ordinal,
+// and the i-th in table order (null past the end), for tests and fuzzers.
+const DispatchRow* find_driver_row(uint32_t function);
+const DispatchRow* find_driver_row_at(size_t i);
+
+// Helpers of the generated rows.
+namespace dispatch {
+
+// A refusal: `code` of `api`, with a message for the log.
+InvokeOutcome refuse(wire::Api api, uint32_t code, std::string message);
+
+// The driver stream behind a stream argument: 0 and the typed NULL stream
+// are the NULL stream, the legacy and per-thread streams are CUDA's own
+// special handles (also as the untyped values 1 and 2 of older clients),
+// anything else must be a live stream of the session. False otherwise.
+bool stream_arg(const CallEnv& env, uint64_t handle, CUstream* out);
+
+}  // namespace dispatch
+
 }  // namespace rgpu::server

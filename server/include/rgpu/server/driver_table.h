@@ -11,23 +11,11 @@
 
 namespace rgpu::server {
 
-// Every function the server needs, by the name cuda.h (CUDA 13.0) maps it to,
-// so the table is pinned to that ABI: X(cuMemAlloc) resolves "cuMemAlloc_v2".
-#define RGPU_DRIVER_REQUIRED(X)                                                          \
-  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)  \
-  X(cuDeviceGetUuid) X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuCtxCreate)          \
-  X(cuCtxDestroy) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree)      \
-  X(cuMemGetInfo) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemcpyHtoDAsync)   \
-  X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8) X(cuMemsetD16) X(cuMemsetD32)  \
-  X(cuMemsetD8Async) X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuStreamCreateWithPriority) \
-  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery) X(cuStreamWaitEvent)        \
-  X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery)                \
-  X(cuEventElapsedTime) X(cuEventDestroy) X(cuGetErrorName) X(cuModuleLoadData)             \
-  X(cuModuleUnload) X(cuModuleGetFunction) X(cuModuleGetGlobal) X(cuLaunchKernel)        \
-  X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchHostFunc)
-
-// Functions used when present (older drivers or the CPU device may lack them).
-#define RGPU_DRIVER_OPTIONAL(X) X(cuMemGetAddressRange) X(cuGetErrorString)
+// Every function the server needs (RGPU_DRIVER_REQUIRED) or uses when present
+// (RGPU_DRIVER_OPTIONAL), by the name cuda.h (CUDA 13.0) maps it to, so the
+// table is pinned to that ABI: X(cuMemAlloc) resolves "cuMemAlloc_v2". The
+// lists come from client-shim/api/driver.api (server=required|optional).
+#include "../../../generated/driver_table.inc"
 
 #define RGPU_DRIVER_STR2(x) #x
 #define RGPU_DRIVER_STR(x) RGPU_DRIVER_STR2(x)

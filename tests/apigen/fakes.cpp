@@ -1,0 +1,276 @@
+// The fake driver and session of tests/apigen (see fakes.h).
+#include "fakes.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "apigen_test_pack.h"
+#include "../../client-shim/generated/driver_pack.h"
+
+namespace rgpu::server::apigen_test {
+namespace {
+
+using protocol::HandleKind;
+using protocol::make_handle;
+
+CUresult CUDAAPI mem_get_info(size_t* free_bytes, size_t* total) {
+  ++driver_log().calls;
+  *free_bytes = 100;
+  *total = 200;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI mem_get_address_range(CUdeviceptr* base, size_t* size, CUdeviceptr ptr) {
+  ++driver_log().calls;
+  driver_log().got_null_out = !base || !size;
+  if (base) *base = ptr & ~CUdeviceptr{0xff};
+  if (size) *size = 0x100;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI stream_priority_range(int* least, int* greatest) {
+  ++driver_log().calls;
+  driver_log().got_null_out = !least || !greatest;
+  if (least) *least = 0;
+  if (greatest) *greatest = -5;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI func_get_name(const char** name, CUfunction f) {
+  ++driver_log().calls;
+  driver_log().function = f;
+  *name = "vector_add";
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI event_create(CUevent* event, unsigned flags) {
+  ++driver_log().calls;
+  driver_log().flags = flags;
+  *event = reinterpret_cast<CUevent>(uintptr_t{0xE0E0});
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI event_destroy(CUevent event) {
+  driver_log().destroyed.push_back(event);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI stream_query(CUstream stream) {
+  ++driver_log().calls;
+  driver_log().stream = stream;
+  return CUDA_ERROR_NOT_READY;
+}
+CUresult CUDAAPI memset_d8(CUdeviceptr dst, unsigned char value, size_t n) {
+  ++driver_log().calls;
+  std::memset(reinterpret_cast<void*>(dst), value, n);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI memcpy_htod(CUdeviceptr dst, const void* src, size_t n) {
+  ++driver_log().calls;
+  if (n) std::memcpy(reinterpret_cast<void*>(dst), src, n);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI memcpy_dtoh(void* dst, CUdeviceptr src, size_t n) {
+  ++driver_log().calls;
+  if (n) std::memcpy(dst, reinterpret_cast<const void*>(src), n);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI func_set_attribute(CUfunction f, CUfunction_attribute attribute, int value) {
+  ++driver_log().calls;
+  driver_log().function = f;
+  driver_log().attribute = attribute;
+  driver_log().value = value;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI device_get_uuid(CUuuid* uuid, CUdevice device) {
+  ++driver_log().calls;
+  for (size_t i = 0; i < sizeof uuid->bytes; ++i) uuid->bytes[i] = static_cast<char>(device + static_cast<int>(i));
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI module_get_global(CUdeviceptr* ptr, size_t* bytes, CUmodule, const char* name) {
+  ++driver_log().calls;
+  driver_log().got_null_out = !ptr || !bytes;
+  if (std::strcmp(name, "counter") != 0) return CUDA_ERROR_NOT_FOUND;
+  if (ptr) *ptr = 0x2000;
+  if (bytes) *bytes = 8;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+DriverLog& driver_log() {
+  static DriverLog log;
+  return log;
+}
+
+std::shared_ptr<DriverTable> fake_driver() {
+  auto t = std::make_shared<DriverTable>();
+  t->cuMemGetInfo = mem_get_info;
+  t->cuMemGetAddressRange = mem_get_address_range;
+  t->cuCtxGetStreamPriorityRange = stream_priority_range;
+  t->cuFuncGetName = func_get_name;
+  t->cuEventCreate = event_create;
+  t->cuEventDestroy = event_destroy;
+  t->cuStreamQuery = stream_query;
+  t->cuMemsetD8 = memset_d8;
+  t->cuMemcpyHtoD = memcpy_htod;
+  t->cuMemcpyDtoH = memcpy_dtoh;
+  t->cuFuncSetAttribute = func_set_attribute;
+  t->cuDeviceGetUuid = device_get_uuid;
+  t->cuModuleGetGlobal = module_get_global;
+  return t;
+}
+
+FakeEnv::~FakeEnv() {
+  while (!handles_.empty()) remove(handles_.begin()->second.kind, handles_.begin()->first);
+}
+
+bool FakeEnv::device_range(uint64_t ptr, uint64_t size) const {
+  for (const auto& [base, length] : memory_) {
+    if (ptr >= base && ptr - base < length && size <= length - (ptr - base)) return true;
+  }
+  return false;
+}
+
+void* FakeEnv::find(HandleKind kind, uint64_t handle) const {
+  auto it = handles_.find(handle);
+  return it != handles_.end() && it->second.kind == kind ? it->second.object : nullptr;
+}
+
+bool FakeEnv::add(HandleKind kind, uint64_t handle, void* object, uint64_t, std::function<void(void*)> destroy) {
+  if (!protocol::is_minted(handle) || protocol::kind_of(handle) != kind || handles_.count(handle)) return false;
+  handles_[handle] = Entry{kind, object, std::move(destroy)};
+  return true;
+}
+
+bool FakeEnv::remove(HandleKind kind, uint64_t handle) {
+  auto it = handles_.find(handle);
+  if (it == handles_.end() || it->second.kind != kind) return false;
+  Entry e = std::move(it->second);
+  handles_.erase(it);
+  if (e.destroy) e.destroy(e.object);
+  return true;
+}
+
+namespace {
+
+constexpr uintptr_t kArenaBase = 0x5a0000000000;  // above ASan's shadow, below the stack
+constexpr size_t kSlots = 16;
+
+// Each slot: kMaxAllocation bytes of memory, then one page with no access.
+size_t slot_bytes() { return FakeEnv::kMaxAllocation + static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
+
+unsigned char* arena() {
+  static unsigned char* base = [] {
+    void* p = mmap(reinterpret_cast<void*>(kArenaBase), kSlots * slot_bytes(), PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED) std::abort();  // a test double that cannot stand up
+    return static_cast<unsigned char*>(p);
+  }();
+  return base;
+}
+
+size_t& next_slot() {
+  static size_t next = 0;
+  return next;
+}
+
+}  // namespace
+
+uint64_t FakeEnv::allocate(size_t size) {
+  if (memory_.empty()) next_slot() = 0;
+  if (size == 0 || size > kMaxAllocation || next_slot() == kSlots) std::abort();
+  unsigned char* slot = arena() + next_slot()++ * slot_bytes();
+  mprotect(slot, kMaxAllocation, PROT_READ | PROT_WRITE);
+  std::memset(slot, 0, kMaxAllocation);
+  uint64_t base = reinterpret_cast<uint64_t>(slot + kMaxAllocation - size);
+  memory_.emplace_back(base, size);
+  return base;
+}
+
+void FakeEnv::put(HandleKind kind, uint64_t handle, void* object) { handles_[handle] = Entry{kind, object, nullptr}; }
+
+std::vector<ValidCall> valid_calls(FakeEnv& env) {
+  namespace d = apigen::driver;
+  namespace t = apigen::test;
+  const uint64_t mem = env.allocate(256);
+  const uint64_t function = make_handle(HandleKind::kFunction, 0x300);
+  const uint64_t module = make_handle(HandleKind::kModule, 0x301);
+  env.put(HandleKind::kFunction, function, reinterpret_cast<void*>(uintptr_t{0xF0}));
+  env.put(HandleKind::kModule, module, reinterpret_cast<void*>(uintptr_t{0xA0}));
+  std::vector<ValidCall> calls;
+  auto add = [&](const DispatchRow* row, protocol::ArgWriter& w) { calls.push_back({row, w.take()}); };
+  size_t sz = 0;
+  int i = 0;
+  CUdeviceptr p = 0;
+  const char* s = nullptr;
+  unsigned char bytes[16] = {1, 2, 3};
+  CUuuid uuid;
+  std::string_view sv;
+  {
+    protocol::ArgWriter w;
+    d::pack_cuMemGetInfo_v2(w, &sz, &sz);
+    add(find_driver_row(d::k_cuMemGetInfo_v2), w);
+  }
+  {
+    protocol::ArgWriter w;
+    d::pack_cuMemGetAddressRange_v2(w, &p, &sz, mem + 8);
+    add(find_driver_row(d::k_cuMemGetAddressRange_v2), w);
+  }
+  {
+    protocol::ArgWriter w;
+    d::pack_cuCtxGetStreamPriorityRange(w, &i, nullptr);
+    add(find_driver_row(d::k_cuCtxGetStreamPriorityRange), w);
+  }
+  {
+    protocol::ArgWriter w;
+    d::pack_cuFuncGetName(w, &sv, function);
+    add(find_driver_row(d::k_cuFuncGetName), w);
+  }
+  {
+    protocol::ArgWriter w;
+    t::pack_cuEventCreate(w, make_handle(HandleKind::kEvent, 0x400), 2);
+    add(find_test_row(t::k_cuEventCreate), w);
+  }
+  {
+    protocol::ArgWriter w;
+    t::pack_cuEventDestroy_v2(w, make_handle(HandleKind::kEvent, 0x400));
+    add(find_test_row(t::k_cuEventDestroy_v2), w);
+  }
+  {
+    protocol::ArgWriter w;
+    t::pack_cuStreamQuery(w, protocol::kLegacyStream);
+    add(find_test_row(t::k_cuStreamQuery), w);
+  }
+  {
+    protocol::ArgWriter w;
+    t::pack_cuMemsetD8_v2(w, mem, 7, 256);
+    add(find_test_row(t::k_cuMemsetD8_v2), w);
+  }
+  {
+    protocol::ArgWriter w;
+    t::pack_cuMemcpyHtoD_v2(w, mem + 16, bytes, sizeof bytes);
+    add(find_test_row(t::k_cuMemcpyHtoD_v2), w);
+  }
+  {
+    protocol::ArgWriter w;
+    t::pack_cuMemcpyDtoH_v2(w, bytes, mem, sizeof bytes);
+    add(find_test_row(t::k_cuMemcpyDtoH_v2), w);
+  }
+  {
+    protocol::ArgWriter w;
+    t::pack_cuFuncSetAttribute(w, function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 4096);
+    add(find_test_row(t::k_cuFuncSetAttribute), w);
+  }
+  {
+    protocol::ArgWriter w;
+    t::pack_cuDeviceGetUuid_v2(w, &uuid, 3);
+    add(find_test_row(t::k_cuDeviceGetUuid_v2), w);
+  }
+  {
+    protocol::ArgWriter w;
+    s = "counter";
+    t::pack_cuModuleGetGlobal_v2(w, &p, nullptr, module, s);
+    add(find_test_row(t::k_cuModuleGetGlobal_v2), w);
+  }
+  return calls;
+}
+
+}  // namespace rgpu::server::apigen_test
