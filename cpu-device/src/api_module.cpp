@@ -86,6 +86,20 @@ CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule hm
   });
 }
 
+// The name stays valid while the function's module is loaded, as CUDA says.
+CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction hfunc) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    if (!name) return CUDA_ERROR_INVALID_VALUE;
+    auto f = d->function(reinterpret_cast<uint64_t>(hfunc));
+    auto m = f ? f->module() : nullptr;
+    if (!m) return CUDA_ERROR_INVALID_HANDLE;
+    *name = m->program().kernels()[static_cast<size_t>(f->index())].name.c_str();
+    return CUDA_SUCCESS;
+  });
+}
+
 CUresult CUDAAPI cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc) {
   return guarded([&] {
     Driver* d;

@@ -491,4 +491,34 @@ TEST_F(Driver, ProcAddressAndUnimplementedEntryPoints) {
   EXPECT_STREQ(name, "CUDA_ERROR_INVALID_VALUE");
 }
 
+// Calls generated from client-shim/api/driver.api (Call.invoke), through the
+// client's generated stub, the wire and the server's generated row.
+TEST_F(Driver, GeneratedCalls) {
+  int least = 1, greatest = 1;
+  ASSERT_CU(cuCtxGetStreamPriorityRange(&least, &greatest));
+  EXPECT_LE(greatest, least);  // a lower number is a higher priority
+  EXPECT_CU(cuCtxGetStreamPriorityRange(nullptr, &greatest));  // either may be NULL
+
+  CUmodule module;
+  CUfunction spin;
+  ASSERT_CU(cuModuleLoadData(&module, kSpinPtx));
+  ASSERT_CU(cuModuleGetFunction(&spin, module, "spin"));
+  const char* name = nullptr;
+  ASSERT_CU(cuFuncGetName(&name, spin));
+  ASSERT_NE(name, nullptr);
+  EXPECT_STREQ(name, "spin");
+  EXPECT_EQ(cuFuncGetName(nullptr, spin), CUDA_ERROR_INVALID_VALUE);
+  // A stream is not a function: the server refuses the handle by its kind.
+  CUstream stream;
+  ASSERT_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  EXPECT_EQ(cuFuncGetName(&name, reinterpret_cast<CUfunction>(stream)), CUDA_ERROR_INVALID_HANDLE);
+  ASSERT_CU(cuStreamDestroy(stream));
+  ASSERT_CU(cuModuleUnload(module));
+
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  EXPECT_EQ(cuMemGetAddressRange(&base, &size, 0x10), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(cuMemGetInfo(nullptr, &size), CUDA_ERROR_INVALID_VALUE);
+}
+
 }  // namespace
