@@ -3,6 +3,8 @@
 // device memory. Session implements it; tests use a fake.
 #pragma once
 
+#include <cuda.h>
+
 #include <cstdint>
 #include <functional>
 
@@ -34,6 +36,11 @@ class CallEnv {
   // session's live handles of `kind`; null otherwise (forged, destroyed, or
   // of another kind).
   virtual void* find(protocol::HandleKind kind, uint64_t handle) const = 0;
+
+  // The stream `handle` names for this call: one of the special streams
+  // (kNullStream, kLegacyStream, kPerThreadStream, as the driver spells
+  // them), or a live stream of the call's own context. False otherwise.
+  virtual bool stream(uint64_t handle, CUstream* out) const = 0;
 
   // Registers an object the call created under the client-minted `handle`,
   // a child of `parent` (a context, module, ...; 0: the call's context).

@@ -60,21 +60,7 @@ InvokeOutcome refuse(wire::Api api, uint32_t code, std::string message) {
   return out;
 }
 
-bool stream_arg(const CallEnv& env, uint64_t handle, CUstream* out) {
-  using protocol::HandleKind;
-  if (handle == 0 || handle == protocol::kNullStream) {
-    *out = nullptr;
-  } else if (handle == protocol::kLegacyStream || handle == 1) {
-    *out = CU_STREAM_LEGACY;
-  } else if (handle == protocol::kPerThreadStream || handle == 2) {
-    *out = CU_STREAM_PER_THREAD;
-  } else {
-    void* stream = env.find(HandleKind::kStream, handle);
-    if (!stream) return false;
-    *out = static_cast<CUstream>(stream);
-  }
-  return true;
-}
+bool stream_arg(const CallEnv& env, uint64_t handle, CUstream* out) { return env.stream(handle, out); }
 
 }  // namespace dispatch
 }  // namespace rgpu::server

@@ -99,6 +99,9 @@ class Session : public CallEnv {
   uint64_t context() const override { return call_ctx_; }
   bool device_range(uint64_t ptr, uint64_t size) const override { return ledger_.check(call_ctx_, ptr, size); }
   void* find(protocol::HandleKind kind, uint64_t handle) const override { return handles_.find(kind, handle); }
+  bool stream(uint64_t handle, CUstream* out) const override {
+    return lookup_stream(call_ctx_, handle, out) == CUDA_SUCCESS;
+  }
   bool add(protocol::HandleKind kind, uint64_t handle, void* object, uint64_t parent,
            std::function<void(void*)> destroy) override;
   bool remove(protocol::HandleKind kind, uint64_t handle) override { return handles_.remove(kind, handle); }

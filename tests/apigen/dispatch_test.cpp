@@ -172,7 +172,9 @@ TEST_F(GeneratedCalls, StreamArguments) {
     uint64_t handle;
     CUresult code;
     CUstream seen;
-  } cases[] = {{0, CUDA_ERROR_NOT_READY, nullptr},
+  } cases[] = {{protocol::kNullStream, CUDA_ERROR_NOT_READY, nullptr},
+               {0, CUDA_ERROR_INVALID_HANDLE, nullptr},  // untyped: not a stream
+               {1, CUDA_ERROR_INVALID_HANDLE, nullptr},
                {protocol::kLegacyStream, CUDA_ERROR_NOT_READY, CU_STREAM_LEGACY},
                {protocol::kPerThreadStream, CUDA_ERROR_NOT_READY, CU_STREAM_PER_THREAD},
                {stream, CUDA_ERROR_NOT_READY, reinterpret_cast<CUstream>(uintptr_t{0x5E})},

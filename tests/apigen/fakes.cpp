@@ -134,6 +134,18 @@ void* FakeEnv::find(HandleKind kind, uint64_t handle) const {
   return it != handles_.end() && it->second.kind == kind ? it->second.object : nullptr;
 }
 
+bool FakeEnv::stream(uint64_t handle, CUstream* out) const {
+  if (protocol::is_special_stream(handle)) {
+    *out = handle == protocol::kNullStream     ? nullptr
+           : handle == protocol::kLegacyStream ? CU_STREAM_LEGACY
+                                               : CU_STREAM_PER_THREAD;
+    return true;
+  }
+  void* s = find(HandleKind::kStream, handle);
+  *out = static_cast<CUstream>(s);
+  return s != nullptr;
+}
+
 bool FakeEnv::add(HandleKind kind, uint64_t handle, void* object, uint64_t, std::function<void(void*)> destroy) {
   if (!protocol::is_minted(handle) || protocol::kind_of(handle) != kind || handles_.count(handle)) return false;
   handles_[handle] = Entry{kind, object, std::move(destroy)};

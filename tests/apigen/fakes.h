@@ -52,6 +52,7 @@ class FakeEnv : public CallEnv {
   uint64_t context() const override { return protocol::primary_context(0); }
   bool device_range(uint64_t ptr, uint64_t size) const override;
   void* find(protocol::HandleKind kind, uint64_t handle) const override;
+  bool stream(uint64_t handle, CUstream* out) const override;
   bool add(protocol::HandleKind kind, uint64_t handle, void* object, uint64_t parent,
            std::function<void(void*)> destroy) override;
   bool remove(protocol::HandleKind kind, uint64_t handle) override;
