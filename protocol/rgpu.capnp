@@ -194,7 +194,7 @@ struct Call {
     primaryCtxReset @8 :PrimaryCtx;      # sync
     memAlloc @9 :UInt64;                 # sync: bytes
     memFree @10 :UInt64;                 # sync: device pointer
-    memGetInfo @11 :Void;                # sync
+    memGetInfo @11 :Void;                # retired: now the generated cuMemGetInfo_v2
     memcpyHtoD @12 :CopyIn;              # sync (stream 0) or async
     memcpyDtoH @13 :CopyOut;             # sync (stream 0) or async
     memcpyDtoD @14 :CopyDevice;          # sync or async
@@ -210,7 +210,7 @@ struct Call {
     eventQuery @24 :Handle;              # sync
     eventElapsedTime @25 :EventPair;     # sync
     eventDestroy @26 :Handle;            # async
-    memGetAddressRange @27 :UInt64;      # sync
+    memGetAddressRange @27 :UInt64;      # retired: now the generated cuMemGetAddressRange_v2
     moduleLoad @28 :ModuleLoad;          # sync
     moduleUnload @29 :Handle;            # async
     moduleGetFunction @30 :GetFunction;  # async: the client already checked the name

@@ -36,7 +36,7 @@ SCALAR_TYPES = {
     "long", "unsigned long", "long long", "unsigned long long", "size_t", "float", "double",
     "CUdevice", "CUdevice_v1", "cuuint32_t", "cuuint64_t", "CUdeviceptr", "CUdeviceptr_v2",
 }
-FUNCTION_OPTIONS = ("server", "cpu", "status", "stream")
+FUNCTION_OPTIONS = ("server", "cpu", "status", "stream", "quick")
 PARAM_ATTRS = ("in", "out", "inout", "opt", "len", "cstr", "struct", "dev", "scalar", "handle", "create",
                "destroy", "parent", "refuse")
 
@@ -69,6 +69,7 @@ class Function:
         self.name, self.where, self.lineno = name, where, lineno
         self.server = None      # required | optional | None
         self.cpu = False
+        self.quick = False      # never waits for device work: may run on the transport's thread
         self.status = "CUresult"
         self.stream = None      # parameter that orders the call
         self.params = []        # [Param] for generated functions
@@ -147,12 +148,16 @@ def read_description(path, exports):
                     fn.server = value
                 elif key == "cpu":
                     fn.cpu = True
+                elif key == "quick":
+                    fn.quick = True
                 elif key == "status":
                     if value != "CUresult":
                         raise GenError(f"{where_at}: {name}: status={value}: only CUresult is generated so far")
                     fn.status = value
                 elif key == "stream":
                     fn.stream = value
+            if fn.quick and fn.where != "sync":
+                raise GenError(f"{where_at}: {name}: quick is for sync functions")
             if fn.notes and not fn.generated:
                 raise GenError(f"{where_at}: {name}: parameter annotations only on sync/async functions")
             if fn.generated and fn.server is None:

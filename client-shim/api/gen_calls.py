@@ -243,7 +243,7 @@ def emit_rows(functions, source, pack_include, find_name, namespace, api):
     out.append("const DispatchRow kRows[] = {\n")
     for fn in gen:
         out.append(f"    {{\"{fn.name}\", kApi, {fn.ordinal}, {'true' if fn.where == 'sync' else 'false'}, "
-                   f"&run_{fn.name}}},\n")
+                   f"{'true' if fn.quick else 'false'}, &run_{fn.name}}},\n")
     out.append("};\n\n}  // namespace\n\n")
     out.append(f"const DispatchRow* {find_name}(uint32_t function) {{\n  switch (function) {{\n")
     for i, fn in enumerate(gen):

@@ -119,10 +119,10 @@ InvokeOutcome run_cuFuncGetName(CallEnv& env_, std::span<const std::byte> args_)
 }
 
 const DispatchRow kRows[] = {
-    {"cuCtxGetStreamPriorityRange", kApi, 3, true, &run_cuCtxGetStreamPriorityRange},
-    {"cuMemGetInfo_v2", kApi, 1, true, &run_cuMemGetInfo_v2},
-    {"cuMemGetAddressRange_v2", kApi, 2, true, &run_cuMemGetAddressRange_v2},
-    {"cuFuncGetName", kApi, 4, true, &run_cuFuncGetName},
+    {"cuCtxGetStreamPriorityRange", kApi, 3, true, true, &run_cuCtxGetStreamPriorityRange},
+    {"cuMemGetInfo_v2", kApi, 1, true, true, &run_cuMemGetInfo_v2},
+    {"cuMemGetAddressRange_v2", kApi, 2, true, true, &run_cuMemGetAddressRange_v2},
+    {"cuFuncGetName", kApi, 4, true, true, &run_cuFuncGetName},
 };
 
 }  // namespace

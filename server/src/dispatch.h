@@ -27,6 +27,10 @@ struct DispatchRow {
   wire::Api api;
   uint32_t function;             // ordinal in the API's lock file
   bool sync;                     // the client waits for a reply
+  // Never waits for device work and names no per-thread stream (`quick` in
+  // the description): the server may run it on the transport's thread the
+  // moment it arrives, as it does the typed calls of that kind.
+  bool quick;
   // Decodes and validates `args` against `env`, runs the call, encodes the
   // out-arguments. Never throws; undecodable or invalid arguments are the
   // API's invalid-value code with a message.

@@ -15,13 +15,11 @@ bool is_sync(wire::Call::Reader call) {
     case wire::Call::PRIMARY_CTX_RESET:
     case wire::Call::MEM_ALLOC:
     case wire::Call::MEM_FREE:
-    case wire::Call::MEM_GET_INFO:
     case wire::Call::STREAM_SYNCHRONIZE:
     case wire::Call::STREAM_QUERY:
     case wire::Call::EVENT_SYNCHRONIZE:
     case wire::Call::EVENT_QUERY:
     case wire::Call::EVENT_ELAPSED_TIME:
-    case wire::Call::MEM_GET_ADDRESS_RANGE:
     case wire::Call::MODULE_LOAD:
     case wire::Call::MODULE_GET_GLOBAL:
     case wire::Call::FUNC_GET_ATTRIBUTES:
@@ -54,7 +52,13 @@ constexpr uint64_t kReplyBytesLimit = 32 * 1024;
 bool names_per_thread_stream(uint64_t handle) { return handle == protocol::kPerThreadStream; }
 
 // Whether this server knows the call's kind; a newer client's call is not.
-bool known_call(wire::Call::Which which) { return which <= wire::Call::INVOKE; }
+// Typed members that generated calls replaced (their ordinals stay, unused):
+// a client that sends one is answered like any call this server does not know.
+bool retired_call(wire::Call::Which which) {
+  return which == wire::Call::MEM_GET_INFO || which == wire::Call::MEM_GET_ADDRESS_RANGE;
+}
+
+bool known_call(wire::Call::Which which) { return which <= wire::Call::INVOKE && !retired_call(which); }
 
 }  // namespace
 
@@ -91,15 +95,26 @@ Session::Inline Session::runs_inline(const protocol::Decoded& decoded, const tra
   for (auto entry : calls) {
     auto call = entry.getCall();
     switch (call.which()) {
-      case wire::Call::MEM_GET_INFO:
       case wire::Call::MEM_ALLOC:
-      case wire::Call::MEM_GET_ADDRESS_RANGE:
       case wire::Call::FUNC_GET_ATTRIBUTES:
       case wire::Call::EVENT_QUERY:
       case wire::Call::EVENT_ELAPSED_TIME:
       case wire::Call::EVENT_SYNCHRONIZE:  // waits on its own thread unless complete
       case wire::Call::CTX_SYNCHRONIZE:
         break;
+      case wire::Call::INVOKE: {
+        // A call that cannot be read goes to the executor, whose barrier
+        // answers it.
+        const DispatchRow* row = nullptr;
+        try {
+          auto in = call.getInvoke();
+          row = find_row(in.getApi(), in.getFunction());
+        } catch (const kj::Exception&) {
+          return Inline::kNo;
+        }
+        if (row == nullptr || !row->quick) return Inline::kNo;
+        break;
+      }
       case wire::Call::STREAM_QUERY:
         if (names_per_thread_stream(call.getStreamQuery().getHandle())) return Inline::kNo;
         break;
@@ -384,22 +399,6 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
       }
       out.result = cu_.cuMemFree(ptr);
       if (out.result == CUDA_SUCCESS) ledger_.remove_allocation(ctx, ptr);
-      break;
-    }
-    case wire::Call::MEM_GET_INFO: {
-      if (!needs_ctx()) break;
-      size_t free_bytes = 0, total = 0;
-      out.result = cu_.cuMemGetInfo(&free_bytes, &total);
-      out.values = {free_bytes, total};
-      break;
-    }
-    case wire::Call::MEM_GET_ADDRESS_RANGE: {
-      auto range = ledger_.find(call.getMemGetAddressRange());
-      if (!range) {
-        out.result = CUDA_ERROR_NOT_FOUND;
-        break;
-      }
-      out.values = {range->base, range->size};
       break;
     }
     case wire::Call::MEMCPY_HTO_D: {

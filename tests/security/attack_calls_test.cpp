@@ -24,7 +24,7 @@ void expect_refused(const Answer& a, CUresult code, const char* what) {
 // The session still works: an allocation and a query answer.
 void expect_session_goes_on(RawPeer& p) {
   EXPECT_NE(p.alloc(256), 0u);
-  const Answer a = p.call(RawPeer::kCtx, [](wire::Call::Builder c) { c.setMemGetInfo(); });
+  const Answer a = p.call(RawPeer::kCtx, [](wire::Call::Builder c) { c.setCtxSynchronize(); });
   EXPECT_EQ(a.result, CUDA_SUCCESS) << a.describe();
   EXPECT_EQ(a.async_error, CUDA_SUCCESS) << a.describe();
 }
@@ -48,13 +48,13 @@ TEST_F(AttackTest, ForgedAndWrongKindHandlesAreInvalidHandles) {
   // The bare numbers of earlier protocols mean nothing now.
   expect_refused(p->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initStreamQuery().setHandle(0x100); }),
                  CUDA_ERROR_INVALID_HANDLE, "a handle without a kind");
-  expect_refused(p->call(1, [](wire::Call::Builder c) { c.setMemGetInfo(); }), CUDA_ERROR_INVALID_CONTEXT,
+  expect_refused(p->call(1, [](wire::Call::Builder c) { c.setCtxSynchronize(); }), CUDA_ERROR_INVALID_CONTEXT,
                  "a context handle without a kind");
   // A stream handle minted under a reserved serial cannot be created.
   const Answer reserved = p->calls(RawPeer::kCtx, {[](wire::Call::Builder c) {
                                                     c.initStreamCreate().setHandle(protocol::kLegacyStream);
                                                   },
-                                                  [](wire::Call::Builder c) { c.setMemGetInfo(); }});
+                                                  [](wire::Call::Builder c) { c.setCtxSynchronize(); }});
   EXPECT_EQ(reserved.async_error, CUDA_ERROR_INVALID_VALUE) << reserved.describe();
   expect_session_goes_on(*p);
   expect_server_serving();
@@ -127,17 +127,17 @@ TEST_F(AttackTest, UnknownAndUndecodableCallsAreNotSupportedAndTheSessionGoesOn)
   // A call from a newer client: a union member this server does not have.
   expect_refused(p->call(RawPeer::kCtx,
                          [](wire::Call::Builder c) {
-                           c.setMemGetInfo();
+                           c.setCtxSynchronize();
                            c.setWantsReply(true);
                            set_which(c, 999);
                          }),
                  CUDA_ERROR_NOT_SUPPORTED, "an unknown call that wants a reply");
   // The same, async: reported at the next sync call.
   const Answer async = p->calls(RawPeer::kCtx, {[](wire::Call::Builder c) {
-                                                 c.setMemGetInfo();
+                                                 c.setCtxSynchronize();
                                                  set_which(c, 998);
                                                },
-                                               [](wire::Call::Builder c) { c.setMemGetInfo(); }});
+                                               [](wire::Call::Builder c) { c.setCtxSynchronize(); }});
   EXPECT_EQ(async.result, CUDA_SUCCESS) << async.describe();
   EXPECT_EQ(async.async_error, CUDA_ERROR_NOT_SUPPORTED) << async.describe();
   // A generated call of a function no dispatch row has.

@@ -10,8 +10,12 @@
 #include <poll.h>
 
 #include <cstring>
+#include <functional>
+#include <span>
 #include <thread>
 
+#include "driver_pack.h"
+#include "rgpu/protocol/args.h"
 #include "attack_fixture.h"
 #include "client.h"
 #include "kernels.h"
@@ -51,7 +55,19 @@ RawPeer::Fill copy_in(uint64_t dst, std::vector<uint8_t> bytes) {
     in.setBytes(kj::arrayPtr(bytes.data(), bytes.size()));
   };
 }
-void mem_get_info(wire::Call::Builder c) { c.setMemGetInfo(); }
+void sync_probe(wire::Call::Builder c) { c.setCtxSynchronize(); }
+
+// A generated driver call (Call.invoke) with its packed arguments, wanting a reply.
+std::function<void(wire::Call::Builder)> generated_call(uint32_t function, const protocol::ArgWriter& args) {
+  std::vector<std::byte> bytes(args.bytes().begin(), args.bytes().end());
+  return [function, bytes](wire::Call::Builder c) {
+    auto inv = c.initInvoke();
+    inv.setApi(wire::Api::DRIVER);
+    inv.setFunction(function);
+    inv.setArgs(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(bytes.data()), bytes.size()));
+    c.setWantsReply(true);
+  };
+}
 
 // ---- malformed batches -----------------------------------------------------
 
@@ -203,7 +219,7 @@ TEST_F(AttackTest, ZeroSizedCallsCannotMultiplyABatch) {
   // charges such elements to the reader's traversal limit, but each pass
   // over the list is charged anew, and 2^21 stays under it.)
   uint64_t id = 0;
-  auto bytes = p->batch(RawPeer::kCtx, {[](wire::Call::Builder c) { c.setMemGetInfo(); }}, &id);
+  auto bytes = p->batch(RawPeer::kCtx, {[](wire::Call::Builder c) { c.setCtxSynchronize(); }}, &id);
   const auto words = pointer_words(bytes);
   ASSERT_GE(words.size(), 3u);
   const size_t list = words[2];  // root, batch, calls
@@ -217,7 +233,7 @@ TEST_F(AttackTest, ZeroSizedCallsCannotMultiplyABatch) {
   const uint64_t tag = uint64_t{1} << 21 << 2;  // 2^21 elements of 0 data and 0 pointer words
   std::memcpy(bytes.data() + tag_index * 8, &tag, 8);
   p->send(bytes);
-  const Answer a = p->call(RawPeer::kCtx, mem_get_info);
+  const Answer a = p->call(RawPeer::kCtx, sync_probe);
   EXPECT_TRUE(a.closed_or_refused()) << "a batch that declares more calls than its bytes can hold was run: "
                                      << a.describe();
   expect_server_serving();
@@ -324,7 +340,7 @@ TEST_F(AttackTest, ForgedForeignAndWrongKindHandlesAreUnknown) {
        }},
   };
   for (const auto& [what, fill] : async_attacks) {
-    const Answer a = p->calls(RawPeer::kCtx, {fill, mem_get_info});
+    const Answer a = p->calls(RawPeer::kCtx, {fill, sync_probe});
     EXPECT_EQ(a.kind, Kind::kReply) << what << ": " << a.describe();
     EXPECT_NE(a.async_error, CUDA_SUCCESS) << what << ": " << a.describe();
   }
@@ -351,12 +367,12 @@ TEST_F(AttackTest, MoreHandlesThanTheLimitAreOutOfMemoryAndTheSessionGoesOn) {
   for (uint64_t h = 1000; h < 1100; ++h) {
     creates.push_back([h](wire::Call::Builder c) { c.initEventCreate().setHandle(E(h)); });
   }
-  creates.push_back(mem_get_info);
+  creates.push_back(sync_probe);
   const Answer a = p->calls(RawPeer::kCtx, creates);
   EXPECT_EQ(a.kind, Kind::kReply) << a.describe();
   EXPECT_EQ(a.async_error, CUDA_ERROR_OUT_OF_MEMORY) << a.describe();
   // Streams and modules hit the same bound.
-  auto s = p->calls(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initStreamCreate().setHandle(S(5000)); }, mem_get_info});
+  auto s = p->calls(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initStreamCreate().setHandle(S(5000)); }, sync_probe});
   EXPECT_EQ(s.async_error, CUDA_ERROR_OUT_OF_MEMORY) << s.describe();
   std::vector<uint8_t> hash(32, 0);
   auto m = p->call(RawPeer::kCtx, [&](wire::Call::Builder c) {
@@ -491,7 +507,7 @@ TEST_F(AttackTest, OversizedWrappingAndForeignRangesAreInvalid) {
   attacks.push_back({"allocation of 0 bytes", [](wire::Call::Builder c) { c.setMemAlloc(0); }});
   for (const auto& [what, fill, async] : attacks) {
     // A sync call is the last of its batch; an async one is followed by one.
-    const Answer a = async ? p->calls(RawPeer::kCtx, {fill, mem_get_info}) : p->call(RawPeer::kCtx, fill);
+    const Answer a = async ? p->calls(RawPeer::kCtx, {fill, sync_probe}) : p->call(RawPeer::kCtx, fill);
     EXPECT_EQ(a.kind, Kind::kReply) << what << ": " << a.describe();
     EXPECT_ERROR(a) << " for " << what;
   }
@@ -514,7 +530,14 @@ TEST_F(AttackTest, OversizedWrappingAndForeignRangesAreInvalid) {
                         }),
                 CUDA_ERROR_INVALID_VALUE);
   EXPECT_RESULT(p->call(RawPeer::kCtx, copy_in(theirs, pattern(16, 1))), CUDA_ERROR_INVALID_VALUE);
-  EXPECT_RESULT(p->call(RawPeer::kCtx, [=](wire::Call::Builder c) { c.setMemGetAddressRange(theirs); }),
+  // Another session's allocation is not found: a generated call, as the
+  // client library sends cuMemGetAddressRange.
+  EXPECT_RESULT(p->call(RawPeer::kCtx,
+                        [=](wire::Call::Builder c) {
+                          protocol::ArgWriter args;
+                          apigen::driver::pack_cuMemGetAddressRange_v2(args, nullptr, nullptr, theirs);
+                          generated_call(apigen::driver::k_cuMemGetAddressRange_v2, args)(c);
+                        }),
                 CUDA_ERROR_NOT_FOUND);
   // A payload that is not the size the call says.
   std::vector<std::byte> payload(100 * 1024, std::byte{5});
@@ -607,8 +630,13 @@ TEST_F(AttackTest, KilledSessionLeavesTheServerServing) {
   auto observer = session("bob", kBobKey);
   ASSERT_TRUE(observer);
   auto free_bytes = [&] {
-    const Answer a = observer->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.setMemGetInfo(); });
-    return a.values.empty() ? uint64_t{0} : a.values[0];
+    size_t free_b = 0, total = 0;
+    protocol::ArgWriter args;
+    apigen::driver::pack_cuMemGetInfo_v2(args, &free_b, &total);
+    const Answer a = observer->call(RawPeer::kCtx, generated_call(apigen::driver::k_cuMemGetInfo_v2, args));
+    protocol::ArgReader reader(std::as_bytes(std::span(a.bytes)));
+    if (a.result != CUDA_SUCCESS || !apigen::driver::unpack_cuMemGetInfo_v2(reader, &free_b, &total)) return uint64_t{0};
+    return uint64_t{free_b};
   };
   const uint64_t before = free_bytes();
   ASSERT_GT(before, 0u);

@@ -198,7 +198,7 @@ bool RawPeer::open_context() {
                        p.setHandle(kCtx);
                        p.setDevice(0);
                      },
-                     [](wire::Call::Builder c) { c.setMemGetInfo(); }});
+                     [](wire::Call::Builder c) { c.setCtxSynchronize(); }});
   if (a.kind != Answer::Kind::kReply || a.result != CUDA_SUCCESS || a.async_error != CUDA_SUCCESS) {
     ADD_FAILURE() << "context: " << a.describe();
     return false;

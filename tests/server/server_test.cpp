@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "client.h"
+#include "driver_pack.h"
+#include "rgpu/protocol/args.h"
 #include "rgpu/protocol/handles.h"
 #include "rgpu/server/server.h"
 #include "module_cache.h"
@@ -56,10 +58,35 @@ class ServerTest : public ::testing::Test {
     return protocol::primary_context(0);
   }
 
+  // cuMemGetInfo as the client library sends it: a generated call.
+  static shim::SyncResult mem_get_info(Client& c, uint64_t ctx, size_t* free_bytes) {
+    namespace calls = apigen::driver;
+    size_t total = 0;
+    protocol::ArgWriter args;
+    calls::pack_cuMemGetInfo_v2(args, free_bytes, &total);
+    std::vector<std::byte> reply(calls::kMaxReply_cuMemGetInfo_v2);
+    uint64_t got = 0;
+    auto r = c.call_sync(
+        ctx,
+        [&](wire::Call::Builder call) {
+          auto inv = call.initInvoke();
+          inv.setApi(wire::Api::DRIVER);
+          inv.setFunction(calls::k_cuMemGetInfo_v2);
+          inv.setArgs(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(args.bytes().data()), args.bytes().size()));
+          call.setWantsReply(true);
+        },
+        {}, shim::OutBuffer{reply.data(), reply.size(), &got});
+    protocol::ArgReader reader(std::span<const std::byte>(reply.data(), got));
+    if (r.result == CUDA_SUCCESS && !calls::unpack_cuMemGetInfo_v2(reader, free_bytes, &total)) {
+      r.result = CUDA_ERROR_UNKNOWN;
+    }
+    return r;
+  }
+
   uint64_t free_memory(Client& c, uint64_t ctx) {
-    auto r = c.call_sync(ctx, [](wire::Call::Builder call) { call.setMemGetInfo(); });
-    EXPECT_EQ(r.result, CUDA_SUCCESS);
-    return r.values.empty() ? 0 : r.values[0];
+    size_t free_bytes = 0;
+    EXPECT_EQ(mem_get_info(c, ctx, &free_bytes).result, CUDA_SUCCESS);
+    return free_bytes;
   }
 
   std::string token_ = "sesame";
@@ -209,10 +236,9 @@ TEST_F(ServerTest, AsyncErrorIsReportedOnceAtTheNextSyncCall) {
     m.setCount(1);
     m.setAsync(true);
   });
-  auto first = client.call_sync(ctx, [](wire::Call::Builder call) { call.setMemGetInfo(); });
-  EXPECT_EQ(first.result, CUDA_ERROR_INVALID_VALUE);
-  auto second = client.call_sync(ctx, [](wire::Call::Builder call) { call.setMemGetInfo(); });
-  EXPECT_EQ(second.result, CUDA_SUCCESS);
+  size_t free_bytes = 0;
+  EXPECT_EQ(mem_get_info(client, ctx, &free_bytes).result, CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(mem_get_info(client, ctx, &free_bytes).result, CUDA_SUCCESS);
 }
 
 TEST_F(ServerTest, UnknownStreamHandleIsInvalid) {
