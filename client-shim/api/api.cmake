@@ -7,8 +7,6 @@
 #   RGPU_SHIM_MAP               the linker version script (-Wl,--version-script)
 #   RGPU_SHIM_EXPORT_LISTS      the exported-name lists the map is made from
 #   RGPU_SHIM_GENERATOR         the generator (client-shim/api/gen_api.py)
-#   RGPU_SHIM_API_OWN_FUNCTIONS the exported functions that the hand-written
-#                               files among RGPU_SHIM_API_SOURCES define
 #   RGPU_SHIM_RUNTIME_SOURCES   the hand-written runtime API (client-shim/src/runtime/)
 # and defines the target rgpu_regen_check, which fails when regenerating would
 # change the checked-in files in client-shim/generated/.
@@ -31,8 +29,6 @@ set(RGPU_SHIM_RUNTIME_SOURCES
 set(RGPU_SHIM_MAP ${_rgpu_shim_dir}/generated/librgpu.map)
 set(RGPU_SHIM_EXPORT_LISTS ${_rgpu_shim_dir}/api/libcuda.exports ${_rgpu_shim_dir}/api/libcudart.exports)
 set(RGPU_SHIM_GENERATOR ${_rgpu_shim_dir}/api/gen_api.py)
-set(RGPU_SHIM_API_OWN_FUNCTIONS
-    cuGetErrorName cuGetErrorString cuGetExportTable cuGetProcAddress cuGetProcAddress_v2)
 
 # The build never regenerates by itself (that would hide a forgotten commit
 # of the output); the check, also a ctest (tests/shim), reports it instead.

@@ -37,6 +37,23 @@ SCALAR_TYPES = {
     "CUdevice", "CUdevice_v1", "cuuint32_t", "cuuint64_t", "CUdeviceptr", "CUdeviceptr_v2",
 }
 FUNCTION_OPTIONS = ("server", "cpu", "status", "stream", "quick")
+
+
+class Api:
+    """What one API's description may say: its status type (the default of
+    status=), the `where` words and options its lines may use, and the
+    library whose exported names it describes."""
+
+    def __init__(self, name, library, status, wheres, options):
+        self.name, self.library, self.status = name, library, status
+        self.wheres, self.options = wheres, options
+
+
+DRIVER = Api("driver", "libcuda.so.1", "CUresult", tuple(WHERE), FUNCTION_OPTIONS)
+# The runtime is written by hand on top of the driver API: its description
+# says which names are implemented (the rest are generated stubs). Generated
+# runtime calls and the CPU device's options do not apply.
+RUNTIME = Api("runtime", "libcudart.so.13", "cudaError_t", ("stub", "hand", "local"), ("status",))
 PARAM_ATTRS = ("in", "out", "inout", "opt", "len", "cstr", "struct", "dev", "scalar", "handle", "create",
                "destroy", "parent", "refuse")
 
@@ -65,12 +82,12 @@ class Param:
 
 
 class Function:
-    def __init__(self, name, where, lineno):
+    def __init__(self, name, where, lineno, status="CUresult"):
         self.name, self.where, self.lineno = name, where, lineno
         self.server = None      # required | optional | None
         self.cpu = False
         self.quick = False      # never waits for device work: may run on the transport's thread
-        self.status = "CUresult"
+        self.status = status
         self.stream = None      # parameter that orders the call
         self.params = []        # [Param] for generated functions
         self.notes = {}         # raw annotations by parameter name
@@ -106,8 +123,8 @@ def _split_attrs(text):
     return out
 
 
-def read_description(path, exports):
-    """Parses `path`; returns [Function] in file order."""
+def read_description(path, exports, api=DRIVER):
+    """Parses `path`, a description of `api`; returns [Function] in file order."""
     exported = set(exports) if exports is not None else None
     functions, seen = [], set()
     with open(path, encoding="ascii") as f:
@@ -122,16 +139,17 @@ def read_description(path, exports):
             name, where = words[0], words[1]
             if not re.fullmatch(r"[A-Za-z_]\w*", name):
                 raise GenError(f"{where_at}: not a C function name: {name!r}")
-            if where not in WHERE:
-                raise GenError(f"{where_at}: {name}: where must be one of {', '.join(WHERE)}")
+            if where not in api.wheres:
+                raise GenError(f"{where_at}: {name}: where must be one of {', '.join(api.wheres)}"
+                               f" in the {api.name} API's description")
             if name in seen:
                 raise GenError(f"{where_at}: {name} described twice")
             seen.add(name)
             if exported is not None and (where == "extension") == (name in exported):
-                raise GenError(f"{where_at}: {name}: " + ("an extension must not be a libcuda name"
+                raise GenError(f"{where_at}: {name}: " + (f"an extension must not be a {api.library} name"
                                                           if where == "extension" else
-                                                          "not an exported driver function"))
-            fn = Function(name, where, lineno)
+                                                          f"not a name {api.library} exports"))
+            fn = Function(name, where, lineno, api.status)
             for w in words[2:]:
                 if ":" in w:
                     pname, _, attrs = w.partition(":")
@@ -140,8 +158,8 @@ def read_description(path, exports):
                     fn.notes[pname] = (_split_attrs(attrs), where_at)
                     continue
                 key, _, value = w.partition("=")
-                if key not in FUNCTION_OPTIONS:
-                    raise GenError(f"{where_at}: {name}: unknown option {key!r}")
+                if key not in api.options:
+                    raise GenError(f"{where_at}: {name}: unknown option {key!r} in the {api.name} API's description")
                 if key == "server":
                     if value not in ("required", "optional"):
                         raise GenError(f"{where_at}: {name}: server=required|optional")
@@ -151,8 +169,9 @@ def read_description(path, exports):
                 elif key == "quick":
                     fn.quick = True
                 elif key == "status":
-                    if value != "CUresult":
-                        raise GenError(f"{where_at}: {name}: status={value}: only CUresult is generated so far")
+                    if value != api.status:
+                        raise GenError(f"{where_at}: {name}: status={value}: the {api.name} API's status "
+                                       f"type is {api.status}")
                     fn.status = value
                 elif key == "stream":
                     fn.stream = value
@@ -274,15 +293,24 @@ def _resolve_param(fn, ctype, name, headers):
     raise GenError(f"{where}: out-argument of type {ctype}: say len=<bytes> or struct")
 
 
-def table_name(symbol, headers):
-    """The name the server's driver table uses for `symbol`: the API name
-    that cuda.h maps to it (cuMemAlloc for cuMemAlloc_v2), else itself."""
+def api_name(symbol, headers):
+    """The name source code calls `symbol` by: the API name that cuda.h
+    maps to it (cuMemAlloc for cuMemAlloc_v2), else itself; None when cuda.h
+    maps its own name to a newer variant (cuCtxDestroy -> cuCtxDestroy_v2)."""
     base = re.sub(r"_v\d+$", "", symbol)
     if base != symbol and headers.public.expand_name(base) == symbol:
         return base
     if headers.public.expand_name(symbol) == symbol:
         return symbol
-    raise GenError(f"{symbol}: cuda.h maps no API name to it; the driver table cannot name it")
+    return None
+
+
+def table_name(symbol, headers):
+    """The name the server's driver table uses for `symbol` (api_name)."""
+    name = api_name(symbol, headers)
+    if name is None:
+        raise GenError(f"{symbol}: cuda.h maps no API name to it; the driver table cannot name it")
+    return name
 
 
 # --------------------------------------------------------------------------

@@ -13,7 +13,8 @@ Inputs (the one source of truth):
                                            also an output: new names are appended)
   tests/apigen/apigen_test.api (+ .lock)   a description used only by tests/apigen
   client-shim/api/libcudart.exports        every name libcudart.so.13 exports, sorted
-  client-shim/api/runtime_implemented.txt  exported runtime names implemented by hand
+  client-shim/api/runtime.api              the description of the runtime API: the names
+                                           implemented by hand (hand; the rest are stubs)
   $CUDA_HOME/include/{cuda.h,cudaTypedefs.h,cudaProfiler.h,cudaProfilerTypedefs.h}
   $CUDA_HOME/include/{cuda_runtime_api.h,driver_types.h,...} (runtime return types, cudaError_t)
 
@@ -25,12 +26,15 @@ Outputs, in client-shim/generated/ (checked in, never edited by hand):
   runtime_errors.inc        cudaError_t names and short descriptions
   librgpu.map               the linker version script
   driver_implemented.txt    the implemented driver names (from driver.api)
+  runtime_implemented.txt   the implemented runtime names (from runtime.api)
   driver_pack.h             ordinals, pack/unpack of every generated call
   driver_calls.cpp          the generated client entry points (sync/async)
 and elsewhere:
   server/generated/driver_dispatch.cpp     the server's dispatch rows (find_driver_row)
-  server/generated/driver_table.inc        RGPU_DRIVER_REQUIRED/OPTIONAL
+  server/generated/driver_table.inc        RGPU_DRIVER_REQUIRED/OPTIONAL/EXTENSIONS
   cpu-device/exports.map                   the CPU device's version script
+  cpu-device/generated/api_functions.inc   RGPU_CPUDEV_FUNCTIONS/EXTENSIONS: what it exports,
+                                           by the names source code uses (tests/cpu-device)
   tests/apigen/generated/apigen_test_{pack.h,dispatch.cpp}  the test description's
 
 Usage:
@@ -65,7 +69,7 @@ EXPORTS_FILE = os.path.join(HERE, "libcuda.exports")
 ROOT = os.path.dirname(SHIM_DIR)
 DRIVER_API_FILE = os.path.join(HERE, "driver.api")
 RUNTIME_EXPORTS_FILE = os.path.join(HERE, "libcudart.exports")
-RUNTIME_IMPLEMENTED_FILE = os.path.join(HERE, "runtime_implemented.txt")
+RUNTIME_API_FILE = os.path.join(HERE, "runtime.api")
 GENERATOR = "client-shim/api/gen_api.py"
 
 # Exported-symbol lists that make up the library's ABI, one version node each:
@@ -236,21 +240,6 @@ def read_exports(path):
     return names
 
 
-def read_implemented(path, exports, what="driver"):
-    names = []
-    exported = set(exports)
-    with open(path, encoding="ascii") as f:
-        for lineno, line in enumerate(f, 1):
-            name = line.split("#", 1)[0].strip()
-            if not name:
-                continue
-            if name not in exported:
-                raise GenError(f"{path}:{lineno}: {name} is not an exported {what} function")
-            if name in names:
-                raise GenError(f"{path}:{lineno}: {name} listed twice")
-            names.append(name)
-    return set(names)
-
 
 # --------------------------------------------------------------------------
 # Output.
@@ -284,8 +273,8 @@ def check_runtime_stubs(runtime_exports, runtime_implemented, return_types):
     bad = [f"{n} (returns {return_types[n]})" for n in runtime_exports
            if n not in runtime_implemented and n in return_types and return_types[n] != "cudaError_t"]
     if bad:
-        raise GenError("runtime functions that cannot be stubs; implement them and list them in "
-                       "runtime_implemented.txt: " + ", ".join(bad))
+        raise GenError("runtime functions that cannot be stubs; implement them and mark them hand in "
+                       "runtime.api: " + ", ".join(bad))
 
 
 def emit_runtime_unimplemented(exports, implemented):
@@ -442,6 +431,19 @@ DESCRIPTIONS = [
 ]
 
 
+def x_macro(name, names):
+    """#define name(X) X(a) X(b) ..., wrapped."""
+    lines = [f"#define {name}(X)"]
+    row = ""
+    for n in names:
+        if len(row) + len(n) > 84:
+            lines.append(row.rstrip())
+            row = ""
+        row += f"X({n}) "
+    lines.append(row.rstrip())
+    return " \\\n  ".join(lines) + "\n"
+
+
 def emit_table_inc(functions):
     required, optional, seen = [], [], {}
     for fn in functions:
@@ -451,22 +453,38 @@ def emit_table_inc(functions):
             raise GenError(f"{fn.name} and {seen[fn.table_name]} are both the table's {fn.table_name}")
         seen[fn.table_name] = fn.name
         (required if fn.server == "required" else optional).append(fn.table_name)
-
-    def macro(name, names):
-        lines = [f"#define {name}(X)"]
-        row = ""
-        for n in names:
-            if len(row) + len(n) > 84:
-                lines.append(row.rstrip())
-                row = ""
-            row += f"X({n}) "
-        lines.append(row.rstrip())
-        return " \\\n  ".join(lines) + "\n"
+    extensions = [fn.name for fn in functions if fn.where == "extension"]
     return (banner("//", "The functions of rgpud's driver table (server=).") +
             "// Included by server/include/rgpu/server/driver_table.h. Each name is the one\n"
             "// cuda.h maps to the exported symbol, so X(cuMemAlloc) resolves cuMemAlloc_v2.\n"
-            "// A missing required function fails the load; an optional one is null.\n\n" +
-            macro("RGPU_DRIVER_REQUIRED", required) + "\n" + macro("RGPU_DRIVER_OPTIONAL", optional))
+            "// A missing required function fails the load; an optional one is null, as\n"
+            "// are the CPU device's extensions (declared in rgpu/cpudev/extensions.h)\n"
+            "// with any other driver.\n\n" +
+            x_macro("RGPU_DRIVER_REQUIRED", required) + "\n" + x_macro("RGPU_DRIVER_OPTIONAL", optional) +
+            "\n" + x_macro("RGPU_DRIVER_EXTENSIONS", extensions))
+
+
+def emit_cpu_functions_inc(functions, headers):
+    """The CPU device's exports by the names source code uses: each cu* symbol
+    marked cpu under the API name cuda.h maps to it, once (cuDeviceGetUuid_v2
+    as cuDeviceGetUuid; the older cuDeviceGetUuid, which no name reaches, is
+    left out), and the extensions."""
+    names, extensions = [], []
+    for fn in functions:
+        if not fn.cpu:
+            continue
+        if fn.where == "extension":
+            extensions.append(fn.name)
+            continue
+        name = api_description.api_name(fn.name, headers)
+        if name is not None and name not in names:
+            names.append(name)
+    return (banner("//", "The CPU device's exported functions (cpu).") +
+            "// RGPU_CPUDEV_FUNCTIONS: by the names cuda.h maps to the exported symbols, so\n"
+            "// X(cuMemAlloc) stands for cuMemAlloc_v2 wherever cuda.h is included;\n"
+            "// RGPU_CPUDEV_EXTENSIONS: rgpu's own (rgpu/cpudev/extensions.h). Used by\n"
+            "// tests/cpu-device/cuda_lib.h to resolve the library as rgpud does.\n\n" +
+            x_macro("RGPU_CPUDEV_FUNCTIONS", names) + "\n" + x_macro("RGPU_CPUDEV_EXTENSIONS", extensions))
 
 
 def emit_cpu_map(functions):
@@ -479,8 +497,8 @@ def emit_cpu_map(functions):
     return "".join(out)
 
 
-def emit_implemented(functions):
-    return (banner("#", "Implemented driver names (not stubs), from driver.api.") +
+def emit_implemented(functions, api="driver"):
+    return (banner("#", f"Implemented {api} names (not stubs), from {api}.api.") +
             "".join(f"{fn.name}\n" for fn in sorted(functions, key=lambda f: f.name)
                     if fn.where not in ("stub", "extension")))
 
@@ -514,16 +532,18 @@ def generate_calls(headers, exports):
                     raise GenError(f"{d['source']}: {fn.name} is not in the driver table (server= in driver.api)")
     files["server/generated/driver_table.inc"] = emit_table_inc(driver)
     files["cpu-device/exports.map"] = emit_cpu_map(driver)
+    files["cpu-device/generated/api_functions.inc"] = emit_cpu_functions_inc(driver, headers)
     files["client-shim/generated/driver_implemented.txt"] = emit_implemented(driver)
     return files, {fn.name for fn in driver if fn.where not in ("stub", "extension")}
 
 
-def generate(cuda_home, runtime_implemented_file=RUNTIME_IMPLEMENTED_FILE):
+def generate(cuda_home):
     headers = Headers(cuda_home)
     exports = read_exports(EXPORTS_FILE)
     call_files, implemented = generate_calls(headers, exports)
     runtime_exports = read_exports(RUNTIME_EXPORTS_FILE)
-    runtime_implemented = read_implemented(runtime_implemented_file, runtime_exports, "runtime")
+    runtime = api_description.read_description(RUNTIME_API_FILE, runtime_exports, api_description.RUNTIME)
+    runtime_implemented = {fn.name for fn in runtime if fn.where != "stub"}
     check_runtime_stubs(runtime_exports, runtime_implemented, runtime_return_types(cuda_home))
     missing = [n for n in exports if n not in headers.prototypes]
     if missing:
@@ -539,6 +559,7 @@ def generate(cuda_home, runtime_implemented_file=RUNTIME_IMPLEMENTED_FILE):
         "runtime_unimplemented.cpp": emit_runtime_unimplemented(runtime_exports, runtime_implemented),
         "runtime_errors.inc": emit_runtime_errors(parse_runtime_errors(cuda_home)),
         "librgpu.map": emit_map(node_lists),
+        "runtime_implemented.txt": emit_implemented(runtime, "runtime"),
     }
     files = {f"client-shim/generated/{n}": t for n, t in shim.items()}
     files.update(call_files)
@@ -595,8 +616,6 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cuda-home", default=os.environ.get("CUDA_HOME") or "/usr/local/cuda")
     ap.add_argument("--out", default=DEFAULT_OUT, help="folder of the generated files")
-    ap.add_argument("--runtime-implemented", default=RUNTIME_IMPLEMENTED_FILE,
-                    help="list of hand-implemented runtime names (default: runtime_implemented.txt)")
     ap.add_argument("--check", action="store_true",
                     help="regenerate into a temporary folder; fail if --out differs")
     ap.add_argument("--scratch", default=None, help="unused; kept for existing callers")
@@ -620,7 +639,7 @@ def main(argv):
             with open(EXPORTS_FILE, "w", encoding="ascii", newline="\n") as f:
                 f.write("".join(n + "\n" for n in names))
             print(f"gen_api: {len(names)} names from {stub} -> {EXPORTS_FILE}")
-        placed = place(generate(args.cuda_home, args.runtime_implemented), args.out)
+        placed = place(generate(args.cuda_home), args.out)
         if args.check:
             rc = check_files(placed)
             stub = os.path.join(args.cuda_home, "lib64", "stubs", "libcuda.so")

@@ -28,12 +28,8 @@ Result<std::shared_ptr<const DriverTable>> DriverTable::load(const std::string& 
 #define RGPU_DRIVER_RESOLVE_OPTIONAL(fn) \
   table->fn = reinterpret_cast<decltype(table->fn)>(dlsym(raw, RGPU_DRIVER_STR(fn)));
   RGPU_DRIVER_OPTIONAL(RGPU_DRIVER_RESOLVE_OPTIONAL)
+  RGPU_DRIVER_EXTENSIONS(RGPU_DRIVER_RESOLVE_OPTIONAL)
 #undef RGPU_DRIVER_RESOLVE_OPTIONAL
-  table->rgpuCtxSetPrintfCallback =
-      reinterpret_cast<decltype(table->rgpuCtxSetPrintfCallback)>(dlsym(raw, "rgpuCtxSetPrintfCallback"));
-  table->rgpuCtxAbort = reinterpret_cast<decltype(table->rgpuCtxAbort)>(dlsym(raw, "rgpuCtxAbort"));
-  table->rgpuCtxSetIsolationGroup =
-      reinterpret_cast<decltype(table->rgpuCtxSetIsolationGroup)>(dlsym(raw, "rgpuCtxSetIsolationGroup"));
   if (!missing.empty()) {
     return failed("driver library " + path + " lacks required functions: " + missing);
   }

@@ -8,32 +8,20 @@
 #include <map>
 #include <string>
 
+#include "rgpu/cpudev/extensions.h"
+
 namespace rgpu::cpudev::test {
 
 #define RGPU_TEST_STR2(x) #x
 #define RGPU_TEST_STR(x) RGPU_TEST_STR2(x)
 
-// Every function the tests call. cuda.h's macros turn each name into the
-// versioned one (cuMemAlloc -> cuMemAlloc_v2), both for the member and for
-// the string passed to dlsym.
-#define RGPU_TEST_FUNCTIONS(X)                                                                       \
-  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)             \
-  X(cuDeviceGetUuid) X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain)         \
-  X(cuDevicePrimaryCtxRelease) X(cuDevicePrimaryCtxSetFlags) X(cuDevicePrimaryCtxGetState)           \
-  X(cuDevicePrimaryCtxReset) X(cuCtxCreate) X(cuCtxDestroy) X(cuCtxPushCurrent) X(cuCtxPopCurrent)    \
-  X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuMemAlloc)          \
-  X(cuMemFree) X(cuMemGetInfo) X(cuMemGetAddressRange) X(cuPointerGetAttribute) X(cuMemcpy)          \
-  X(cuMemcpyAsync) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemcpyHtoDAsync)              \
-  X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8) X(cuMemsetD16) X(cuMemsetD32)              \
-  X(cuMemsetD8Async) X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuStreamCreate)                        \
-  X(cuStreamCreateWithPriority) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery)           \
-  X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize)       \
-  X(cuEventElapsedTime) X(cuEventDestroy) X(cuLaunchKernel) X(cuLaunchHostFunc) X(cuGetErrorName)    \
-  X(cuGetErrorString) X(cuModuleLoadData) X(cuModuleLoadDataEx) X(cuModuleLoadFatBinary) X(cuModuleUnload)  \
-  X(cuModuleGetFunction) X(cuModuleGetGlobal) X(cuFuncGetAttribute) X(cuFuncSetAttribute)              \
-  X(cuLaunchKernelEx) X(cuStreamAddCallback) X(cuStreamGetCtx) X(cuEventRecordWithFlags)                \
-  X(cuCtxGetApiVersion) X(cuCtxEnablePeerAccess) X(cuDeviceCanAccessPeer) X(cuMemcpyPeer)              \
-  X(cuMemcpy2D) X(cuMemcpy2DAsync) X(cuMemsetD2D8) X(cuMemsetD2D32Async)
+// Every function the CPU device exports (RGPU_CPUDEV_FUNCTIONS), by the
+// names cuda.h maps to its symbols, and its extensions (RGPU_CPUDEV_EXTENSIONS),
+// generated from client-shim/api/driver.api (the lines marked cpu). cuda.h's
+// macros turn each name into the versioned one (cuMemAlloc -> cuMemAlloc_v2),
+// both for the member and for the string passed to dlsym.
+#include "../../cpu-device/generated/api_functions.inc"
+#define RGPU_TEST_FUNCTIONS(X) RGPU_CPUDEV_FUNCTIONS(X) RGPU_CPUDEV_EXTENSIONS(X)
 
 // One loaded instance of the library. Lifetime: the process (instances are
 // never unloaded, their worker threads may outlive a test). Thread-compatible.

@@ -10,7 +10,7 @@
 namespace rgpu::cpudev::test {
 namespace {
 
-using SetGroupFn = CUresult (*)(CUcontext, unsigned long long);
+using SetGroupFn = decltype(&::rgpuCtxSetIsolationGroup);
 
 // One context of a group, with the test kernels loaded and an int buffer.
 struct Tenant {
@@ -23,7 +23,7 @@ class CpuDeviceIsolation : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_NE(nullptr, cu.handle);
-    set_group_ = reinterpret_cast<SetGroupFn>(cu.sym("rgpuCtxSetIsolationGroup"));
+    set_group_ = cu.rgpuCtxSetIsolationGroup;
     ASSERT_NE(nullptr, set_group_);
     std::ifstream in(RGPU_CPUDEV_TEST_FATBIN, std::ios::binary);
     fatbin_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -20,8 +20,8 @@ Fn function(const char* name) {
 
 // Every name the export lists say the library exports, sorted.
 std::vector<std::string> exported_names();
-// Names listed in driver_implemented.txt and runtime_implemented.txt
-// (comments and blanks dropped).
+// Names listed in the generated driver_implemented.txt and
+// runtime_implemented.txt (comments and blanks dropped).
 std::set<std::string> implemented_names();
 // The runtime API's names (libcudart.exports), sorted.
 std::vector<std::string> runtime_exported_names();

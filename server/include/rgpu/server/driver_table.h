@@ -8,13 +8,15 @@
 #include <string>
 
 #include "rgpu/common/status.h"
+#include "rgpu/cpudev/extensions.h"
 
 namespace rgpu::server {
 
 // Every function the server needs (RGPU_DRIVER_REQUIRED) or uses when present
 // (RGPU_DRIVER_OPTIONAL), by the name cuda.h (CUDA 13.0) maps it to, so the
 // table is pinned to that ABI: X(cuMemAlloc) resolves "cuMemAlloc_v2". The
-// lists come from client-shim/api/driver.api (server=required|optional).
+// lists come from client-shim/api/driver.api (server=required|optional), as
+// does RGPU_DRIVER_EXTENSIONS (its extension lines).
 #include "../../../generated/driver_table.inc"
 
 #define RGPU_DRIVER_STR2(x) #x
@@ -26,20 +28,15 @@ struct DriverTable {
 #define RGPU_DRIVER_FIELD(fn) decltype(&::fn) fn = nullptr;
   RGPU_DRIVER_REQUIRED(RGPU_DRIVER_FIELD)
   RGPU_DRIVER_OPTIONAL(RGPU_DRIVER_FIELD)
+
+  // rgpu's CPU device's own exports (rgpu/cpudev/extensions.h; the list is
+  // driver.api's `extension` lines): device printf to a per-context sink,
+  // isolation groups, aborting a context's kernels. Null with NVIDIA's driver,
+  // which prints to rgpud's own stdout and has none of them.
+  RGPU_DRIVER_EXTENSIONS(RGPU_DRIVER_FIELD)
 #undef RGPU_DRIVER_FIELD
 
-  // rgpu's CPU device extension: per-context sink for device printf text.
-  // Null for NVIDIA's driver, which prints to rgpud's own stdout.
-  using PrintfCallback = void (*)(void* user, const char* text, size_t size);
-  CUresult (*rgpuCtxSetPrintfCallback)(CUcontext, PrintfCallback, void*) = nullptr;
-  // rgpu's CPU device extension: kernels of a context may touch only memory
-  // of contexts in the same isolation group (rgpud: one group per session).
-  CUresult (*rgpuCtxSetIsolationGroup)(CUcontext, unsigned long long) = nullptr;
-  // rgpu's CPU device extension: stops a context's kernels (running and
-  // queued) so that tearing down a session never waits for a runaway kernel.
-  CUresult (*rgpuCtxAbort)(CUcontext) = nullptr;
-
-  // rgpu's CPU device (recognised by its extension above): its device
+  // rgpu's CPU device (recognised by its printf extension): its device
   // memory is host memory of this process, which the transport can reach.
   bool cpu_device() const { return rgpuCtxSetPrintfCallback != nullptr; }
 
