@@ -28,7 +28,7 @@ enum Feature : uint64_t {
 
 // The features this build implements, on either side. A bit is added here
 // by the change that makes both the client and the server speak it.
-constexpr uint64_t kBuildFeatures = kFeatureBulkPayload;
+constexpr uint64_t kBuildFeatures = kFeatureBulkPayload | kFeatureTypedHandles | kFeatureInvoke;
 
 // An inclusive range of protocol versions.
 struct VersionRange {
