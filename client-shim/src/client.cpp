@@ -1,4 +1,4 @@
-// Client: the session with rgpud.
+// Client: batching, the flusher, pipelined copies and host functions over a Connection.
 #include "client.h"
 
 #include <fcntl.h>
@@ -11,7 +11,6 @@
 
 #include "rgpu/common/log.h"
 #include "rgpu/protocol/handles.h"
-#include "rgpu/protocol/auth.h"
 
 namespace rgpu::shim {
 namespace {
@@ -39,6 +38,14 @@ bool env_number(const char* name, uint64_t max, uint64_t* out) {
   return true;
 }
 
+// A request from the environment overrides the caller's, field by field.
+void request_from_environment(Resources* request) {
+  if (uint64_t n; env_number("RGPU_REQUEST_DEVICES", UINT32_MAX, &n)) request->devices = static_cast<uint32_t>(n);
+  if (uint64_t n; env_number("RGPU_REQUEST_MEMORY", UINT64_MAX, &n)) request->memory_bytes = n;
+  if (uint64_t n; env_number("RGPU_LEASE_SECONDS", UINT32_MAX, &n)) request->lease_seconds = static_cast<uint32_t>(n);
+  if (const char* lease = std::getenv("RGPU_LEASE"); lease != nullptr && *lease != '\0') request->lease = lease;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options,
@@ -50,6 +57,7 @@ Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options,
     client->options_.pipeline_chunk = bytes;
     client->pipeline_chunk_from_env_ = true;
   }
+  request_from_environment(&client->options_.request);
   if (!transport) {
     transport::UcxOptions ucx_options;
     // Callers poll for their own replies, so the progress thread sleeps as
@@ -59,18 +67,25 @@ Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options,
     if (!ucx.is_ok()) return ucx.status();
     transport = std::move(ucx.value());
   }
-  client->transport_ = std::move(transport);
-  transport::ConnectionHandler handler;
+  ConnectionOptions co;
+  co.server = options.server;
+  co.tenant = options.tenant;
+  co.auth_token = options.auth_token;
+  co.connect_timeout = options.connect_timeout;
+  co.request = client->options_.request;
   Client* self = client.get();
-  handler.on_message = [self](transport::Connection&, transport::Message m) { self->on_message(std::move(m)); };
-  handler.on_closed = [self](transport::Connection&, const Status& why) { self->on_closed(why); };
-  auto connection = client->transport_->connect(options.server, std::move(handler), options.connect_timeout);
-  if (!connection.is_ok()) {
-    return disconnected("cannot reach rgpud at " + options.server + ": " + connection.status().message());
-  }
+  Connection::Events events;
+  events.host_func_call = [self](uint64_t id) { self->on_host_func_call(id); };
+  events.device_output = [](std::string_view text) {
+    // Through stdio, so it keeps its place among the program's own output.
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  };
+  auto connection = Connection::open(co, std::move(transport), std::move(events));
+  if (!connection.is_ok()) return connection.status();
   client->connection_ = std::move(connection.value());
-  if (Status s = client->handshake(options); !s.is_ok()) return s;
-  client->host_memory_ = std::make_unique<HostMemory>(client->connection_);
+  if (!client->pipeline_chunk_from_env_) client->options_.pipeline_chunk = client->connection_->session().copy_pipeline_chunk;
+  client->host_memory_ = std::make_unique<HostMemory>(client->connection_->transport_connection());
   client->flusher_ = std::thread([self] { self->run_flusher(); });
   client->callbacks_ = std::thread([self] { self->run_callbacks(); });
   return client;
@@ -90,11 +105,9 @@ Client::~Client() {
   }
   host_cv_.notify_all();
   if (callbacks_.joinable()) callbacks_.join();
-  closing_ = true;
   host_memory_.reset();
-  if (connection_) connection_->close();
+  // After this no handler of the connection calls back into this object.
   connection_.reset();
-  transport_.reset();
 }
 
 void Client::write_stats(const std::string& path) const {
@@ -119,94 +132,6 @@ void Client::write_stats(const std::string& path) const {
   }
   if (::write(fd, line, static_cast<size_t>(len)) != len) RGPU_WARN("short write to RGPU_STATS=%s", path.c_str());
   ::close(fd);
-}
-
-Status Client::handshake(const ClientOptions& options) {
-  namespace auth = protocol::auth;
-  auto client_nonce = auth::random_nonce();
-  if (!client_nonce.is_ok()) return client_nonce.status();
-  const std::string tenant = options.tenant.empty() ? auth::kDefaultTenant : options.tenant;
-  {
-    capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
-    auto hello = builder.initRoot<wire::Envelope>().initHello();
-    hello.setProtocolVersion(wire::PROTOCOL_VERSION);
-    hello.setClientBuild(RGPU_VERSION_STRING);
-    hello.setPid(static_cast<uint32_t>(getpid()));
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    hello.setHostname(host);
-    hello.setProgram(program_name());
-    hello.setTenant(tenant);
-    hello.setClientNonce(kj::arrayPtr(client_nonce.value().data(), client_nonce.value().size()));
-    auto words = protocol::encode(builder);
-    if (Status s = connection_->send(protocol::as_bytes(words)); !s.is_ok()) return s;
-  }
-  const std::string where = "rgpud at " + options.server;
-  const auto deadline = std::chrono::steady_clock::now() + options.connect_timeout;
-  auth::Nonce server_nonce{};
-  bool challenged = false;
-  for (;;) {
-    std::unique_ptr<protocol::Decoded> decoded;
-    {
-      std::unique_lock<std::mutex> lock(replies_mu_);
-      if (!replies_cv_.wait_until(lock, deadline, [&] { return handshake_ready_ || failed_.load(); }) ||
-          !handshake_ready_) {
-        return disconnected(where + " did not answer the handshake");
-      }
-      handshake_ready_ = false;
-      decoded = std::move(handshake_decoded_);
-    }
-    auto envelope = decoded->envelope();
-    if (envelope.isChallenge()) {
-      auto nonce = envelope.getChallenge().getServerNonce();
-      if (challenged || nonce.size() != server_nonce.size()) return rgpu::failed(where + " sent a malformed challenge");
-      if (options.auth_token.empty()) {
-        return rgpu::failed(where + " requires authentication: set RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE (and "
-                                    "RGPU_TENANT when the key is not the default tenant's)");
-      }
-      challenged = true;
-      std::memcpy(server_nonce.data(), nonce.begin(), server_nonce.size());
-      const auth::Proof proof = auth::client_proof(options.auth_token, tenant, client_nonce.value(), server_nonce);
-      capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
-      builder.initRoot<wire::Envelope>().initAuthenticate().setProof(kj::arrayPtr(proof.data(), proof.size()));
-      auto words = protocol::encode(builder);
-      if (Status s = connection_->send(protocol::as_bytes(words)); !s.is_ok()) return s;
-      continue;
-    }
-    auto welcome = envelope.getWelcome();
-    if (!welcome.getAccepted()) {
-      return rgpu::failed(where + " refused the session: " + welcome.getRefusal().cStr());
-    }
-    if (!options.auth_token.empty()) {
-      // A client that holds a key talks only to a server that proves it
-      // holds the key too: anyone can listen on an address and say welcome.
-      const auth::Proof expected = auth::server_proof(options.auth_token, tenant, client_nonce.value(), server_nonce);
-      auto proof = welcome.getServerProof();
-      if (!challenged || !auth::equal_constant_time(std::span<const uint8_t>(proof.begin(), proof.size()), expected)) {
-        return rgpu::failed(where + " did not prove that it holds the key (wrong server, or one without "
-                                    "authentication); refusing to use it");
-      }
-    }
-    driver_version_ = welcome.getDriverVersion();
-    if (!pipeline_chunk_from_env_) options_.pipeline_chunk = welcome.getCopyPipelineChunk();
-    for (auto d : welcome.getDevices()) {
-      DeviceInfo info;
-      info.name = d.getName();
-      auto uuid = d.getUuid();
-      std::memcpy(info.uuid.bytes, uuid.begin(), std::min<size_t>(uuid.size(), sizeof info.uuid.bytes));
-      info.total_mem = d.getTotalMem();
-      for (auto a : d.getAttributes()) info.attributes.push_back(a);
-      for (auto m : d.getAttributeMissing()) info.attribute_missing.push_back(m);
-      devices_.push_back(std::move(info));
-    }
-    break;
-  }
-  {
-    std::lock_guard<std::mutex> lock(replies_mu_);
-    handshake_message_ = {};
-  }
-  RGPU_INFO("connected server=%s tenant=%s devices=%zu", options.server.c_str(), tenant.c_str(), devices_.size());
-  return Status::ok();
 }
 
 wire::Call::Builder Client::add_call_locked(uint64_t ctx) {
@@ -237,11 +162,9 @@ Status Client::send_batch_locked(transport::Bytes payload, std::unique_lock<std:
   builder_.reset();
   stats_.batches.fetch_add(1, std::memory_order_relaxed);
   stats_.payload_bytes_sent.fetch_add(payload.size(), std::memory_order_relaxed);
-  Status s = lock == nullptr || payload.empty()
-                 ? connection_->send(protocol::as_bytes(words), payload)
-                 : connection_->send_then(protocol::as_bytes(words), payload, [lock] { lock->unlock(); });
-  if (!s.is_ok()) on_closed(s);
-  return s;
+  return lock == nullptr || payload.empty()
+             ? connection_->send(protocol::as_bytes(words), payload)
+             : connection_->send_then(protocol::as_bytes(words), payload, [lock] { lock->unlock(); });
 }
 
 void Client::flush() {
@@ -265,55 +188,66 @@ void Client::run_flusher() {
   }
 }
 
+CUresult Client::as_driver_result(wire::Api api, uint32_t code) {
+  // NONE: a server that does not name the API answers for the driver.
+  if (api == wire::Api::NONE || api == wire::Api::DRIVER) return static_cast<CUresult>(code);
+  // Every remoted API spells success as 0.
+  if (code == 0) return CUDA_SUCCESS;
+  const uint64_t bit = uint64_t{1} << (static_cast<unsigned>(api) & 63);
+  if ((foreign_api_logged_.fetch_or(bit) & bit) == 0) {
+    RGPU_WARN("driver call answered with another api's status api=%u code=%u mapped=CUDA_ERROR_UNKNOWN",
+              static_cast<unsigned>(api), code);
+  }
+  return CUDA_ERROR_UNKNOWN;
+}
+
 SyncResult Client::finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64_t id, transport::Bytes payload,
                                       OutBuffer out, uint64_t own_from) {
-  Waiter waiter;
-  {
-    std::lock_guard<std::mutex> r(replies_mu_);
-    waiters_[id] = &waiter;
-  }
-  Status sent = send_batch_locked(payload, &lock);
+  // A sync call is the last of its batch; the server answers it because it asks.
+  calls_.back().get().setWantsReply(true);
+  connection_->expect_reply(id);
+  const Status sent = send_batch_locked(payload, &lock);
   if (lock.owns_lock()) lock.unlock();
+  std::unique_ptr<ArrivedReply> arrived =
+      connection_->wait_reply(id, sent.is_ok() ? options_.poll_budget : std::chrono::microseconds(0));
+  if (!arrived || !sent.is_ok()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
+  return read_reply(*arrived, id, out, own_from);
+}
 
-  if (sent.is_ok() && options_.poll_budget.count() > 0) {
-    // Poll for the reply on this thread; its handler runs here too.
-    connection_->poll_until(
-        [&] {
-          std::lock_guard<std::mutex> r(replies_mu_);
-          return waiter.done || failed_.load();
-        },
-        options_.poll_budget);
-  }
-  std::unique_lock<std::mutex> r(replies_mu_);
-  replies_cv_.wait(r, [&] { return waiter.done || failed_.load(); });
-  waiters_.erase(id);
-  if (!waiter.done || !sent.is_ok()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
-
-  auto reply = waiter.decoded->envelope().getReply();
+SyncResult Client::read_reply(const ArrivedReply& arrived, uint64_t id, OutBuffer out, uint64_t own_from) {
+  auto reply = arrived.reply();
   SyncResult result;
-  result.result = static_cast<CUresult>(reply.getResult());
+  result.api = reply.getApi() == wire::Api::NONE ? wire::Api::DRIVER : reply.getApi();
+  result.code = reply.getResult();
+  result.result = as_driver_result(result.api, result.code);
   for (auto v : reply.getValues()) result.values.push_back(v);
   result.elapsed_ms = reply.getElapsedMs();
   result.need_image = reply.getNeedImage();
-  if (reply.hasMessage() && result.result != CUDA_SUCCESS) {
-    RGPU_DEBUG("call failed id=%llu result=%d detail=\"%s\"", static_cast<unsigned long long>(id), result.result,
-               reply.getMessage().cStr());
+  if (reply.hasMessage() && result.code != 0) {
+    RGPU_DEBUG("call failed id=%llu api=%u result=%u detail=\"%s\"", static_cast<unsigned long long>(id),
+               static_cast<unsigned>(result.api), result.code, reply.getMessage().cStr());
   }
   // Errors of earlier async calls surface here, at the next sync call.
-  auto async_error = static_cast<CUresult>(reply.getAsyncError());
-  if (async_error != CUDA_SUCCESS && own_from != 0 && reply.getAsyncErrorCall() >= own_from) {
-    if (result.result == CUDA_SUCCESS) result.result = async_error;  // a piece of this very call
-  } else if (async_error != CUDA_SUCCESS && sticky_async_error_ == CUDA_SUCCESS) {
-    sticky_async_error_ = async_error;
+  StickyError async_error;
+  async_error.code = reply.getAsyncError();
+  async_error.api = reply.getAsyncErrorApi() == wire::Api::NONE ? wire::Api::DRIVER : reply.getAsyncErrorApi();
+  if (async_error.code != 0 && own_from != 0 && reply.getAsyncErrorCall() >= own_from) {
+    if (result.code == 0) {  // a piece of this very call
+      result.api = async_error.api;
+      result.code = async_error.code;
+      result.result = as_driver_result(async_error.api, async_error.code);
+    }
+  } else if (async_error.code != 0) {
+    std::lock_guard<std::mutex> lock(sticky_mu_);
+    if (sticky_.code == 0) sticky_ = async_error;
   }
-  r.unlock();
 
-  if (result.result == CUDA_SUCCESS && out.data) {
+  if (result.code == 0 && out.data) {
+    const transport::Message& message = arrived.message;
     if (reply.getPayloadBytes() > 0) {
-      if (!waiter.message.payload || waiter.message.payload->size() != out.size ||
-          reply.getPayloadBytes() != out.size) {
+      if (!message.payload || message.payload->size() != out.size || reply.getPayloadBytes() != out.size) {
         result.result = CUDA_ERROR_UNKNOWN;
-      } else if (!waiter.message.payload->receive(out.data).is_ok()) {
+      } else if (!message.payload->receive(out.data).is_ok()) {
         result.result = CUDA_ERROR_DEVICE_UNAVAILABLE;
       }
     } else {
@@ -325,11 +259,20 @@ SyncResult Client::finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64
         if (out.received) *out.received = bytes.size();
       }
     }
+    if (result.result != CUDA_SUCCESS) {
+      result.api = wire::Api::DRIVER;
+      result.code = static_cast<uint32_t>(result.result);
+    }
   }
-  r.lock();
-  if (sticky_async_error_ != CUDA_SUCCESS && result.result == CUDA_SUCCESS) {
-    result.result = sticky_async_error_;
-    sticky_async_error_ = CUDA_SUCCESS;
+  if (result.code == 0) {
+    // A successful call returns the oldest unreported async error, once.
+    std::lock_guard<std::mutex> lock(sticky_mu_);
+    if (sticky_.code != 0) {
+      result.api = sticky_.api;
+      result.code = sticky_.code;
+      result.result = as_driver_result(sticky_.api, sticky_.code);
+      sticky_ = StickyError{};
+    }
   }
   return result;
 }
@@ -359,12 +302,12 @@ SyncResult Client::copy_in_pipelined(uint64_t ctx, uint64_t dst, const void* src
   };
   for (; size - offset > chunk; offset += chunk) {
     std::unique_lock<std::mutex> lock(batch_mu_);
-    if (failed_.load()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
+    if (connection_->failed()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
     auto piece = add_piece(false);
     if (!send_batch_locked(piece.second, &lock).is_ok()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
   }
   std::unique_lock<std::mutex> lock(batch_mu_);
-  if (failed_.load()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
+  if (connection_->failed()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
   auto last = add_piece(true);
   return finish_sync_locked(lock, last.first, last.second, {}, first_id);
 }
@@ -384,7 +327,7 @@ SyncResult Client::copy_out_pipelined(uint64_t ctx, void* dst, uint64_t src, uin
   SyncResult result;
   {
     std::unique_lock<std::mutex> lock(batch_mu_);
-    if (failed_.load()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
+    if (connection_->failed()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
     wire::Call::Builder call = add_call_locked(ctx);
     auto out = call.initMemcpyDtoH();
     out.setSrc(src + offset);
@@ -396,7 +339,7 @@ SyncResult Client::copy_out_pipelined(uint64_t ctx, void* dst, uint64_t src, uin
   // The stream has done every piece; their bytes may still be on the way.
   const bool legacy = stream == protocol::kNullStream || stream == protocol::kLegacyStream;
   const CUresult pieces = wait_copy_outs(legacy ? kAnyStream : stream);
-  if (result.result == CUDA_SUCCESS) result.result = pieces;
+  if (result.result == CUDA_SUCCESS && pieces != CUDA_SUCCESS) result = SyncResult{pieces};
   return result;
 }
 
@@ -408,35 +351,13 @@ void Client::copy_out_async(uint64_t ctx, uint64_t src, void* dst, uint64_t size
   out.setSize(size);
   out.setStream(stream);
   out.setAsync(true);
-  {
-    std::lock_guard<std::mutex> r(replies_mu_);
-    copy_outs_[call.getId()] = CopyOut{dst, size, stream};
-  }
+  connection_->expect_copy_out(call.getId(), dst, size, stream);
   after_async_locked(lock);
 }
 
-CUresult Client::wait_copy_outs(uint64_t stream) {
-  std::unique_lock<std::mutex> r(replies_mu_);
-  uint64_t horizon = copy_outs_.empty() ? 0 : copy_outs_.rbegin()->first;
-  auto pending = [&] {
-    for (auto& [id, c] : copy_outs_) {
-      if (id > horizon) break;
-      if (!c.done && (stream == kAnyStream || c.stream == stream)) return true;
-    }
-    return false;
-  };
-  replies_cv_.wait(r, [&] { return !pending() || failed_.load(); });
-  CUresult first = failed_.load() && pending() ? CUDA_ERROR_DEVICE_UNAVAILABLE : CUDA_SUCCESS;
-  for (auto it = copy_outs_.begin(); it != copy_outs_.end();) {
-    if (it->second.done) {
-      if (first == CUDA_SUCCESS) first = it->second.result;
-      it = copy_outs_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  return first;
-}
+CUresult Client::wait_copy_outs(uint64_t stream) { return connection_->wait_copy_outs(stream); }
+
+bool Client::copy_outs_pending(uint64_t stream) { return connection_->copy_outs_pending(stream); }
 
 void Client::wait_host_funcs(uint64_t stream) {
   {
@@ -445,31 +366,12 @@ void Client::wait_host_funcs(uint64_t stream) {
   }
   flush();  // the host functions run only once the server has them
   std::unique_lock<std::mutex> lock(host_mu_);
-  host_cv_.wait(lock, [&] {
-    if (failed_.load() || stop_callbacks_) return true;
-    return stream == kAnyStream ? host_pending_.empty() : host_pending_.count(stream) == 0;
-  });
-}
-
-void Client::wait_copy_outs_before(uint64_t id, uint64_t stream) {
-  const bool legacy = stream == protocol::kNullStream || stream == protocol::kLegacyStream;
-  std::unique_lock<std::mutex> r(replies_mu_);
-  replies_cv_.wait(r, [&] {
-    if (failed_.load()) return true;
-    for (auto& [cid, c] : copy_outs_) {
-      if (cid >= id) break;
-      if (!c.done && (legacy || c.stream == stream)) return false;
-    }
-    return true;
-  });
-}
-
-bool Client::copy_outs_pending(uint64_t stream) {
-  std::lock_guard<std::mutex> r(replies_mu_);
-  for (auto& [id, c] : copy_outs_) {
-    if (!c.done && (stream == kAnyStream || c.stream == stream)) return true;
+  // The callback thread notifies host_cv_ when a function returns; a lost
+  // connection is noticed within a bounded wait (nothing notifies then).
+  while (!(connection_->failed() || stop_callbacks_ ||
+           (stream == kAnyStream ? host_pending_.empty() : host_pending_.count(stream) == 0))) {
+    host_cv_.wait_for(lock, std::chrono::milliseconds(100));
   }
-  return false;
 }
 
 void Client::host_func_async(uint64_t ctx, uint64_t stream, CUhostFn fn, void* data) {
@@ -487,6 +389,12 @@ void Client::host_func_async(uint64_t ctx, uint64_t stream, CUhostFn fn, void* d
   after_async_locked(lock);
 }
 
+void Client::on_host_func_call(uint64_t id) {
+  std::lock_guard<std::mutex> lock(host_mu_);
+  host_ready_.push_back(id);
+  host_cv_.notify_all();
+}
+
 void Client::run_callbacks() {
   std::unique_lock<std::mutex> lock(host_mu_);
   for (;;) {
@@ -501,7 +409,7 @@ void Client::run_callbacks() {
     lock.unlock();
     // The stream reached the host function, so the copies before it are done
     // on the device; their data may still be on its way here.
-    wait_copy_outs_before(id, f.stream);
+    connection_->wait_copy_outs_before(id, f.stream);
     f.fn(f.data);
     {
       std::lock_guard<std::mutex> relock(host_mu_);
@@ -514,90 +422,6 @@ void Client::run_callbacks() {
     (void)connection_->send(protocol::as_bytes(words));
     lock.lock();
   }
-}
-
-void Client::on_message(transport::Message message) {
-  auto decoded = protocol::decode(message.header);
-  if (!decoded.is_ok()) {
-    RGPU_WARN("dropping malformed message from server");
-    return;
-  }
-  auto envelope = decoded.value()->envelope();
-  switch (envelope.which()) {
-    case wire::Envelope::WELCOME:
-    case wire::Envelope::CHALLENGE: {
-      std::lock_guard<std::mutex> lock(replies_mu_);
-      handshake_message_ = std::move(message);  // the decoded reader points into its bytes
-      handshake_decoded_ = std::move(decoded.value());
-      handshake_ready_ = true;
-      replies_cv_.notify_all();
-      return;
-    }
-    case wire::Envelope::REPLY: {
-      uint64_t id = envelope.getReply().getId();
-      std::lock_guard<std::mutex> lock(replies_mu_);
-      auto it = waiters_.find(id);
-      if (it == waiters_.end()) {
-        RGPU_WARN("reply for unknown call id=%llu", static_cast<unsigned long long>(id));
-        return;
-      }
-      it->second->message = std::move(message);  // the header's bytes do not move
-      it->second->decoded = std::move(decoded.value());
-      it->second->done = true;
-      replies_cv_.notify_all();
-      return;
-    }
-    case wire::Envelope::COPY_DONE: {
-      auto done = envelope.getCopyDone();
-      CopyOut target{};
-      {
-        std::lock_guard<std::mutex> lock(replies_mu_);
-        auto it = copy_outs_.find(done.getId());
-        if (it == copy_outs_.end()) return;
-        target = it->second;
-      }
-      CUresult result = static_cast<CUresult>(done.getResult());
-      if (result == CUDA_SUCCESS) {
-        if (done.getPayloadBytes() > 0 && message.payload && message.payload->size() == target.size) {
-          if (!message.payload->receive(target.dst).is_ok()) result = CUDA_ERROR_DEVICE_UNAVAILABLE;
-        } else if (done.getBytes().size() == target.size) {
-          std::memcpy(target.dst, done.getBytes().begin(), target.size);
-        } else if (target.size != 0) {
-          result = CUDA_ERROR_UNKNOWN;
-        }
-      }
-      std::lock_guard<std::mutex> lock(replies_mu_);
-      auto it = copy_outs_.find(done.getId());
-      if (it != copy_outs_.end()) {
-        it->second.done = true;
-        it->second.result = result;
-      }
-      replies_cv_.notify_all();
-      return;
-    }
-    case wire::Envelope::DEVICE_OUTPUT: {
-      // Through stdio, so it keeps its place among the program's own output.
-      auto text = envelope.getDeviceOutput();
-      std::fwrite(text.begin(), 1, text.size(), stdout);
-      std::fflush(stdout);
-      return;
-    }
-    case wire::Envelope::HOST_FUNC_CALL: {
-      std::lock_guard<std::mutex> lock(host_mu_);
-      host_ready_.push_back(envelope.getHostFuncCall().getId());
-      host_cv_.notify_all();
-      return;
-    }
-    default:
-      RGPU_WARN("unexpected message from server kind=%d", static_cast<int>(envelope.which()));
-  }
-}
-
-void Client::on_closed(const Status& why) {
-  if (failed_.exchange(true) || closing_.load()) return;
-  RGPU_ERROR("connection to rgpud lost server=%s reason=\"%s\"", options_.server.c_str(), why.to_string().c_str());
-  std::lock_guard<std::mutex> lock(replies_mu_);
-  replies_cv_.notify_all();
 }
 
 }  // namespace rgpu::shim

@@ -1,4 +1,5 @@
-// The client's session with one rgpud: handshake, batched calls, replies.
+// The client's session with one rgpud, above its Connection: batched calls,
+// the flusher, pipelined copies, host functions and statistics.
 #pragma once
 
 #include <cuda.h>
@@ -18,6 +19,7 @@
 #include "rgpu/common/status.h"
 #include "rgpu/protocol/codec.h"
 #include "rgpu/transport/transport.h"
+#include "connection.h"
 #include "host_memory.h"
 
 namespace rgpu::shim {
@@ -31,6 +33,10 @@ struct ClientOptions {
   std::string tenant;
   std::string auth_token;
   std::chrono::milliseconds connect_timeout{5000};
+  // What the session asks for (zero: no preference). Environment, which
+  // overrides: RGPU_REQUEST_DEVICES, RGPU_REQUEST_MEMORY (bytes),
+  // RGPU_LEASE_SECONDS, RGPU_LEASE. See docs/protocol.md.
+  Resources request;
   // Async calls are flushed when this many are queued, or after flush_delay.
   size_t batch_calls = 1024;
   std::chrono::microseconds flush_delay{100};
@@ -45,19 +51,17 @@ struct ClientOptions {
   uint64_t pipeline_chunk = 0;
 };
 
-struct DeviceInfo {
-  std::string name;
-  CUuuid uuid{};
-  uint64_t total_mem = 0;
-  std::vector<int32_t> attributes;
-  std::vector<bool> attribute_missing;
-};
-
-// The answer to a sync call.
+// The answer to a sync call. `api` and `code` are the status as the server
+// sent it (the call's own, or an earlier async call's error reported here);
+// `result` is that status as a CUresult for driver callers: a driver code
+// as is, another API's success as CUDA_SUCCESS and its failure as
+// CUDA_ERROR_UNKNOWN. A library caller maps `code` by `api` itself.
 struct SyncResult {
   SyncResult() = default;
-  explicit SyncResult(CUresult r) : result(r) {}
+  explicit SyncResult(CUresult r) : result(r), code(static_cast<uint32_t>(r)) {}
   CUresult result = CUDA_SUCCESS;
+  wire::Api api = wire::Api::DRIVER;
+  uint32_t code = 0;
   std::vector<uint64_t> values;
   float elapsed_ms = 0;
   bool need_image = false;  // moduleLoad: the server lacks the image
@@ -85,11 +89,15 @@ struct ClientStats {
   std::atomic<uint64_t> modules_cached{0};      // loads the server answered from its cache
 };
 
-// One connection to rgpud, shared by all threads of the process. Thread-safe.
-// Calls from all threads are sent in one order; async calls are queued in a
-// batch that goes out with the next sync call, when full, or after a short
-// delay. Destruction closes the connection (the server then frees everything
-// the session held).
+// The session with one rgpud, shared by all threads of the process.
+// Thread-safe: every member may be called from any thread. Calls from all
+// threads are sent in one order (batch_mu_ orders them); async calls are
+// queued in a batch that goes out with the next sync call, when full, or
+// after a short delay (the flusher thread). Host functions run on its
+// callback thread. Sync replies and copy-out completions are the
+// Connection's (connection.h). Destroy it when no other thread uses it:
+// destruction stops its threads and closes the connection (the server then
+// frees everything the session held); nothing of it runs afterwards.
 class Client {
  public:
   // Connects and completes the handshake. `transport` defaults to UCX.
@@ -97,13 +105,15 @@ class Client {
                                                  std::shared_ptr<transport::Transport> transport = nullptr);
   ~Client();
 
-  const std::vector<DeviceInfo>& devices() const { return devices_; }
+  const std::vector<DeviceInfo>& devices() const { return connection_->session().devices; }
+  // What the welcome said: protocol version, features, the grant.
+  const SessionInfo& session() const { return connection_->session(); }
   ClientStats& stats() { return stats_; }
   // Appends the statistics as one JSON line to `path` (RGPU_STATS).
   void write_stats(const std::string& path) const;
   // The program's page-locked host memory, registered with the transport.
   HostMemory& host_memory() { return *host_memory_; }
-  int driver_version() const { return driver_version_; }
+  int driver_version() const { return connection_->session().driver_version; }
 
   // Queues an async call. `fill` sets the call's union member on the builder.
   template <class Fill>
@@ -120,7 +130,7 @@ class Client {
   template <class Fill>
   CUresult call_async_bulk(uint64_t ctx, Fill&& fill, transport::Bytes payload) {
     std::unique_lock<std::mutex> lock(batch_mu_);
-    if (failed_.load()) return CUDA_ERROR_DEVICE_UNAVAILABLE;
+    if (connection_->failed()) return CUDA_ERROR_DEVICE_UNAVAILABLE;
     wire::Call::Builder call = add_call_locked(ctx);
     fill(call);
     call.setPayloadBytes(payload.size());
@@ -136,7 +146,7 @@ class Client {
   template <class Fill>
   SyncResult call_sync(uint64_t ctx, Fill&& fill, transport::Bytes payload = {}, OutBuffer out = {}) {
     std::unique_lock<std::mutex> lock(batch_mu_);
-    if (failed_.load()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
+    if (connection_->failed()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
     wire::Call::Builder call = add_call_locked(ctx);
     fill(call);
     if (!payload.empty()) call.setPayloadBytes(payload.size());
@@ -172,9 +182,9 @@ class Client {
 
   // Sends queued async calls now.
   void flush();
-  bool connection_failed() const { return failed_.load(); }
+  bool connection_failed() const { return connection_->failed(); }
 
-  static constexpr uint64_t kAnyStream = ~uint64_t{0};
+  static constexpr uint64_t kAnyStream = Connection::kAnyStream;
   // Data up to this size is sent inline in the message; larger goes as payload.
   // (Kept well under 64 KiB, the transports' fragment size, so that a message
   // with its bytes inline still travels as one fragment.)
@@ -183,46 +193,37 @@ class Client {
   const ClientOptions& options() const { return options_; }
 
  private:
-  struct Waiter {
-    bool done = false;
-    transport::Message message;
-    std::unique_ptr<protocol::Decoded> decoded;  // of message, by on_message
-  };
-  struct CopyOut {
-    void* dst;
-    uint64_t size;
-    uint64_t stream;
-    bool done = false;
-    CUresult result = CUDA_SUCCESS;
+  // An async error the server reported that no sync call has returned yet.
+  struct StickyError {
+    wire::Api api = wire::Api::DRIVER;
+    uint32_t code = 0;
   };
 
   Client() = default;
-  Status handshake(const ClientOptions& options);
   wire::Call::Builder add_call_locked(uint64_t ctx);
   void after_async_locked(std::unique_lock<std::mutex>& lock);
-  // Sends the batch ending with sync call `id` and waits for its reply. An
-  // async error of a call numbered `own_from` or later (the pieces of one
-  // pipelined copy) is this call's result rather than a later one's.
+  // Sends the batch ending with sync call `id` (marked as wanting a reply)
+  // and waits for its reply. An async error of a call numbered `own_from` or
+  // later (the pieces of one pipelined copy) is this call's result rather
+  // than a later one's.
   SyncResult finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64_t id, transport::Bytes payload,
                                 OutBuffer out, uint64_t own_from = 0);
+  // Reads a reply into a SyncResult: its status, values and bytes.
+  SyncResult read_reply(const ArrivedReply& arrived, uint64_t id, OutBuffer out, uint64_t own_from);
+  // `code` of `api` as a CUresult (see SyncResult); logs once per API.
+  CUresult as_driver_result(wire::Api api, uint32_t code);
   // Sends the open batch. With `lock` (holding batch_mu_), the lock is
   // released as soon as the batch has its place in the connection's order,
   // so that other threads queue calls while a bulk payload is in transfer.
   Status send_batch_locked(transport::Bytes payload, std::unique_lock<std::mutex>* lock = nullptr);
-  void on_message(transport::Message message);
-  void on_closed(const Status& why);
+  void on_host_func_call(uint64_t id);
   void run_flusher();
   void run_callbacks();
-  // Waits until async copy-outs issued before call `id` on `stream` landed.
-  void wait_copy_outs_before(uint64_t id, uint64_t stream);
 
   ClientOptions options_;
-  std::shared_ptr<transport::Transport> transport_;
-  std::shared_ptr<transport::Connection> connection_;
+  std::unique_ptr<Connection> connection_;
   std::unique_ptr<HostMemory> host_memory_;
   ClientStats stats_;
-  std::vector<DeviceInfo> devices_;
-  int driver_version_ = 0;
   bool pipeline_chunk_from_env_ = false;
 
   // The open batch (batch_mu_).
@@ -232,21 +233,9 @@ class Client {
   uint64_t next_id_ = 1;
   std::chrono::steady_clock::time_point batch_started_;
 
-  // Replies and copy-outs in flight (replies_mu_).
-  std::mutex replies_mu_;
-  std::condition_variable replies_cv_;
-  std::map<uint64_t, Waiter*> waiters_;
-  std::map<uint64_t, CopyOut> copy_outs_;
-  CUresult sticky_async_error_ = CUDA_SUCCESS;
-  std::atomic<bool> failed_{false};
-  std::atomic<bool> closing_{false};  // our own close: not an error to report
-
-  // Handshake (replies_mu_).
-  // The latest handshake message from the server (challenge or welcome),
-  // until handshake() takes it.
-  bool handshake_ready_ = false;
-  std::unique_ptr<protocol::Decoded> handshake_decoded_;
-  transport::Message handshake_message_;
+  std::mutex sticky_mu_;
+  StickyError sticky_;                          // sticky_mu_
+  std::atomic<uint64_t> foreign_api_logged_{0};  // bit per wire::Api: its codes were mapped once
 
   // Host functions: registered by id; run in arrival order on callbacks_.
   struct HostFunc {

@@ -14,6 +14,8 @@ namespace auth = protocol::auth;
 // Longest text field of a hello (host name, program, build) kept; longer
 // ones are refused rather than cut, so logs never show a forged prefix.
 constexpr size_t kMaxHelloText = 1024;
+// A lease is a pool's signed token: longer than a name, still small.
+constexpr size_t kMaxLeaseText = 4096;
 
 std::vector<std::byte> to_vector(const kj::Array<capnp::word>& words) {
   auto bytes = protocol::as_bytes(words);
@@ -23,8 +25,8 @@ std::vector<std::byte> to_vector(const kj::Array<capnp::word>& words) {
 // A text field, or false when it is too long. Cap'n Proto checks the NUL
 // terminator when the field is read and throws for a missing one; the caller
 // catches that.
-bool read_text(capnp::Text::Reader text, std::string* out) {
-  if (text.size() > kMaxHelloText) return false;
+bool read_text(capnp::Text::Reader text, std::string* out, size_t max = kMaxHelloText) {
+  if (text.size() > max) return false;
   out->assign(text.cStr(), text.size());
   return true;
 }
@@ -35,17 +37,40 @@ bool read_nonce(capnp::Data::Reader data, auth::Nonce* out) {
   return true;
 }
 
+// "protocol version 3" or "protocol versions 1 to 2".
+std::string speaks(protocol::VersionRange range) {
+  return std::string(range.min == range.max ? "protocol version " : "protocol versions ") + range.describe();
+}
+
 }  // namespace
 
-Handshake::Handshake(const auth::KeyRing& keys, size_t max_message_bytes)
-    : keys_(keys), max_message_bytes_(max_message_bytes) {}
+Result<Resources> grant(const Resources& request, const Offer& offer) {
+  if (request.devices > offer.devices) {
+    return invalid_argument("the client asks for " + std::to_string(request.devices) + " devices; this server has " +
+                            std::to_string(offer.devices));
+  }
+  const uint64_t most = offer.memory_limit != 0 ? offer.memory_limit : offer.device_memory;
+  if (request.memory_bytes > most) {
+    return invalid_argument("the client asks for " + std::to_string(request.memory_bytes) +
+                            " bytes of device memory; this server grants at most " + std::to_string(most));
+  }
+  Resources granted;
+  granted.devices = offer.devices;
+  granted.memory_bytes = offer.memory_limit;
+  return granted;
+}
 
-std::vector<std::byte> Handshake::refusal(const std::string& reason) {
+Handshake::Handshake(const auth::KeyRing& keys, size_t max_message_bytes, Offer offer)
+    : keys_(keys), max_message_bytes_(max_message_bytes), offer_(offer) {}
+
+std::vector<std::byte> Handshake::refusal(const std::string& reason, protocol::VersionRange versions) {
   capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
   auto welcome = builder.initRoot<wire::Envelope>().initWelcome();
   welcome.setAccepted(false);
   welcome.setRefusal(reason);
-  welcome.setProtocolVersion(wire::PROTOCOL_VERSION);
+  welcome.setProtocolVersion(versions.max);
+  welcome.setMinProtocolVersion(versions.min);
+  welcome.setMaxProtocolVersion(versions.max);
   welcome.setServerBuild(RGPU_VERSION_STRING);
   return to_vector(protocol::encode(builder));
 }
@@ -54,7 +79,7 @@ Handshake::Step Handshake::refuse(std::string reason) {
   state_ = State::kDone;
   Step step;
   step.kind = Step::Kind::kRefuse;
-  step.message = refusal(reason);
+  step.message = refusal(reason, offer_.versions);
   step.reason = std::move(reason);
   return step;
 }
@@ -91,9 +116,16 @@ Handshake::Step Handshake::on_message(std::span<const std::byte> header, bool ha
 }
 
 Handshake::Step Handshake::on_hello(wire::Hello::Reader hello) {
-  if (hello.getProtocolVersion() != wire::PROTOCOL_VERSION) {
-    return refuse("client speaks protocol version " + std::to_string(hello.getProtocolVersion()) +
-                  ", this server speaks " + std::to_string(wire::PROTOCOL_VERSION) + "; use matching rgpu builds");
+  const protocol::VersionRange theirs =
+      protocol::stated_range(hello.getProtocolVersion(), hello.getMinProtocolVersion());
+  if (!theirs.valid()) {
+    return refuse("malformed protocol version range in hello: oldest " + std::to_string(theirs.min) + ", newest " +
+                  std::to_string(theirs.max));
+  }
+  const auto version = protocol::highest_common(theirs, offer_.versions);
+  if (!version) {
+    return refuse("no common protocol version: the client speaks " + speaks(theirs) + ", this server speaks " +
+                  speaks(offer_.versions) + "; use rgpu builds that share a version");
   }
   if (!read_text(hello.getTenant(), &client_.tenant) || !read_text(hello.getHostname(), &client_.hostname) ||
       !read_text(hello.getProgram(), &client_.program) || !read_text(hello.getClientBuild(), &client_.build)) {
@@ -102,13 +134,18 @@ Handshake::Step Handshake::on_hello(wire::Hello::Reader hello) {
   if (client_.tenant.empty()) client_.tenant = auth::kDefaultTenant;
   if (!auth::valid_tenant(client_.tenant)) return refuse("bad tenant name in hello");
   client_.pid = hello.getPid();
-  if (keys_.empty()) {
-    state_ = State::kDone;
-    Step step;
-    step.kind = Step::Kind::kWelcome;
-    step.client = client_;
-    return step;
+  Terms& terms = client_.terms;
+  terms.version = *version;
+  terms.server_versions = offer_.versions;
+  terms.features = hello.getFeatures() & offer_.features;
+  auto request = hello.getRequest();
+  terms.requested.devices = request.getDevices();
+  terms.requested.memory_bytes = request.getMemoryBytes();
+  terms.requested.lease_seconds = request.getLeaseSeconds();
+  if (!read_text(request.getLease(), &terms.requested.lease, kMaxLeaseText)) {
+    return refuse("lease in hello longer than " + std::to_string(kMaxLeaseText) + " bytes");
   }
+  if (keys_.empty()) return admit();
   if (!read_nonce(hello.getClientNonce(), &client_nonce_)) {
     return refuse("authentication required: this server wants a key (RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE)");
   }
@@ -136,12 +173,21 @@ Handshake::Step Handshake::on_proof(wire::Authenticate::Reader answer) {
   const bool good = secret.has_value() &&
                     auth::equal_constant_time(std::span<const uint8_t>(proof.begin(), proof.size()), expected);
   if (!good) return refuse("authentication failed: wrong key for tenant " + client_.tenant);
+  Step step = admit();
+  if (step.kind != Step::Kind::kWelcome) return step;
+  const auth::Proof mine = auth::server_proof(*secret, client_.tenant, client_nonce_, server_nonce_);
+  step.server_proof.assign(mine.begin(), mine.end());
+  return step;
+}
+
+Handshake::Step Handshake::admit() {
+  auto granted = grant(client_.terms.requested, offer_);
+  if (!granted.is_ok()) return refuse("cannot grant the request: " + granted.status().message());
+  client_.terms.granted = std::move(granted.value());
   state_ = State::kDone;
   Step step;
   step.kind = Step::Kind::kWelcome;
   step.client = client_;
-  const auth::Proof mine = auth::server_proof(*secret, client_.tenant, client_nonce_, server_nonce_);
-  step.server_proof.assign(mine.begin(), mine.end());
   return step;
 }
 

@@ -7,18 +7,72 @@
 #include <string>
 #include <vector>
 
+#include "rgpu/common/status.h"
 #include "rgpu/protocol/auth.h"
 #include "rgpu/protocol/codec.h"
+#include "rgpu/protocol/negotiation.h"
 
 namespace rgpu::server {
 
-// Who a welcomed client is, for its session, logs and metrics.
+// Resources as a client asks for them or a session is granted them
+// (wire::Resources): zero is "no preference" in a request, "no limit" in a
+// grant.
+struct Resources {
+  uint32_t devices = 0;
+  uint64_t memory_bytes = 0;
+  uint32_t lease_seconds = 0;
+  std::string lease;  // opaque, issued by a pool; not checked yet
+};
+
+// What this server offers every session: the protocol versions and features
+// it speaks, and what a grant may hold.
+struct Offer {
+  protocol::VersionRange versions = protocol::kBuildVersions;
+  uint64_t features = protocol::kBuildFeatures;
+  uint32_t devices = 0;        // devices a session sees (today: all of the server's)
+  uint64_t device_memory = 0;  // their memory together
+  uint64_t memory_limit = 0;   // a session's device memory limit; 0: none
+};
+
+// What a session was granted for `request`: today every device, the
+// server's memory limit (0: none) and no lease term. A request for more
+// devices or memory than the server has is an error naming both. Later pool
+// and quota work decides here.
+Result<Resources> grant(const Resources& request, const Offer& offer);
+
+// What a welcomed session runs on, negotiated at the hello.
+struct Terms {
+  uint32_t version = 0;                   // the protocol version of the session
+  protocol::VersionRange server_versions;  // what the server speaks
+  uint64_t features = 0;                  // the features both sides have
+  Resources requested;
+  Resources granted;
+
+  // Sets the welcome's version, range, features and grant. (Inline: the
+  // session, which writes the welcome, is also built without this file's
+  // .cpp, for its fuzzer.)
+  void write(wire::Welcome::Builder welcome) const {
+    welcome.setProtocolVersion(version);
+    welcome.setMinProtocolVersion(server_versions.min);
+    welcome.setMaxProtocolVersion(server_versions.max);
+    welcome.setFeatures(features);
+    auto out = welcome.initGranted();
+    out.setDevices(granted.devices);
+    out.setMemoryBytes(granted.memory_bytes);
+    out.setLeaseSeconds(granted.lease_seconds);
+    if (!granted.lease.empty()) out.setLease(granted.lease);
+  }
+};
+
+// Who a welcomed client is, for its session, logs and metrics, and the terms
+// it was admitted on.
 struct ClientIdentity {
   std::string tenant;
   std::string hostname;
   std::string program;
   std::string build;
   uint32_t pid = 0;
+  Terms terms;
 };
 
 // Reads the handshake messages of one connection and says what to do next.
@@ -42,24 +96,32 @@ class Handshake {
     std::vector<uint8_t> server_proof;  // kWelcome: empty without authentication
   };
 
-  // `keys` empty: the hello alone admits a client.
-  Handshake(const protocol::auth::KeyRing& keys, size_t max_message_bytes);
+  // `keys` empty: the hello alone admits a client. A hello whose version
+  // range does not meet `offer.versions` is refused with both ranges named;
+  // a request the offer cannot grant is refused once the client has proved
+  // who it is.
+  Handshake(const protocol::auth::KeyRing& keys, size_t max_message_bytes, Offer offer = {});
 
   // One message from the peer: its header bytes, and whether it carried a
   // bulk payload (never allowed before a session exists).
   Step on_message(std::span<const std::byte> header, bool has_payload);
 
-  // A refusing welcome that names `reason`, encoded for the wire.
-  static std::vector<std::byte> refusal(const std::string& reason);
+  // A refusing welcome that names `reason` and the versions the server
+  // speaks, encoded for the wire.
+  static std::vector<std::byte> refusal(const std::string& reason,
+                                        protocol::VersionRange versions = protocol::kBuildVersions);
 
  private:
   enum class State { kAwaitHello, kAwaitProof, kDone };
   Step on_hello(wire::Hello::Reader hello);
   Step on_proof(wire::Authenticate::Reader answer);
   Step refuse(std::string reason);
+  // kWelcome for the client read so far, or kRefuse when its request cannot be granted.
+  Step admit();
 
   const protocol::auth::KeyRing& keys_;
   const size_t max_message_bytes_;
+  const Offer offer_;
   State state_ = State::kAwaitHello;
   ClientIdentity client_;
   protocol::auth::Nonce client_nonce_{};

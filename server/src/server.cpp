@@ -53,6 +53,15 @@ Result<std::shared_ptr<const ServerInfo>> query_devices(const DriverTable& cu, c
   return std::shared_ptr<const ServerInfo>(std::move(info));
 }
 
+// What every session is offered: every device of this server. There is no
+// per-session memory limit yet, so a grant says 0 (none).
+Offer make_offer(const ServerInfo& info) {
+  Offer offer;
+  offer.devices = static_cast<uint32_t>(info.devices.size());
+  for (const auto& d : info.devices) offer.device_memory += d.total_mem;
+  return offer;
+}
+
 // One accepted connection: its handshake until it is welcomed, then its
 // session. The transport hands one connection's messages over one at a time;
 // the gatekeeper thread reads `deadline`, so the fields are under `mu`.
@@ -77,6 +86,7 @@ class ServerImpl final : public Server {
       : driver_(std::move(driver)),
         info_(std::move(info)),
         limits_(info_->limits),
+        offer_(make_offer(*info_)),
         keys_(std::move(keys)),
         transport_(std::move(transport)),
         module_cache_(std::move(module_cache)) {
@@ -136,7 +146,7 @@ class ServerImpl final : public Server {
     strict.max_parked_bytes = 4 * limits_.max_hello_bytes;
     connection->set_receive_limits(strict);
     const uint64_t id = next_id_.fetch_add(1);
-    auto peer = std::make_shared<Peer>(id, connection, Handshake(keys_, limits_.max_hello_bytes),
+    auto peer = std::make_shared<Peer>(id, connection, Handshake(keys_, limits_.max_hello_bytes, offer_),
                                        std::chrono::steady_clock::now() + limits_.hello_timeout);
     bool room;
     {
@@ -293,6 +303,7 @@ class ServerImpl final : public Server {
   const std::shared_ptr<const DriverTable> driver_;
   const std::shared_ptr<const ServerInfo> info_;
   const ServerLimits& limits_;
+  const Offer offer_;
   const protocol::auth::KeyRing keys_;
   std::shared_ptr<transport::Transport> transport_;
   const std::shared_ptr<ModuleCache> module_cache_;

@@ -240,7 +240,7 @@ void Session::handle_message(Incoming& incoming) {
 void Session::welcome(const std::vector<uint8_t>& server_proof) {
   capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
   auto welcome = builder.initRoot<wire::Envelope>().initWelcome();
-  welcome.setProtocolVersion(wire::PROTOCOL_VERSION);
+  client_.terms.write(welcome);  // the version, ranges, features and grant negotiated at the hello
   welcome.setServerBuild(info_->build);
   welcome.setSessionId(id_);
   welcome.setAccepted(true);
@@ -262,9 +262,11 @@ void Session::welcome(const std::vector<uint8_t>& server_proof) {
     for (size_t a = 0; a < d.attributes.size(); ++a) attrs.set(a, d.attributes[a]);
     for (size_t a = 0; a < d.attribute_missing.size(); ++a) missing.set(a, d.attribute_missing[a]);
   }
-  RGPU_INFO("session accepted id=%llu tenant=%s peer=%s pid=%u host=%s program=%s bulk_path=%s",
+  RGPU_INFO("session accepted id=%llu tenant=%s peer=%s pid=%u host=%s program=%s protocol=%u features=0x%llx "
+            "devices=%u bulk_path=%s",
             static_cast<unsigned long long>(id_), client_.tenant.c_str(), connection_->peer().c_str(), client_.pid,
-            client_.hostname.c_str(), client_.program.c_str(),
+            client_.hostname.c_str(), client_.program.c_str(), client_.terms.version,
+            static_cast<unsigned long long>(client_.terms.features), client_.terms.granted.devices,
             !bulk_direct_      ? "staged (no device memory support in the transport)"
             : cu_.cpu_device() ? "direct (CPU device memory is host memory)"
                                : "gpudirect (the transport moves CUDA memory)");

@@ -8,6 +8,7 @@
 
 #include "attack_fixture.h"
 #include "client.h"
+#include "rgpu/protocol/negotiation.h"
 #include "wire_edit.h"
 
 namespace rgpu::security {
@@ -186,6 +187,43 @@ TEST_F(AttackTest, WrongKeyAndUnknownTenantAreRefused) {
   p->send(to_bytes(b));
   const Answer a = p->wait();
   EXPECT_EQ(a.kind, Answer::Kind::kRefused) << a.describe();
+}
+
+// Peers of other protocol versions: one whose range reaches past the
+// server's runs at the server's newest; one whose range ends below it is
+// refused, with both ranges named, before any challenge.
+TEST_F(AttackTest, VersionRangesAreNegotiated) {
+  start();
+  auto p = peer();
+  ASSERT_TRUE(p);
+  const auth::Nonce nonce = auth::random_nonce().value();
+  const auto newer = RawPeer::hello("mallory", nonce, wire::MIN_PROTOCOL_VERSION, wire::PROTOCOL_VERSION + 4,
+                                    ~uint64_t{0});
+  const auto h = p->handshake("mallory", kMalloryKey, newer, nonce);
+  ASSERT_TRUE(h.welcomed) << h.last.describe();
+  EXPECT_EQ(h.last.protocol_version, wire::PROTOCOL_VERSION);
+  EXPECT_EQ(h.last.min_protocol_version, wire::MIN_PROTOCOL_VERSION);
+  EXPECT_EQ(h.last.max_protocol_version, wire::PROTOCOL_VERSION);
+  EXPECT_EQ(h.last.features, protocol::kBuildFeatures);
+  EXPECT_GE(h.last.granted_devices, 1u);
+  EXPECT_TRUE(p->open_context()) << "the session works";
+
+  auto old = peer();
+  ASSERT_TRUE(old);
+  old->send(RawPeer::hello("mallory", auth::random_nonce().value(), 1, 2));
+  const Answer a = old->wait();
+  ASSERT_EQ(a.kind, Answer::Kind::kRefused) << a.describe();
+  EXPECT_NE(a.message.find("protocol versions 1 to 2"), std::string::npos) << a.message;
+  EXPECT_NE(a.message.find("this server speaks " + std::string(wire::MIN_PROTOCOL_VERSION == wire::PROTOCOL_VERSION
+                                                                   ? "protocol version "
+                                                                   : "protocol versions ") +
+                           protocol::kBuildVersions.describe()),
+            std::string::npos)
+      << a.message;
+  EXPECT_EQ(a.min_protocol_version, wire::MIN_PROTOCOL_VERSION);
+  EXPECT_EQ(a.max_protocol_version, wire::PROTOCOL_VERSION);
+  EXPECT_TRUE(old->wait_closed());
+  expect_server_serving();
 }
 
 TEST_F(AttackTest, ReplayedProofIsRefused) {

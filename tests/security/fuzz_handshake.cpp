@@ -6,6 +6,9 @@
 //     proof is the right one for the hello's tenant and both nonces, with
 //     the server's proof over the same; without keys, only for a hello;
 //   - at most one challenge, only in answer to a hello, only with keys;
+//   - a challenge or a welcome only for a hello whose version range meets
+//     the server's, the welcome at the highest version both speak, with no
+//     feature the hello lacked;
 //   - after a refusal or a welcome, nothing but refusals;
 //   - every refusal is an encoded, refusing welcome.
 // Tags: bit 0 a payload came with the message; bits 1-2: 0 the header as
@@ -55,6 +58,8 @@ struct Seen {
   std::string tenant;
   std::optional<auth::Nonce> nonce;
   std::vector<uint8_t> proof;
+  rgpu::protocol::VersionRange versions;
+  uint64_t features = 0;
 };
 Seen look(const std::vector<std::byte>& header) {
   Seen s;
@@ -66,6 +71,8 @@ Seen look(const std::vector<std::byte>& header) {
       auto h = e.getHello();
       s.tenant = h.getTenant();
       if (s.tenant.empty()) s.tenant = auth::kDefaultTenant;
+      s.versions = rgpu::protocol::stated_range(h.getProtocolVersion(), h.getMinProtocolVersion());
+      s.features = h.getFeatures();
       s.hello = true;
       try {  // a server without keys never reads the nonce
         if (h.getClientNonce().size() == auth::kNonceBytes) {
@@ -93,6 +100,8 @@ struct Run {
   Handshake hs;
   bool finished = false, challenged = false;
   std::string tenant;
+  std::optional<uint32_t> version;  // what the hello's range allows
+  uint64_t features = 0;
   auth::Nonce client{}, server{};
 
   auth::Proof right_proof() const {
@@ -124,6 +133,9 @@ struct Run {
         std::memcpy(server.data(), nonce.begin(), server.size());
         client = *seen.nonce;
         tenant = seen.tenant;
+        version = rgpu::protocol::highest_common(seen.versions, rgpu::protocol::kBuildVersions);
+        CHECK(version.has_value());
+        features = seen.features;
         challenged = true;
         break;
       }
@@ -133,6 +145,8 @@ struct Run {
           CHECK(seen.hello);
           CHECK(step.server_proof.empty());
           CHECK(step.client.tenant == seen.tenant);
+          version = rgpu::protocol::highest_common(seen.versions, rgpu::protocol::kBuildVersions);
+          features = seen.features;
         } else {
           CHECK(challenged && seen.authenticate);
           auto secret = ring.find(tenant);
@@ -145,6 +159,8 @@ struct Run {
                 std::memcmp(step.server_proof.data(), mine.data(), mine.size()) == 0);
           CHECK(step.client.tenant == tenant);
         }
+        CHECK(version.has_value() && step.client.terms.version == *version);
+        CHECK((step.client.terms.features & ~features) == 0);
         finished = true;
         break;
       }

@@ -52,6 +52,24 @@ std::vector<std::byte> hello(const std::string& tenant, bool nonce = true, uint3
   return bytes_of(b);
 }
 
+// A hello that states a version range and asks for resources.
+std::vector<std::byte> ranged_hello(uint32_t oldest, uint32_t newest, uint32_t devices) {
+  capnp::MallocMessageBuilder b;
+  auto h = b.initRoot<wire::Envelope>().initHello();
+  h.setProtocolVersion(newest);
+  h.setMinProtocolVersion(oldest);
+  h.setFeatures(~uint64_t{0});
+  h.setTenant("alice");
+  std::vector<uint8_t> n(32, 0x5a);
+  h.setClientNonce(kj::arrayPtr(n.data(), n.size()));
+  auto r = h.initRequest();
+  r.setDevices(devices);
+  r.setMemoryBytes(1 << 20);
+  r.setLeaseSeconds(60);
+  r.setLease("seed-lease");
+  return bytes_of(b);
+}
+
 std::vector<std::byte> authenticate(size_t proof_bytes) {
   capnp::MallocMessageBuilder b;
   std::vector<uint8_t> p(proof_bytes, 0x33);
@@ -341,7 +359,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string hs = argv[1], ss = argv[2];
-  std::vector<std::vector<uint8_t>> handshakes(10);
+  std::vector<std::vector<uint8_t>> handshakes(12);
   // tag 0: as given; 1: with a payload; 2: the right proof; 4: a wrong one.
   append_record(&handshakes[0], 0, hello("alice"));
   append_record(&handshakes[0], 2, {});
@@ -362,6 +380,9 @@ int main(int argc, char** argv) {
   append_record(&handshakes[9], 0, hello("alice"));
   append_record(&handshakes[9], 0, hello("alice"));
   append_record(&handshakes[9], 0, authenticate(31));
+  append_record(&handshakes[10], 0, ranged_hello(wire::MIN_PROTOCOL_VERSION, wire::PROTOCOL_VERSION + 4, 0));
+  append_record(&handshakes[10], 2, {});
+  append_record(&handshakes[11], 0, ranged_hello(1, 2, 1));
   for (size_t i = 0; i < handshakes.size(); ++i) {
     if (!write(hs + "/seed-" + std::to_string(i), handshakes[i])) return 1;
   }

@@ -117,6 +117,11 @@ Answer RawPeer::wait(uint64_t id, std::chrono::milliseconds limit) {
           out.message = welcome.getRefusal();
           out.tenant = welcome.getTenant();
           out.server_proof.assign(welcome.getServerProof().begin(), welcome.getServerProof().end());
+          out.protocol_version = welcome.getProtocolVersion();
+          out.min_protocol_version = welcome.getMinProtocolVersion();
+          out.max_protocol_version = welcome.getMaxProtocolVersion();
+          out.features = welcome.getFeatures();
+          out.granted_devices = welcome.getGranted().getDevices();
           return out;
         }
         default:
@@ -143,6 +148,22 @@ std::vector<std::byte> RawPeer::hello(const std::string& tenant, const auth::Non
   return to_bytes(builder);
 }
 
+std::vector<std::byte> RawPeer::hello(const std::string& tenant, const auth::Nonce& nonce, uint32_t oldest,
+                                      uint32_t newest, uint64_t features) {
+  capnp::MallocMessageBuilder builder(kOneSegmentWords);
+  auto hello = builder.initRoot<wire::Envelope>().initHello();
+  hello.setProtocolVersion(newest);
+  hello.setMinProtocolVersion(oldest);
+  hello.setFeatures(features);
+  hello.setClientBuild("attack-build");
+  hello.setPid(4242);
+  hello.setHostname("attack-host");
+  hello.setProgram("attacker");
+  hello.setTenant(tenant);
+  hello.setClientNonce(kj::arrayPtr(nonce.data(), nonce.size()));
+  return to_bytes(builder);
+}
+
 std::vector<std::byte> RawPeer::authenticate(const std::vector<uint8_t>& proof) {
   capnp::MallocMessageBuilder builder(kOneSegmentWords);
   builder.initRoot<wire::Envelope>().initAuthenticate().setProof(kj::arrayPtr(proof.data(), proof.size()));
@@ -150,9 +171,15 @@ std::vector<std::byte> RawPeer::authenticate(const std::vector<uint8_t>& proof) 
 }
 
 RawPeer::Handshake RawPeer::handshake(const std::string& tenant, const std::string& secret) {
+  const auth::Nonce nonce = auth::random_nonce().value();
+  return handshake(tenant, secret, hello(tenant, nonce), nonce);
+}
+
+RawPeer::Handshake RawPeer::handshake(const std::string& tenant, const std::string& secret,
+                                      const std::vector<std::byte>& hello_bytes, const auth::Nonce& nonce) {
   Handshake h;
-  h.client_nonce = auth::random_nonce().value();
-  if (!send(hello(tenant, h.client_nonce))) return h;
+  h.client_nonce = nonce;
+  if (!send(hello_bytes)) return h;
   h.last = wait();
   if (h.last.kind != Answer::Kind::kChallenge || h.last.server_nonce.size() != auth::kNonceBytes) return h;
   h.server_nonce = h.last.server_nonce;

@@ -60,6 +60,14 @@ struct Answer {
   // kWelcome
   std::vector<uint8_t> server_proof;
   std::string tenant;
+  // kWelcome and kRefused: the version of the session (refused: the
+  // server's newest) and the server's range; kWelcome: the common features
+  // and the devices granted.
+  uint32_t protocol_version = 0;
+  uint32_t min_protocol_version = 0;
+  uint32_t max_protocol_version = 0;
+  uint64_t features = 0;
+  uint32_t granted_devices = 0;
 
   bool closed_or_refused() const { return kind == Kind::kClosed || kind == Kind::kRefused; }
   std::string describe() const;
@@ -89,6 +97,10 @@ class RawPeer {
   // Handshake messages.
   static std::vector<std::byte> hello(const std::string& tenant, const protocol::auth::Nonce& nonce,
                                       const std::string& program = "attacker");
+  // A hello that speaks protocol versions [oldest, newest] (oldest 0: a hello
+  // from before ranges) with `features`.
+  static std::vector<std::byte> hello(const std::string& tenant, const protocol::auth::Nonce& nonce, uint32_t oldest,
+                                      uint32_t newest, uint64_t features = 0);
   static std::vector<std::byte> authenticate(const std::vector<uint8_t>& proof);
 
   // The whole handshake as the client does it, checking the server's proof.
@@ -100,7 +112,11 @@ class RawPeer {
     std::vector<uint8_t> server_nonce;
     protocol::auth::Proof proof{};
   };
+  // With `hello_bytes` (from hello()) instead of the default hello; its
+  // nonce must be `nonce`.
   Handshake handshake(const std::string& tenant, const std::string& secret);
+  Handshake handshake(const std::string& tenant, const std::string& secret, const std::vector<std::byte>& hello_bytes,
+                      const protocol::auth::Nonce& nonce);
 
   // A batch of calls with ids from this peer's sequence, all in context
   // `ctx`; the last call's id is in *last_id.

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "client.h"
+#include "connection.h"
 #include "driver_pack.h"
 #include "rgpu/protocol/args.h"
 #include "rgpu/protocol/handles.h"
@@ -22,6 +23,7 @@ namespace {
 
 using shim::Client;
 using shim::ClientOptions;
+namespace auth = protocol::auth;
 
 class ServerTest : public ::testing::Test {
  protected:
@@ -143,6 +145,62 @@ TEST_F(ServerTest, OtherProtocolVersionIsRefusedWithAReason) {
       << refusal;
 }
 
+// The real client's connection, speaking `versions`, against the real server.
+TEST_F(ServerTest, AClientWithAWiderRangeRunsAtTheServersVersion) {
+  shim::ConnectionOptions o;
+  o.server = server_->address();
+  o.auth_token = token_;
+  o.versions = {wire::MIN_PROTOCOL_VERSION, wire::PROTOCOL_VERSION + 4};
+  o.features = ~uint64_t{0};
+  auto c = shim::Connection::open(o, transport_, {});
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  const shim::SessionInfo& s = c.value()->session();
+  EXPECT_EQ(s.protocol_version, wire::PROTOCOL_VERSION);
+  EXPECT_EQ(s.server_versions.min, wire::MIN_PROTOCOL_VERSION);
+  EXPECT_EQ(s.server_versions.max, wire::PROTOCOL_VERSION);
+  EXPECT_EQ(s.features, protocol::kBuildFeatures);
+  EXPECT_EQ(s.granted.devices, s.devices.size());
+  EXPECT_EQ(s.granted.memory_bytes, 0u) << "no memory limit configured";
+}
+
+TEST_F(ServerTest, AClientOfOlderVersionsIsRefusedWithBothRangesNamed) {
+  shim::ConnectionOptions o;
+  o.server = server_->address();
+  o.auth_token = token_;
+  o.versions = {1, 2};
+  auto c = shim::Connection::open(o, transport_, {});
+  ASSERT_FALSE(c.is_ok());
+  const std::string why = c.status().message();
+  EXPECT_NE(why.find("refused"), std::string::npos) << why;
+  EXPECT_NE(why.find("this client speaks protocol versions 1 to 2"), std::string::npos) << why;
+  EXPECT_NE(why.find("the server protocol version " + std::to_string(wire::PROTOCOL_VERSION)), std::string::npos)
+      << why;
+}
+
+TEST_F(ServerTest, TheGrantComesInTheWelcome) {
+  ClientOptions o;
+  o.server = server_->address();
+  o.auth_token = token_;
+  o.request.devices = 1;
+  o.request.lease_seconds = 30;
+  o.request.lease = "from-a-pool";
+  auto c = Client::connect(o, transport_);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c.value()->session().granted.devices, c.value()->devices().size()) << "today every device";
+  EXPECT_EQ(c.value()->session().granted.lease_seconds, 0u);
+  EXPECT_EQ(c.value()->session().protocol_version, wire::PROTOCOL_VERSION);
+}
+
+TEST_F(ServerTest, AskingForMoreDevicesThanTheServerHasIsRefused) {
+  ClientOptions o;
+  o.server = server_->address();
+  o.auth_token = token_;
+  o.request.devices = 1000;
+  auto c = Client::connect(o, transport_);
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_NE(c.status().message().find("asks for 1000 devices"), std::string::npos) << c.status().message();
+}
+
 TEST_F(ServerTest, AllocateCopyAndFree) {
   auto c = connect(token_);
   ASSERT_TRUE(c.is_ok());
@@ -248,6 +306,177 @@ TEST_F(ServerTest, UnknownStreamHandleIsInvalid) {
   auto r = c.value()->call_sync(ctx, [](wire::Call::Builder call) { call.initStreamQuery().setHandle(protocol::make_handle(protocol::HandleKind::kStream, 0x999));
   });
   EXPECT_EQ(r.result, CUDA_ERROR_INVALID_HANDLE);
+}
+
+// A scripted rgpud on the in-process transport: `script` gets every decoded
+// message from the client and answers on the connection it came by. The
+// handlers may outlive this object (the transport reports the last message
+// and the close later), so they share the script; a script that captures
+// the test's locals touches them only for messages the test waits for.
+class FakeServer {
+ public:
+  using Script = std::function<void(wire::Envelope::Reader, transport::Connection&)>;
+  FakeServer(transport::Transport& transport, Script script) {
+    auto shared = std::make_shared<Script>(std::move(script));
+    auto l = transport.listen("fake:0", [shared](std::shared_ptr<transport::Connection>) {
+      transport::ConnectionHandler h;
+      h.on_message = [shared](transport::Connection& c, transport::Message m) {
+        auto d = protocol::decode(m.header);
+        ASSERT_TRUE(d.is_ok());
+        (*shared)(d.value()->envelope(), c);
+      };
+      h.on_closed = [](transport::Connection&, const Status&) {};
+      return h;
+    });
+    EXPECT_TRUE(l.is_ok());
+    if (l.is_ok()) listener_ = std::move(l.value());
+  }
+  std::string address() const { return listener_ ? listener_->address() : ""; }
+
+  template <class Fill>
+  static void send(transport::Connection& c, Fill&& fill) {
+    capnp::MallocMessageBuilder b;
+    fill(b.initRoot<wire::Envelope>());
+    auto words = protocol::encode(b);
+    EXPECT_TRUE(c.send(protocol::as_bytes(words)).is_ok());
+  }
+  // An accepted welcome at `version`, the server speaking [version, version].
+  static void welcome(transport::Connection& c, uint32_t version, const std::vector<uint8_t>& proof = {}) {
+    send(c, [&](wire::Envelope::Builder e) {
+      auto w = e.initWelcome();
+      w.setAccepted(true);
+      w.setProtocolVersion(version);
+      w.setMinProtocolVersion(version);
+      w.setMaxProtocolVersion(version);
+      w.setFeatures(protocol::kBuildFeatures);
+      if (!proof.empty()) w.setServerProof(kj::arrayPtr(proof.data(), proof.size()));
+    });
+  }
+
+ private:
+  std::unique_ptr<transport::Listener> listener_;
+};
+
+TEST_F(ServerTest, TheClientRefusesAVersionOutsideItsRange) {
+  FakeServer fake(*transport_, [](wire::Envelope::Reader e, transport::Connection& c) {
+    if (e.isHello()) FakeServer::welcome(c, wire::PROTOCOL_VERSION + 6);
+  });
+  shim::ConnectionOptions o;
+  o.server = fake.address();
+  auto c = shim::Connection::open(o, transport_, {});
+  ASSERT_FALSE(c.is_ok());
+  const std::string why = c.status().message();
+  const std::string theirs = std::to_string(wire::PROTOCOL_VERSION + 6);
+  EXPECT_NE(why.find("chose protocol version " + theirs), std::string::npos) << why;
+  EXPECT_NE(why.find("this client speaks " + std::string(wire::MIN_PROTOCOL_VERSION == wire::PROTOCOL_VERSION
+                                                             ? "protocol version "
+                                                             : "protocol versions ") +
+                     protocol::kBuildVersions.describe()),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("the server protocol version " + theirs), std::string::npos) << why;
+}
+
+// The challenge and the welcome arrive back to back, before the client has
+// answered the first: both are read, in order.
+TEST_F(ServerTest, AChallengeAndAWelcomeBackToBackAreBothRead) {
+  const std::string secret = "back-to-back";
+  FakeServer fake(*transport_, [secret](wire::Envelope::Reader e, transport::Connection& c) {
+    if (!e.isHello()) return;  // the proof comes after the welcome; nothing to do
+    auth::Nonce client{}, server{};
+    auto n = e.getHello().getClientNonce();
+    ASSERT_EQ(n.size(), client.size());
+    std::memcpy(client.data(), n.begin(), n.size());
+    server.fill(7);
+    FakeServer::send(c, [&](wire::Envelope::Builder b) {
+      b.initChallenge().setServerNonce(kj::arrayPtr(server.data(), server.size()));
+    });
+    const auth::Proof proof = auth::server_proof(secret, auth::kDefaultTenant, client, server);
+    FakeServer::welcome(c, wire::PROTOCOL_VERSION, {proof.begin(), proof.end()});
+  });
+  shim::ConnectionOptions o;
+  o.server = fake.address();
+  o.auth_token = secret;
+  auto c = shim::Connection::open(o, transport_, {});
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c.value()->session().protocol_version, wire::PROTOCOL_VERSION);
+}
+
+// Sync calls ask for their reply and async calls do not; a status of
+// another API reaches a driver caller as CUDA_ERROR_UNKNOWN with the
+// original code and API kept, for async errors too.
+TEST_F(ServerTest, RepliesCarryTheirApi) {
+  std::mutex mu;
+  std::vector<std::pair<uint64_t, bool>> seen;  // call id, wantsReply
+  int replies = 0;
+  FakeServer fake(*transport_, [&](wire::Envelope::Reader e, transport::Connection& c) {
+    if (e.isHello()) return FakeServer::welcome(c, wire::PROTOCOL_VERSION);
+    if (!e.isBatch()) return;
+    for (auto box : e.getBatch().getCalls()) {
+      auto call = box.getCall();
+      std::lock_guard<std::mutex> lock(mu);
+      seen.emplace_back(call.getId(), call.getWantsReply());
+      if (!call.getWantsReply()) continue;
+      const int n = replies++;
+      FakeServer::send(c, [&](wire::Envelope::Builder b) {
+        auto r = b.initReply();
+        r.setId(call.getId());
+        if (n == 0) {  // success, with an earlier async call's cuBLAS error
+          r.setApi(wire::Api::DRIVER);
+          r.setAsyncError(13);
+          r.setAsyncErrorApi(wire::Api::CUBLAS);
+          r.setAsyncErrorCall(1);
+        } else if (n == 1) {  // a cuBLAS failure of the call itself
+          r.setResult(7);
+          r.setApi(wire::Api::CUBLAS);
+        } else {  // another API's success; no API named: a driver code
+          r.setResult(n == 2 ? 0 : CUDA_ERROR_INVALID_VALUE);
+          r.setApi(n == 2 ? wire::Api::RUNTIME : wire::Api::NONE);
+        }
+      });
+    }
+  });
+  ClientOptions o;
+  o.server = fake.address();
+  auto c = Client::connect(o, transport_);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  Client& client = *c.value();
+  client.call_async(1, [](wire::Call::Builder call) { call.setCtxSynchronize(); });
+  auto sync = [&] { return client.call_sync(1, [](wire::Call::Builder call) { call.setMemGetInfo(); }); };
+  const shim::SyncResult first = sync();
+  EXPECT_EQ(first.result, CUDA_ERROR_UNKNOWN);
+  EXPECT_EQ(first.api, wire::Api::CUBLAS);
+  EXPECT_EQ(first.code, 13u);
+  const shim::SyncResult second = sync();
+  EXPECT_EQ(second.result, CUDA_ERROR_UNKNOWN);
+  EXPECT_EQ(second.api, wire::Api::CUBLAS);
+  EXPECT_EQ(second.code, 7u);
+  const shim::SyncResult third = sync();
+  EXPECT_EQ(third.result, CUDA_SUCCESS);
+  EXPECT_EQ(third.api, wire::Api::RUNTIME);
+  const shim::SyncResult fourth = sync();
+  EXPECT_EQ(fourth.result, CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(fourth.api, wire::Api::DRIVER);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(seen.size(), 5u);
+  EXPECT_FALSE(seen[0].second) << "the async call";
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_TRUE(seen[i].second) << "sync call " << i;
+}
+
+// A client that goes while its transport lives on (shared with the server)
+// gets no calls from that transport afterwards; under ASan this was a
+// use-after-free when the close was reported.
+TEST_F(ServerTest, AClientMayGoBeforeItsSharedTransportReportsTheClose) {
+  for (int i = 0; i < 20; ++i) {
+    auto c = connect(token_);
+    ASSERT_TRUE(c.is_ok());
+    uint64_t ctx = context(*c.value());
+    c.value()->call_async(ctx, [](wire::Call::Builder call) { call.setCtxSynchronize(); });
+    c.value()->flush();
+  }
+  auto last = connect(token_);
+  ASSERT_TRUE(last.is_ok()) << "the server and transport are still well";
+  EXPECT_GE(free_memory(*last.value(), context(*last.value())), 1u);
 }
 
 }  // namespace
