@@ -442,7 +442,7 @@ TEST_F(ServerTest, RepliesCarryTheirApi) {
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
   Client& client = *c.value();
   client.call_async(1, [](wire::Call::Builder call) { call.setCtxSynchronize(); });
-  auto sync = [&] { return client.call_sync(1, [](wire::Call::Builder call) { call.setMemGetInfo(); }); };
+  auto sync = [&] { return client.call_sync(1, [](wire::Call::Builder call) { call.setCtxSynchronize(); }); };
   const shim::SyncResult first = sync();
   EXPECT_EQ(first.result, CUDA_ERROR_UNKNOWN);
   EXPECT_EQ(first.api, wire::Api::CUBLAS);
