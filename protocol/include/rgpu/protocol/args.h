@@ -31,6 +31,10 @@ constexpr uint64_t padded_arg_size(uint64_t n) { return (n + kArgItem - 1) / kAr
 // Builds packed arguments. Not thread-safe; owns its bytes.
 class ArgWriter {
  public:
+  // Most calls pack a few items: one allocation, not one per growth step
+  // (this is on every generated call's round trip).
+  ArgWriter() { bytes_.reserve(128); }
+
   void u64(uint64_t v) {
     std::byte b[kArgItem];
     for (size_t i = 0; i < kArgItem; ++i) b[i] = static_cast<std::byte>(v >> (8 * i));
