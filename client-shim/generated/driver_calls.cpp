@@ -45,6 +45,24 @@ auto invoke(uint32_t function, const std::vector<std::byte>& args, bool sync) {
 
 }  // namespace
 
+RGPU_EXPORT CUresult CUDAAPI cuCtxGetFlags(unsigned int* flags) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  if (!flags) return CUDA_ERROR_INVALID_VALUE;
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuCtxGetFlags(args_, flags);
+  std::vector<std::byte> reply_(calls::kMaxReply_cuCtxGetFlags);
+  uint64_t got_ = 0;
+  ::rgpu::shim::SyncResult r_ = shim->client().call_sync(ctx_, invoke(calls::k_cuCtxGetFlags, args_.bytes(), true), {},
+      ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+  if (r_.result != CUDA_SUCCESS) return r_.result;
+  ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+  if (!calls::unpack_cuCtxGetFlags(reply_reader_, flags)) return CUDA_ERROR_UNKNOWN;
+  return CUDA_SUCCESS;
+  API_END
+}
+
 RGPU_EXPORT CUresult CUDAAPI cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
   API_BEGIN
   SHIM_OR_RETURN(shim);

@@ -22,6 +22,16 @@ namespace rgpu::apigen::driver {
 // inline in the reply message).
 inline constexpr uint64_t kMaxOutBytes = 32 * 1024;
 
+// cuCtxGetFlags: sync
+inline constexpr uint32_t k_cuCtxGetFlags = 5;
+inline constexpr uint64_t kMaxReply_cuCtxGetFlags = 8;
+inline void pack_cuCtxGetFlags(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] unsigned int* flags) {
+}
+inline bool unpack_cuCtxGetFlags(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] unsigned int* flags) {
+  { unsigned int v_{}; if (!r_.scalar(&v_)) return false; if (flags) *flags = v_; }
+  return r_.finish();
+}
+
 // cuCtxGetStreamPriorityRange: sync
 inline constexpr uint32_t k_cuCtxGetStreamPriorityRange = 3;
 inline constexpr uint64_t kMaxReply_cuCtxGetStreamPriorityRange = 8 + 8;

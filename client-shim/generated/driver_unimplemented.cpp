@@ -42,7 +42,6 @@ RGPU_SHIM_EXPORT int cuCtxGetCacheConfig() noexcept { return rgpu::shim::report_
 RGPU_SHIM_EXPORT int cuCtxGetDevResource() noexcept { return rgpu::shim::report_unimplemented("cuCtxGetDevResource"); }
 RGPU_SHIM_EXPORT int cuCtxGetDevice_v2() noexcept { return rgpu::shim::report_unimplemented("cuCtxGetDevice_v2"); }
 RGPU_SHIM_EXPORT int cuCtxGetExecAffinity() noexcept { return rgpu::shim::report_unimplemented("cuCtxGetExecAffinity"); }
-RGPU_SHIM_EXPORT int cuCtxGetFlags() noexcept { return rgpu::shim::report_unimplemented("cuCtxGetFlags"); }
 RGPU_SHIM_EXPORT int cuCtxGetId() noexcept { return rgpu::shim::report_unimplemented("cuCtxGetId"); }
 RGPU_SHIM_EXPORT int cuCtxGetLimit() noexcept { return rgpu::shim::report_unimplemented("cuCtxGetLimit"); }
 RGPU_SHIM_EXPORT int cuCtxGetSharedMemConfig() noexcept { return rgpu::shim::report_unimplemented("cuCtxGetSharedMemConfig"); }

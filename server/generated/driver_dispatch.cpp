@@ -27,6 +27,22 @@ using ::rgpu::server::dispatch::refuse;
 constexpr auto kApi = ::rgpu::wire::Api::DRIVER;
 using rgpu::apigen::driver::kMaxOutBytes;
 
+InvokeOutcome run_cuCtxGetFlags(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  unsigned int flags{};
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuCtxGetFlags: undecodable arguments");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuCtxGetFlags;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuCtxGetFlags: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(&flags));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  ::rgpu::protocol::ArgWriter w_;
+  w_.scalar(flags);
+  out_.out = w_.take();
+  return out_;
+}
+
 InvokeOutcome run_cuCtxGetStreamPriorityRange(CallEnv& env_, std::span<const std::byte> args_) {
   ::rgpu::protocol::ArgReader rd_(args_);
   bool leastPriority_p_ = false;
@@ -119,6 +135,7 @@ InvokeOutcome run_cuFuncGetName(CallEnv& env_, std::span<const std::byte> args_)
 }
 
 const DispatchRow kRows[] = {
+    {"cuCtxGetFlags", kApi, 5, true, true, &run_cuCtxGetFlags},
     {"cuCtxGetStreamPriorityRange", kApi, 3, true, true, &run_cuCtxGetStreamPriorityRange},
     {"cuMemGetInfo_v2", kApi, 1, true, true, &run_cuMemGetInfo_v2},
     {"cuMemGetAddressRange_v2", kApi, 2, true, true, &run_cuMemGetAddressRange_v2},
@@ -129,10 +146,11 @@ const DispatchRow kRows[] = {
 
 const DispatchRow* find_driver_row(uint32_t function) {
   switch (function) {
-    case 3: return &kRows[0];
-    case 1: return &kRows[1];
-    case 2: return &kRows[2];
-    case 4: return &kRows[3];
+    case 5: return &kRows[0];
+    case 3: return &kRows[1];
+    case 1: return &kRows[2];
+    case 2: return &kRows[3];
+    case 4: return &kRows[4];
     default: return nullptr;
   }
 }

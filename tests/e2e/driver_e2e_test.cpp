@@ -498,6 +498,10 @@ TEST_F(Driver, GeneratedCalls) {
   ASSERT_CU(cuCtxGetStreamPriorityRange(&least, &greatest));
   EXPECT_LE(greatest, least);  // a lower number is a higher priority
   EXPECT_CU(cuCtxGetStreamPriorityRange(nullptr, &greatest));  // either may be NULL
+  unsigned flags = ~0u;
+  ASSERT_CU(cuCtxGetFlags(&flags));
+  EXPECT_NE(flags, ~0u);
+  EXPECT_EQ(cuCtxGetFlags(nullptr), CUDA_ERROR_INVALID_VALUE);
 
   CUmodule module;
   CUfunction spin;
