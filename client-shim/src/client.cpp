@@ -208,7 +208,7 @@ SyncResult Client::finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64
   connection_->expect_reply(id);
   const Status sent = send_batch_locked(payload, &lock);
   if (lock.owns_lock()) lock.unlock();
-  std::unique_ptr<ArrivedReply> arrived =
+  std::optional<ArrivedReply> arrived =
       connection_->wait_reply(id, sent.is_ok() ? options_.poll_budget : std::chrono::microseconds(0));
   if (!arrived || !sent.is_ok()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
   return read_reply(*arrived, id, out, own_from);

@@ -31,14 +31,14 @@ std::string speaks(protocol::VersionRange range) {
 
 }  // namespace
 
-// Everything the transport's handlers touch. They hold it weakly, so a late
-// message or close (a transport that outlives the Connection) finds nothing.
-// `gate` is held while a handler runs; the destructor takes it to detach
-// the events, so that none runs once it returns.
+// Everything the transport's handlers touch. They share its ownership, so a
+// late message or close (a transport that outlives the Connection) finds it
+// alive but detached: `gate` is held while a handler runs; the destructor
+// takes it to detach the events, so that none runs once it returns.
 struct Connection::Inbox {
   struct Waiter {
     bool done = false;
-    std::unique_ptr<ArrivedReply> arrived;
+    ArrivedReply arrived;  // in place: no allocation on the reply path
   };
   struct CopyOut {
     void* dst;
@@ -98,9 +98,8 @@ void Connection::Inbox::on_message(transport::Message message) {
         RGPU_WARN("reply for unknown call id=%llu", static_cast<unsigned long long>(id));
         return;
       }
-      it->second.arrived = std::make_unique<ArrivedReply>();
-      it->second.arrived->message = std::move(message);  // the header's bytes do not move
-      it->second.arrived->decoded = std::move(decoded.value());
+      it->second.arrived.message = std::move(message);  // the header's bytes do not move
+      it->second.arrived.decoded = std::move(decoded.value());
       it->second.done = true;
       cv.notify_all();
       return;
@@ -168,14 +167,15 @@ Result<std::unique_ptr<Connection>> Connection::open(const ConnectionOptions& op
   c->inbox_ = std::make_shared<Inbox>();
   c->inbox_->server = options.server;
   c->inbox_->events = std::move(events);
-  std::weak_ptr<Inbox> weak = c->inbox_;
+  // The handlers own the inbox with the Connection (it owns no transport
+  // object, so there is no cycle): one that runs after the Connection is
+  // gone finds it detached (gate), never freed, and the reply path pays no
+  // weak_ptr lock per message.
   transport::ConnectionHandler handler;
-  handler.on_message = [weak](transport::Connection&, transport::Message m) {
-    if (auto inbox = weak.lock()) inbox->on_message(std::move(m));
+  handler.on_message = [inbox = c->inbox_](transport::Connection&, transport::Message m) {
+    inbox->on_message(std::move(m));
   };
-  handler.on_closed = [weak](transport::Connection&, const Status& why) {
-    if (auto inbox = weak.lock()) inbox->on_closed(why);
-  };
+  handler.on_closed = [inbox = c->inbox_](transport::Connection&, const Status& why) { inbox->on_closed(why); };
   auto connection = c->transport_->connect(options.server, std::move(handler), options.connect_timeout);
   if (!connection.is_ok()) {
     return disconnected("cannot reach rgpud at " + options.server + ": " + connection.status().message());
@@ -218,7 +218,7 @@ void Connection::expect_reply(uint64_t id) {
   inbox_->waiters[id];
 }
 
-std::unique_ptr<ArrivedReply> Connection::wait_reply(uint64_t id, std::chrono::microseconds poll_budget) {
+std::optional<ArrivedReply> Connection::wait_reply(uint64_t id, std::chrono::microseconds poll_budget) {
   Inbox& in = *inbox_;
   auto ready = [&] {
     auto it = in.waiters.find(id);
@@ -236,8 +236,9 @@ std::unique_ptr<ArrivedReply> Connection::wait_reply(uint64_t id, std::chrono::m
   std::unique_lock<std::mutex> lock(in.mu);
   in.cv.wait(lock, ready);
   auto it = in.waiters.find(id);
-  if (it == in.waiters.end()) return nullptr;
-  std::unique_ptr<ArrivedReply> arrived = std::move(it->second.arrived);
+  if (it == in.waiters.end()) return std::nullopt;
+  std::optional<ArrivedReply> arrived;
+  if (it->second.done) arrived.emplace(std::move(it->second.arrived));
   in.waiters.erase(it);
   return arrived;
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -105,8 +106,8 @@ class Connection {
   // Registers interest in the reply to call `id`; call before sending it.
   void expect_reply(uint64_t id);
   // Waits for the reply to `id` (polling the transport on this thread for
-  // `poll_budget` first); null when the connection failed first.
-  std::unique_ptr<ArrivedReply> wait_reply(uint64_t id, std::chrono::microseconds poll_budget);
+  // `poll_budget` first); empty when the connection failed first.
+  std::optional<ArrivedReply> wait_reply(uint64_t id, std::chrono::microseconds poll_budget);
 
   // Registers async copy-out `id`: its CopyDone writes `size` bytes to `dst`.
   // Call before sending it.
@@ -129,7 +130,7 @@ class Connection {
 
   std::shared_ptr<transport::Transport> transport_;
   std::shared_ptr<transport::Connection> connection_;
-  // Shared with the transport's handlers, which hold it weakly.
+  // Shared with the transport's handlers (detached when this goes).
   std::shared_ptr<Inbox> inbox_;
   SessionInfo session_;
 };
