@@ -30,6 +30,9 @@ case "$kind" in
     sanitize="thread"
     runtime="$(gcc -print-file-name=libtsan.so)"
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4:suppressions=$supp/tsan.supp:${TSAN_OPTIONS:-}"
+    # UCX's memory hooks (malloc/mmap interposition for its registration
+    # cache) crash under TSan when a thread exits; the tests do not need them.
+    export UCX_MEM_EVENTS="${UCX_MEM_EVENTS:-no}"
     ;;
   *)
     echo "usage: scripts/sanitize.sh address|thread [ctest args...]" >&2
