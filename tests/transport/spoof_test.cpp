@@ -52,8 +52,11 @@ std::unique_ptr<EchoServer> start_echo_server(const UcxOptions& options) {
     }
     ConnectionHandler h = recording_handler(r);
     h.on_message = [r](Connection& c, Message m) {
-      (void)c.send(m.header);
+      // Recorded before it is echoed: a client that has the echo may count
+      // on the server's record holding the message.
+      const std::vector<std::byte> header(m.header.begin(), m.header.end());
       r->add_message(std::move(m));
+      (void)c.send(header);
     };
     return h;
   });
