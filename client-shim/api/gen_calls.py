@@ -328,7 +328,7 @@ def _row(fn):
                      "}"]
         elif p.kind == "handle" and p.handle == "stream":
             L.append(f"  CUstream {n} = nullptr;")
-            L.append(f"  if (!::rgpu::server::dispatch::stream_arg(env_, {n}_h_, &{n}))")
+            L.append(f"  if (!env_.stream({n}_h_, &{n}))")
             L.append(f"    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, \"{name}: {n} is not a stream\");")
             call_args.append(n)
         elif p.kind == "handle":

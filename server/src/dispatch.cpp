@@ -60,7 +60,5 @@ InvokeOutcome refuse(wire::Api api, uint32_t code, std::string message) {
   return out;
 }
 
-bool stream_arg(const CallEnv& env, uint64_t handle, CUstream* out) { return env.stream(handle, out); }
-
 }  // namespace dispatch
 }  // namespace rgpu::server

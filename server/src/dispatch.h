@@ -56,12 +56,6 @@ namespace dispatch {
 // A refusal: `code` of `api`, with a message for the log.
 InvokeOutcome refuse(wire::Api api, uint32_t code, std::string message);
 
-// The driver stream behind a stream argument: 0 and the typed NULL stream
-// are the NULL stream, the legacy and per-thread streams are CUDA's own
-// special handles (also as the untyped values 1 and 2 of older clients),
-// anything else must be a live stream of the session. False otherwise.
-bool stream_arg(const CallEnv& env, uint64_t handle, CUstream* out);
-
 }  // namespace dispatch
 
 }  // namespace rgpu::server

@@ -80,7 +80,7 @@ InvokeOutcome run_cuStreamQuery(CallEnv& env_, std::span<const std::byte> args_)
   rd_.u64(&hStream_h_);
   if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamQuery: undecodable arguments");
   CUstream hStream = nullptr;
-  if (!::rgpu::server::dispatch::stream_arg(env_, hStream_h_, &hStream))
+  if (!env_.stream(hStream_h_, &hStream))
     return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuStreamQuery: hStream is not a stream");
   InvokeOutcome out_;
   out_.api = kApi;
