@@ -125,7 +125,7 @@ def emit_client(functions, source, namespace, pack_include, macros):
            "// checks, the current context, the packing into one Call.invoke record,\n"
            "// and for a sync call the round trip and the unpacking of its reply.\n",
            "#include <cuda.h>\n\n#include <mutex>\n#include <set>\n#include <string>\n#include <vector>\n\n",
-           '#include "../src/api_common.h"\n', f'#include "{pack_include}"\n\n']
+           '#include "../src/api_common.h"\n', f'#include "{pack_include}"\n', '#include "rgpu/protocol/codec.h"\n\n']
     for fn in gen:
         if fn.name in macros:
             out.append(f"#undef {fn.name}  // cuda.h maps the name to a newer variant; this is the old one\n")
@@ -147,11 +147,7 @@ def emit_client(functions, source, namespace, pack_include, macros):
     out.append("// Builds the Call.invoke record of one generated call.\n"
                "auto invoke(uint32_t function, const std::vector<std::byte>& args, bool sync) {\n"
                "  return [&args, function, sync](wire::Call::Builder call) {\n"
-               "    auto inv = call.initInvoke();\n"
-               "    inv.setApi(wire::Api::DRIVER);\n"
-               "    inv.setFunction(function);\n"
-               "    inv.setArgs(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(args.data()), args.size()));\n"
-               "    call.setWantsReply(sync);\n"
+               "    ::rgpu::protocol::set_invoke(call, wire::Api::DRIVER, function, args, sync);\n"
                "  };\n"
                "}\n\n}  // namespace\n\n")
     for fn in gen:

@@ -12,6 +12,7 @@
 
 #include "../src/api_common.h"
 #include "driver_pack.h"
+#include "rgpu/protocol/codec.h"
 
 
 namespace {
@@ -35,11 +36,7 @@ const char* intern(std::string_view s) {
 // Builds the Call.invoke record of one generated call.
 auto invoke(uint32_t function, const std::vector<std::byte>& args, bool sync) {
   return [&args, function, sync](wire::Call::Builder call) {
-    auto inv = call.initInvoke();
-    inv.setApi(wire::Api::DRIVER);
-    inv.setFunction(function);
-    inv.setArgs(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(args.data()), args.size()));
-    call.setWantsReply(sync);
+    ::rgpu::protocol::set_invoke(call, wire::Api::DRIVER, function, args, sync);
   };
 }
 

@@ -61,11 +61,7 @@ void sync_probe(wire::Call::Builder c) { c.setCtxSynchronize(); }
 std::function<void(wire::Call::Builder)> generated_call(uint32_t function, const protocol::ArgWriter& args) {
   std::vector<std::byte> bytes(args.bytes().begin(), args.bytes().end());
   return [function, bytes](wire::Call::Builder c) {
-    auto inv = c.initInvoke();
-    inv.setApi(wire::Api::DRIVER);
-    inv.setFunction(function);
-    inv.setArgs(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(bytes.data()), bytes.size()));
-    c.setWantsReply(true);
+    protocol::set_invoke(c, wire::Api::DRIVER, function, bytes, true);
   };
 }
 

@@ -71,11 +71,7 @@ class ServerTest : public ::testing::Test {
     auto r = c.call_sync(
         ctx,
         [&](wire::Call::Builder call) {
-          auto inv = call.initInvoke();
-          inv.setApi(wire::Api::DRIVER);
-          inv.setFunction(calls::k_cuMemGetInfo_v2);
-          inv.setArgs(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(args.bytes().data()), args.bytes().size()));
-          call.setWantsReply(true);
+          protocol::set_invoke(call, wire::Api::DRIVER, calls::k_cuMemGetInfo_v2, args.bytes(), true);
         },
         {}, shim::OutBuffer{reply.data(), reply.size(), &got});
     protocol::ArgReader reader(std::span<const std::byte>(reply.data(), got));

@@ -20,6 +20,17 @@ namespace rgpu::protocol {
 // grow in further segments.
 constexpr unsigned kSmallMessageWords = 128;
 
+// Makes `call` the generic record of a generated call (Call.invoke): which
+// API and function, its packed arguments (args.h), whether it wants a reply.
+inline void set_invoke(wire::Call::Builder call, wire::Api api, uint32_t function, std::span<const std::byte> args,
+                       bool wants_reply) {
+  auto invoke = call.initInvoke();
+  invoke.setApi(api);
+  invoke.setFunction(function);
+  invoke.setArgs(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(args.data()), args.size()));
+  call.setWantsReply(wants_reply);
+}
+
 // Serialises a built message into one contiguous buffer (Cap'n Proto flat-array
 // framing), ready to be a transport header.
 kj::Array<capnp::word> encode(capnp::MessageBuilder& message);
