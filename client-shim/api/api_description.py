@@ -8,7 +8,7 @@ Python 3 standard library only.
 
 import re
 
-from cuda_headers import GenError
+from cuda_headers import GenError, split_top_level
 
 # Where a function runs (the second word of a line).
 WHERE = {
@@ -105,19 +105,9 @@ class Function:
 
 def _split_attrs(text):
     """'out,len=count*sizeof(float),opt' -> [('out', None), ('len', 'count*...'), ('opt', None)],
-    splitting at commas outside parentheses."""
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-            continue
-        depth += ch == "("
-        depth -= ch == ")"
-        cur += ch
-    parts.append(cur)
+    splitting at commas outside brackets (an empty part stays, to be refused)."""
     out = []
-    for p in parts:
+    for p in split_top_level(text):
         key, _, value = p.partition("=")
         out.append((key.strip(), value.strip() if _ else None))
     return out

@@ -201,9 +201,10 @@ def balanced(text, start):
     raise GenError("unbalanced parentheses")
 
 
-def split_params(params):
+def split_top_level(text):
+    """Splits `text` at the commas outside brackets; the parts as they are."""
     parts, depth, cur = [], 0, ""
-    for ch in params:
+    for ch in text:
         if ch == "," and depth == 0:
             parts.append(cur)
             cur = ""
@@ -212,7 +213,11 @@ def split_params(params):
         depth -= ch in ")]}"
         cur += ch
     parts.append(cur)
-    return [p.strip() for p in parts if p.strip()]
+    return parts
+
+
+def split_params(params):
+    return [p.strip() for p in split_top_level(params) if p.strip()]
 
 
 class TypeTable:
