@@ -116,20 +116,26 @@ bool Session::handle_room() {
   return false;
 }
 
+std::unique_ptr<protocol::Decoded> Session::decode_incoming(const transport::Message& message) {
+  auto decoded = protocol::decode(message.header);
+  if (!decoded.is_ok()) {
+    fail("malformed message: " + decoded.status().message());
+    return nullptr;
+  }
+  if (decoded.value()->envelope().isHostFuncDone()) {
+    host_func_done(decoded.value()->envelope().getHostFuncDone().getId());
+    return nullptr;
+  }
+  return std::move(decoded.value());
+}
+
 void Session::post(transport::Message message) {
   guarded("message", [&] {
-    auto decoded = protocol::decode(message.header);
-    if (!decoded.is_ok()) {
-      fail("malformed message: " + decoded.status().message());
-      return;
-    }
-    if (decoded.value()->envelope().isHostFuncDone()) {
-      host_func_done(decoded.value()->envelope().getHostFuncDone().getId());
-      return;
-    }
+    std::unique_ptr<protocol::Decoded> decoded = decode_incoming(message);
+    if (!decoded) return;
     // Not on a thread that is in the middle of a call (an executor, or an
     // inline batch) that drives the transport while it waits for a transfer.
-    const Inline how = t_executing ? Inline::kNo : runs_inline(*decoded.value(), message);
+    const Inline how = t_executing ? Inline::kNo : runs_inline(*decoded, message);
     if (how != Inline::kNo) {
       // Nothing queued and nobody executing: run it here, saving the handoff
       // to the executor on the round trip of a quick synchronous call.
@@ -143,11 +149,11 @@ void Session::post(transport::Message message) {
         }
         Executing executing;
         if (idle && how == Inline::kIfIdle) {
-          const uint64_t ctx = decoded.value()->envelope().getBatch().getCalls()[0].getCall().getCtx();
+          const uint64_t ctx = decoded->envelope().getBatch().getCalls()[0].getCall().getCtx();
           idle = make_current(ctx) == CUDA_SUCCESS && context_idle(ctx);
         }
         if (idle) {
-          Incoming incoming{std::move(message), std::move(decoded.value())};
+          Incoming incoming{std::move(message), std::move(decoded)};
           handle_message(incoming);
           return;
         }
@@ -156,7 +162,7 @@ void Session::post(transport::Message message) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (closing_) return;
-      inbox_.push_back(Incoming{std::move(message), std::move(decoded.value())});
+      inbox_.push_back(Incoming{std::move(message), std::move(decoded)});
       inbox_size_.store(inbox_.size(), std::memory_order_release);
     }
     cv_.notify_one();
@@ -167,16 +173,9 @@ bool Session::handle_for_fuzzing(transport::Message message) {
   Executing executing;
   std::lock_guard<std::mutex> exec(exec_mu_);
   guarded("message", [&] {
-    auto decoded = protocol::decode(message.header);
-    if (!decoded.is_ok()) {
-      fail("malformed message: " + decoded.status().message());
-      return;
-    }
-    if (decoded.value()->envelope().isHostFuncDone()) {
-      host_func_done(decoded.value()->envelope().getHostFuncDone().getId());
-      return;
-    }
-    Incoming incoming{std::move(message), std::move(decoded.value())};
+    std::unique_ptr<protocol::Decoded> decoded = decode_incoming(message);
+    if (!decoded) return;
+    Incoming incoming{std::move(message), std::move(decoded)};
     handle_message(incoming);
   });
   return !failed_.load();

@@ -151,6 +151,10 @@ class Session : public CallEnv {
   static Inline runs_inline(const protocol::Decoded& decoded, const transport::Message& message);
   // Whether every stream of context `ctx` is idle, without blocking.
   bool context_idle(uint64_t ctx);
+  // Decodes a message from the client; null when there is nothing to run:
+  // it was malformed (the session fails) or a host function's completion
+  // (handled at once, outside the call order).
+  std::unique_ptr<protocol::Decoded> decode_incoming(const transport::Message& message);
   void handle_message(Incoming& incoming);
   // The exception barrier: runs fn; anything it throws (Cap'n Proto's
   // reports of a malformed message among them) fails the session.
