@@ -3,6 +3,7 @@
 // handed to OpenBLAS with increment 1 (or -1, which BLAS reads backwards).
 #include <cblas.h>
 
+#include <climits>
 #include <complex>
 #include <cstring>
 #include <memory>

@@ -40,7 +40,7 @@ bool inside_allocation(const Operand& op) {
   return op.ptr - base <= size && bytes <= size - (op.ptr - base);
 }
 
-CUresult copy_2d(const Operand& op, CUdeviceptr dev, char* host, size_t width, size_t height, size_t dev_pitch,
+CUresult copy_2d(CUdeviceptr dev, char* host, size_t width, size_t height, size_t dev_pitch,
                  bool to_host, CUstream stream) {
   CUDA_MEMCPY2D c{};
   c.WidthInBytes = width;
@@ -74,17 +74,17 @@ CUresult transfer(const Operand& op, void* host, bool to_host, CUstream stream, 
   char* h = static_cast<char*>(host);
   if (op.ld == op.rows && (n == 1 || op.stride == op.rows * op.cols)) {
     size_t all = width * size_t(op.cols) * size_t(n);
-    CUresult r = copy_2d(op, op.ptr, h, all, 1, all, to_host, stream);
+    CUresult r = copy_2d(op.ptr, h, all, 1, all, to_host, stream);
     *queued |= r == CUDA_SUCCESS;
     return r;
   }
   if (n == 1 || op.stride == op.ld * op.cols) {
-    CUresult r = copy_2d(op, op.ptr, h, width, size_t(op.cols) * size_t(n), pitch, to_host, stream);
+    CUresult r = copy_2d(op.ptr, h, width, size_t(op.cols) * size_t(n), pitch, to_host, stream);
     *queued |= r == CUDA_SUCCESS;
     return r;
   }
   for (int64_t b = 0; b < n; ++b) {
-    CUresult r = copy_2d(op, op.ptr + uint64_t(b) * uint64_t(op.stride) * op.elem,
+    CUresult r = copy_2d(op.ptr + uint64_t(b) * uint64_t(op.stride) * op.elem,
                          h + size_t(b) * width * size_t(op.cols), width, size_t(op.cols), pitch, to_host, stream);
     if (r != CUDA_SUCCESS) return r;
     *queued = true;
