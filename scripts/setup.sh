@@ -12,6 +12,7 @@ packages=(
   libssl-dev                      # HMAC-SHA256 and nonces for authentication (libcrypto)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev        # libFuzzer targets
+  debootstrap patchelf            # the PyTorch test environment (scripts/torch-env.sh)
 )
 
 missing=()
