@@ -3,7 +3,8 @@
 # CUDA build of PyTorch, in which rgpu is the host's whole CUDA. See
 # docs/pytorch.md.
 #
-#   torch-env.sh build [--refresh]       make (or reuse) the cached root
+#   torch-env.sh build [--refresh] [--build-dir DIR]
+#                                        make (or reuse) the cached root
 #   torch-env.sh run [--server HOST:PORT] [--build-dir DIR] -- CMD ARGS...
 #                                        run CMD in the root, in the current
 #                                        directory, under `rgpu run`
@@ -61,7 +62,7 @@ say() { echo "torch-env: $*" >&2; }
 die() { say "$*"; exit 1; }
 
 usage() {
-  sed -n '5,15p' "$self" | sed 's/^# \{0,1\}//' >&2
+  sed -n '6,15p' "$self" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -98,6 +99,8 @@ enter() {
   mnt "$root/dev" --rbind /dev
   mnt "$root/tmp" -t tmpfs -o mode=1777 tmpfs
   local d
+  # The mount points made here stay, empty: removing one would detach it
+  # from a concurrent run's namespace.
   for d in "${binds[@]}"; do
     mkdir -p "$root$d"
     mnt "$root$d" --bind "$d"
@@ -178,7 +181,7 @@ build_root() {
   dir="$cache/$key"
   root_dir="$dir/root"
   if [ -e "$dir/.complete" ]; then
-    flock -u 9
+    exec 9>&-
     return
   fi
   say "building the root for $versions in $dir"
@@ -207,7 +210,7 @@ build_root() {
   echo "$versions" >"$dir/versions"
   touch "$dir/.complete"
   say "root ready: $(du -sh "$dir/root" | cut -f1) in $dir/root"
-  flock -u 9
+  exec 9>&-
 }
 
 # --- rgpu-client-libs -------------------------------------------------------
@@ -299,7 +302,7 @@ install_package() {
   cp "$deb" "$root_dir/var/cache/rgpu-client-libs.deb"
   chroot "$root_dir" dpkg -i /var/cache/rgpu-client-libs.deb >"$build/torch-env/dpkg.log" 2>&1 ||
     die "dpkg -i rgpu-client-libs failed in the root; see $build/torch-env/dpkg.log"
-  flock -u 9
+  exec 9>&-
 }
 
 # --- rgpud on the host ----------------------------------------------------
@@ -352,7 +355,8 @@ parse_common() {
       --server) server="${2:?--server wants HOST:PORT}"; shift 2 ;;
       --build-dir) build="${2:?--build-dir wants a folder}"; shift 2 ;;
       --) shift; rest=("$@"); return ;;
-      *) die "unknown option '$1'" ;;
+      -*) die "unknown option '$1'" ;;
+      *) rest=("$@"); return ;;  # the command, without "--"
     esac
   done
 }
@@ -397,10 +401,14 @@ main() {
   shift
   case "$cmd" in
     __enter) enter "$@" ;;
-    build)
-      build="${BUILD_DIR:-$repo/build}"
-      [ "${1:-}" = --refresh ] && refresh=1 && shift
-      (($# == 0)) || usage
+    build | path)
+      refresh=0
+      if [ "$cmd" = build ] && [ "${1:-}" = --refresh ]; then
+        refresh=1
+        shift
+      fi
+      parse_common "$@"
+      ((${#rest[@]} == 0)) && [ -z "$server" ] || usage
       build="$(readlink -f "$build")"
       build_root
       echo "$root_dir"
@@ -414,11 +422,6 @@ main() {
       local out="${1:-$build/torch-env/rgpu-client-libs.deb}"
       make_package "$out"
       echo "$out"
-      ;;
-    path)
-      build="${BUILD_DIR:-$repo/build}"
-      build_root
-      echo "$root_dir"
       ;;
     -h | --help | help) usage ;;
     *) usage ;;
