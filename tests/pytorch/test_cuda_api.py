@@ -40,11 +40,12 @@ def test_name_and_properties():
 
 @requires_cuda
 def test_mem_get_info_and_memory_allocated():
+    torch.cuda.empty_cache()  # so that the block below is new device memory, not a cached one
     free0, total = torch.cuda.mem_get_info()
     assert 0 < free0 <= total
     assert total == torch.cuda.get_device_properties(0).total_memory
     base = torch.cuda.memory_allocated()
-    x = torch.empty(1 << 20, dtype=torch.float32, device=DEV)  # 4 MiB
+    x = torch.empty(8 << 20, dtype=torch.float32, device=DEV)  # 32 MiB
     assert torch.cuda.memory_allocated() >= base + x.numel() * 4
     assert torch.cuda.memory_reserved() >= torch.cuda.memory_allocated()
     free1, total1 = torch.cuda.mem_get_info()
