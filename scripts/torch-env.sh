@@ -106,10 +106,27 @@ enter() {
     mnt "$root$d" --bind "$d"
   done
   local rc=0
-  chroot "$root" /usr/bin/env -u LD_PRELOAD -u LD_LIBRARY_PATH \
+  run_forwarding chroot "$root" /usr/bin/env -u LD_PRELOAD -u LD_LIBRARY_PATH \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
     /bin/sh -c 'cd "$1" || exit 1; shift; exec "$@"' sh "$cwd" "$@" || rc=$?
   exit "$rc"
+}
+
+# run_forwarding CMD ARGS...: CMD (a program, not a function: a function would
+# run in a subshell that the signal would stop alone) with this shell's stdin,
+# INT and TERM passed on to it; returns its status once it has exited. A
+# signal must not leave CMD running without its mounts or its server.
+run_forwarding() {
+  "$@" <&0 &
+  local child=$! rc=0
+  trap 'kill -INT "$child" 2>/dev/null || true' INT
+  trap 'kill -TERM "$child" 2>/dev/null || true' TERM
+  while :; do
+    wait "$child" && rc=0 || rc=$?
+    kill -0 "$child" 2>/dev/null || break
+  done
+  trap - INT TERM
+  return "$rc"
 }
 
 # mnt TARGET MOUNT-ARGS...: mounts, remembering TARGET for unmount_all.
@@ -127,8 +144,10 @@ unmount_all() {
   done
 }
 
-# in_root ROOT CWD BIND... -- CMD ARGS...: CMD in the root, in CWD.
-in_root() { unshare --mount --propagation private -- bash "$self" __enter "$@"; }
+# in_root ROOT CWD BIND... -- CMD ARGS...: CMD in the root, in CWD. (unshare
+# execs bash, so a signal to this command's pid reaches enter's trap.)
+in_root_cmd=(unshare --mount --propagation private -- bash "$self" __enter)
+in_root() { "${in_root_cmd[@]}" "$@"; }
 
 # --- the root -------------------------------------------------------------
 
@@ -375,7 +394,7 @@ cmd_run() {
   local binds=("$cwd")
   [ -n "${extra_bind:-}" ] && binds+=("$extra_bind")
   local rc=0
-  in_root "$root_dir" "$cwd" "${binds[@]}" -- rgpu run --server "$server" -- "${rest[@]}" || rc=$?
+  run_forwarding "${in_root_cmd[@]}" "$root_dir" "$cwd" "${binds[@]}" -- rgpu run --server "$server" -- "${rest[@]}" || rc=$?
   stop_rgpud
   return "$rc"
 }
