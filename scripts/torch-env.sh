@@ -112,12 +112,17 @@ enter() {
   exit "$rc"
 }
 
-# run_forwarding CMD ARGS...: CMD (a program, not a function: a function would
-# run in a subshell that the signal would stop alone) with this shell's stdin,
+# run_forwarding CMD ARGS...: CMD (a program, not a function, so that it
+# becomes the process that the signal is sent to) with this shell's stdin,
 # INT and TERM passed on to it; returns its status once it has exited. A
 # signal must not leave CMD running without its mounts or its server.
 run_forwarding() {
-  "$@" <&0 &
+  # An asynchronous command would ignore INT; the subshell restores it, then
+  # becomes CMD (same pid).
+  (
+    trap - INT QUIT
+    exec "$@"
+  ) <&0 &
   local child=$! rc=0
   trap 'kill -INT "$child" 2>/dev/null || true' INT
   trap 'kill -TERM "$child" 2>/dev/null || true' TERM
