@@ -182,13 +182,13 @@ make_base() {
 
 # The candidate version of each package, from the base's index: "name=version ...".
 resolve_versions() {
-  local p v out=()
+  local p v found=()
   for p in "${packages[@]}"; do
     v="$(chroot "$cache/base" apt-cache policy "$p" | awk '/Candidate:/ {print $2}')"
-    [ -n "$v" ] && [ "$v" != "(none)" ] || die "$p has no candidate in $suite"
-    out+=("$p=$v")
+    if [ -z "$v" ] || [ "$v" = "(none)" ]; then die "$p has no candidate in $suite"; fi
+    found+=("$p=$v")
   done
-  echo "${out[*]}"
+  echo "${found[*]}"
 }
 
 # Sets root_dir to the keyed root, building it if it is not there.
@@ -246,7 +246,7 @@ build_root() {
 make_package() {
   local out="$1"
   local lib="$build/lib/librgpu.so" cli="$build/bin/rgpu"
-  [ -f "$lib" ] && [ -x "$cli" ] || die "no rgpu build in $build (run scripts/build.sh first)"
+  if [ ! -f "$lib" ] || [ ! -x "$cli" ]; then die "no rgpu build in $build (run scripts/build.sh first)"; fi
   local stage="$build/torch-env/rgpu-client-libs"
   local priv="$stage$multiarch/rgpu"
   rm -rf "$stage"
@@ -289,9 +289,10 @@ make_package() {
   local version provides="" conflicts="" entry
   version="$("$cli" --version | awk '{print $2}')"
   [ -n "$version" ] || die "$cli --version printed nothing"
+  local pkg pkg_version
   for entry in "${provided[@]}"; do
-    set -- $entry
-    provides+="${provides:+, }$1 (= $2)"
+    read -r pkg pkg_version <<<"$entry"
+    provides+="${provides:+, }$pkg (= $pkg_version)"
   done
   for entry in "${replaced[@]}"; do conflicts+="${conflicts:+, }$entry"; done
   cat >"$stage/DEBIAN/control" <<EOF
@@ -432,7 +433,7 @@ main() {
         shift
       fi
       parse_common "$@"
-      ((${#rest[@]} == 0)) && [ -z "$server" ] || usage
+      if ((${#rest[@]})) || [ -n "$server" ]; then usage; fi
       build="$(readlink -f "$build")"
       build_root
       echo "$root_dir"
