@@ -13,6 +13,7 @@ packages=(
   libopenblas-dev                 # CPU BLAS of the cuBLAS stand-in (cpu-libs/cublas)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev        # libFuzzer targets
+  debootstrap patchelf            # the PyTorch test environment (scripts/torch-env.sh)
 )
 
 missing=()
