@@ -120,7 +120,7 @@ def read_description(path, exports, api=DRIVER):
     with open(path, encoding="ascii") as f:
         for lineno, raw in enumerate(f, 1):
             line = raw.split("#", 1)[0].strip()
-            if not line:
+            if not line or line.startswith("@"):  # a library's own lines (libraries.py)
                 continue
             where_at = f"{path}:{lineno}"
             words = line.split()
