@@ -62,6 +62,7 @@ from cuda_headers import (GenError, Headers, parse_runtime_errors, read_dynsym_e
 import api_description  # noqa: E402
 import gen_calls  # noqa: E402
 import libraries  # noqa: E402
+import gen_library_calls  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHIM_DIR = os.path.dirname(HERE)
@@ -585,6 +586,14 @@ def generate(cuda_home):
     }
     files = {f"client-shim/generated/{n}": t for n, t in shim.items()}
     files.update(call_files)
+    files.update(generate_library_calls(libs))
+    return files
+
+
+def generate_library_calls(libs):
+    """The libraries' generated calls first (they settle what is implemented),
+    then their stubs, lists and sonames."""
+    files = gen_library_calls.generate(libs)
     files.update(libraries.generate(libs))
     return files
 

@@ -70,6 +70,7 @@ class Library:
         self.functions = []         # [api_description.Function]
         self.server = {}            # cuda / cpu -> library file rgpud loads
         self.handles = {}           # C type -> (kind name, kind number)
+        self.pointer_mode = {}      # handle C type -> the function that reads its pointer mode
         self.status_aliases = set()  # other names of the status type (cublas.h's cublasStatus)
 
     @property
@@ -146,6 +147,8 @@ def read_library(path):
                 if number < 16 or number > 255:
                     raise GenError(f"{where}: library handle kinds are 16..255 (protocol/handles.h)")
                 lib.handles[words[1]] = (opts["name"], number)
+                if "pointer_mode" in opts:
+                    lib.pointer_mode[words[1]] = opts["pointer_mode"]
             else:
                 raise GenError(f"{where}: unknown directive {kind}")
     if lib.status is None:
@@ -253,7 +256,7 @@ def load_all(names=LIBRARY_FILES):
         lib = read_library(os.path.join(HERE, name))
         read_facts(lib)
         api = api_description.Api(lib.name, " / ".join(s.name for s in lib.sonames), lib.status,
-                                  ("stub", "hand", "local"), ("status",))
+                                  ("stub", "hand", "local", "sync", "async"), api_description.LIBRARY_OPTIONS)
         lib.functions = api_description.read_description(lib.path, lib.exports(), api)
         libs.append(lib)
     return libs
@@ -353,15 +356,22 @@ def older_nodes(lib):
     return out
 
 
-def alias_lines(lib, names):
-    """The RGPU_LIBRARY_ALIAS lines of `names` (defined in the same file)."""
+def alias_lines(lib, names, typed=False):
+    """The RGPU_LIBRARY_ALIAS lines of `names` (defined in the same file);
+    `typed`: spelled with the function type, where a header is included that
+    may overload a name in C++."""
     default = [s.node for s in lib.sonames if s.default]
     older = older_nodes(lib)
     out = []
     for n in names:
         for node in older.get(n, []):
             tag = re.sub(r"\W", "_", node)
-            out.append(f'RGPU_LIBRARY_ALIAS({n}, rgpu_alias_{tag}_{n}, "{default[0]}", "{node}")\n')
+            if typed:
+                ret, params = lib.decl(n)
+                out.append(f"RGPU_LIBRARY_ALIAS_TYPED({ret}({', '.join(params)}), {n}, rgpu_alias_{tag}_{n}, "
+                           f'"{default[0]}", "{node}")\n')
+            else:
+                out.append(f'RGPU_LIBRARY_ALIAS({n}, rgpu_alias_{tag}_{n}, "{default[0]}", "{node}")\n')
     return out
 
 
@@ -373,6 +383,8 @@ def emit_sonames_cmake(libs):
             "set(RGPU_SHIM_LIBRARY_SOURCES\n"
             + "".join(f"    ${{_rgpu_shim_dir}}/generated/{lib.name}_unimplemented.cpp\n" for lib in libs
                       if lib.status != "none")
+            + "".join(f"    ${{_rgpu_shim_dir}}/generated/{lib.name}_calls.cpp\n" for lib in libs
+                      if getattr(lib, "remoted", False))
             + ")\n"
             "set(RGPU_SHIM_LIBRARY_EXPORT_LISTS\n"
             + "".join(f"    ${{_rgpu_shim_dir}}/api/{s.name}.exports\n" for lib in libs for s in lib.sonames)

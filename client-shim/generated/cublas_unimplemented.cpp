@@ -116,7 +116,6 @@ RGPU_SHIM_EXPORT int cublasChpr_v2_64() noexcept { return ::rgpu::shim::report_u
 RGPU_SHIM_EXPORT int cublasCmatinvBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasCmatinvBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasCopyEx() noexcept { return ::rgpu::shim::report_unimplemented("cublasCopyEx", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasCopyEx_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasCopyEx_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasCreate_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasCreate_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT void cublasCrot() noexcept { ::rgpu::shim::report_unimplemented("cublasCrot", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasCrot_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasCrot_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasCrot_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasCrot_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
@@ -195,9 +194,7 @@ RGPU_SHIM_EXPORT int cublasDcopy_v2_64() noexcept { return ::rgpu::shim::report_
 RGPU_SHIM_EXPORT int cublasDdgmm() noexcept { return ::rgpu::shim::report_unimplemented("cublasDdgmm", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDdgmm_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDdgmm_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT double cublasDdot() noexcept { ::rgpu::shim::report_unimplemented("cublasDdot", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); return 0; }
-RGPU_SHIM_EXPORT int cublasDdot_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasDdot_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDdot_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDdot_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasDestroy_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasDestroy_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT void cublasDgbmv() noexcept { ::rgpu::shim::report_unimplemented("cublasDgbmv", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgbmv_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgbmv_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgbmv_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgbmv_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
@@ -209,16 +206,13 @@ RGPU_SHIM_EXPORT int cublasDgemmBatched() noexcept { return ::rgpu::shim::report
 RGPU_SHIM_EXPORT int cublasDgemmBatched_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemmBatched_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgemmGroupedBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemmGroupedBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgemmGroupedBatched_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemmGroupedBatched_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasDgemmStridedBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemmStridedBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgemmStridedBatched_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemmStridedBatched_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasDgemm_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemm_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgemm_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemm_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT void cublasDgemv() noexcept { ::rgpu::shim::report_unimplemented("cublasDgemv", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgemvBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemvBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgemvBatched_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemvBatched_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgemvStridedBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemvStridedBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgemvStridedBatched_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemvStridedBatched_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasDgemv_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemv_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgemv_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemv_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgeqrfBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgeqrfBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT void cublasDger() noexcept { ::rgpu::shim::report_unimplemented("cublasDger", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
@@ -320,11 +314,9 @@ RGPU_SHIM_EXPORT int cublasDznrm2_v2_64() noexcept { return ::rgpu::shim::report
 RGPU_SHIM_EXPORT int cublasFree() noexcept { return ::rgpu::shim::report_unimplemented("cublasFree", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasGemmBatchedEx() noexcept { return ::rgpu::shim::report_unimplemented("cublasGemmBatchedEx", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasGemmBatchedEx_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasGemmBatchedEx_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasGemmEx() noexcept { return ::rgpu::shim::report_unimplemented("cublasGemmEx", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasGemmEx_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasGemmEx_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasGemmGroupedBatchedEx() noexcept { return ::rgpu::shim::report_unimplemented("cublasGemmGroupedBatchedEx", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasGemmGroupedBatchedEx_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasGemmGroupedBatchedEx_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasGemmStridedBatchedEx() noexcept { return ::rgpu::shim::report_unimplemented("cublasGemmStridedBatchedEx", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasGemmStridedBatchedEx_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasGemmStridedBatchedEx_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasGetAtomicsMode() noexcept { return ::rgpu::shim::report_unimplemented("cublasGetAtomicsMode", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT size_t cublasGetCudartVersion() noexcept { ::rgpu::shim::report_unimplemented("cublasGetCudartVersion", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); return 0; }
@@ -336,12 +328,10 @@ RGPU_SHIM_EXPORT int cublasGetFixedPointEmulationMantissaBitOffset() noexcept { 
 RGPU_SHIM_EXPORT int cublasGetFixedPointEmulationMantissaControl() noexcept { return ::rgpu::shim::report_unimplemented("cublasGetFixedPointEmulationMantissaControl", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasGetFixedPointEmulationMaxMantissaBitCount() noexcept { return ::rgpu::shim::report_unimplemented("cublasGetFixedPointEmulationMaxMantissaBitCount", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasGetLoggerCallback() noexcept { return ::rgpu::shim::report_unimplemented("cublasGetLoggerCallback", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasGetMathMode() noexcept { return ::rgpu::shim::report_unimplemented("cublasGetMathMode", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasGetMatrix() noexcept { return ::rgpu::shim::report_unimplemented("cublasGetMatrix", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasGetMatrixAsync() noexcept { return ::rgpu::shim::report_unimplemented("cublasGetMatrixAsync", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasGetMatrixAsync_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasGetMatrixAsync_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasGetMatrix_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasGetMatrix_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasGetPointerMode_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasGetPointerMode_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasGetProperty() noexcept { return ::rgpu::shim::report_unimplemented("cublasGetProperty", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasGetSmCountTarget() noexcept { return ::rgpu::shim::report_unimplemented("cublasGetSmCountTarget", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT const char* cublasGetStatusName() noexcept { ::rgpu::shim::report_unimplemented("cublasGetStatusName", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); return "cublasGetStatusName: not supported by rgpu"; }
@@ -425,7 +415,6 @@ RGPU_SHIM_EXPORT int cublasScopy_v2_64() noexcept { return ::rgpu::shim::report_
 RGPU_SHIM_EXPORT int cublasSdgmm() noexcept { return ::rgpu::shim::report_unimplemented("cublasSdgmm", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSdgmm_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSdgmm_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT float cublasSdot() noexcept { ::rgpu::shim::report_unimplemented("cublasSdot", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); return 0; }
-RGPU_SHIM_EXPORT int cublasSdot_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasSdot_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSdot_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSdot_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSetAtomicsMode() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetAtomicsMode", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSetEmulationSpecialValuesSupport() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetEmulationSpecialValuesSupport", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
@@ -436,19 +425,15 @@ RGPU_SHIM_EXPORT int cublasSetFixedPointEmulationMantissaControl() noexcept { re
 RGPU_SHIM_EXPORT int cublasSetFixedPointEmulationMaxMantissaBitCount() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetFixedPointEmulationMaxMantissaBitCount", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSetKernelStream() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetKernelStream", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSetLoggerCallback() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetLoggerCallback", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasSetMathMode() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetMathMode", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSetMatrix() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetMatrix", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSetMatrixAsync() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetMatrixAsync", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSetMatrixAsync_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetMatrixAsync_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSetMatrix_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetMatrix_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasSetPointerMode_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetPointerMode_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSetSmCountTarget() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetSmCountTarget", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasSetStream_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetStream_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSetVector() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetVector", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSetVectorAsync() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetVectorAsync", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSetVectorAsync_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetVectorAsync_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSetVector_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetVector_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasSetWorkspace_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasSetWorkspace_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT void cublasSgbmv() noexcept { ::rgpu::shim::report_unimplemented("cublasSgbmv", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgbmv_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgbmv_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgbmv_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgbmv_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
@@ -458,20 +443,16 @@ RGPU_SHIM_EXPORT int cublasSgelsBatched() noexcept { return ::rgpu::shim::report
 RGPU_SHIM_EXPORT void cublasSgemm() noexcept { ::rgpu::shim::report_unimplemented("cublasSgemm", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgemmBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemmBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgemmBatched_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemmBatched_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasSgemmEx() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemmEx", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgemmEx_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemmEx_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgemmGroupedBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemmGroupedBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgemmGroupedBatched_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemmGroupedBatched_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasSgemmStridedBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemmStridedBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgemmStridedBatched_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemmStridedBatched_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasSgemm_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemm_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgemm_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemm_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT void cublasSgemv() noexcept { ::rgpu::shim::report_unimplemented("cublasSgemv", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgemvBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemvBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgemvBatched_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemvBatched_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgemvStridedBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemvStridedBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgemvStridedBatched_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemvStridedBatched_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasSgemv_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemv_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgemv_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemv_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgeqrfBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgeqrfBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT void cublasSger() noexcept { ::rgpu::shim::report_unimplemented("cublasSger", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
@@ -867,7 +848,6 @@ RGPU_LIBRARY_ALIAS(cublasChpr_v2_64, rgpu_alias_libcublas_so_12_cublasChpr_v2_64
 RGPU_LIBRARY_ALIAS(cublasCmatinvBatched, rgpu_alias_libcublas_so_12_cublasCmatinvBatched, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasCopyEx, rgpu_alias_libcublas_so_12_cublasCopyEx, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasCopyEx_64, rgpu_alias_libcublas_so_12_cublasCopyEx_64, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasCreate_v2, rgpu_alias_libcublas_so_12_cublasCreate_v2, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasCrot, rgpu_alias_libcublas_so_12_cublasCrot, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasCrot_v2, rgpu_alias_libcublas_so_12_cublasCrot_v2, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasCrot_v2_64, rgpu_alias_libcublas_so_12_cublasCrot_v2_64, "libcublas.so.13", "libcublas.so.12")
@@ -946,9 +926,7 @@ RGPU_LIBRARY_ALIAS(cublasDcopy_v2_64, rgpu_alias_libcublas_so_12_cublasDcopy_v2_
 RGPU_LIBRARY_ALIAS(cublasDdgmm, rgpu_alias_libcublas_so_12_cublasDdgmm, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDdgmm_64, rgpu_alias_libcublas_so_12_cublasDdgmm_64, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDdot, rgpu_alias_libcublas_so_12_cublasDdot, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasDdot_v2, rgpu_alias_libcublas_so_12_cublasDdot_v2, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDdot_v2_64, rgpu_alias_libcublas_so_12_cublasDdot_v2_64, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasDestroy_v2, rgpu_alias_libcublas_so_12_cublasDestroy_v2, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDgbmv, rgpu_alias_libcublas_so_12_cublasDgbmv, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDgbmv_v2, rgpu_alias_libcublas_so_12_cublasDgbmv_v2, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDgbmv_v2_64, rgpu_alias_libcublas_so_12_cublasDgbmv_v2_64, "libcublas.so.13", "libcublas.so.12")
@@ -960,16 +938,13 @@ RGPU_LIBRARY_ALIAS(cublasDgemmBatched, rgpu_alias_libcublas_so_12_cublasDgemmBat
 RGPU_LIBRARY_ALIAS(cublasDgemmBatched_64, rgpu_alias_libcublas_so_12_cublasDgemmBatched_64, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDgemmGroupedBatched, rgpu_alias_libcublas_so_12_cublasDgemmGroupedBatched, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDgemmGroupedBatched_64, rgpu_alias_libcublas_so_12_cublasDgemmGroupedBatched_64, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasDgemmStridedBatched, rgpu_alias_libcublas_so_12_cublasDgemmStridedBatched, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDgemmStridedBatched_64, rgpu_alias_libcublas_so_12_cublasDgemmStridedBatched_64, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasDgemm_v2, rgpu_alias_libcublas_so_12_cublasDgemm_v2, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDgemm_v2_64, rgpu_alias_libcublas_so_12_cublasDgemm_v2_64, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDgemv, rgpu_alias_libcublas_so_12_cublasDgemv, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDgemvBatched, rgpu_alias_libcublas_so_12_cublasDgemvBatched, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDgemvBatched_64, rgpu_alias_libcublas_so_12_cublasDgemvBatched_64, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDgemvStridedBatched, rgpu_alias_libcublas_so_12_cublasDgemvStridedBatched, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDgemvStridedBatched_64, rgpu_alias_libcublas_so_12_cublasDgemvStridedBatched_64, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasDgemv_v2, rgpu_alias_libcublas_so_12_cublasDgemv_v2, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDgemv_v2_64, rgpu_alias_libcublas_so_12_cublasDgemv_v2_64, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDgeqrfBatched, rgpu_alias_libcublas_so_12_cublasDgeqrfBatched, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasDger, rgpu_alias_libcublas_so_12_cublasDger, "libcublas.so.13", "libcublas.so.12")
@@ -1071,20 +1046,16 @@ RGPU_LIBRARY_ALIAS(cublasDznrm2_v2_64, rgpu_alias_libcublas_so_12_cublasDznrm2_v
 RGPU_LIBRARY_ALIAS(cublasFree, rgpu_alias_libcublas_so_12_cublasFree, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasGemmBatchedEx, rgpu_alias_libcublas_so_12_cublasGemmBatchedEx, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasGemmBatchedEx_64, rgpu_alias_libcublas_so_12_cublasGemmBatchedEx_64, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasGemmEx, rgpu_alias_libcublas_so_12_cublasGemmEx, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasGemmEx_64, rgpu_alias_libcublas_so_12_cublasGemmEx_64, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasGemmStridedBatchedEx, rgpu_alias_libcublas_so_12_cublasGemmStridedBatchedEx, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasGemmStridedBatchedEx_64, rgpu_alias_libcublas_so_12_cublasGemmStridedBatchedEx_64, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasGetAtomicsMode, rgpu_alias_libcublas_so_12_cublasGetAtomicsMode, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasGetCudartVersion, rgpu_alias_libcublas_so_12_cublasGetCudartVersion, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasGetError, rgpu_alias_libcublas_so_12_cublasGetError, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasGetLoggerCallback, rgpu_alias_libcublas_so_12_cublasGetLoggerCallback, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasGetMathMode, rgpu_alias_libcublas_so_12_cublasGetMathMode, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasGetMatrix, rgpu_alias_libcublas_so_12_cublasGetMatrix, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasGetMatrixAsync, rgpu_alias_libcublas_so_12_cublasGetMatrixAsync, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasGetMatrixAsync_64, rgpu_alias_libcublas_so_12_cublasGetMatrixAsync_64, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasGetMatrix_64, rgpu_alias_libcublas_so_12_cublasGetMatrix_64, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasGetPointerMode_v2, rgpu_alias_libcublas_so_12_cublasGetPointerMode_v2, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasGetProperty, rgpu_alias_libcublas_so_12_cublasGetProperty, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasGetSmCountTarget, rgpu_alias_libcublas_so_12_cublasGetSmCountTarget, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasGetStatusName, rgpu_alias_libcublas_so_12_cublasGetStatusName, "libcublas.so.13", "libcublas.so.12")
@@ -1168,24 +1139,19 @@ RGPU_LIBRARY_ALIAS(cublasScopy_v2_64, rgpu_alias_libcublas_so_12_cublasScopy_v2_
 RGPU_LIBRARY_ALIAS(cublasSdgmm, rgpu_alias_libcublas_so_12_cublasSdgmm, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSdgmm_64, rgpu_alias_libcublas_so_12_cublasSdgmm_64, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSdot, rgpu_alias_libcublas_so_12_cublasSdot, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasSdot_v2, rgpu_alias_libcublas_so_12_cublasSdot_v2, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSdot_v2_64, rgpu_alias_libcublas_so_12_cublasSdot_v2_64, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSetAtomicsMode, rgpu_alias_libcublas_so_12_cublasSetAtomicsMode, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSetKernelStream, rgpu_alias_libcublas_so_12_cublasSetKernelStream, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSetLoggerCallback, rgpu_alias_libcublas_so_12_cublasSetLoggerCallback, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasSetMathMode, rgpu_alias_libcublas_so_12_cublasSetMathMode, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSetMatrix, rgpu_alias_libcublas_so_12_cublasSetMatrix, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSetMatrixAsync, rgpu_alias_libcublas_so_12_cublasSetMatrixAsync, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSetMatrixAsync_64, rgpu_alias_libcublas_so_12_cublasSetMatrixAsync_64, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSetMatrix_64, rgpu_alias_libcublas_so_12_cublasSetMatrix_64, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasSetPointerMode_v2, rgpu_alias_libcublas_so_12_cublasSetPointerMode_v2, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSetSmCountTarget, rgpu_alias_libcublas_so_12_cublasSetSmCountTarget, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasSetStream_v2, rgpu_alias_libcublas_so_12_cublasSetStream_v2, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSetVector, rgpu_alias_libcublas_so_12_cublasSetVector, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSetVectorAsync, rgpu_alias_libcublas_so_12_cublasSetVectorAsync, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSetVectorAsync_64, rgpu_alias_libcublas_so_12_cublasSetVectorAsync_64, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSetVector_64, rgpu_alias_libcublas_so_12_cublasSetVector_64, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasSetWorkspace_v2, rgpu_alias_libcublas_so_12_cublasSetWorkspace_v2, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSgbmv, rgpu_alias_libcublas_so_12_cublasSgbmv, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSgbmv_v2, rgpu_alias_libcublas_so_12_cublasSgbmv_v2, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSgbmv_v2_64, rgpu_alias_libcublas_so_12_cublasSgbmv_v2_64, "libcublas.so.13", "libcublas.so.12")
@@ -1195,20 +1161,16 @@ RGPU_LIBRARY_ALIAS(cublasSgelsBatched, rgpu_alias_libcublas_so_12_cublasSgelsBat
 RGPU_LIBRARY_ALIAS(cublasSgemm, rgpu_alias_libcublas_so_12_cublasSgemm, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSgemmBatched, rgpu_alias_libcublas_so_12_cublasSgemmBatched, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSgemmBatched_64, rgpu_alias_libcublas_so_12_cublasSgemmBatched_64, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasSgemmEx, rgpu_alias_libcublas_so_12_cublasSgemmEx, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSgemmEx_64, rgpu_alias_libcublas_so_12_cublasSgemmEx_64, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSgemmGroupedBatched, rgpu_alias_libcublas_so_12_cublasSgemmGroupedBatched, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSgemmGroupedBatched_64, rgpu_alias_libcublas_so_12_cublasSgemmGroupedBatched_64, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasSgemmStridedBatched, rgpu_alias_libcublas_so_12_cublasSgemmStridedBatched, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSgemmStridedBatched_64, rgpu_alias_libcublas_so_12_cublasSgemmStridedBatched_64, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasSgemm_v2, rgpu_alias_libcublas_so_12_cublasSgemm_v2, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSgemm_v2_64, rgpu_alias_libcublas_so_12_cublasSgemm_v2_64, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSgemv, rgpu_alias_libcublas_so_12_cublasSgemv, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSgemvBatched, rgpu_alias_libcublas_so_12_cublasSgemvBatched, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSgemvBatched_64, rgpu_alias_libcublas_so_12_cublasSgemvBatched_64, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSgemvStridedBatched, rgpu_alias_libcublas_so_12_cublasSgemvStridedBatched, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSgemvStridedBatched_64, rgpu_alias_libcublas_so_12_cublasSgemvStridedBatched_64, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS(cublasSgemv_v2, rgpu_alias_libcublas_so_12_cublasSgemv_v2, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSgemv_v2_64, rgpu_alias_libcublas_so_12_cublasSgemv_v2_64, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSgeqrfBatched, rgpu_alias_libcublas_so_12_cublasSgeqrfBatched, "libcublas.so.13", "libcublas.so.12")
 RGPU_LIBRARY_ALIAS(cublasSger, rgpu_alias_libcublas_so_12_cublasSger, "libcublas.so.13", "libcublas.so.12")

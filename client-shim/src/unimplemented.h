@@ -1,6 +1,8 @@
 // The "not supported yet" path shared by every generated driver stub.
 #pragma once
 
+#include <type_traits>
+
 // Marks a function for export from librgpu.so (built with hidden visibility);
 // the version script then decides what is really exported.
 #ifndef RGPU_SHIM_EXPORT
@@ -14,9 +16,13 @@
 // cublasSgemm_v2@libcublas.so.12. `@@@` makes the plain definition the
 // default version explicitly; without it an object that defines both name
 // and name@old_node loses the first. The alias names are local in the map.
-#define RGPU_LIBRARY_ALIAS(name, second, node, old_node)                                   \
-  extern "C" decltype(name) second __attribute__((alias(#name), visibility("default")));  \
-  __asm__(".symver " #name ", " #name "@@@" node);                                        \
+#define RGPU_LIBRARY_ALIAS(name, second, node, old_node) \
+  RGPU_LIBRARY_ALIAS_TYPED(decltype(name), name, second, node, old_node)
+// The same where C++ overloads the name (cublas_api.h's cublasGemmEx): `type`
+// is the function type of the extern "C" definition.
+#define RGPU_LIBRARY_ALIAS_TYPED(type, name, second, node, old_node)                \
+  extern "C" std::type_identity_t<type> second __attribute__((alias(#name), visibility("default"))); \
+  __asm__(".symver " #name ", " #name "@@@" node);                                 \
   __asm__(".symver " #second ", " #name "@" old_node);
 
 namespace rgpu::shim {
