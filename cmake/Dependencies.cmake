@@ -79,4 +79,11 @@ endif()
 add_library(rgpu::cuda_headers INTERFACE IMPORTED)
 target_include_directories(rgpu::cuda_headers SYSTEM INTERFACE "${CUDA_HOME}/include")
 
+# OpenBLAS (Debian's pthread build): the CPU BLAS behind the CPU stand-in for
+# cuBLAS (cpu-libs/cublas).
+pkg_check_modules(OPENBLAS IMPORTED_TARGET openblas)
+rgpu_require(OPENBLAS_FOUND "OpenBLAS (openblas.pc)" "libopenblas-dev")
+add_library(rgpu::openblas INTERFACE IMPORTED)
+target_link_libraries(rgpu::openblas INTERFACE PkgConfig::OPENBLAS)
+
 find_package(Python3 REQUIRED COMPONENTS Interpreter)

@@ -10,6 +10,7 @@ packages=(
   libibverbs-dev librdmacm-dev    # rdma-core
   liblz4-dev libzstd-dev          # compressed fatbin entries
   libssl-dev                      # HMAC-SHA256 and nonces for authentication (libcrypto)
+  libopenblas-dev                 # CPU BLAS of the cuBLAS stand-in (cpu-libs/cublas)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev        # libFuzzer targets
 )

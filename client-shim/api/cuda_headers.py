@@ -72,6 +72,9 @@ def strip_comments(text):
 class Preprocessor:
     """Keeps macro state across the files it is given, returns active text."""
 
+    # The identifiers expanded where they stand: API function names.
+    NAME_RE = re.compile(r"\bcu[A-Z]\w*")
+
     def __init__(self, defines):
         self.macros = {}  # name -> (params or None, body)
         self.declared = {}  # function name as written -> symbol it declares
@@ -117,7 +120,7 @@ class Preprocessor:
                 # Function names are expanded where they stand, as the
                 # compiler would: the same name means different symbols
                 # before and after an #undef.
-                out.append(re.sub(r"\bcu[A-Z]\w*", lambda n: self.expand_name(n.group(0)), line)
+                out.append(self.NAME_RE.sub(lambda n: self.expand_name(n.group(0)), line)
                            if active else "")
                 continue
             out.append("")

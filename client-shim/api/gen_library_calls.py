@@ -167,7 +167,7 @@ def emit_client(lib):
            "// mode of scalar= arguments, the packing into one Call.invoke record, and\n"
            "// for a sync call the round trip and the unpacking of its reply.\n",
            f"#include {header_of(lib)}\n\n#include <cstdint>\n#include <span>\n#include <vector>\n\n",
-           '#include "../src/library_calls.h"\n#include "../src/unimplemented.h"\n',
+           '#include "../src/library_calls.h"\n',
            f'#include "{lib.name}_pack.h"\n#include "rgpu/protocol/codec.h"\n\n',
            "namespace {\n\nnamespace wire = ::rgpu::wire;\n"
            f"namespace calls = ::{ns};\nusing ::rgpu::protocol::HandleKind;\n"
@@ -178,10 +178,6 @@ def emit_client(lib):
            "  };\n}\n\n}  // namespace\n\n"]
     for fn in gen:
         out.append(_client_function(lib, fn, invalid, failed))
-    aliases = libraries.alias_lines(lib, [fn.name for fn in gen], typed=True)
-    if aliases:
-        out.append("// The same entry points under the older soname's node.\n")
-        out += aliases
     return "".join(out)
 
 

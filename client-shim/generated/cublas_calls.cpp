@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "../src/library_calls.h"
-#include "../src/unimplemented.h"
 #include "cublas_pack.h"
 #include "rgpu/protocol/codec.h"
 
@@ -388,23 +387,3 @@ RGPU_EXPORT cublasStatus_t cublasDdot_v2(cublasHandle_t handle, int n, const dou
   }
 }
 
-// The same entry points under the older soname's node.
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t* handle), cublasCreate_v2, rgpu_alias_libcublas_so_12_cublasCreate_v2, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle), cublasDestroy_v2, rgpu_alias_libcublas_so_12_cublasDestroy_v2, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle, cudaStream_t streamId), cublasSetStream_v2, rgpu_alias_libcublas_so_12_cublasSetStream_v2, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle, cublasPointerMode_t mode), cublasSetPointerMode_v2, rgpu_alias_libcublas_so_12_cublasSetPointerMode_v2, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle, cublasPointerMode_t* mode), cublasGetPointerMode_v2, rgpu_alias_libcublas_so_12_cublasGetPointerMode_v2, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle, cublasMath_t mode), cublasSetMathMode, rgpu_alias_libcublas_so_12_cublasSetMathMode, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle, cublasMath_t* mode), cublasGetMathMode, rgpu_alias_libcublas_so_12_cublasGetMathMode, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle, void* workspace, size_t workspaceSizeInBytes), cublasSetWorkspace_v2, rgpu_alias_libcublas_so_12_cublasSetWorkspace_v2, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const float* alpha, const float* A, int lda, const float* B, int ldb, const float* beta, float* C, int ldc), cublasSgemm_v2, rgpu_alias_libcublas_so_12_cublasSgemm_v2, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const double* alpha, const double* A, int lda, const double* B, int ldb, const double* beta, double* C, int ldc), cublasDgemm_v2, rgpu_alias_libcublas_so_12_cublasDgemm_v2, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const float* alpha, const float* A, int lda, long long int strideA, const float* B, int ldb, long long int strideB, const float* beta, float* C, int ldc, long long int strideC, int batchCount), cublasSgemmStridedBatched, rgpu_alias_libcublas_so_12_cublasSgemmStridedBatched, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const double* alpha, const double* A, int lda, long long int strideA, const double* B, int ldb, long long int strideB, const double* beta, double* C, int ldc, long long int strideC, int batchCount), cublasDgemmStridedBatched, rgpu_alias_libcublas_so_12_cublasDgemmStridedBatched, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const float* alpha, const void* A, cudaDataType Atype, int lda, const void* B, cudaDataType Btype, int ldb, const float* beta, void* C, cudaDataType Ctype, int ldc), cublasSgemmEx, rgpu_alias_libcublas_so_12_cublasSgemmEx, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void* alpha, const void* A, cudaDataType Atype, int lda, const void* B, cudaDataType Btype, int ldb, const void* beta, void* C, cudaDataType Ctype, int ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo), cublasGemmEx, rgpu_alias_libcublas_so_12_cublasGemmEx, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void* alpha, const void* A, cudaDataType Atype, int lda, long long int strideA, const void* B, cudaDataType Btype, int ldb, long long int strideB, const void* beta, void* C, cudaDataType Ctype, int ldc, long long int strideC, int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo), cublasGemmStridedBatchedEx, rgpu_alias_libcublas_so_12_cublasGemmStridedBatchedEx, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle, cublasOperation_t trans, int m, int n, const float* alpha, const float* A, int lda, const float* x, int incx, const float* beta, float* y, int incy), cublasSgemv_v2, rgpu_alias_libcublas_so_12_cublasSgemv_v2, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle, cublasOperation_t trans, int m, int n, const double* alpha, const double* A, int lda, const double* x, int incx, const double* beta, double* y, int incy), cublasDgemv_v2, rgpu_alias_libcublas_so_12_cublasDgemv_v2, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle, int n, const float* x, int incx, const float* y, int incy, float* result), cublasSdot_v2, rgpu_alias_libcublas_so_12_cublasSdot_v2, "libcublas.so.13", "libcublas.so.12")
-RGPU_LIBRARY_ALIAS_TYPED(cublasStatus_t(cublasHandle_t handle, int n, const double* x, int incx, const double* y, int incy, double* result), cublasDdot_v2, rgpu_alias_libcublas_so_12_cublasDdot_v2, "libcublas.so.13", "libcublas.so.12")

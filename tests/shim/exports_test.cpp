@@ -34,6 +34,7 @@ TEST(Exports, DynsymHoldsExactlyTheListedNames) {
   auto names = exported_names();
   std::set<std::string> want(names.begin(), names.end());
   for (auto& n : library_exported_names()) want.insert(n);
+  for (const auto& n : runtime12_exported_names()) want.insert(n);  // libcudart.so.12's own names
   std::vector<std::string> extra, missing;
   std::set_difference(syms.functions.begin(), syms.functions.end(), want.begin(), want.end(),
                       std::back_inserter(extra));
@@ -43,6 +44,8 @@ TEST(Exports, DynsymHoldsExactlyTheListedNames) {
   EXPECT_TRUE(missing.empty()) << "listed but not exported, first: " << missing.front();
   EXPECT_TRUE(syms.others.empty()) << "exported object: " << *syms.others.begin();
   EXPECT_TRUE(syms.version_nodes.count("libcuda.so.1"));
+  EXPECT_TRUE(syms.version_nodes.count("libcudart.so.13"));
+  EXPECT_TRUE(syms.version_nodes.count("libcudart.so.12"));
 }
 
 TEST(Exports, SonameIsLibcudaSo1) {

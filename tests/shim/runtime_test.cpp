@@ -28,6 +28,19 @@ TEST(Runtime, EveryRuntimeNameIsExportedUnderTheCudartVersion) {
   EXPECT_EQ(dlvsym(lib, "cuMemAlloc_v2", "libcudart.so.13"), nullptr);
 }
 
+TEST(Runtime, EveryCuda12NameIsExportedUnderItsOwnVersion) {
+  auto names = runtime12_exported_names();
+  ASSERT_EQ(names.size(), 416u);  // libcudart.so.12 of CUDA 12.4
+  void* lib = library();
+  ASSERT_NE(lib, nullptr);
+  for (const auto& name : names) EXPECT_NE(dlvsym(lib, name.c_str(), "libcudart.so.12"), nullptr) << name;
+  // A name only CUDA 13 has is not in 12's node, and the reverse.
+  EXPECT_EQ(dlvsym(lib, "cudaStreamGetDevice", "libcudart.so.12"), nullptr);
+  EXPECT_EQ(dlvsym(lib, "cudaGetDeviceProperties_v2", "libcudart.so.13"), nullptr);
+  // No implementation symbol of its own is exported.
+  EXPECT_EQ(dlsym(lib, "rgpu_cudart12_cudaGetDeviceProperties"), nullptr);
+}
+
 TEST(Runtime, StubReturnsNotSupported) {
   ASSERT_EQ(implemented_names().count("cudaGraphCreate"), 0u);
   auto stub = function<int (*)()>("cudaGraphCreate");

@@ -96,6 +96,8 @@ std::vector<std::string> library_exported_names() {
 
 std::vector<std::string> runtime_exported_names() { return read_names(RGPU_SHIM_RUNTIME_EXPORTS, false); }
 
+std::vector<std::string> runtime12_exported_names() { return read_names(RGPU_SHIM_RUNTIME12_EXPORTS, false); }
+
 std::vector<std::string> driver_exported_names() {
   auto runtime = runtime_exported_names();
   std::set<std::string> skip(runtime.begin(), runtime.end());

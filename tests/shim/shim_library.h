@@ -27,6 +27,9 @@ std::vector<std::string> exported_names();
 std::set<std::string> implemented_names();
 // The runtime API's names (libcudart.exports), sorted.
 std::vector<std::string> runtime_exported_names();
+// CUDA 12's runtime names (libcudart12.exports), sorted; exported under
+// libcudart.so.12, many also under libcudart.so.13.
+std::vector<std::string> runtime12_exported_names();
 // The driver API's names (exported_names() without the runtime's), sorted.
 std::vector<std::string> driver_exported_names();
 

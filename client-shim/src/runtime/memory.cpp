@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "mempool.h"
 #include "runtime.h"
 
 using namespace rgpu::runtime;
@@ -216,6 +217,7 @@ RGPU_RT_EXPORT cudaError_t cudaFree(void* ptr) {
   RT_CONTEXT_OR_RETURN();
   if (!ptr) return cudaSuccess;
   if (!state().remove_device_range(dptr(ptr))) return record(cudaErrorInvalidValue);
+  state().pools().forget(dptr(ptr));  // cudaFree may free what cudaMallocAsync allocated
   return record(cuMemFree(dptr(ptr)));
   RT_END
 }
@@ -269,6 +271,16 @@ RGPU_RT_EXPORT cudaError_t cudaHostUnregister(void* ptr) {
     return record(cudaErrorHostMemoryNotRegistered);
   }
   return record(cuMemHostUnregister(ptr));
+  RT_END
+}
+
+RGPU_RT_EXPORT cudaError_t cudaHostGetDevicePointer(void** device_ptr, void* host_ptr, unsigned int flags) {
+  RT_BEGIN
+  if (!device_ptr || flags != 0) return record(cudaErrorInvalidValue);
+  if (!state().find_host_range(host_ptr, nullptr, nullptr)) return record(cudaErrorInvalidValue);
+  // Page-locked memory lives on the client; the device is on a server and
+  // cannot address it, so there is no device pointer to give.
+  return refuse("cudaHostGetDevicePointer");
   RT_END
 }
 

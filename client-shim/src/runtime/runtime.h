@@ -45,6 +45,7 @@ struct Variable {
 };
 
 struct FatBinary;
+class MemPools;
 
 // One kernel registered by __cudaRegisterFunction. Its address is the
 // cudaKernel_t handed out by __cudaGetKernel.
@@ -115,6 +116,16 @@ class Runtime {
   unsigned device_flags(int device);
   void set_device_flags(int device, unsigned flags);
 
+  // Priorities of the streams the runtime created (cudaStreamGetPriority):
+  // the driver keeps them on the server and rgpu's driver does not fetch them.
+  void set_stream_priority(cudaStream_t s, int priority);
+  // The stream's priority, or false for a stream the runtime did not create.
+  bool stream_priority(cudaStream_t s, int* priority);
+  void forget_stream(cudaStream_t s);
+
+  // Stream-ordered allocations and the default memory pools (mempool.cpp).
+  MemPools& pools();
+
  private:
   std::mutex mu_;
   std::vector<std::unique_ptr<FatBinary>> binaries_;
@@ -134,6 +145,8 @@ class Runtime {
     bool registered;
   };
   std::map<const void*, HostRange> host_ranges_;
+  std::map<cudaStream_t, int> stream_priorities_;
+  std::unique_ptr<MemPools> pools_;  // created on first use
   cudaError_t sticky_ = cudaSuccess;
 };
 
@@ -151,6 +164,18 @@ inline cudaError_t record(CUresult r) { return record(to_cuda_error(r)); }
 // cudaGetLastError (clear) and cudaPeekAtLastError: the calling thread's last
 // error, or the process's sticky fault, which no call clears.
 cudaError_t take_last_error(bool clear);
+
+// cudaSuccess when `device` is a device of the session (cudaErrorNoDevice,
+// cudaErrorInvalidDevice or the driver's error otherwise).
+cudaError_t check_device(int device);
+
+// Refuses a runtime function rgpu does not provide: logs its name once and
+// records and returns cudaErrorNotSupported.
+cudaError_t refuse(const char* name);
+
+// The calling thread's view of stream capture (capture.cpp): rgpu never
+// captures, so every stream reports cudaStreamCaptureStatusNone.
+cudaError_t capture_status(cudaStream_t s, cudaStreamCaptureStatus* status);
 
 // Initialises the driver session and makes the calling thread's device's
 // primary context current (as cudart does on a thread's first runtime call).

@@ -2,6 +2,8 @@
 // device and context.
 #include <algorithm>
 
+#include "../unimplemented.h"
+#include "mempool.h"
 #include "rgpu/common/log.h"
 #include "runtime.h"
 
@@ -258,6 +260,30 @@ bool Runtime::find_host_range(const void* ptr, const void** base, unsigned* flag
   return true;
 }
 
+void Runtime::set_stream_priority(cudaStream_t s, int priority) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stream_priorities_[s] = priority;
+}
+
+bool Runtime::stream_priority(cudaStream_t s, int* priority) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = stream_priorities_.find(s);
+  if (it == stream_priorities_.end()) return false;
+  *priority = it->second;
+  return true;
+}
+
+void Runtime::forget_stream(cudaStream_t s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stream_priorities_.erase(s);
+}
+
+MemPools& Runtime::pools() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!pools_) pools_ = std::make_unique<MemPools>();
+  return *pools_;
+}
+
 cudaError_t Runtime::sticky() {
   std::lock_guard<std::mutex> lock(mu_);
   return sticky_;
@@ -333,7 +359,19 @@ cudaError_t take_last_error(bool clear) {
   return e;
 }
 
+cudaError_t refuse(const char* name) {
+  return record(static_cast<cudaError_t>(rgpu::shim::report_unimplemented(name)));
+}
+
 // ---- the calling thread's device and context ------------------------------------------
+
+cudaError_t check_device(int device) {
+  if (CUresult r = cuInit(0); r != CUDA_SUCCESS) return r == CUDA_ERROR_NO_DEVICE ? cudaErrorNoDevice : to_cuda_error(r);
+  int count = 0;
+  if (CUresult r = cuDeviceGetCount(&count); r != CUDA_SUCCESS) return to_cuda_error(r);
+  if (count == 0) return cudaErrorNoDevice;
+  return device >= 0 && device < count ? cudaSuccess : cudaErrorInvalidDevice;
+}
 
 int current_device() { return t_device; }
 

@@ -1,5 +1,6 @@
 // Runtime API: streams (with the legacy and per-thread default streams),
 // events and host callbacks, which run on the client in stream order.
+#include <algorithm>
 #include <memory>
 
 #include "runtime.h"
@@ -33,6 +34,11 @@ cudaError_t create_stream(cudaStream_t* out, unsigned flags, int priority) {
   CUstream s = nullptr;
   if (CUresult r = cuStreamCreateWithPriority(&s, flags, priority); r != CUDA_SUCCESS) return record(r);
   *out = reinterpret_cast<cudaStream_t>(s);
+  // Kept for cudaStreamGetPriority, clamped to the range the runtime reports
+  // (cudaDeviceGetStreamPriorityRange), as the driver clamps it.
+  int least = 0, greatest = 0;
+  cudaDeviceGetStreamPriorityRange(&least, &greatest);
+  state().set_stream_priority(*out, std::clamp(priority, greatest, least));
   return cudaSuccess;
   RT_END
 }
@@ -102,8 +108,30 @@ RGPU_RT_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t s) {
   RT_BEGIN
   RT_CONTEXT_OR_RETURN();
   if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread) return record(cudaErrorInvalidResourceHandle);
+  state().forget_stream(s);
   return record(cuStreamDestroy(reinterpret_cast<CUstream>(s)));
   RT_END
+}
+
+namespace {
+
+cudaError_t stream_priority(cudaStream_t s, int* priority) {
+  RT_BEGIN
+  if (!priority) return record(cudaErrorInvalidValue);
+  RT_CONTEXT_OR_RETURN();
+  if (state().stream_priority(s, priority)) return cudaSuccess;
+  // The default streams, and streams made through the driver API, which the
+  // runtime did not see created: their priority is the default.
+  *priority = 0;
+  return cudaSuccess;
+  RT_END
+}
+
+}  // namespace
+
+RGPU_RT_EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t s, int* priority) { return stream_priority(s, priority); }
+RGPU_RT_EXPORT cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t s, int* priority) {
+  return stream_priority(s, priority);
 }
 
 RGPU_RT_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s) { return stream_sync(s, false); }
