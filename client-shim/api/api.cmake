@@ -8,6 +8,8 @@
 #   RGPU_SHIM_EXPORT_LISTS      the exported-name lists the map is made from
 #   RGPU_SHIM_GENERATOR         the generator (client-shim/api/gen_api.py)
 #   RGPU_SHIM_RUNTIME_SOURCES   the hand-written runtime API (client-shim/src/runtime/)
+#   RGPU_SHIM_LIBRARY_SONAMES   the CUDA libraries' sonames (generated/library_sonames.cmake)
+#   RGPU_SHIM_LIBRARY_ALIASES   the linker script of their older sonames' versioned aliases
 #   RGPU_SHIM_RUNTIME12_ALIASES the linker script of libcudart.so.12's versioned
 #                               aliases (an input of the library's link)
 # and defines the target rgpu_regen_check, which fails when regenerating would
@@ -35,7 +37,16 @@ set(RGPU_SHIM_RUNTIME_SOURCES
     ${_rgpu_shim_dir}/src/runtime/cudart12.cpp)
 set(RGPU_SHIM_MAP ${_rgpu_shim_dir}/generated/librgpu.map)
 set(RGPU_SHIM_EXPORT_LISTS ${_rgpu_shim_dir}/api/libcuda.exports ${_rgpu_shim_dir}/api/libcudart.exports)
+
+# The CUDA libraries (cuBLAS, cuDNN, NVML, ...; client-shim/api/*.api):
+# RGPU_SHIM_LIBRARY_SONAMES, their stubs and export lists, generated.
+include(${_rgpu_shim_dir}/generated/library_sonames.cmake)
+list(APPEND RGPU_SHIM_API_SOURCES ${RGPU_SHIM_LIBRARY_SOURCES} ${_rgpu_shim_dir}/src/nvtx.cpp
+     ${_rgpu_shim_dir}/src/library_calls.cpp)
+# (RGPU_SHIM_EXPORT_LISTS stays the driver's and the runtime's: the
+# libraries' lists name a function once per soname.)
 set(RGPU_SHIM_RUNTIME12_ALIASES ${_rgpu_shim_dir}/generated/runtime12_aliases.ld)
+set(RGPU_SHIM_LIBRARY_ALIASES ${_rgpu_shim_dir}/generated/library_aliases.ld)
 set(RGPU_SHIM_GENERATOR ${_rgpu_shim_dir}/api/gen_api.py)
 
 # The build never regenerates by itself (that would hide a forgotten commit

@@ -37,6 +37,10 @@ SCALAR_TYPES = {
     "CUdevice", "CUdevice_v1", "cuuint32_t", "cuuint64_t", "CUdeviceptr", "CUdeviceptr_v2",
 }
 FUNCTION_OPTIONS = ("server", "cpu", "status", "stream", "quick")
+# A library's own options (libraries.py): `as=` the name rgpud calls in the
+# server's library, `sets_mode=` the parameter that sets the handle's pointer
+# mode (the client keeps it for `scalar=` parameters).
+LIBRARY_OPTIONS = ("status", "stream", "quick", "as", "sets_mode")
 
 
 class Api:
@@ -75,6 +79,8 @@ class Param:
         self.refuse = None      # the code a failed check answers, when not the usual one
         self.enum = None        # {enumerator: value} when the type is a header enum
         self.value_type = ctype  # the pointee for pointer parameters
+        self.kind_expr = None   # C++ HandleKind of a handle parameter
+        self.mode_of = None     # scalar=: the handle parameter whose pointer mode says host or device
 
     @property
     def pointer(self):
@@ -93,6 +99,8 @@ class Function:
         self.notes = {}         # raw annotations by parameter name
         self.ordinal = None
         self.table_name = None  # the driver-table field (the API name cuda.h maps to it)
+        self.server_name = None  # a library's: the name rgpud calls (as=; default: the same)
+        self.sets_mode = None   # a library's: the parameter that sets its handle's pointer mode
 
     @property
     def generated(self):
@@ -120,7 +128,7 @@ def read_description(path, exports, api=DRIVER):
     with open(path, encoding="ascii") as f:
         for lineno, raw in enumerate(f, 1):
             line = raw.split("#", 1)[0].strip()
-            if not line:
+            if not line or line.startswith("@"):  # a library's own lines (libraries.py)
                 continue
             where_at = f"{path}:{lineno}"
             words = line.split()
@@ -165,6 +173,10 @@ def read_description(path, exports, api=DRIVER):
                     fn.status = value
                 elif key == "stream":
                     fn.stream = value
+                elif key == "as":
+                    fn.server_name = value
+                elif key == "sets_mode":
+                    fn.sets_mode = value
             if fn.quick and fn.where != "sync":
                 raise GenError(f"{where_at}: {name}: quick is for sync functions")
             if fn.notes and not fn.generated:
@@ -204,6 +216,13 @@ def resolve(functions, headers):
 
 
 def _resolve_param(fn, ctype, name, headers):
+    # A library's headers object (libraries.LibraryHeaders) widens what a
+    # parameter may be: its own handle types, more scalar types, device
+    # pointers typed as host pointers (const float* A) and scalar=.
+    handle_types = getattr(headers, "handle_types", HANDLE_TYPES)
+    handle_kinds = getattr(headers, "handle_kinds", {k: f"HandleKind::{v}" for k, v in HANDLE_KINDS.items()})
+    scalar_types = getattr(headers, "scalar_types", SCALAR_TYPES)
+    library = getattr(headers, "library", False)
     p = Param(ctype, name)
     attrs, at = fn.notes.get(name, ([], f"line {fn.lineno}"))
     where = f"{at}: {fn.name}({name})"
@@ -221,13 +240,24 @@ def _resolve_param(fn, ctype, name, headers):
             raise GenError(f"{where}: refuse=CUDA_ERROR_...")
         p.refuse = keys["refuse"]
     if "scalar" in keys:
-        raise GenError(f"{where}: scalar=<mode> (host-or-device scalar) is reserved, not generated yet")
+        if not library:
+            raise GenError(f"{where}: scalar=<handle> (host-or-device scalar) is for a library's description")
+        if not p.pointer or not keys["scalar"]:
+            raise GenError(f"{where}: scalar=<handle parameter> is a pointer whose pointer mode the handle says")
+        pointee = re.sub(r"\s*\*$", "", ctype).replace("const ", "").strip()
+        p.kind, p.mode_of = "hostdev", keys["scalar"]
+        p.len = keys.get("len") or (None if pointee == "void" else f"sizeof({pointee})")
+        if not p.len:
+            raise GenError(f"{where}: a void* scalar needs len=<bytes>")
+        p.value_type = pointee
+        return p
     base = ctype.replace("const ", "").strip()
-    if "handle" in keys or (not p.pointer and base in HANDLE_TYPES):
+    if "handle" in keys or (not p.pointer and base in handle_types):
         p.kind = "handle"
-        p.handle = keys.get("handle") or HANDLE_TYPES.get(base.rstrip(" *"))
-        if p.handle not in HANDLE_KINDS:
-            raise GenError(f"{where}: handle={p.handle}: kinds are {', '.join(HANDLE_KINDS)}")
+        p.handle = keys.get("handle") or handle_types.get(base.rstrip(" *"))
+        if p.handle not in handle_kinds:
+            raise GenError(f"{where}: handle={p.handle}: kinds are {', '.join(handle_kinds)}")
+        p.kind_expr = handle_kinds[p.handle]
         if "create" in keys:
             if not keys["create"]:
                 raise GenError(f"{where}: create=<destroy function>")
@@ -240,14 +270,14 @@ def _resolve_param(fn, ctype, name, headers):
         p.value_type = base.rstrip(" *") if p.pointer else base
         return p
     if "dev" in keys:
-        if p.pointer or p.direction != "in":
-            raise GenError(f"{where}: dev is an in device pointer (CUdeviceptr by value)")
+        if (p.pointer and not library) or p.direction != "in":
+            raise GenError(f"{where}: dev is an in device pointer (CUdeviceptr by value; a library's may be typed)")
         p.kind, p.len = "dev", keys["dev"] or keys.get("len") or "0"
         return p
     if not p.pointer:
         if base in ("CUdeviceptr", "CUdeviceptr_v2"):
             p.kind, p.len = "dev", "0"  # a device address is always checked against the ledger
-        elif base in SCALAR_TYPES or base in headers.enums:
+        elif base in scalar_types or base in headers.enums:
             p.kind = "scalar"
             p.enum = headers.enums.get(base)
         else:
@@ -275,7 +305,7 @@ def _resolve_param(fn, ctype, name, headers):
             raise GenError(f"{where}: len=<C expression of the byte count>")
         p.value_type = pointee
         return p
-    if pointee_base in SCALAR_TYPES or pointee_base in headers.enums:
+    if pointee_base in scalar_types or pointee_base in headers.enums:
         p.kind = "scalar"
         p.value_type = pointee_base
         p.enum = headers.enums.get(pointee_base)

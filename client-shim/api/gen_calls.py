@@ -6,9 +6,22 @@ encode). The wire form is protocol/include/rgpu/protocol/args.h.
 Python 3 standard library only.
 """
 
-from api_description import HANDLE_KINDS
-
 GENERATOR = "client-shim/api/gen_api.py"
+
+
+class RowStyle:
+    """What a dispatch row of one API says: its status codes and how it
+    reaches the functions it calls (the driver table, or a library's)."""
+
+    def __init__(self, invalid, invalid_handle, invalid_context, not_supported, table, table_setup=(),
+                 missing="not in this driver", success="CUDA_SUCCESS", what="driver"):
+        self.invalid, self.invalid_handle, self.invalid_context = invalid, invalid_handle, invalid_context
+        self.not_supported, self.table, self.table_setup, self.missing = not_supported, table, table_setup, missing
+        self.success, self.what = success, what
+
+
+DRIVER_STYLE = RowStyle("CUDA_ERROR_INVALID_VALUE", "CUDA_ERROR_INVALID_HANDLE", "CUDA_ERROR_INVALID_CONTEXT",
+                        "CUDA_ERROR_NOT_SUPPORTED", "env_.driver()")
 
 
 def banner(comment, source, what):
@@ -24,11 +37,18 @@ def _wire_type(p):
         return "uint64_t"  # the handle the client minted; it travels in
     if p.kind == "cstr" and p.direction == "out":
         return "std::string_view*"
+    if p.kind == "dev" and p.pointer:
+        return "uint64_t"  # a library's device address typed as a host pointer (const float* A)
     return p.ctype.replace(" *", "*")
 
 
 def _sig(fn, first):
-    params = ", ".join(f"[[maybe_unused]] {_wire_type(p)} {p.name}" for p in fn.params)
+    parts = []
+    for p in fn.params:
+        parts.append(f"[[maybe_unused]] {_wire_type(p)} {p.name}")
+        if p.kind == "hostdev":  # the pointer mode the client holds for the handle
+            parts.append(f"[[maybe_unused]] uint32_t {p.name}_mode_")
+    params = ", ".join(parts)
     return f"{first}, {params}" if params else first
 
 
@@ -40,6 +60,8 @@ def _max_reply(fn):
             continue
         if p.kind == "scalar":
             terms.append("8")
+        elif p.kind == "hostdev":
+            terms.append("8 + kMaxScalarBytes")
         elif p.kind == "buffer" and p.len.startswith("sizeof("):
             terms.append(f"8 + ::rgpu::protocol::padded_arg_size({p.len})")
         else:
@@ -50,18 +72,22 @@ def _max_reply(fn):
 # --------------------------------------------------------------------------
 # The pack header: ordinals, pack (client -> server) and unpack (reply).
 
-def emit_pack_h(functions, source, namespace):
+def emit_pack_h(functions, source, namespace, includes=("<cuda.h>",)):
     out = [banner("//", source, "Run the generator to change it."),
            "// For each generated call: its ordinal (the lock file's), the packing of\n"
            "// its in-arguments as the client sends them, and the unpacking of the\n"
            "// out-arguments from the reply. Handles are passed as their 64-bit wire\n"
            "// values; a NULL-able (opt) pointer travels as a presence item first.\n",
-           "#pragma once\n\n#include <cuda.h>\n\n#include <cstdint>\n#include <cstring>\n"
+           "#pragma once\n\n" + "".join(f"#include {i}\n" for i in includes) + "\n#include <cstdint>\n#include <cstring>\n"
            "#include <span>\n#include <string_view>\n#include <type_traits>\n\n#include \"rgpu/protocol/args.h\"\n\n",
            f"namespace {namespace} {{\n\n",
            "// Out-buffers and strings in a reply are at most this long (they ride\n"
            "// inline in the reply message).\n"
            "inline constexpr uint64_t kMaxOutBytes = 32 * 1024;\n\n"]
+    if any(p.kind == "hostdev" for fn in functions if fn.generated for p in fn.params):
+        out[-1] = out[-1][:-1] + ("// A host scalar (scalar=: alpha, beta, a dot's result) is at most this long\n"
+                                  "// (a complex double).\n"
+                                  "inline constexpr uint64_t kMaxScalarBytes = 16;\n\n")
     for fn in functions:
         if not fn.generated:
             continue
@@ -82,6 +108,16 @@ def emit_pack_h(functions, source, namespace):
 
 def _pack_lines(p):
     lines = []
+    if p.kind == "hostdev":
+        # The pointer mode, then the value (host) or the address (device). An
+        # out scalar in host mode travels back in the reply.
+        lines.append(f"w_.u64({p.name}_mode_);")
+        if p.direction == "in":
+            lines.append(f"if ({p.name}_mode_ == 0) w_.buffer({p.name}, {p.name} ? static_cast<uint64_t>({p.len}) : 0);")
+            lines.append(f"else w_.u64(reinterpret_cast<uintptr_t>({p.name}));")
+        else:
+            lines.append(f"if ({p.name}_mode_ != 0) w_.u64(reinterpret_cast<uintptr_t>({p.name}));")
+        return lines
     if p.opt and p.kind != "handle":
         lines.append(f"w_.u64({p.name} != nullptr);")
     if p.kind in ("handle", "dev"):
@@ -100,6 +136,10 @@ def _pack_lines(p):
 def _unpack_lines(p):
     if p.direction == "in" or p.create:
         return []
+    if p.kind == "hostdev":
+        return [f"if ({p.name}_mode_ == 0) {{ std::span<const std::byte> b_; "
+                f"if (!r_.buffer(&b_, static_cast<uint64_t>({p.len}))) return false;",
+                f"  if ({p.name} && !b_.empty()) std::memcpy({p.name}, b_.data(), b_.size()); }}"]
     if p.kind == "scalar" and p.enum:  # as the row reads an enum (see there)
         return [f"{{ std::underlying_type_t<{p.value_type}> v_{{}}; if (!r_.scalar(&v_)) return false; "
                 f"if ({p.name}) *{p.name} = static_cast<{p.value_type}>(v_); }}"]
@@ -208,16 +248,19 @@ def _client_function(fn):
 # --------------------------------------------------------------------------
 # The server's dispatch rows.
 
-def emit_rows(functions, source, pack_include, find_name, namespace, api):
+def emit_rows(functions, source, pack_include, find_name, namespace, api, style=DRIVER_STYLE,
+              includes=("<cuda.h>",), local_includes=()):
     gen = [fn for fn in functions if fn.generated]
     out = [banner("//", source, "Run the generator to change it."),
            "// One dispatch row per generated call: decode the packed arguments, check\n"
            "// every one against the session (handles by kind, device ranges against\n"
            "// the ledger, lengths against limits, enums against the header), call the\n"
-           "// driver through the table, pack the out-arguments.\n",
-           "#include <cuda.h>\n\n#include <cstring>\n#include <span>\n#include <string>\n#include <type_traits>\n"
+           f"// {style.what} through {'the' if style.what == 'driver' else 'its'} table, pack the out-arguments.\n",
+           "".join(f"#include {i}\n" for i in includes) +
+           "\n#include <cstring>\n#include <span>\n#include <string>\n#include <type_traits>\n"
            "#include <vector>\n\n",
-           '#include "dispatch.h"\n', f'#include "{pack_include}"\n\n',
+           '#include "dispatch.h"\n', f'#include "{pack_include}"\n',
+           "".join(f'#include "{i}"\n' for i in local_includes) + "\n",
            f"namespace {namespace} {{\nnamespace {{\n\n",
            "using ::rgpu::server::CallEnv;\nusing ::rgpu::server::DispatchRow;\n"
            "using ::rgpu::server::DriverTable;\n"
@@ -225,6 +268,8 @@ def emit_rows(functions, source, pack_include, find_name, namespace, api):
            "using ::rgpu::server::dispatch::refuse;\n"
            f"constexpr auto kApi = ::rgpu::wire::Api::{api};\n"
            f"using {pack_namespace_of(pack_include)}::kMaxOutBytes;\n\n"]
+    if any(p.kind == "hostdev" for fn in gen for p in fn.params):
+        out.append(f"using {pack_namespace_of(pack_include)}::kMaxScalarBytes;\n\n")
     enums = {}
     for fn in gen:
         for p in fn.params:
@@ -235,7 +280,7 @@ def emit_rows(functions, source, pack_include, find_name, namespace, api):
         out.append(f"bool valid_{name}(long long v) {{\n  static constexpr long long kValues[] = {{{vals}}};\n"
                    "  for (long long k : kValues) {\n    if (k == v) return true;\n  }\n  return false;\n}\n\n")
     for fn in gen:
-        out.append(_row(fn))
+        out.append(_row(fn, style))
     out.append("const DispatchRow kRows[] = {\n")
     for fn in gen:
         out.append(f"    {{\"{fn.name}\", kApi, {fn.ordinal}, {'true' if fn.where == 'sync' else 'false'}, "
@@ -258,8 +303,8 @@ def pack_namespace_of(pack_include):
 PACK_NAMESPACES = {}  # pack header include path -> its namespace; filled by gen_api.py
 
 
-def _row(fn):
-    kind = lambda p: f"HandleKind::{HANDLE_KINDS[p.handle]}"  # noqa: E731
+def _row(fn, style=DRIVER_STYLE):
+    kind = lambda p: p.kind_expr  # noqa: E731
     name = fn.name
     L = [f"InvokeOutcome run_{name}(CallEnv& env_, std::span<const std::byte> args_) {{",
          "  ::rgpu::protocol::ArgReader rd_(args_);"]
@@ -290,7 +335,17 @@ def _row(fn):
         elif p.kind == "cstr" and p.direction == "in":
             L.append(f"  std::string_view {n}_v_;")
             L.append(f"  rd_.string(&{n}_v_, kMaxOutBytes);")
-    L.append(f"  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, \"{name}: undecodable arguments\");")
+        elif p.kind == "hostdev":
+            # The mode, then (in, host) the value or (device) the address.
+            L.append(f"  uint32_t {n}_mode_ = 0;")
+            L.append(f"  rd_.scalar(&{n}_mode_);")
+            L.append(f"  std::span<const std::byte> {n}_b_;")
+            L.append(f"  uint64_t {n}_h_ = 0;")
+            if p.direction == "in":
+                L.append(f"  if ({n}_mode_ == 0) rd_.buffer(&{n}_b_, kMaxScalarBytes); else rd_.u64(&{n}_h_);")
+            else:
+                L.append(f"  if ({n}_mode_ != 0) rd_.u64(&{n}_h_);")
+    L.append(f"  if (!rd_.finish()) return refuse(kApi, {style.invalid}, \"{name}: undecodable arguments\");")
     # Validate and convert, in parameter order.
     call_args, post, encode = [], [], []
     for p in fn.params:
@@ -299,36 +354,55 @@ def _row(fn):
         if p.kind == "scalar":
             if p.enum and p.direction == "in":
                 L.append(f"  if (!valid_{p.value_type}(static_cast<long long>({n}_raw_)))")
-                L.append(f"    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, \"{name}: {n} out of range\");")
+                L.append(f"    return refuse(kApi, {style.invalid}, \"{name}: {n} out of range\");")
                 L.append(f"  const {p.value_type} {n} = static_cast<{p.value_type}>({n}_raw_);")
             if p.direction == "in":
                 call_args.append(n)
             else:
                 call_args.append(f"{present} ? &{n} : nullptr" if p.opt else f"&{n}")
                 encode.append(f"w_.scalar({n});")
+        elif p.kind == "dev" and p.pointer:
+            L.append(f"  auto {n} = reinterpret_cast<{p.ctype}>(static_cast<uintptr_t>({n}_h_));")
+            call_args.append(n)
         elif p.kind == "dev":
             L.append(f"  CUdeviceptr {n} = {n}_h_;")
             call_args.append(n)
+        elif p.kind == "hostdev":
+            # Host mode: the value, copied to aligned storage (the row's own);
+            # device mode: an address checked against the ledger below. The
+            # library reads it as its handle's pointer mode says, so that must
+            # be the mode the client packed by.
+            # (Its length, which may name later parameters, is checked last.)
+            L.append(f"  if ({n}_mode_ > 1) return refuse(kApi, {style.invalid}, \"{name}: {n} has no pointer mode\");")
+            L.append(f"  uint64_t {n}_s_[kMaxScalarBytes / 8] = {{}};")
+            if p.direction == "in":
+                L.append(f"  if ({n}_mode_ == 0 && !{n}_b_.empty()) std::memcpy({n}_s_, {n}_b_.data(), {n}_b_.size());")
+            L.append(f"  auto {n} = {n}_mode_ == 0 ? static_cast<{p.ctype}>(static_cast<void*>({n}_s_))")
+            L.append(f"                     : reinterpret_cast<{p.ctype}>(static_cast<uintptr_t>({n}_h_));")
+            call_args.append(n)
+            if p.direction != "in":
+                encode.append(f"if ({n}_mode_ == 0) w_.buffer({n}_s_, static_cast<uint64_t>({p.len}));")
         elif p.kind == "handle" and p.create:
             L.append(f"  if (!::rgpu::protocol::is_minted({n}_h_) || "
                      f"::rgpu::protocol::kind_of({n}_h_) != {kind(p)})")
-            L.append(f"    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, \"{name}: {n} is no fresh handle\");")
+            L.append(f"    return refuse(kApi, {style.invalid}, \"{name}: {n} is no fresh handle\");")
             L.append(f"  {p.value_type} {n}{{}};")
             call_args.append(f"&{n}")
             parent = f"{p.parent}_h_" if p.parent else "0"
-            post += [f"const DriverTable* table_ = &env_.driver();",
+            # The table outlives every session (the server keeps it loaded).
+            post += [f"const auto* table_ = &{style.table};",
                      f"if (!env_.add({kind(p)}, {n}_h_, static_cast<void*>({n}), {parent},",
                      f"              [table_](void* o_) {{ table_->{p.create}(static_cast<{p.value_type}>(o_)); }})) {{",
                      f"  table_->{p.create}({n});",
-                     f"  return refuse(kApi, CUDA_ERROR_INVALID_VALUE, \"{name}: {n} not accepted\");",
+                     f"  return refuse(kApi, {style.invalid}, \"{name}: {n} not accepted\");",
                      "}"]
         elif p.kind == "handle" and p.handle == "stream":
             L.append(f"  CUstream {n} = nullptr;")
             L.append(f"  if (!env_.stream({n}_h_, &{n}))")
-            L.append(f"    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, \"{name}: {n} is not a stream\");")
+            L.append(f"    return refuse(kApi, {style.invalid_handle}, \"{name}: {n} is not a stream\");")
             call_args.append(n)
         elif p.kind == "handle":
-            code = "CUDA_ERROR_INVALID_CONTEXT" if p.handle == "context" else "CUDA_ERROR_INVALID_HANDLE"
+            code = style.invalid_context if p.handle == "context" else style.invalid_handle
             null_ok = f"({n}_h_ == 0) ? nullptr : " if p.opt else ""
             L.append(f"  void* {n}_o_ = {null_ok}env_.find({kind(p)}, {n}_h_);")
             cond = f"!{n}_o_ && {n}_h_ != 0" if p.opt else f"!{n}_o_"
@@ -341,11 +415,11 @@ def _row(fn):
             if p.direction == "out":
                 L.append(f"  const uint64_t {n}_n_ = {present} ? static_cast<uint64_t>({p.len}) : 0;")
                 L.append(f"  if ({n}_n_ > kMaxOutBytes)")
-                L.append(f"    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, \"{name}: {n} too long\");")
+                L.append(f"    return refuse(kApi, {style.invalid}, \"{name}: {n} too long\");")
             else:
                 L.append(f"  const uint64_t {n}_n_ = {n}_b_.size();")
                 L.append(f"  if ({present} && {n}_n_ != static_cast<uint64_t>({p.len}))")
-                L.append(f"    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, \"{name}: {n} has the wrong length\");")
+                L.append(f"    return refuse(kApi, {style.invalid}, \"{name}: {n} has the wrong length\");")
             L.append(f"  std::vector<uint64_t> {storage}(({n}_n_ + 7) / 8 + 1);  // 8-aligned")
             if p.direction != "out":
                 L.append(f"  if ({n}_n_ != 0) std::memcpy({storage}.data(), {n}_b_.data(), {n}_n_);")
@@ -355,7 +429,7 @@ def _row(fn):
                 encode.append(f"w_.buffer({storage}.data(), {n}_n_);")
         elif p.kind == "cstr" and p.direction == "in":
             L.append(f"  if ({n}_v_.find('\\0') != std::string_view::npos)")
-            L.append(f"    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, \"{name}: {n} holds a NUL\");")
+            L.append(f"    return refuse(kApi, {style.invalid}, \"{name}: {n} holds a NUL\");")
             L.append(f"  const std::string {n}_s_({n}_v_);")
             call_args.append(f"{present} ? {n}_s_.c_str() : nullptr" if p.opt else f"{n}_s_.c_str()")
         elif p.kind == "cstr":
@@ -363,14 +437,25 @@ def _row(fn):
             call_args.append(f"{present} ? &{n} : nullptr" if p.opt else f"&{n}")
             encode.append(f"const size_t {n}_len_ = {n} ? strnlen({n}, kMaxOutBytes + 1) : 0;")
             encode.append(f"if ({n}_len_ > kMaxOutBytes)")
-            encode.append(f"  return refuse(kApi, CUDA_ERROR_INVALID_VALUE, \"{name}: {n} too long for a reply\");")
+            encode.append(f"  return refuse(kApi, {style.invalid}, \"{name}: {n} too long for a reply\");")
             encode.append(f"w_.buffer({n}, {n}_len_);")
     # Device ranges last: their lengths may name any parameter.
     for p in fn.params:
         if p.kind == "dev":
-            L.append(f"  if (!env_.device_range({p.name}, static_cast<uint64_t>({p.len})))")
-            L.append(f"    return refuse(kApi, {p.refuse or 'CUDA_ERROR_INVALID_VALUE'}, "
+            addr = f"{p.name}_h_" if p.pointer else p.name
+            L.append(f"  if (!env_.device_range({addr}, static_cast<uint64_t>({p.len})))")
+            L.append(f"    return refuse(kApi, {p.refuse or style.invalid}, "
                      f"\"{name}: {p.name} is not memory of this context\");")
+        elif p.kind == "hostdev":
+            n = p.name
+            if p.direction == "in":
+                L.append(f"  if ({n}_mode_ == 0 && {n}_b_.size() != static_cast<uint64_t>({p.len}))")
+                L.append(f"    return refuse(kApi, {style.invalid}, \"{name}: {n} has the wrong length\");")
+            else:
+                L.append(f"  if (static_cast<uint64_t>({p.len}) > kMaxScalarBytes)")
+                L.append(f"    return refuse(kApi, {style.invalid}, \"{name}: {n} too long\");")
+            L.append(f"  if ({p.name}_mode_ != 0 && !env_.device_range({p.name}_h_, static_cast<uint64_t>({p.len})))")
+            L.append(f"    return refuse(kApi, {style.invalid}, \"{name}: {p.name} is not memory of this context\");")
     destroy = [p for p in fn.params if p.destroy]
     L.append("  InvokeOutcome out_;")
     L.append("  out_.api = kApi;")
@@ -379,14 +464,16 @@ def _row(fn):
         # as the session forgets it, children first.
         p = destroy[0]
         L.append(f"  if (!env_.remove({kind(p)}, {p.name}_h_))")
-        L.append(f"    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, \"{name}: {p.name} is not a live {p.handle}\");")
+        L.append(f"    return refuse(kApi, {style.invalid_handle}, \"{name}: {p.name} is not a live {p.handle}\");")
         L.append("  return out_;")
         L.append("}")
         return "\n".join(L) + "\n\n"
-    L.append(f"  auto fn_ = env_.driver().{fn.name};")
-    L.append(f"  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, \"{name}: not in this driver\");")
+    L += ["  " + ln for ln in style.table_setup]
+    L += ["  " + ln for ln in getattr(fn, "row_checks", [])]
+    L.append(f"  auto fn_ = {style.table}.{fn.server_name or fn.name};")
+    L.append(f"  if (!fn_) return refuse(kApi, {style.not_supported}, \"{name}: {style.missing}\");")
     L.append(f"  out_.code = static_cast<uint32_t>(fn_({', '.join(call_args)}));")
-    L.append("  if (out_.code != CUDA_SUCCESS) return out_;")
+    L.append(f"  if (out_.code != {style.success}) return out_;")
     L += ["  " + ln for ln in post]
     if encode:
         L.append("  ::rgpu::protocol::ArgWriter w_;")

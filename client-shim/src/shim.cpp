@@ -84,7 +84,19 @@ bool Shim::remove_handle(uint64_t h, HandleKind kind) {
   auto it = handles_.find(h);
   if (it == handles_.end() || it->second != kind) return false;
   handles_.erase(it);
+  handle_modes_.erase(h);
   return true;
+}
+
+void Shim::set_handle_mode(uint64_t h, uint32_t mode) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (handles_.count(h)) handle_modes_[h] = mode;
+}
+
+uint32_t Shim::handle_mode(uint64_t h) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = handle_modes_.find(h);
+  return it == handle_modes_.end() ? 0 : it->second;
 }
 
 bool Shim::has_handle(uint64_t h, HandleKind kind) {

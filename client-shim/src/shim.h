@@ -44,6 +44,11 @@ class Shim {
   // Removes a live handle; false when it is not one of `kind`.
   bool remove_handle(uint64_t h, HandleKind kind);
   bool has_handle(uint64_t h, HandleKind kind);
+  // A library handle's pointer mode (cuBLAS: 0 host, 1 device), as the
+  // program last set it; 0 for a handle never set. The generated entry
+  // points read it to pack a scalar= argument by value or by address.
+  void set_handle_mode(uint64_t h, uint32_t mode);
+  uint32_t handle_mode(uint64_t h);
 
   // Contexts. Primary contexts have fixed handles, one per device.
   static uint64_t primary_handle(int device) { return protocol::primary_context(static_cast<uint64_t>(device)); }
@@ -63,6 +68,7 @@ class Shim {
   std::atomic<uint64_t> next_serial_{protocol::kFirstMintedSerial};
   std::mutex mu_;
   std::unordered_map<uint64_t, HandleKind> handles_;
+  std::unordered_map<uint64_t, uint32_t> handle_modes_;  // only handles whose mode was set
   std::unordered_map<uint64_t, ContextInfo> contexts_;
   std::vector<int> primary_refs_;
   std::vector<unsigned> primary_flags_;

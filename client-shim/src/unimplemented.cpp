@@ -18,7 +18,7 @@ namespace {
 // go from null to a name, so lookups need no lock. Sized well above the
 // number of exported APIs; if it ever fills up, names are logged again rather
 // than lost.
-constexpr std::size_t kSlots = 4096;
+constexpr std::size_t kSlots = 8192;
 std::atomic<const char*> g_logged[kSlots];  // zero-initialized, trivially destroyed
 
 std::uint32_t hash(const char* s) noexcept {
@@ -46,14 +46,18 @@ bool first_time(const char* name) noexcept {
 }  // namespace
 
 int report_unimplemented(const char* name) noexcept {
+  return report_unimplemented(name, kCudaErrorNotSupported, "CUDA_ERROR_NOT_SUPPORTED");
+}
+
+int report_unimplemented(const char* name, int code, const char* result) noexcept {
   if (name == nullptr) name = "?";
   if (first_time(name)) {
     try {  // the log level is parsed into a std::string once; never let that escape
-      RGPU_WARN("unimplemented api=%s result=CUDA_ERROR_NOT_SUPPORTED", name);
+      RGPU_WARN("unimplemented api=%s result=%s", name, result);
     } catch (...) {
     }
   }
-  return kCudaErrorNotSupported;
+  return code;
 }
 
 }  // namespace rgpu::shim

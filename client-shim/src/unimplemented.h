@@ -20,4 +20,9 @@ inline constexpr int kCudaErrorNotSupported = 801;
 // it may be called before main and during exit.
 int report_unimplemented(const char* name) noexcept;
 
+// The same for a library's name (cuBLAS, cuDNN, NVML, ...): logs
+// "unimplemented api=<name> result=<result>" once and returns `code`, that
+// library's "not supported" status (`result` is its name, a literal).
+int report_unimplemented(const char* name, int code, const char* result) noexcept;
+
 }  // namespace rgpu::shim

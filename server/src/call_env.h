@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 
@@ -22,6 +23,10 @@ class CallEnv {
   virtual ~CallEnv() = default;
 
   virtual const DriverTable& driver() const = 0;
+  // The function table of remoted library `index` (server/generated/
+  // library_tables_gen.h, kLibraries), loaded on first use; null when this
+  // server cannot load that library. Rows use library_table<T>(env).
+  virtual const void* library_table(size_t index) const = 0;
   virtual const ServerLimits& limits() const = 0;
 
   // The client handle of the context the call runs in (0: none); the row

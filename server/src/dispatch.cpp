@@ -4,6 +4,8 @@
 
 #include <cuda.h>
 
+#include "library_rows.h"
+
 namespace rgpu::server {
 
 const DispatchRow* find_row(wire::Api api, uint32_t function) {
@@ -11,7 +13,7 @@ const DispatchRow* find_row(wire::Api api, uint32_t function) {
     case wire::Api::DRIVER:
       return find_driver_row(function);
     default:
-      return nullptr;  // no other API has a description yet
+      return find_library_row(api, function);  // null for an API with no generated calls
   }
 }
 

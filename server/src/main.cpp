@@ -20,12 +20,14 @@ void usage(FILE* out) {
                "usage: rgpud [--listen HOST:PORT] [--device cpu|cuda|auto] [--driver PATH]\n"
                "             [--auth-file FILE] [--insecure] [--log-level error|warn|info|debug|trace]\n"
                "             [--module-cache DIR] [--module-cache-mem BYTES] [--poll-us US]\n"
-               "             [--limit NAME=VALUE]... [--shutdown-timeout SECONDS]\n"
+               "             [--limit NAME=VALUE]... [--shutdown-timeout SECONDS] [--library NAME=PATH]...\n"
                "\n"
                "  --listen HOST:PORT  address to accept clients on (default 127.0.0.1:0: a free port)\n"
                "  --device KIND       cuda: the system libcuda.so.1; cpu: rgpu's CPU device;\n"
                "                      auto (default): cuda when a GPU answers, else cpu\n"
                "  --driver PATH       load this driver library instead (overrides --device)\n"
+               "  --library NAME=PATH load this file for remoted library NAME (cublas) instead of\n"
+               "                      NVIDIA's (cuda) or rgpu's CPU stand-in next to rgpud (cpu)\n"
                "  --auth-file FILE    the keys clients must prove, one \"TENANT SECRET\" per line (or a\n"
                "                      lone SECRET for tenant \"default\"); the file must be private\n"
                "                      (chmod 600). Without it, RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE in\n"
@@ -136,6 +138,14 @@ int main(int argc, char** argv) {
                    "rgpud: --auth-token is gone: a secret on the command line is visible to every user in ps.\n"
                    "       Put it in a private file (--auth-file FILE, chmod 600) or in RGPU_AUTH_TOKEN.\n");
       return 2;
+    } else if (arg == "--library") {
+      const std::string v = value("--library");
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+        std::fprintf(stderr, "rgpud: --library wants NAME=PATH, got '%s'\n", v.c_str());
+        return 2;
+      }
+      options.libraries[v.substr(0, eq)] = v.substr(eq + 1);
     } else if (arg == "--auth-file") {
       auth_file = value("--auth-file");
     } else if (arg == "--insecure") {

@@ -23,6 +23,9 @@ Result<std::shared_ptr<const ServerInfo>> query_devices(const DriverTable& cu, c
   auto info = std::make_shared<ServerInfo>();
   info->build = RGPU_VERSION_STRING;
   info->limits = options.limits;
+  // Libraries load on a session's first call of theirs; only where from is
+  // decided here, once, by the device kind.
+  info->libraries = std::make_shared<LibraryTables>(cu.cpu_device(), options.libraries);
   cu.cuDriverGetVersion(&info->driver_version);
   int count = 0;
   if ((r = cu.cuDeviceGetCount(&count)) != CUDA_SUCCESS) return failed("cuDeviceGetCount failed");

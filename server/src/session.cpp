@@ -292,6 +292,10 @@ void Session::handle_batch(wire::Batch::Reader batch, transport::Message& messag
   }
 }
 
+const void* Session::library_table(size_t index) const {
+  return info_->libraries ? info_->libraries->table(index) : nullptr;
+}
+
 void Session::record_async_error(uint64_t call_id, uint32_t code, wire::Api api) {
   if (code == 0) return;  // success in every API
   std::lock_guard<std::mutex> lock(async_error_mu_);

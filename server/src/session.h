@@ -31,6 +31,7 @@
 #include "dispatch.h"
 #include "handle_table.h"
 #include "handshake.h"
+#include "library_tables.h"
 #include "ledger.h"
 #include "module_cache.h"
 #include "staging_pool.h"
@@ -54,6 +55,8 @@ struct ServerInfo {
   };
   std::vector<Device> devices;
   ServerLimits limits;
+  // The remoted libraries' tables, shared by every session (null: none).
+  std::shared_ptr<LibraryTables> libraries;
 };
 
 // A session owns everything one authenticated client created: contexts (and
@@ -95,6 +98,7 @@ class Session : public CallEnv {
 
   // CallEnv, for generated dispatch rows.
   const DriverTable& driver() const override { return cu_; }
+  const void* library_table(size_t index) const override;
   const ServerLimits& limits() const override { return limits_; }
   uint64_t context() const override { return call_ctx_; }
   bool device_range(uint64_t ptr, uint64_t size) const override { return ledger_.check(call_ctx_, ptr, size); }

@@ -46,7 +46,10 @@ TEST_F(GeneratedCalls, RowsAreFoundByTheirLockedOrdinal) {
   EXPECT_EQ(nullptr, find_driver_row(0));
   EXPECT_EQ(nullptr, find_driver_row(100000));
   EXPECT_EQ(find_driver_row(d::k_cuFuncGetName), find_row(wire::Api::DRIVER, d::k_cuFuncGetName));
-  EXPECT_EQ(nullptr, find_row(wire::Api::CUBLAS, d::k_cuFuncGetName));
+  EXPECT_EQ(nullptr, find_row(wire::Api::CUDNN, d::k_cuFuncGetName));  // no generated cuDNN calls
+  ASSERT_NE(nullptr, find_row(wire::Api::CUBLAS, 1));                  // cublas.lock's first
+  EXPECT_STREQ("cublasCreate_v2", find_row(wire::Api::CUBLAS, 1)->name);
+  EXPECT_EQ(wire::Api::CUBLAS, find_row(wire::Api::CUBLAS, 1)->api);
   for (size_t i = 0; const DispatchRow* row = find_driver_row_at(i); ++i) {
     EXPECT_EQ(row, find_driver_row(row->function)) << row->name;
     EXPECT_EQ(wire::Api::DRIVER, row->api);

@@ -48,6 +48,12 @@ class FakeEnv : public CallEnv {
   ~FakeEnv() override;
 
   const DriverTable& driver() const override { return *driver_; }
+  const void* library_table(size_t index) const override {
+    auto it = libraries_.find(index);
+    return it == libraries_.end() ? nullptr : it->second;
+  }
+  // Answers library_table(index) with `table` (a fake library's; not owned).
+  void set_library(size_t index, const void* table) { libraries_[index] = table; }
   const ServerLimits& limits() const override { return limits_; }
   uint64_t context() const override { return protocol::primary_context(0); }
   bool device_range(uint64_t ptr, uint64_t size) const override;
@@ -76,6 +82,7 @@ class FakeEnv : public CallEnv {
     std::function<void(void*)> destroy;
   };
   std::shared_ptr<DriverTable> driver_;
+  std::map<size_t, const void*> libraries_;
   ServerLimits limits_;
   std::map<uint64_t, Entry> handles_;
   std::vector<std::pair<uint64_t, uint64_t>> memory_;  // [base, size)

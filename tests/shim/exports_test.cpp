@@ -1,4 +1,5 @@
-// The library exports exactly the listed driver API names, under SONAME libcuda.so.1.
+// The library exports exactly the listed API names (driver, runtime and the
+// CUDA libraries' lists), under SONAME libcuda.so.1.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -32,6 +33,7 @@ TEST(Exports, DynsymHoldsExactlyTheListedNames) {
   ASSERT_TRUE(error.empty()) << error;
   auto names = exported_names();
   std::set<std::string> want(names.begin(), names.end());
+  for (auto& n : library_exported_names()) want.insert(n);
   for (const auto& n : runtime12_exported_names()) want.insert(n);  // libcudart.so.12's own names
   std::vector<std::string> extra, missing;
   std::set_difference(syms.functions.begin(), syms.functions.end(), want.begin(), want.end(),

@@ -72,6 +72,28 @@ std::set<std::string> implemented_names() {
   return all;
 }
 
+std::vector<std::pair<std::string, std::string>> library_exports_by_soname() {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::string lists = RGPU_SHIM_LIBRARY_EXPORT_LISTS;
+  std::size_t start = 0;
+  while (start < lists.size()) {
+    std::size_t end = lists.find(':', start);
+    if (end == std::string::npos) end = lists.size();
+    const std::string path = lists.substr(start, end - start);
+    std::string soname = path.substr(path.rfind('/') + 1);
+    soname = soname.substr(0, soname.size() - std::string(".exports").size());
+    for (auto& n : read_names(path, false)) out.emplace_back(soname, n);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> library_exported_names() {
+  std::set<std::string> all;
+  for (auto& [soname, name] : library_exports_by_soname()) all.insert(name);
+  return {all.begin(), all.end()};
+}
+
 std::vector<std::string> runtime_exported_names() { return read_names(RGPU_SHIM_RUNTIME_EXPORTS, false); }
 
 std::vector<std::string> runtime12_exported_names() { return read_names(RGPU_SHIM_RUNTIME12_EXPORTS, false); }
@@ -110,6 +132,28 @@ DynamicSymbols read_dynamic_symbols(const std::string& path, std::string* error)
     if (at >= data.size()) return {};
     return std::string(data.data() + at, strnlen(data.data() + at, data.size() - at));
   };
+  std::vector<uint16_t> versym;
+  std::map<uint16_t, std::string> node_of;  // version index -> node name
+  for (const Elf64_Shdr& sh : sections) {
+    if (sh.sh_link >= sections.size() || sh.sh_offset + sh.sh_size > data.size()) continue;
+    const Elf64_Shdr& strtab = sections[sh.sh_link];
+    if (sh.sh_type == SHT_GNU_versym) {
+      versym.resize(sh.sh_size / sizeof(uint16_t));
+      std::memcpy(versym.data(), data.data() + sh.sh_offset, versym.size() * sizeof(uint16_t));
+    } else if (sh.sh_type == SHT_GNU_verdef) {
+      std::size_t at = sh.sh_offset;
+      for (std::size_t i = 0; i < sh.sh_info && at + sizeof(Elf64_Verdef) <= data.size(); ++i) {
+        Elf64_Verdef vd;
+        std::memcpy(&vd, data.data() + at, sizeof vd);
+        if (at + vd.vd_aux + sizeof(Elf64_Verdaux) > data.size()) break;
+        Elf64_Verdaux aux;
+        std::memcpy(&aux, data.data() + at + vd.vd_aux, sizeof aux);
+        if (!(vd.vd_flags & VER_FLG_BASE)) node_of[vd.vd_ndx] = string_at(strtab, aux.vda_name);
+        if (vd.vd_next == 0) break;
+        at += vd.vd_next;
+      }
+    }
+  }
   for (const Elf64_Shdr& sh : sections) {
     if (sh.sh_link >= sections.size() || sh.sh_offset + sh.sh_size > data.size()) continue;
     const Elf64_Shdr& strtab = sections[sh.sh_link];
@@ -122,6 +166,9 @@ DynamicSymbols read_dynamic_symbols(const std::string& path, std::string* error)
         std::string name = string_at(strtab, sym.st_name);
         if (ELF64_ST_TYPE(sym.st_info) == STT_FUNC || ELF64_ST_TYPE(sym.st_info) == STT_GNU_IFUNC) {
           out.functions.insert(name);
+          const std::size_t index = off / sizeof(Elf64_Sym);
+          const uint16_t v = index < versym.size() ? versym[index] & 0x7fff : 0;
+          out.versions[name].insert(node_of.count(v) ? node_of[v] : std::string());
         } else if (sym.st_shndx == SHN_ABS && sym.st_value == 0 && sym.st_size == 0) {
           out.version_nodes.insert(name);  // how ld marks a version definition
         } else {

@@ -2,8 +2,10 @@
 // export lists, and the names its ELF .dynsym really exports.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rgpu::shim::test {
@@ -31,9 +33,16 @@ std::vector<std::string> runtime12_exported_names();
 // The driver API's names (exported_names() without the runtime's), sorted.
 std::vector<std::string> driver_exported_names();
 
+// Every name the CUDA libraries' export lists (libcublas.so.12.exports, ...)
+// name, once, sorted; and (soname, name) for each list entry.
+std::vector<std::string> library_exported_names();
+std::vector<std::pair<std::string, std::string>> library_exports_by_soname();
+
 // Defined global or weak symbols in an ELF file's .dynsym, by kind.
 struct DynamicSymbols {
   std::set<std::string> functions;
+  // The version nodes each function is defined under ("" : unversioned).
+  std::map<std::string, std::set<std::string>> versions;
   std::set<std::string> others;  // defined non-function symbols other than version nodes
   std::set<std::string> version_nodes;
   std::string soname;

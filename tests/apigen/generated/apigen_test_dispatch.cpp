@@ -51,7 +51,7 @@ InvokeOutcome run_cuEventCreate(CallEnv& env_, std::span<const std::byte> args_)
   if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuEventCreate: not in this driver");
   out_.code = static_cast<uint32_t>(fn_(&phEvent, Flags));
   if (out_.code != CUDA_SUCCESS) return out_;
-  const DriverTable* table_ = &env_.driver();
+  const auto* table_ = &env_.driver();
   if (!env_.add(HandleKind::kEvent, phEvent_h_, static_cast<void*>(phEvent), 0,
                 [table_](void* o_) { table_->cuEventDestroy_v2(static_cast<CUevent>(o_)); })) {
     table_->cuEventDestroy_v2(phEvent);

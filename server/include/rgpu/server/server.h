@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -48,6 +49,9 @@ struct ServerOptions {
   std::string module_cache_dir;
   uint64_t module_cache_memory = uint64_t{1} << 30;
   ServerLimits limits;
+  // A file per remoted library name ("cublas") that rgpud loads instead of
+  // NVIDIA's library or rgpu's CPU stand-in (--library NAME=PATH).
+  std::map<std::string, std::string> libraries;
 };
 
 // Whether `host` (as in --listen) names only this machine: 127.0.0.0/8,

@@ -1,0 +1,420 @@
+"""The CUDA libraries librgpu.so exports (cuBLAS, cuBLASLt, cuDNN, cuSPARSE,
+cuFFT, cuRAND, cuSOLVER, NCCL, NVTX, NVML): one description each
+(client-shim/api/<library>.api), the facts extracted from NVIDIA's headers
+(<soname>.exports, <soname>.decls), and what gen_api.py makes of them: a
+stub per unimplemented name, the version nodes of the linker map, the
+symlinks of the sonames. The format is in docs/api-description.md.
+
+Python 3 standard library only.
+"""
+
+import os
+import re
+
+from cuda_headers import GenError, read_dynsym_exports
+import api_description
+import library_headers
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+GENERATOR = "client-shim/api/gen_api.py"
+
+# The descriptions, in the order their nodes appear in the linker map.
+LIBRARY_FILES = ("cublas.api", "cublasLt.api", "cudnn.api", "cusparse.api", "cufft.api", "curand.api",
+                 "cusolver.api", "nccl.api", "nvtx.api", "nvml.api")
+
+# Where `from=` finds a toolkit at refresh time: include/ and the library
+# folder the `check=` paths are relative to.
+DEFAULT_ROOTS = {"cuda12": "/var/tmp/explore/debs/x/usr", "cuda13": "/usr/local/cuda"}
+
+# Return types a stub can answer without knowing the library: a zero of the
+# type (C ABI: the value comes back in the same register whatever the
+# parameters were).
+_ZERO_RETURNS = {"int", "unsigned", "unsigned int", "size_t", "float", "double", "int64_t", "uint64_t",
+                 "long", "unsigned long", "long long", "unsigned long long"}
+_COMPLEX_RETURNS = {"cuComplex": "float", "cuDoubleComplex": "double"}
+
+
+class Soname:
+    """One soname the library is exported under, and where its facts come from."""
+
+    def __init__(self, name, node, default, source, headers, check, defines):
+        self.name = name            # libcublas.so.12
+        self.node = node            # its version node, or None: NVIDIA's names are unversioned
+        self.default = default      # the node programs get without asking (name@@node)
+        self.source = source        # cuda12 | cuda13
+        self.headers = headers      # header files under <root>/include
+        self.check = check          # NVIDIA's library, relative to <root>, for the cross-check
+        self.defines = defines      # [ {macro: value} ]: each header pass
+        self.enum_headers = []      # more headers whose enums the declarations use
+        self.exports = []           # sorted names (the facts)
+        self.decls = {}             # name -> (return type, [parameter text])
+
+    @property
+    def stem(self):
+        return os.path.join(HERE, self.name)
+
+
+class Library:
+    """One description: the library's status codes, sonames and functions."""
+
+    def __init__(self, path):
+        self.path = path
+        self.name = os.path.splitext(os.path.basename(path))[0]     # cublas
+        self.wire = "NONE"          # its wire::Api enumerator
+        self.status = None          # cublasStatus_t
+        self.codes = {}             # not_supported / invalid / failed -> enumerator
+        self.prefixes = []
+        self.sonames = []
+        self.enums = {}             # enum typedef -> {enumerator: value}
+        self.functions = []         # [api_description.Function]
+        self.server = {}            # cuda / cpu -> library file rgpud loads
+        self.handles = {}           # C type -> (kind name, kind number)
+        self.pointer_mode = {}      # handle C type -> the function that reads its pointer mode
+        self.status_aliases = set()  # other names of the status type (cublas.h's cublasStatus)
+
+    @property
+    def rel(self):
+        return os.path.relpath(self.path, ROOT)
+
+    def code(self, which):
+        """The value of the status enumerator named for `which`."""
+        name = self.codes[which]
+        values = self.enums.get(self.status, {})
+        if name not in values:
+            raise GenError(f"{self.rel}: {which}={name} is no {self.status} value")
+        return values[name]
+
+    def exports(self):
+        """Every name any soname exports, once, sorted."""
+        return sorted({n for s in self.sonames for n in s.exports})
+
+    def decl(self, name):
+        """The declaration of `name`: the first soname's that has it (the
+        client's ABI is the oldest soname's)."""
+        for s in self.sonames:
+            if name in s.decls:
+                return s.decls[name]
+        raise GenError(f"{self.rel}: {name}: no declaration in the facts")
+
+
+def _options(words, where):
+    out = {}
+    for w in words:
+        key, eq, value = w.partition("=")
+        out[key] = value if eq else True
+    return out
+
+
+def read_library(path):
+    """Parses the @ lines of a description; the function lines are read by
+    api_description.read_description once the exports are known."""
+    lib = Library(path)
+    with open(path, encoding="ascii") as f:
+        for lineno, raw in enumerate(f, 1):
+            line = raw.split("#", 1)[0].strip()
+            if not line.startswith("@"):
+                continue
+            where = f"{lib.rel}:{lineno}"
+            words = line.split()
+            kind, opts = words[0], _options(words[1:], where)
+            if kind == "@library":
+                lib.wire = opts.get("api", "NONE")
+                lib.status = opts.get("status")
+                lib.prefixes = opts.get("prefixes", lib.name).split(",")
+                lib.status_aliases = set(opts.get("status_aliases", "").split(",")) - {""}
+                for k in ("not_supported", "invalid", "failed"):
+                    if k in opts:
+                        lib.codes[k] = opts[k]
+                if not lib.status or ("not_supported" not in lib.codes and lib.status != "none"):
+                    raise GenError(f"{where}: @library needs status= and not_supported= (status=none:"
+                                   " every name is implemented)")
+            elif kind == "@soname":
+                if len(words) < 2 or "=" in words[1]:
+                    raise GenError(f"{where}: @soname <soname> node=<node>|none from=<toolkit> headers=<h,...>")
+                defines = [{}] + [{d: "1"} for d in opts.get("defines", "").split(",") if d]
+                node = opts.get("node", words[1])
+                lib.sonames.append(Soname(words[1], None if node == "none" else node, "default" in opts,
+                                          opts.get("from", "cuda12"), opts.get("headers", "").split(","),
+                                          opts.get("check"), defines))
+                lib.sonames[-1].enum_headers = [h for h in opts.get("enums", "").split(",") if h]
+            elif kind == "@server":
+                lib.server = {k: v for k, v in opts.items() if k in ("cuda", "cpu")}
+            elif kind == "@handle":
+                if len(words) < 2 or "kind" not in opts or "name" not in opts:
+                    raise GenError(f"{where}: @handle <C type> name=<kind name> kind=<number from 16>")
+                number = int(opts["kind"])
+                if number < 16 or number > 255:
+                    raise GenError(f"{where}: library handle kinds are 16..255 (protocol/handles.h)")
+                lib.handles[words[1]] = (opts["name"], number)
+                if "pointer_mode" in opts:
+                    lib.pointer_mode[words[1]] = opts["pointer_mode"]
+            else:
+                raise GenError(f"{where}: unknown directive {kind}")
+    if lib.status is None:
+        raise GenError(f"{lib.rel}: no @library line")
+    if not lib.sonames:
+        raise GenError(f"{lib.rel}: no @soname line")
+    if sum(1 for s in lib.sonames if s.default) > 1:
+        raise GenError(f"{lib.rel}: more than one default soname")
+    return lib
+
+
+# --------------------------------------------------------------------------
+# Facts: <soname>.exports (sorted names) and <soname>.decls (one declaration
+# per exported name, then the enums they use), written by --refresh-library-facts.
+
+def refresh_facts(lib, roots):
+    """Reads the headers (and NVIDIA's library) of every soname of `lib`
+    and writes its facts files; returns a line of what changed."""
+    notes = []
+    for s in lib.sonames:
+        root = roots.get(s.source)
+        if not root:
+            raise GenError(f"{lib.rel}: no toolkit for from={s.source}")
+        inc = os.path.join(root, "include")
+        paths = [os.path.join(inc, h) for h in s.headers]
+        for p in paths:
+            if not os.path.exists(p):
+                raise GenError(f"{p} not found (--cuda12-root / --cuda-home)")
+        decls = library_headers.declarations(paths, lib.prefixes, s.defines)
+        names = set(decls)
+        header_only, library_only = [], []
+        if s.check:
+            real = set(read_dynsym_exports(os.path.join(root, s.check)))
+            header_only = sorted(names - real)
+            library_only = sorted(n for n in real - names if any(n.startswith(p) for p in lib.prefixes))
+            names &= real
+        types = set()
+        for n in names:
+            ret, params = decls[n]
+            types.add(ret)
+            types.update(re.sub(r"\bconst\b|\*|\b\w+$", " ", p).strip() for p in params)
+            types.update(p.replace("const", "").replace("*", " ").split()[0] for p in params if p.split())
+        enum_paths = paths + [os.path.join(inc, h) for h in ["library_types.h"] + s.enum_headers]
+        enums = {k: v for k, v in library_headers.enums(enum_paths, s.defines).items()
+                 if k in types or k == lib.status}
+        head = [f"# Facts of {s.name}, extracted by {GENERATOR} --refresh-library-facts\n"
+                f"# from {', '.join(s.headers)} ({s.source}); do not edit.\n"]
+        if s.check:
+            head.append(f"# Cross-checked with the .dynsym of NVIDIA's {os.path.basename(s.check)}: names\n"
+                        "# the headers declare but the library does not export are left out, names it\n"
+                        "# exports that no header declares (internal ones) are not exported.\n")
+            if header_only:
+                head.append("# Declared, not exported: " + " ".join(header_only) + "\n")
+            if library_only:
+                head.append(f"# Exported, not declared: {len(library_only)} names, e.g. "
+                            + " ".join(library_only[:8]) + "\n")
+        body = [f"{decls[n][0]} {n}({', '.join(decls[n][1])});\n" for n in sorted(names)]
+        for name in sorted(enums):
+            values = " ".join(f"{k}={v}" for k, v in enums[name].items())
+            body.append(f"enum {name} {values}\n")
+        with open(s.stem + ".decls", "w", encoding="ascii", newline="\n") as f:
+            f.write("".join(head + body))
+        with open(s.stem + ".exports", "w", encoding="ascii", newline="\n") as f:
+            f.write("".join(n + "\n" for n in sorted(names)))
+        notes.append(f"{s.name}: {len(names)} names")
+    return "; ".join(notes)
+
+
+_DECL_RE = re.compile(r"(.+?)\b([A-Za-z_]\w*)\((.*)\);$")
+
+
+def read_facts(lib):
+    for s in lib.sonames:
+        try:
+            with open(s.stem + ".exports", encoding="ascii") as f:
+                s.exports = [ln.strip() for ln in f if ln.strip()]
+            with open(s.stem + ".decls", encoding="ascii") as f:
+                lines = f.readlines()
+        except FileNotFoundError as exc:
+            raise GenError(f"{exc.filename}: missing; run {GENERATOR} --refresh-library-facts")
+        if s.exports != sorted(set(s.exports)):
+            raise GenError(f"{s.name}.exports: names must be sorted and unique")
+        for ln in lines:
+            ln = ln.strip()
+            if not ln or ln.startswith("#"):
+                continue
+            if ln.startswith("enum "):
+                words = ln.split()
+                lib.enums.setdefault(words[1], {k: int(v) for k, _, v in (w.partition("=") for w in words[2:])})
+                continue
+            m = _DECL_RE.match(ln)
+            if not m:
+                raise GenError(f"{s.name}.decls: cannot read {ln!r}")
+            params = [p.strip() for p in m.group(3).split(", ")] if m.group(3).strip() else []
+            s.decls[m.group(2)] = (m.group(1).strip(), params)
+        missing = [n for n in s.exports if n not in s.decls]
+        if missing:
+            raise GenError(f"{s.name}.decls lacks {', '.join(missing[:5])}")
+
+
+def load_all(names=LIBRARY_FILES):
+    """Every library with its facts and its function lines."""
+    libs = []
+    for name in names:
+        lib = read_library(os.path.join(HERE, name))
+        read_facts(lib)
+        api = api_description.Api(lib.name, " / ".join(s.name for s in lib.sonames), lib.status,
+                                  ("stub", "hand", "local", "sync", "async"), api_description.LIBRARY_OPTIONS)
+        lib.functions = api_description.read_description(lib.path, lib.exports(), api)
+        libs.append(lib)
+    return libs
+
+
+# --------------------------------------------------------------------------
+# Outputs.
+
+def banner(lib):
+    return (f"// Generated by {GENERATOR} from {lib.rel} and the facts of\n"
+            f"// {', '.join(s.name for s in lib.sonames)} (client-shim/api/); do not edit.\n")
+
+
+def _stub(lib, name, code, code_name):
+    ret, _ = lib.decl(name)
+    report = f"::rgpu::shim::report_unimplemented(\"{name}\", {code}, \"{code_name}\")"
+    base = ret.replace("const ", "").strip()
+    if ret == lib.status or ret in lib.status_aliases or base in lib.enums and not base.endswith("*"):
+        if ret != lib.status and ret not in lib.status_aliases:
+            return f"RGPU_SHIM_EXPORT int {name}() noexcept {{ {report}; return 0; }}\n"
+        return f"RGPU_SHIM_EXPORT int {name}() noexcept {{ return {report}; }}\n"
+    if ret == "void":
+        return f"RGPU_SHIM_EXPORT void {name}() noexcept {{ {report}; }}\n"
+    if base in _ZERO_RETURNS:
+        return f"RGPU_SHIM_EXPORT {base} {name}() noexcept {{ {report}; return 0; }}\n"
+    if base in _COMPLEX_RETURNS:
+        return (f"RGPU_SHIM_EXPORT Complex<{_COMPLEX_RETURNS[base]}> {name}() noexcept "
+                f"{{ {report}; return {{}}; }}\n")
+    if base == "char*":
+        return (f"RGPU_SHIM_EXPORT const char* {name}() noexcept "
+                f"{{ {report}; return \"{name}: not supported by rgpu\"; }}\n")
+    if ret.endswith("*") or ret in lib.handles:
+        return f"RGPU_SHIM_EXPORT void* {name}() noexcept {{ {report}; return nullptr; }}\n"
+    raise GenError(f"{lib.rel}: {name} returns {ret}: no stub can answer it; implement it (hand)")
+
+
+def emit_stubs(lib):
+    implemented = {fn.name for fn in lib.functions if fn.where != "stub"}
+    names = [n for n in lib.exports() if n not in implemented]
+    if lib.status == "none":
+        if names:
+            raise GenError(f"{lib.rel}: status=none, yet {', '.join(names[:5])} are not implemented")
+        return None
+    code = lib.code("not_supported")
+    out = [banner(lib),
+           f"// One stub per exported {lib.name} name rgpu does not implement: it logs its\n"
+           f"// name once and answers {lib.codes['not_supported']} ({code}); a function that\n"
+           "// returns no status returns nothing, zero or a constant text. No header is\n"
+           "// included on purpose: a stub takes no parameters (the caller's are ignored).\n",
+           '#include <cstddef>\n#include <cstdint>\n\n#include "../src/unimplemented.h"\n\n']
+    if any(lib.decl(n)[0] in _COMPLEX_RETURNS for n in names):
+        out.append("namespace {\ntemplate <class T>\nstruct Complex {  // cuComplex / cuDoubleComplex\n"
+                   "  T x, y;\n};\n}  // namespace\n\n")
+    out.append('extern "C" {\n\n')
+    out += [_stub(lib, n, code, lib.codes["not_supported"]) for n in names]
+    out.append('\n}  // extern "C"\n')
+    return "".join(out)
+
+
+def version_nodes(libs):
+    """[(node, [names])] for the linker map, each library's default node
+    first; and the names NVIDIA exports unversioned (in no node)."""
+    nodes, unversioned = [], []
+    for lib in libs:
+        for s in sorted(lib.sonames, key=lambda s: not s.default):
+            if s.node is None:
+                unversioned += s.exports
+            elif s.default or len(lib.sonames) == 1:
+                nodes.append((s.node, list(s.exports)))
+            else:
+                nodes.append((s.node, []))  # its names are aliases (emit_aliases)
+    return nodes, sorted(unversioned)
+
+
+def older_nodes(lib):
+    """{name: [older node, ...]} for the names a library's older sonames share
+    with its default one (cublasSgemm_v2@libcublas.so.12 beside
+    cublasSgemm_v2@@libcublas.so.13)."""
+    default = [s for s in lib.sonames if s.default]
+    out = {}
+    if not default:
+        return out
+    for s in lib.sonames:
+        if s.default or s.node is None:
+            continue
+        missing = sorted(set(s.exports) - set(default[0].exports))
+        if missing:
+            raise GenError(f"{lib.rel}: {s.name} exports {', '.join(missing[:4])} that the default "
+                           f"{default[0].name} lacks")
+        for n in s.exports:
+            out.setdefault(n, []).append(s.node)
+    return out
+
+
+def emit_aliases(libs):
+    """The linker script that binds each name an older soname shares with the
+    default one to the older node too, as the same code: one entry point
+    serves cublasSgemm_v2@@libcublas.so.13 and cublasSgemm_v2@libcublas.so.12
+    (as runtime12_aliases.ld does for libcudart.so.12)."""
+    out = [f"/* Generated by {GENERATOR} from client-shim/api/*.api and the\n"
+           "   libraries' facts; do not edit. Linker script (an input of librgpu.so's\n"
+           "   link): the names a library's older soname shares with its default one,\n"
+           "   as versioned aliases of the default one's entry points. */\n"]
+    for lib in libs:
+        for name, nodes in sorted(older_nodes(lib).items()):
+            out += [f'"{name}@{node}" = {name};\n' for node in nodes]
+    return "".join(out)
+
+
+def emit_sonames_cmake(libs):
+    names = [s.name for lib in libs for s in lib.sonames]
+    return (f"# Generated by {GENERATOR} from client-shim/api/*.api; do not edit.\n"
+            "# The library sonames librgpu.so answers for (a symlink each in lib/rgpu/).\n"
+            "set(RGPU_SHIM_LIBRARY_SONAMES\n" + "".join(f"    {n}\n" for n in names) + ")\n"
+            "set(RGPU_SHIM_LIBRARY_SOURCES\n"
+            + "".join(f"    ${{_rgpu_shim_dir}}/generated/{lib.name}_unimplemented.cpp\n" for lib in libs
+                      if lib.status != "none")
+            + "".join(f"    ${{_rgpu_shim_dir}}/generated/{lib.name}_calls.cpp\n" for lib in libs
+                      if getattr(lib, "remoted", False))
+            + ")\n"
+            "set(RGPU_SHIM_LIBRARY_EXPORT_LISTS\n"
+            + "".join(f"    ${{_rgpu_shim_dir}}/api/{s.name}.exports\n" for lib in libs for s in lib.sonames)
+            + ")\n")
+
+
+def emit_implemented(libs):
+    out = [f"# Generated by {GENERATOR} from client-shim/api/*.api; do not edit.\n"
+           "# The library names rgpu implements (not stubs).\n"]
+    for lib in libs:
+        out += [f"{fn.name}\n" for fn in sorted(lib.functions, key=lambda f: f.name) if fn.where != "stub"]
+    return "".join(out)
+
+
+def emit_stub_codes(libs):
+    """name code, for every stub that answers a status: what tests/shim checks."""
+    out = [f"# Generated by {GENERATOR} from client-shim/api/*.api; do not edit.\n"
+           "# <name> <code>: every library stub that returns its library's not-supported status.\n"]
+    for lib in libs:
+        if lib.status == "none":
+            continue
+        implemented = {fn.name for fn in lib.functions if fn.where != "stub"}
+        code = lib.code("not_supported")
+        for n in lib.exports():
+            ret = lib.decl(n)[0]
+            if n not in implemented and (ret == lib.status or ret in lib.status_aliases):
+                out.append(f"{n} {code}\n")
+    return "".join(out)
+
+
+def generate(libs):
+    """{path relative to the repository: text} of the libraries' outputs."""
+    files = {}
+    for lib in libs:
+        stubs = emit_stubs(lib)
+        if stubs is not None:
+            files[f"client-shim/generated/{lib.name}_unimplemented.cpp"] = stubs
+    files["client-shim/generated/library_sonames.cmake"] = emit_sonames_cmake(libs)
+    files["client-shim/generated/library_implemented.txt"] = emit_implemented(libs)
+    files["client-shim/generated/library_aliases.ld"] = emit_aliases(libs)
+    files["client-shim/generated/library_stubs.txt"] = emit_stub_codes(libs)
+    return files

@@ -1,0 +1,101 @@
+// The extents of a library call's arguments, for the length expressions of
+// the library descriptions (client-shim/api/cublas.api: dev=, len=): how
+// many bytes of device memory a BLAS matrix or vector spans, how long an
+// element or a scale factor of a data type is. The server checks the ranges
+// against the session's ledger before the library runs; the client sizes a
+// host scalar with them.
+//
+// Every function takes the values as the client sent them: a negative or
+// inconsistent size (a leading dimension below the row count, an unknown
+// type) answers kNoExtent, which no range check and no length accepts, so a
+// malformed call is refused rather than read. Sizes saturate instead of
+// wrapping. The names are global (rgpu_ prefix) because the descriptions'
+// expressions name them unqualified.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+inline constexpr uint64_t kNoExtent = std::numeric_limits<uint64_t>::max();
+
+// a * b, or kNoExtent when it does not fit.
+constexpr uint64_t rgpu_mul_extent(uint64_t a, uint64_t b) {
+  if (a == kNoExtent || b == kNoExtent) return kNoExtent;
+  if (a != 0 && b > kNoExtent / a) return kNoExtent;
+  return a * b;
+}
+constexpr uint64_t rgpu_add_extent(uint64_t a, uint64_t b) {
+  if (a == kNoExtent || b == kNoExtent || b > kNoExtent - a) return kNoExtent;
+  return a + b;
+}
+
+// Bytes of one element of a cudaDataType (library_types.h values), or
+// kNoExtent for a type rgpu does not know.
+constexpr uint64_t rgpu_data_type_bytes(long long type) {
+  switch (type) {
+    case 2: case 14: return 2;            // CUDA_R_16F, CUDA_R_16BF
+    case 6: case 15: return 4;            // CUDA_C_16F, CUDA_C_16BF
+    case 0: case 10: case 12: return 4;   // CUDA_R_32F, CUDA_R_32I, CUDA_R_32U
+    case 4: case 11: case 13: return 8;   // CUDA_C_32F, CUDA_C_32I, CUDA_C_32U
+    case 1: case 24: case 26: return 8;   // CUDA_R_64F, CUDA_R_64I, CUDA_R_64U
+    case 5: return 16;                    // CUDA_C_64F
+    case 3: case 8: return 1;             // CUDA_R_8I, CUDA_R_8U
+    case 28: case 29: return 1;           // CUDA_R_8F_E4M3, CUDA_R_8F_E5M2
+    default: return kNoExtent;
+  }
+}
+
+// Bytes of a gemm's alpha and beta: the scale type that cublasComputeType_t
+// `compute` implies for output type `c_type` (complex outputs scale by a
+// complex number). The older cudaDataType spellings of the compute type are
+// accepted as cuBLAS accepts them.
+constexpr uint64_t rgpu_blas_scale_bytes(long long compute, long long c_type) {
+  const bool complex = c_type == 4 || c_type == 5 || c_type == 6 || c_type == 15;
+  switch (compute) {
+    case 64: case 65: case 2:                          // CUBLAS_COMPUTE_16F(_PEDANTIC), CUDA_R_16F
+      return complex ? 4 : 2;
+    case 68: case 69: case 74: case 75: case 77: case 78: case 0:  // CUBLAS_COMPUTE_32F(...), CUDA_R_32F
+      return complex ? 8 : 4;
+    case 70: case 71: case 79: case 1:                 // CUBLAS_COMPUTE_64F(...), CUDA_R_64F
+      return complex ? 16 : 8;
+    case 72: case 73: case 10:                         // CUBLAS_COMPUTE_32I(_PEDANTIC), CUDA_R_32I
+      return 4;
+    default:
+      return kNoExtent;
+  }
+}
+
+// Bytes a column-major matrix spans: op(M) is rows x cols as the call names
+// it (op 0, CUBLAS_OP_N: stored as is; otherwise transposed), with leading
+// dimension ld. Nothing is read of an empty matrix.
+constexpr uint64_t rgpu_blas_matrix_bytes(long long op, long long rows, long long cols, long long ld,
+                                          uint64_t elem) {
+  if (op != 0) {
+    const long long t = rows;
+    rows = cols;
+    cols = t;
+  }
+  if (rows < 0 || cols < 0 || ld < 1 || ld < rows) return kNoExtent;
+  if (rows == 0 || cols == 0) return 0;
+  const uint64_t elems = rgpu_add_extent(rgpu_mul_extent(static_cast<uint64_t>(cols - 1), static_cast<uint64_t>(ld)),
+                                         static_cast<uint64_t>(rows));
+  return rgpu_mul_extent(elems, elem);
+}
+
+// Bytes `batch` such matrices span, `stride` elements apart.
+constexpr uint64_t rgpu_blas_batch_bytes(long long op, long long rows, long long cols, long long ld,
+                                         long long stride, long long batch, uint64_t elem) {
+  if (batch < 0 || stride < 0) return kNoExtent;
+  const uint64_t one = rgpu_blas_matrix_bytes(op, rows, cols, ld, elem);
+  if (batch == 0 || one == 0) return one == kNoExtent ? kNoExtent : 0;
+  const uint64_t step = rgpu_mul_extent(static_cast<uint64_t>(stride), elem);
+  return rgpu_add_extent(rgpu_mul_extent(step, static_cast<uint64_t>(batch - 1)), one);
+}
+
+// Bytes a vector of n elements spans with increment inc (either sign).
+constexpr uint64_t rgpu_blas_vector_bytes(long long n, long long inc, uint64_t elem) {
+  if (n < 0) return kNoExtent;
+  if (n == 0) return 0;
+  const uint64_t step = inc < 0 ? static_cast<uint64_t>(-(inc + 1)) + 1 : static_cast<uint64_t>(inc);
+  return rgpu_mul_extent(rgpu_add_extent(rgpu_mul_extent(static_cast<uint64_t>(n - 1), step), 1), elem);
+}
