@@ -47,7 +47,9 @@ CUresult Module::load(const void* image, uint64_t handle, uint64_t context, int 
   std::string text;
   CUresult r = pick_ptx(image, &text);
   if (r != CUDA_SUCCESS) return r;
-  auto program = ptx::Program::parse(text);
+  // Kernels are decoded when cuModuleGetFunction first names them: a large
+  // module (hundreds of kernels) costs little more to load than a small one.
+  auto program = ptx::Program::parse(text, ptx::Decode::kOnUse);
   if (!program) {
     RGPU_WARN("cpudev ptx rejected reason=\"%s\"", program.status().message().c_str());
     return program.status().kind() == ErrorKind::kUnimplemented ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_PTX;

@@ -6,9 +6,9 @@
 //
 // For each fatbin of the ELF's .nv_fatbin section it picks the PTX entry a
 // device of compute capability N (default 90) would get, decompresses it,
-// and runs rgpu's PTX parser and decoder on it (what cuModuleLoadData does
-// on the CPU device), then asks each kernel whether the interpreter can run
-// all of it. --dump writes the PTX texts to DIR for inspection; never
+// and loads it with rgpu's PTX parser as cuModuleLoadData does on the CPU
+// device (signatures only), then decodes every kernel as cuModuleGetFunction
+// would and asks whether the interpreter can run all of it. --dump writes the PTX texts to DIR for inspection; never
 // commit them.
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -104,15 +104,17 @@ std::string construct_of(const std::string& why) {
 struct ModuleResult {
   size_t index = 0;
   size_t ptx_bytes = 0;
-  double parse_ms = 0;
+  double load_ms = 0;        // Program::parse(kOnUse): what cuModuleLoadData costs
+  double decode_all_ms = 0;  // every kernel prepared
+  double decode_max_ms = 0;  // the slowest single kernel
   size_t kernels = 0;
   bool ok = false;
 };
 
 struct Totals {
-  size_t fatbins = 0, no_ptx = 0, ok = 0, failed = 0, kernels = 0, kernels_unsupported = 0;
+  size_t fatbins = 0, no_ptx = 0, ok = 0, failed = 0, kernels = 0, kernels_unsupported = 0, kernels_failed = 0;
   uint64_t ptx_bytes = 0, fatbin_bytes = 0, selected_stored_bytes = 0;
-  double parse_ms = 0;
+  double load_ms = 0, decode_ms = 0, decode_max_ms = 0;
   std::map<std::string, size_t> failures;     // first error of a failed module -> modules
   std::map<std::string, size_t> unsupported;  // construct -> kernels refusing it
   std::map<std::string, std::string> unsupported_example;
@@ -151,10 +153,12 @@ void sweep_fatbin(size_t index, fatbin::Bytes bytes, const Options& opt, Totals*
   m.index = index;
   m.ptx_bytes = ptx.size();
   t->ptx_bytes += ptx.size();
-  auto start = std::chrono::steady_clock::now();
-  auto prog = rgpu::ptx::Program::parse(ptx);
-  m.parse_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  t->parse_ms += m.parse_ms;
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+  auto start = Clock::now();
+  auto prog = rgpu::ptx::Program::parse(ptx, rgpu::ptx::Decode::kOnUse);
+  m.load_ms = ms_since(start);
+  t->load_ms += m.load_ms;
   if (!prog) {
     ++t->failed;
     std::string msg = prog.status().message();
@@ -171,12 +175,26 @@ void sweep_fatbin(size_t index, fatbin::Bytes bytes, const Options& opt, Totals*
   m.kernels = kernels.size();
   t->kernels += kernels.size();
   for (size_t k = 0; k < kernels.size(); ++k) {
+    auto one = Clock::now();
+    rgpu::Status s = (*prog)->prepare(static_cast<int>(k));
+    double ms = ms_since(one);
+    m.decode_all_ms += ms;
+    m.decode_max_ms = std::max(m.decode_max_ms, ms);
+    if (!s.is_ok()) {
+      ++t->kernels_failed;
+      std::fprintf(stderr, "fatbin %zu kernel %zu: %s\n", index, k, s.message().c_str());
+      size_t colon = s.message().find(": ");
+      ++t->failures["kernel: " + (colon == std::string::npos ? s.message() : s.message().substr(colon + 2))];
+      continue;
+    }
     std::string why = (*prog)->unsupported_reason(static_cast<int>(k));
     if (why.empty()) continue;
     ++t->kernels_unsupported;
     std::string c = construct_of(why);
     if (t->unsupported[c]++ == 0) t->unsupported_example[c] = why;
   }
+  t->decode_ms += m.decode_all_ms;
+  t->decode_max_ms = std::max(t->decode_max_ms, m.decode_max_ms);
   t->modules.push_back(m);
 }
 
@@ -212,9 +230,11 @@ int sweep_file(const std::string& path, const Options& opt) {
               static_cast<unsigned long long>(t.fatbin_bytes), opt.sm, t.no_ptx);
   std::printf("selected ptx entries: %llu bytes stored, %llu bytes of ptx text\n",
               static_cast<unsigned long long>(t.selected_stored_bytes), static_cast<unsigned long long>(t.ptx_bytes));
-  std::printf("modules parsed ok %zu, failed %zu; parse time total %.0f ms\n", t.ok, t.failed, t.parse_ms);
+  std::printf("modules loaded ok %zu, failed %zu; load time total %.0f ms\n", t.ok, t.failed, t.load_ms);
+  std::printf("kernels %zu, decoded ok %zu, failed %zu; decode time total %.0f ms, slowest kernel %.1f ms\n",
+              t.kernels, t.kernels - t.kernels_failed, t.kernels_failed, t.decode_ms, t.decode_max_ms);
   for (const auto& [what, n] : t.failures) std::printf("  failed %4zu  %s\n", n, what.c_str());
-  std::printf("kernels %zu, refused at launch %zu\n", t.kernels, t.kernels_unsupported);
+  std::printf("kernels refused at launch %zu\n", t.kernels_unsupported);
   std::vector<std::pair<size_t, std::string>> by_count;
   for (const auto& [c, n] : t.unsupported) by_count.emplace_back(n, c);
   std::sort(by_count.rbegin(), by_count.rend());
@@ -226,10 +246,10 @@ int sweep_file(const std::string& path, const Options& opt) {
   std::printf("largest modules:\n");
   for (size_t i = 0; i < std::min(opt.top, t.modules.size()); ++i) {
     const ModuleResult& m = t.modules[i];
-    std::printf("  fatbin %4zu  %9zu bytes  %5zu kernels  parse %8.1f ms  %s\n", m.index, m.ptx_bytes, m.kernels,
-                m.parse_ms, m.ok ? "ok" : "FAILED");
+    std::printf("  fatbin %4zu  %9zu bytes  %5zu kernels  load %7.1f ms  slowest kernel %7.1f ms  all kernels %8.1f ms  %s\n",
+                m.index, m.ptx_bytes, m.kernels, m.load_ms, m.decode_max_ms, m.decode_all_ms, m.ok ? "ok" : "FAILED");
   }
-  return t.failed ? 2 : 0;
+  return t.failed || t.kernels_failed ? 2 : 0;
 }
 
 void usage() {
