@@ -104,6 +104,7 @@ std::string construct_of(const std::string& why) {
 struct ModuleResult {
   size_t index = 0;
   size_t ptx_bytes = 0;
+  double client_ms = 0;      // what the client does: pick the entry, kernels' parameters, hash
   double load_ms = 0;        // Program::parse(kOnUse): what cuModuleLoadData costs
   double decode_all_ms = 0;  // every kernel prepared
   double decode_max_ms = 0;  // the slowest single kernel
@@ -114,7 +115,7 @@ struct ModuleResult {
 struct Totals {
   size_t fatbins = 0, no_ptx = 0, ok = 0, failed = 0, kernels = 0, kernels_unsupported = 0, kernels_failed = 0;
   uint64_t ptx_bytes = 0, fatbin_bytes = 0, selected_stored_bytes = 0;
-  double load_ms = 0, decode_ms = 0, decode_max_ms = 0;
+  double load_ms = 0, decode_ms = 0, decode_max_ms = 0, client_ms = 0, client_max_ms = 0;
   std::map<std::string, size_t> failures;     // first error of a failed module -> modules
   std::map<std::string, size_t> unsupported;  // construct -> kernels refusing it
   std::map<std::string, std::string> unsupported_example;
@@ -151,6 +152,20 @@ void sweep_fatbin(size_t index, fatbin::Bytes bytes, const Options& opt, Totals*
   }
   ModuleResult m;
   m.index = index;
+  {
+    // The client's share of a first launch: the entry the device runs (as a
+    // fatbin of one entry), its kernels' parameter layouts, its hash.
+    auto start = std::chrono::steady_clock::now();
+    auto image = fatbin::image_for_device(bytes, opt.sm, fatbin::SelectPolicy::kPtxOnly);
+    if (image) {
+      auto k = fatbin::kernels_from_image(fatbin::Bytes(image->image), image->arch, fatbin::SelectPolicy::kPtxOnly);
+      (void)fatbin::content_hash(fatbin::Bytes(image->image));
+      if (!k) std::fprintf(stderr, "fatbin %zu: client kernels: %s\n", index, k.status().message().c_str());
+    }
+    m.client_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    t->client_ms += m.client_ms;
+    t->client_max_ms = std::max(t->client_max_ms, m.client_ms);
+  }
   m.ptx_bytes = ptx.size();
   t->ptx_bytes += ptx.size();
   using Clock = std::chrono::steady_clock;
@@ -230,6 +245,7 @@ int sweep_file(const std::string& path, const Options& opt) {
               static_cast<unsigned long long>(t.fatbin_bytes), opt.sm, t.no_ptx);
   std::printf("selected ptx entries: %llu bytes stored, %llu bytes of ptx text\n",
               static_cast<unsigned long long>(t.selected_stored_bytes), static_cast<unsigned long long>(t.ptx_bytes));
+  std::printf("client (entry, parameters, hash): total %.0f ms, slowest module %.1f ms\n", t.client_ms, t.client_max_ms);
   std::printf("modules loaded ok %zu, failed %zu; load time total %.0f ms\n", t.ok, t.failed, t.load_ms);
   std::printf("kernels %zu, decoded ok %zu, failed %zu; decode time total %.0f ms, slowest kernel %.1f ms\n",
               t.kernels, t.kernels - t.kernels_failed, t.kernels_failed, t.decode_ms, t.decode_max_ms);
@@ -246,8 +262,8 @@ int sweep_file(const std::string& path, const Options& opt) {
   std::printf("largest modules:\n");
   for (size_t i = 0; i < std::min(opt.top, t.modules.size()); ++i) {
     const ModuleResult& m = t.modules[i];
-    std::printf("  fatbin %4zu  %9zu bytes  %5zu kernels  load %7.1f ms  slowest kernel %7.1f ms  all kernels %8.1f ms  %s\n",
-                m.index, m.ptx_bytes, m.kernels, m.load_ms, m.decode_max_ms, m.decode_all_ms, m.ok ? "ok" : "FAILED");
+    std::printf("  fatbin %4zu  %9zu bytes  %5zu kernels  client %6.1f ms  load %7.1f ms  slowest kernel %7.1f ms  all kernels %8.1f ms  %s\n",
+                m.index, m.ptx_bytes, m.kernels, m.client_ms, m.load_ms, m.decode_max_ms, m.decode_all_ms, m.ok ? "ok" : "FAILED");
   }
   return t.failed || t.kernels_failed ? 2 : 0;
 }
