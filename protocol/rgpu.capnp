@@ -170,6 +170,9 @@ struct DeviceInfo {
   # device does not answer (the client returns CUDA_ERROR_INVALID_VALUE).
   attributes @3 :List(Int32);
   attributeMissing @4 :List(Bool);
+  # The device runs PTX only (rgpu's CPU device): a client sends it the PTX
+  # of a fatbin, never a cubin. False for a GPU, which takes its cubin.
+  ptxOnly @5 :Bool;
 }
 
 struct Batch {

@@ -399,6 +399,7 @@ Status Connection::handshake(const ConnectionOptions& options) {
       auto uuid = d.getUuid();
       std::memcpy(info.uuid.bytes, uuid.begin(), std::min<size_t>(uuid.size(), sizeof info.uuid.bytes));
       info.total_mem = d.getTotalMem();
+      info.ptx_only = d.getPtxOnly();
       for (auto a : d.getAttributes()) info.attributes.push_back(a);
       for (auto m : d.getAttributeMissing()) info.attribute_missing.push_back(m);
       s.devices.push_back(std::move(info));

@@ -28,6 +28,7 @@ struct DeviceInfo {
   uint64_t total_mem = 0;
   std::vector<int32_t> attributes;
   std::vector<bool> attribute_missing;
+  bool ptx_only = false;  // runs PTX only (rgpu's CPU device): send no cubin
 };
 
 // Resources as the client asks for them (zero: no preference) or as the

@@ -19,12 +19,14 @@ namespace wire = rgpu::wire;
 
 namespace {
 
-// The compute capability of the current context's device, as 80 for 8.0.
-uint32_t current_sm(Shim* shim, uint64_t ctx) {
+// The compute capability of the current context's device, as 80 for 8.0,
+// and whether it runs PTX only (rgpu's CPU device).
+uint32_t current_sm(Shim* shim, uint64_t ctx, bool* ptx_only = nullptr) {
   rgpu::shim::ContextInfo info;
   if (!shim->context_info(ctx, &info)) return 0;
   const auto* d = shim->device(info.device);
   if (!d) return 0;
+  if (ptx_only) *ptx_only = d->ptx_only;
   auto attr = [&](CUdevice_attribute a) { return a < static_cast<int>(d->attributes.size()) ? d->attributes[a] : 0; };
   return attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 + attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
 }
@@ -49,7 +51,26 @@ CUresult load_module(void** out, const void* image, HandleKind as = HandleKind::
     return CUDA_ERROR_INVALID_IMAGE;
   }
   fatbin::Bytes bytes = detected.value().bytes;
-  auto kernels = fatbin::kernels_from_image(bytes, current_sm(shim, ctx));
+  bool ptx_only = false;
+  const uint32_t sm = current_sm(shim, ctx, &ptx_only);
+  const auto policy = ptx_only ? fatbin::SelectPolicy::kPtxOnly : fatbin::SelectPolicy::kCubinOrPtx;
+  // A fatbin carries code for many architectures (PyTorch's: seven cubins
+  // and a PTX); the device runs one entry, so only that one is sent, as a
+  // fatbin of one entry. Its hash names it in the server's cache.
+  fatbin::DeviceImage reduced;
+  uint32_t arch = sm;
+  if (detected.value().kind == fatbin::ImageKind::kFatbin) {
+    auto picked = fatbin::image_for_device(bytes, sm, policy);
+    if (!picked.is_ok()) {
+      RGPU_WARN("module has no code for the device sm=%u ptx_only=%d reason=\"%s\"", sm, ptx_only,
+                picked.status().message().c_str());
+      return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+    reduced = std::move(picked.value());
+    bytes = fatbin::Bytes(reduced.image);
+    arch = reduced.arch;
+  }
+  auto kernels = fatbin::kernels_from_image(bytes, arch, policy);
   if (!kernels.is_ok()) {
     RGPU_WARN("module has no usable code: %s", kernels.status().message().c_str());
     return CUDA_ERROR_NO_BINARY_FOR_GPU;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "api_common.h"
+#include "rgpu/common/log.h"
 
 using namespace rgpu::cpudev;
 
@@ -64,6 +65,11 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const cha
     if (!m) return CUDA_ERROR_INVALID_HANDLE;
     int index = m->program().find_kernel(name);
     if (index < 0) return CUDA_ERROR_NOT_FOUND;
+    // Kernels are decoded on first use: this is where a malformed body shows.
+    if (rgpu::Status s = m->program().prepare(index); !s.is_ok()) {
+      RGPU_WARN("cpudev kernel rejected kernel=%s reason=\"%s\"", name, s.message().c_str());
+      return CUDA_ERROR_INVALID_PTX;
+    }
     auto f = d->function_of(m, index);
     if (!f) return CUDA_ERROR_INVALID_HANDLE;
     *hfunc = to_handle<CUfunction>(f->handle());

@@ -93,6 +93,11 @@ Result<Config> config_from_env(const char* (*getenv_fn)(const char*)) {
     }
     c.kernel_timeout_ms = ms;
   }
+  if (const char* v = getenv_fn("RGPU_CPU_PROGRAM_CACHE"); v && *v) {
+    auto r = parse_size(v);
+    if (!r) return Status(ErrorKind::kInvalidArgument, "RGPU_CPU_PROGRAM_CACHE: " + r.status().message());
+    c.program_cache_bytes = *r;
+  }
   return c;
 }
 

@@ -15,6 +15,7 @@ struct Config {
   int threads = 1;                        // RGPU_CPU_THREADS (kernel workers)
   int stream_workers = 4;                 // RGPU_CPU_STREAM_WORKERS (threads running streams)
   uint64_t kernel_timeout_ms = 0;         // RGPU_CPU_KERNEL_TIMEOUT_MS (0: no watchdog)
+  uint64_t program_cache_bytes = 1ull << 30;  // RGPU_CPU_PROGRAM_CACHE: PTX text kept parsed
 };
 
 // Parses "4096", "64K", "512M", "4G", "1T" (optionally followed by "B" or

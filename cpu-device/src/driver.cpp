@@ -230,7 +230,8 @@ CUresult Driver::destroy_event(uint64_t handle) {
 CUresult Driver::load_module(const std::shared_ptr<Context>& ctx, const void* image, std::shared_ptr<Module>* out) {
   Device* dev = device(ctx->device());
   std::shared_ptr<Module> m;
-  CUresult r = Module::load(image, new_handle(), ctx->handle(), ctx->device(), ctx->memory_group(), dev->memory.get(), &m);
+  CUresult r = Module::load(image, new_handle(), ctx->handle(), ctx->device(), ctx->memory_group(), dev->memory.get(),
+                            &programs_, &m);
   if (r != CUDA_SUCCESS) return r;
   std::lock_guard lock(mu_);
   if (!contexts_.count(ctx->handle())) return CUDA_ERROR_INVALID_CONTEXT;

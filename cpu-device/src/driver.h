@@ -15,6 +15,7 @@
 #include "event.h"
 #include "kernel_pool.h"
 #include "module.h"
+#include "program_cache.h"
 #include "rgpu/cpudev/memory.h"
 #include "scheduler.h"
 #include "stream.h"
@@ -87,16 +88,21 @@ class Driver {
 
   // The kernel worker pool of a device, started on first use.
   KernelPool* pool(int device);
+  // Parsed programs, shared by every module load of this driver.
+  ProgramCache& programs() { return programs_; }
 
  private:
   explicit Driver(const Config& config)
-      : config_(config), scheduler_(std::make_unique<Scheduler>(static_cast<unsigned>(config.stream_workers))) {}
+      : config_(config),
+        programs_(config.program_cache_bytes),
+        scheduler_(std::make_unique<Scheduler>(static_cast<unsigned>(config.stream_workers))) {}
   // Removes a context and its handles from the tables and frees its
   // resources; `ctx` must already be out of contexts_.
   void teardown(const std::shared_ptr<Context>& ctx);
   std::shared_ptr<Context> unregister_locked(uint64_t handle);
 
   const Config config_;
+  ProgramCache programs_;
   // Runs every stream; declared first so that it goes last.
   const std::unique_ptr<Scheduler> scheduler_;
   std::vector<std::unique_ptr<Device>> devices_;

@@ -14,20 +14,15 @@ namespace {
 constexpr uint32_t kSm = 80;
 constexpr int kDefaultSharedPerBlock = 48 * 1024;
 
-// The PTX text to run for `image`: the best PTX for kSm, else (the
-// interpreter is not tied to an architecture) the newest PTX there is.
-CUresult pick_ptx(const void* image, std::string* ptx) {
-  auto detected = fatbin::image_from_pointer(image);
-  if (!detected) {
-    RGPU_WARN("cpudev module image rejected reason=\"%s\"", detected.status().message().c_str());
-    return CUDA_ERROR_INVALID_IMAGE;
-  }
-  fatbin::Bytes bytes = detected->bytes;
-  if (detected->kind == fatbin::ImageKind::kPtx) {
+// The PTX text to run for the image `bytes` of kind `kind`: the best PTX for
+// kSm, else (the interpreter is not tied to an architecture) the newest PTX
+// there is.
+CUresult pick_ptx(fatbin::ImageKind kind, fatbin::Bytes bytes, std::string* ptx) {
+  if (kind == fatbin::ImageKind::kPtx) {
     ptx->assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     return CUDA_SUCCESS;
   }
-  if (detected->kind == fatbin::ImageKind::kElf) return CUDA_ERROR_NO_BINARY_FOR_GPU;  // SASS only
+  if (kind == fatbin::ImageKind::kElf) return CUDA_ERROR_NO_BINARY_FOR_GPU;  // SASS only
   auto code = fatbin::select_code(bytes, kSm, fatbin::SelectPolicy::kPtxOnly);
   if (!code) code = fatbin::select_code(bytes, 0xffffffffu, fatbin::SelectPolicy::kPtxOnly);
   if (!code) {
@@ -43,11 +38,30 @@ CUresult pick_ptx(const void* image, std::string* ptx) {
 }  // namespace
 
 CUresult Module::load(const void* image, uint64_t handle, uint64_t context, int device, uint64_t group,
-                      DeviceMemory* memory, std::shared_ptr<Module>* out) {
-  std::string text;
-  CUresult r = pick_ptx(image, &text);
-  if (r != CUDA_SUCCESS) return r;
-  auto program = ptx::Program::parse(text);
+                      DeviceMemory* memory, ProgramCache* programs, std::shared_ptr<Module>* out) {
+  auto detected = fatbin::image_from_pointer(image);
+  if (!detected) {
+    RGPU_WARN("cpudev module image rejected reason=\"%s\"", detected.status().message().c_str());
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  // The image's own bytes name the program: one loaded before (by any
+  // context or session) is neither decompressed nor parsed again.
+  CUresult picked = CUDA_SUCCESS;
+  auto program = programs->get(
+      fatbin::content_hash(detected->bytes),
+      [&](uint64_t* text_bytes) -> Result<std::shared_ptr<const ptx::Program>> {
+        std::string text;
+        picked = pick_ptx(detected->kind, detected->bytes, &text);
+        if (picked != CUDA_SUCCESS) return invalid_argument("no ptx");
+        *text_bytes = text.size();
+        // Kernels are decoded when cuModuleGetFunction first names them: a
+        // large module (hundreds of kernels) costs little more to load than
+        // a small one.
+        auto parsed = ptx::Program::parse(text, ptx::Decode::kOnUse);
+        if (!parsed) return parsed.status();
+        return std::shared_ptr<const ptx::Program>(std::move(parsed.value()));
+      });
+  if (picked != CUDA_SUCCESS) return picked;
   if (!program) {
     RGPU_WARN("cpudev ptx rejected reason=\"%s\"", program.status().message().c_str());
     return program.status().kind() == ErrorKind::kUnimplemented ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_PTX;

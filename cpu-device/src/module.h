@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cuda_api.h"
+#include "program_cache.h"
 #include "rgpu/cpudev/memory.h"
 #include "rgpu/ptx/ptx.h"
 
@@ -26,8 +27,10 @@ class Module {
   // Picks the PTX of `image` (fatbin, fatbin wrapper or PTX text), parses it
   // and places its variables in isolation group `group`. Errors:
   // INVALID_IMAGE, NO_BINARY_FOR_GPU, INVALID_PTX, OUT_OF_MEMORY.
+  // The parsed program comes from `programs` when the same image was
+  // loaded before.
   static CUresult load(const void* image, uint64_t handle, uint64_t context, int device, uint64_t group,
-                       DeviceMemory* memory, std::shared_ptr<Module>* out);
+                       DeviceMemory* memory, ProgramCache* programs, std::shared_ptr<Module>* out);
   ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
@@ -49,7 +52,7 @@ class Module {
   const uint64_t context_;
   const int device_;
   DeviceMemory* const memory_;  // the device's; outlives every module
-  std::unique_ptr<ptx::Program> program_;
+  std::shared_ptr<const ptx::Program> program_;  // shared with the cache and other modules
   std::vector<uint64_t> addresses_;
   uint64_t const_bytes_ = 0;
 };

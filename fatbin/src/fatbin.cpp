@@ -102,6 +102,7 @@ Status parse_entry(Bytes fb, std::uint64_t off, const Limits& limits, FatbinEntr
     e->uncompressed_size = payload_size;
   }
   e->payload = rest.subspan(header_size, stored);
+  e->stored_size = header_size + payload_size;
   *next = off + header_size + payload_size;  // in bounds: checked above
   return Status::ok();
 }

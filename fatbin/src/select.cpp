@@ -109,6 +109,29 @@ Result<SelectedCode> select_code(Bytes image, std::uint32_t sm, SelectPolicy pol
   return code;
 }
 
+Result<DeviceImage> image_for_device(Bytes fatbin, std::uint32_t sm, SelectPolicy policy,
+                                     const Limits& limits) {
+  Result<Fatbin> fb = parse_fatbin(fatbin, limits);
+  if (!fb) return fb.status();
+  const FatbinEntry* e = select_entry(*fb, sm, policy);
+  if (e == nullptr && policy == SelectPolicy::kPtxOnly) e = select_entry(*fb, 0xffffffffu, policy);
+  if (e == nullptr) return invalid_argument("no fatbin entry fits sm_" + std::to_string(sm));
+  // The header, its size field rewritten, then the entry as stored.
+  const std::size_t kHeader = static_cast<std::size_t>(fatbin[6]) | static_cast<std::size_t>(fatbin[7]) << 8;
+  if (e->offset < kHeader || e->offset + e->stored_size > fb->total_size) {
+    return invalid_argument("fatbin entry out of bounds");  // parse_fatbin checked this; be sure
+  }
+  DeviceImage out;
+  out.kind = e->kind;
+  out.arch = e->arch;
+  out.image.assign(fatbin.begin(), fatbin.begin() + kHeader);
+  const std::uint64_t size = e->stored_size;
+  for (int i = 0; i < 8; ++i) out.image[8 + i] = static_cast<std::uint8_t>(size >> (8 * i));
+  out.image.insert(out.image.end(), fatbin.begin() + static_cast<std::ptrdiff_t>(e->offset),
+                   fatbin.begin() + static_cast<std::ptrdiff_t>(e->offset + e->stored_size));
+  return out;
+}
+
 Result<std::vector<KernelInfo>> kernels_from_image(Bytes image, std::uint32_t sm,
                                                    SelectPolicy policy, const Limits& limits) {
   Result<SelectedCode> code = select_code(image, sm, policy, limits);

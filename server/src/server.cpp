@@ -50,6 +50,7 @@ Result<std::shared_ptr<const ServerInfo>> query_devices(const DriverTable& cu, c
         d.attribute_missing[a] = false;
       }
     }
+    d.ptx_only = cu.cpu_device();
     RGPU_INFO("device index=%d name=\"%s\" memory=%zu", i, d.name.c_str(), total);
     info->devices.push_back(std::move(d));
   }

@@ -256,6 +256,7 @@ void Session::welcome(const std::vector<uint8_t>& server_proof) {
     out.setName(d.name);
     out.setUuid(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(d.uuid.bytes), sizeof d.uuid.bytes));
     out.setTotalMem(d.total_mem);
+    out.setPtxOnly(d.ptx_only);
     auto attrs = out.initAttributes(static_cast<unsigned>(d.attributes.size()));
     auto missing = out.initAttributeMissing(static_cast<unsigned>(d.attribute_missing.size()));
     for (size_t a = 0; a < d.attributes.size(); ++a) attrs.set(a, d.attributes[a]);

@@ -52,6 +52,7 @@ struct ServerInfo {
     uint64_t total_mem = 0;
     std::vector<int32_t> attributes;
     std::vector<bool> attribute_missing;
+    bool ptx_only = false;  // rgpu's CPU device: runs PTX, no cubin
   };
   std::vector<Device> devices;
   ServerLimits limits;

@@ -79,8 +79,8 @@ class Args {
 // A parsed module plus launch helpers. Fails the test on parse errors.
 class Module {
  public:
-  explicit Module(const std::string& text) {
-    auto r = Program::parse(text);
+  explicit Module(const std::string& text, Decode decode = Decode::kAll) {
+    auto r = Program::parse(text, decode);
     EXPECT_TRUE(r.is_ok()) << r.status().to_string();
     if (!r.is_ok()) return;
     prog_ = std::move(r.value());

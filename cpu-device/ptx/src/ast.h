@@ -74,6 +74,12 @@ struct Function {
   std::vector<Decl> rets;    // .param return values (.func only)
   std::vector<Decl> params;
   uint32_t max_threads = 0;  // from .maxntid/.reqntid, 0 if absent
+  // The text between the braces of the body (a view of the module text) and
+  // the line of its '{'. parse() only locates bodies; parse_body() fills
+  // `body` from this text.
+  std::string_view body_text;
+  uint32_t body_line = 0;
+  bool declares_variables = false;  // the body may declare .shared/.global/.const variables
   std::vector<Statement> body;
 };
 
@@ -85,8 +91,19 @@ struct Module {
   std::vector<Function> functions;
 };
 
-// Parses PTX text. Errors are kInvalidArgument "line N: ...".
+// Parses PTX text down to function signatures; bodies are only located
+// (Function::body_text), so that a module's cost is paid per function used.
+// The module views `text`, which must outlive it. Errors are
+// kInvalidArgument "line N: ...".
 Result<Module> parse(std::string_view text);
+
+// Parses the statements of `f`'s body into f->body (cleared on error).
+Status parse_body(Function* f);
+
+// The .shared, .global and .const variables `f`'s body declares, found
+// without parsing the rest of the body (nvcc declares a kernel's static
+// __shared__ arrays there).
+Result<std::vector<Decl>> body_variables(const Function& f);
 
 // Byte size of a PTX scalar type name ("b32" -> 4, "pred" -> 1), 0 if unknown.
 uint32_t type_size(std::string_view type);

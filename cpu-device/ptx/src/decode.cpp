@@ -36,10 +36,11 @@ struct Sym {
 
 class FunctionDecoder {
  public:
-  FunctionDecoder(ProgramImpl& p, const std::unordered_map<std::string, uint32_t>& funcs,
+  FunctionDecoder(KernelUnit& u, const std::vector<VariableInfo>& variables,
+                  const std::unordered_map<std::string, uint32_t>& funcs,
                   const std::unordered_map<std::string, uint32_t>& vars, const ast::Function& src,
                   Function& out, const std::vector<ParamInfo>* kparams)
-      : p_(p), funcs_(funcs), vars_(vars), src_(src), f_(out), kparams_(kparams) {}
+      : u_(u), variables_(variables), funcs_(funcs), vars_(vars), src_(src), f_(out), kparams_(kparams) {}
 
   Status run() {
     scopes_.emplace_back();
@@ -113,7 +114,10 @@ class FunctionDecoder {
     lparam_bytes_ = align_up(lparam_bytes_, align) + size;
     return lparam_bytes_ - size;
   }
-  static constexpr uint32_t kMaxSlots = 1u << 14;
+  // Each slot costs 256 bytes per warp: keep hostile modules bounded. nvcc
+  // numbers registers without reuse, so large kernels (flash attention)
+  // declare some 20000; 65536 slots are 16 MiB per warp.
+  static constexpr uint32_t kMaxSlots = 1u << 16;
   uint32_t new_slot() { return next_slot_++; }
   uint32_t imm_slot(uint64_t v) {
     auto it = imms_.find(v);
@@ -143,7 +147,6 @@ class FunctionDecoder {
   Status declare(const ast::Decl& d) {
     auto& scope = scopes_.back();
     if (d.space == "reg") {
-      // Each slot costs 256 bytes per warp: keep hostile modules bounded.
       if (next_slot_ + static_cast<uint64_t>(d.range < 0 ? 1 : d.range) > kMaxSlots)
         return err(d.line, "too many registers (more than " + std::to_string(kMaxSlots) + ")");
       if (d.range >= 0) {
@@ -196,11 +199,11 @@ class FunctionDecoder {
               *slot = s->index;
               return Status::ok();
             case Sym::Kind::kVar: {
-              const VariableInfo& v = p_.variables[s->index];
+              const VariableInfo& v = variables_[s->index];
               if (v.space == Space::kShared) {
                 note_shared(s->index);
-                *slot = generic_symbols ? init_slot(SlotInit::Kind::kSharedGeneric, 0, p_.shared_offset[s->index] + off)
-                                        : imm_slot(p_.shared_offset[s->index] + off);
+                *slot = generic_symbols ? init_slot(SlotInit::Kind::kSharedGeneric, 0, u_.shared_offset[s->index] + off)
+                                        : imm_slot(u_.shared_offset[s->index] + off);
               } else {
                 *slot = init_slot(SlotInit::Kind::kVarAddr, s->index, off);
               }
@@ -218,6 +221,10 @@ class FunctionDecoder {
             *slot = init_slot(SlotInit::Kind::kSpecial, sp.id, 0);
             return Status::ok();
           }
+        if (o.name == "WARP_SZ") {  // PTX's predefined constant: the warp size
+          *slot = imm_slot(32);
+          return Status::ok();
+        }
         auto v = vars_.find(o.name);
         if (v != vars_.end()) {
           Sym tmp{Sym::Kind::kVar, v->second, 0};
@@ -272,14 +279,14 @@ class FunctionDecoder {
         if (in.space == Mem::kGeneric) return err(line, "generic access to a .local symbol is not supported");
         return Status::ok();
       case Sym::Kind::kVar: {
-        const VariableInfo& v = p_.variables[s->index];
+        const VariableInfo& v = variables_[s->index];
         if (v.space == Space::kShared) {
           note_shared(s->index);
           if (in.space == Mem::kGeneric) {
-            in.a = init_slot(SlotInit::Kind::kSharedGeneric, 0, p_.shared_offset[s->index]);
+            in.a = init_slot(SlotInit::Kind::kSharedGeneric, 0, u_.shared_offset[s->index]);
           } else {
             in.a = zero_slot_;
-            in.imm += p_.shared_offset[s->index];
+            in.imm += u_.shared_offset[s->index];
           }
         } else {
           in.a = init_slot(SlotInit::Kind::kVarAddr, s->index, 0);
@@ -324,7 +331,7 @@ class FunctionDecoder {
       }
       return err(ai.line, "call to unknown function " + target);
     }
-    const Function& callee = p_.functions[fit->second];
+    const Function& callee = u_.functions[fit->second];
     auto collect = [&](const ast::Operand* list, std::vector<uint32_t>* offs, std::vector<uint32_t>* sizes) -> Status {
       if (!list) return Status::ok();
       for (const auto& e : list->elems) {
@@ -372,7 +379,8 @@ class FunctionDecoder {
 
   Status instruction(const ast::Instruction& ai, Inst& in);
 
-  ProgramImpl& p_;
+  KernelUnit& u_;
+  const std::vector<VariableInfo>& variables_;
   const std::unordered_map<std::string, uint32_t>& funcs_;
   const std::unordered_map<std::string, uint32_t>& vars_;
   const ast::Function& src_;
@@ -599,13 +607,29 @@ Status FunctionDecoder::instruction(const ast::Instruction& ai, Inst& in) {
   return Status::ok();
 }
 
+uint32_t decl_size(const ast::Decl& d, uint64_t cap) {
+  return static_cast<uint32_t>(std::min<uint64_t>(
+      uint64_t{ast::type_size(d.type)} * d.vec * static_cast<uint64_t>(d.array < 0 ? 1 : d.array), cap));
+}
+
+void operand_names(const ast::Operand& o, std::vector<const std::string*>* out) {
+  if (!o.name.empty()) out->push_back(&o.name);
+  if (!o.pair.empty()) out->push_back(&o.pair);
+  for (const auto& e : o.elems) operand_names(e, out);
+}
+
 }  // namespace
 
-Result<std::unique_ptr<ProgramImpl>> decode(const ast::Module& m) {
+Result<std::unique_ptr<ProgramImpl>> load_module(std::string text) {
   auto p = std::make_unique<ProgramImpl>();
+  p->text = std::move(text);
+  Result<ast::Module> parsed = ast::parse(p->text);
+  if (!parsed.is_ok()) return parsed.status();
+  p->ast = std::move(parsed.value());
+  const ast::Module& m = p->ast;
   p->version = m.version;
   p->target = m.target;
-  std::unordered_map<std::string, uint32_t> vars, funcs;
+  auto& vars = p->var_index;
   auto add_var = [&](const ast::Decl& d) -> Status {
     if (vars.count(d.name)) {
       // A later definition of an .extern declaration replaces it.
@@ -627,146 +651,171 @@ Result<std::unique_ptr<ProgramImpl>> decode(const ast::Module& m) {
     v.is_extern = d.is_extern;
     v.visible = d.visible;
     if (v.space == Space::kLocal) return invalid_argument("line " + std::to_string(d.line) + ": module-scope .local is not supported");
-    uint32_t off = 0;  // shared variables are placed by layout_shared()
     if (v.space == Space::kShared && v.size > (1u << 26))
       return invalid_argument("line " + std::to_string(d.line) + ": shared variable too large");
     if (vars.count(d.name)) {
       p->variables[vars[d.name]] = v;
-      p->shared_offset[vars[d.name]] = off;
     } else {
       vars[d.name] = static_cast<uint32_t>(p->variables.size());
       p->variables.push_back(std::move(v));
-      p->shared_offset.push_back(off);
     }
     return Status::ok();
   };
   for (const auto& d : m.variables)
     if (Status s = add_var(d); !s.is_ok()) return s;
-  for (const auto& f : m.functions)
-    for (const auto& st : f.body)
-      if (st.kind == ast::Statement::Kind::kDecl &&
-          (st.decl.space == "shared" || st.decl.space == "global" || st.decl.space == "const"))
-        if (Status s = add_var(st.decl); !s.is_ok()) return s;
-  if (Status s = layout_shared(m, vars, p.get()); !s.is_ok()) return s;
-
-  // Functions: a prototype and its definition share one index.
-  std::vector<const ast::Function*> bodies;
+  // Variables declared inside a body are module variables in all but scope;
+  // only the bodies that may declare some are read now.
   for (const auto& f : m.functions) {
-    auto it = funcs.find(f.name);
-    uint32_t idx;
-    if (it == funcs.end()) {
-      idx = static_cast<uint32_t>(p->functions.size());
-      funcs[f.name] = idx;
-      p->functions.emplace_back();
-      bodies.push_back(nullptr);
-    } else {
-      idx = it->second;
-      if (f.has_body && bodies[idx]) return invalid_argument("line " + std::to_string(f.line) + ": " + f.name + " defined twice");
+    if (!f.declares_variables) continue;
+    Result<std::vector<ast::Decl>> decls = ast::body_variables(f);
+    if (!decls.is_ok()) return decls.status();
+    for (const auto& d : decls.value())
+      if (Status s = add_var(d); !s.is_ok()) return s;
+  }
+  // Functions: a prototype and its definition share one name; the
+  // definition is the one used.
+  for (size_t i = 0; i < m.functions.size(); ++i) {
+    const ast::Function& f = m.functions[i];
+    auto it = p->func_index.find(f.name);
+    if (it == p->func_index.end()) {
+      p->func_index.emplace(f.name, static_cast<uint32_t>(i));
+      continue;
     }
-    Function& fn = p->functions[idx];
+    const ast::Function& prev = m.functions[it->second];
+    if (f.has_body && prev.has_body) return invalid_argument("line " + std::to_string(f.line) + ": " + f.name + " defined twice");
+    if (f.has_body || !prev.has_body) it->second = static_cast<uint32_t>(i);
+  }
+  for (size_t i = 0; i < m.functions.size(); ++i) {
+    const ast::Function& f = m.functions[i];
+    if (!f.entry || p->func_index[f.name] != i) continue;
+    KernelInfo k;
+    k.name = f.name;
+    uint32_t off = 0;
+    for (const auto& q : f.params) {
+      ParamInfo pi;
+      pi.name = q.name;
+      pi.align = q.align ? q.align : std::max<uint32_t>(1, ast::type_size(q.type));
+      pi.size = decl_size(q, 1u << 20);
+      pi.offset = align_up(off, pi.align);
+      off = pi.offset + pi.size;
+      k.params.push_back(pi);
+    }
+    if (off > 32764 + 4096 * 8) return invalid_argument("line " + std::to_string(f.line) + ": kernel parameters too large");
+    k.param_bytes = off;
+    k.max_threads = f.max_threads ? f.max_threads : 1024;
+    p->kernel_function.push_back(static_cast<int>(i));
+    p->kernels.push_back(std::move(k));
+  }
+  p->lazy = std::make_unique<ProgramImpl::Lazy[]>(p->kernels.size());
+  return p;
+}
+
+Result<std::unique_ptr<KernelUnit>> decode_kernel(const ProgramImpl& p, int kernel, KernelInfo* info) {
+  const ast::Module& m = p.ast;
+  auto u = std::make_unique<KernelUnit>();
+  // The kernel and every function it names, transitively: [0] is the kernel.
+  std::vector<ast::Function> src;
+  std::unordered_map<std::string, uint32_t> funcs;
+  std::vector<bool> var_used(p.variables.size(), false);
+  auto add = [&](uint32_t ast_index) -> Status {
+    const ast::Function& f = m.functions[ast_index];
+    funcs.emplace(f.name, static_cast<uint32_t>(src.size()));
+    src.push_back(f);
+    return ast::parse_body(&src.back());
+  };
+  if (Status s = add(static_cast<uint32_t>(p.kernel_function[static_cast<size_t>(kernel)])); !s.is_ok()) return s;
+  std::vector<const std::string*> names;
+  for (size_t i = 0; i < src.size(); ++i) {
+    names.clear();
+    for (const auto& st : src[i].body)
+      if (st.kind == ast::Statement::Kind::kInstruction)
+        for (const auto& o : st.inst.ops) operand_names(o, &names);
+    for (const std::string* n : names) {
+      if (auto v = p.var_index.find(*n); v != p.var_index.end()) var_used[v->second] = true;
+      auto f = p.func_index.find(*n);
+      if (f != p.func_index.end() && !funcs.count(*n))
+        if (Status s = add(f->second); !s.is_ok()) return s;
+    }
+  }
+  // Shared memory: the variables this kernel can reach, one after another;
+  // dynamic shared memory (.extern .shared) after them, 16-byte aligned.
+  u->shared_offset.assign(p.variables.size(), 0);
+  uint64_t end = 0;
+  for (size_t v = 0; v < p.variables.size(); ++v) {
+    const VariableInfo& var = p.variables[v];
+    if (!var_used[v] || var.space != Space::kShared || var.is_extern) continue;
+    uint64_t a = std::max<uint32_t>(1, var.align);
+    uint64_t off = (end + a - 1) / a * a;
+    if (off + var.size > (1u << 30)) return invalid_argument("shared memory of " + info->name + " too large at " + var.name);
+    u->shared_offset[v] = static_cast<uint32_t>(off);
+    end = off + var.size;
+  }
+  u->dyn_shared_base = static_cast<uint32_t>((end + 15) / 16 * 16);
+  for (size_t v = 0; v < p.variables.size(); ++v)
+    if (p.variables[v].space == Space::kShared && p.variables[v].is_extern) u->shared_offset[v] = u->dyn_shared_base;
+
+  // Signatures first (callers may precede callees), then bodies.
+  u->functions.resize(src.size());
+  for (size_t i = 0; i < src.size(); ++i) {
+    Function& fn = u->functions[i];
+    const ast::Function& f = src[i];
     fn.name = f.name;
     fn.entry = f.entry;
     fn.is_extern = f.is_extern;
     fn.max_threads = f.max_threads;
-    if (f.has_body) {
-      fn.has_body = true;
-      bodies[idx] = &f;
-    }
-    // Parameter layout is needed by callers decoded before the body.
-    if (!f.entry && !f.has_body && bodies[idx] == nullptr) {
-      fn.param_offsets.clear();
-      fn.param_sizes.clear();
-      fn.ret_offsets.clear();
-      fn.ret_sizes.clear();
-    }
-  }
-  // Signatures first (callers may precede callees), then bodies.
-  for (size_t i = 0; i < p->functions.size(); ++i) {
-    Function& fn = p->functions[i];
-    const ast::Function* src = bodies[i];
-    if (!src) {
-      for (const auto& f : m.functions)
-        if (f.name == fn.name) src = &f;
-    }
+    fn.has_body = f.has_body;
+    if (f.entry) continue;
     uint32_t off = 0;
     auto lay = [&](const ast::Decl& d, std::vector<uint32_t>* offs, std::vector<uint32_t>* sizes) {
       uint32_t a = d.align ? d.align : std::max<uint32_t>(1, ast::type_size(d.type));
-      uint32_t sz = static_cast<uint32_t>(std::min<uint64_t>(
-          uint64_t{ast::type_size(d.type)} * d.vec * static_cast<uint64_t>(d.array < 0 ? 1 : d.array), 1u << 30));
+      uint32_t sz = decl_size(d, 1u << 30);
       off = align_up(off, a);
       offs->push_back(off);
       sizes->push_back(sz);
       off += sz;
     };
-    if (fn.entry) {
-      KernelInfo k;
-      k.name = fn.name;
-      for (const auto& q : src->params) {
-        ParamInfo pi;
-        pi.name = q.name;
-        pi.align = q.align ? q.align : std::max<uint32_t>(1, ast::type_size(q.type));
-        pi.size = static_cast<uint32_t>(std::min<uint64_t>(
-            uint64_t{ast::type_size(q.type)} * q.vec * static_cast<uint64_t>(q.array < 0 ? 1 : q.array), 1u << 20));
-        pi.offset = align_up(off, pi.align);
-        off = pi.offset + pi.size;
-        k.params.push_back(pi);
-      }
-      if (off > 32764 + 4096 * 8) return invalid_argument("line " + std::to_string(src->line) + ": kernel parameters too large");
-      k.param_bytes = off;
-      k.max_threads = fn.max_threads ? fn.max_threads : 1024;
-      p->kernel_function.push_back(static_cast<int>(i));
-      p->kernels.push_back(std::move(k));
-    } else {
-      for (const auto& r : src->rets) lay(r, &fn.ret_offsets, &fn.ret_sizes);
-      for (const auto& q : src->params) lay(q, &fn.param_offsets, &fn.param_sizes);
-    }
+    for (const auto& r : f.rets) lay(r, &fn.ret_offsets, &fn.ret_sizes);
+    for (const auto& q : f.params) lay(q, &fn.param_offsets, &fn.param_sizes);
   }
-  for (size_t i = 0; i < p->functions.size(); ++i) {
-    if (!bodies[i]) continue;
-    Function& fn = p->functions[i];
-    const std::vector<ParamInfo>* kp = nullptr;
-    if (fn.entry)
-      for (size_t k = 0; k < p->kernels.size(); ++k)
-        if (p->kernel_function[k] == static_cast<int>(i)) kp = &p->kernels[k].params;
+  for (size_t i = 0; i < src.size(); ++i) {
+    if (!src[i].has_body) continue;
+    if (i > 0 && src[i].entry) return invalid_argument("line " + std::to_string(src[i].line) + ": a kernel calls kernel " + src[i].name);
+    Function& fn = u->functions[i];
     fn.param_offsets.clear();
     fn.param_sizes.clear();
     fn.ret_offsets.clear();
     fn.ret_sizes.clear();
-    FunctionDecoder fd(*p, funcs, vars, *bodies[i], fn, kp);
+    FunctionDecoder fd(*u, p.variables, funcs, p.var_index, src[i], fn, i == 0 ? &info->params : nullptr);
     if (Status s = fd.run(); !s.is_ok()) return s;
+    src[i].body = {};  // the statements are not needed any more
   }
-  // Per kernel: reachable functions -> unsupported reason, shared bytes, stack.
-  for (size_t k = 0; k < p->kernels.size(); ++k) {
-    std::vector<int> stack{p->kernel_function[k]};
-    std::vector<bool> seen(p->functions.size(), false);
-    std::string why;
-    uint64_t local = 0;
-    uint32_t shared = 0, regs = 0;
-    bool recursive = false;
-    while (!stack.empty()) {
-      int fi = stack.back();
-      stack.pop_back();
-      if (seen[fi]) { recursive = true; continue; }
-      seen[fi] = true;
-      const Function& fn = p->functions[fi];
-      if (why.empty() && !fn.unsupported.empty()) why = fn.unsupported;
-      local += fn.local_bytes;
-      regs = std::max(regs, fn.num_slots);
-      for (uint32_t v : fn.shared_vars)
-        if (!p->variables[v].is_extern)
-          shared = std::max<uint32_t>(shared, p->shared_offset[v] + static_cast<uint32_t>(p->variables[v].size));
-      for (const auto& cs : fn.calls)
-        if (cs.callee >= 0) stack.push_back(cs.callee);
-    }
-    // Recursion or shared callees: leave room for a few nested frames.
-    if (recursive) local = local * 4 + 4096;
-    p->kernels[k].static_shared_bytes = shared;
-    p->kernels[k].local_bytes = static_cast<uint32_t>(std::min<uint64_t>(local, 1u << 20));
-    p->kernels[k].num_regs = regs;
-    p->kernel_unsupported.push_back(why);
-    p->kernel_stack.push_back(p->kernels[k].local_bytes);
+  // Reachable functions -> unsupported reason, shared bytes, stack.
+  std::vector<int> stack{0};
+  std::vector<bool> seen(u->functions.size(), false);
+  uint64_t local = 0;
+  uint32_t shared = 0, regs = 0;
+  bool recursive = false;
+  while (!stack.empty()) {
+    int fi = stack.back();
+    stack.pop_back();
+    if (seen[fi]) { recursive = true; continue; }
+    seen[fi] = true;
+    const Function& fn = u->functions[fi];
+    if (u->unsupported.empty() && !fn.unsupported.empty()) u->unsupported = fn.unsupported;
+    local += fn.local_bytes;
+    regs = std::max(regs, fn.num_slots);
+    for (uint32_t v : fn.shared_vars)
+      if (!p.variables[v].is_extern)
+        shared = std::max<uint32_t>(shared, u->shared_offset[v] + static_cast<uint32_t>(p.variables[v].size));
+    for (const auto& cs : fn.calls)
+      if (cs.callee >= 0) stack.push_back(cs.callee);
   }
-  return p;
+  // Recursion or shared callees: leave room for a few nested frames.
+  if (recursive) local = local * 4 + 4096;
+  info->static_shared_bytes = shared;
+  info->local_bytes = static_cast<uint32_t>(std::min<uint64_t>(local, 1u << 20));
+  info->num_regs = regs;
+  return u;
 }
 
 }  // namespace rgpu::ptx

@@ -10,14 +10,16 @@
 
 namespace rgpu::ptx {
 
+// Reads a module down to its variables and function signatures (bodies are
+// located, not parsed) and lays out each kernel's parameters. Errors are
+// kInvalidArgument "line N: ...".
+Result<std::unique_ptr<ProgramImpl>> load_module(std::string text);
+
+// Parses and decodes kernel `kernel` of `p` and every function it can reach,
+// and fills info's resource fields (static shared, local bytes, registers).
 // Errors (kInvalidArgument, "line N: ...") for names that do not resolve and
 // operands of the wrong shape; instructions that parse but cannot run are
-// recorded in Function::unsupported instead.
-Result<std::unique_ptr<ProgramImpl>> decode(const ast::Module& m);
-
-// Places the module's shared variables (ProgramImpl::shared_offset,
-// dyn_shared_base) so that each kernel's static shared memory holds only what
-// it can reach. `vars` maps variable names to indices in p->variables.
-Status layout_shared(const ast::Module& m, const std::unordered_map<std::string, uint32_t>& vars, ProgramImpl* p);
+// recorded in Function::unsupported instead. Reads `p` only.
+Result<std::unique_ptr<KernelUnit>> decode_kernel(const ProgramImpl& p, int kernel, KernelInfo* info);
 
 }  // namespace rgpu::ptx

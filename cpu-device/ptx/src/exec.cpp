@@ -209,7 +209,7 @@ struct Worker {
   bool call(Warp& w, const Inst& in, uint32_t m) {
     Frame& c = w.frames[w.depth - 1];
     const CallSite& cs = c.fn->calls[in.target];
-    const Function* callee = &st.prog->functions[static_cast<size_t>(cs.callee)];
+    const Function* callee = &st.unit->functions[static_cast<size_t>(cs.callee)];
     if (w.depth >= 1024) return fault(Fault::kIllegalAddress, "call stack overflow at line " + std::to_string(in.line));
     {
       const Frame& top = w.frames[w.depth - 1];

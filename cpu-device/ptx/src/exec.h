@@ -15,7 +15,8 @@ namespace rgpu::ptx {
 // Read-only during the launch except for the atomics and the fault record.
 struct LaunchState {
   const ProgramImpl* prog = nullptr;
-  const Function* kernel = nullptr;
+  const KernelUnit* unit = nullptr;
+  const Function* kernel = nullptr;  // unit->functions[0]
   const LaunchEnv* env = nullptr;
   Dim3 grid, block;
   uint32_t warps_per_block = 0;

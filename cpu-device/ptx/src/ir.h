@@ -5,8 +5,13 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
+
+#include "ast.h"
 
 #include "rgpu/ptx/ptx.h"
 
@@ -93,17 +98,33 @@ struct Function {
   uint32_t max_threads = 0;
 };
 
-struct ProgramImpl {
-  std::string version, target;
-  std::vector<KernelInfo> kernels;
-  std::vector<int> kernel_function;   // kernels[i] -> functions index
-  std::vector<VariableInfo> variables;
-  std::vector<uint32_t> shared_offset;  // per variable, for kShared ones
-  std::vector<Function> functions;
-  std::vector<std::string> kernel_unsupported;
-  std::vector<uint32_t> kernel_stack;   // per kernel: per-thread local bytes
+// A kernel and every function it can reach, decoded: what a launch runs.
+// Immutable once built.
+struct KernelUnit {
+  std::vector<Function> functions;      // [0] is the kernel; CallSite::callee indexes this
+  std::vector<uint32_t> shared_offset;  // per module variable, for the kShared ones it reaches
   uint32_t dyn_shared_base = 0;         // offset of .extern .shared in a block's shared memory
-  bool uses_dyn_shared = false;
+  std::string unsupported;              // first instruction reachable that cannot run
+};
+
+struct ProgramImpl {
+  std::string text;  // the module's PTX; `ast` views it
+  ast::Module ast;   // signatures and located bodies
+  std::string version, target;
+  // Resource fields (static shared, local bytes, registers) of kernels[k]
+  // are written once, by the decode of kernel k, before lazy[k] is set.
+  std::vector<KernelInfo> kernels;
+  std::vector<int> kernel_function;   // kernels[i] -> ast.functions index
+  std::vector<VariableInfo> variables;
+  std::unordered_map<std::string, uint32_t> var_index;   // variables by name
+  std::unordered_map<std::string, uint32_t> func_index;  // ast.functions by name (the definition)
+  // Per kernel: decoded on first use, once.
+  struct Lazy {
+    std::once_flag once;
+    std::unique_ptr<KernelUnit> unit;
+    Status status;
+  };
+  std::unique_ptr<Lazy[]> lazy;
 };
 
 struct LaunchState;

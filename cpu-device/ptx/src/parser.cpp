@@ -1,5 +1,7 @@
 // Tokenizer and recursive-descent parser from PTX text to ast::Module.
+#include <algorithm>
 #include <cstring>
+#include <deque>
 #include <string>
 
 #include "ast.h"
@@ -20,28 +22,43 @@ bool ident_start(char c) {
 bool ident_char(char c) { return ident_start(c) || (c >= '0' && c <= '9'); }
 bool digit(char c) { return c >= '0' && c <= '9'; }
 
-// Splits text into tokens; comments are dropped. Errors on stray bytes.
-Status tokenize(std::string_view s, std::vector<Token>* out) {
-  uint32_t line = 1;
-  size_t i = 0;
-  while (i < s.size()) {
-    char c = s[i];
-    if (c == '\n') { ++line; ++i; continue; }
-    if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') { ++i; continue; }
-    if (c == '/' && i + 1 < s.size() && s[i + 1] == '/') {
-      while (i < s.size() && s[i] != '\n') ++i;
-      continue;
-    }
-    if (c == '/' && i + 1 < s.size() && s[i + 1] == '*') {
-      size_t end = s.find("*/", i + 2);
-      if (end == std::string_view::npos)
-        return invalid_argument("line " + std::to_string(line) + ": unterminated comment");
-      for (size_t k = i; k < end; ++k) line += s[k] == '\n';
-      i = end + 2;
-      continue;
-    }
+// Splits text into tokens on demand; comments are dropped. A stray byte or
+// an unterminated comment or string ends the stream with error() set.
+class Lexer {
+ public:
+  Lexer(std::string_view s, uint32_t line) : s_(s), line_(line) {}
+
+  Token next() {
     Token t;
-    t.line = line;
+    if (!error_.is_ok()) return end_token();
+    const std::string_view s = s_;
+    size_t i = i_;
+    while (i < s.size()) {
+      char c = s[i];
+      if (c == '\n') { ++line_; ++i; continue; }
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') { ++i; continue; }
+      if (c == '/' && i + 1 < s.size() && s[i + 1] == '/') {
+        while (i < s.size() && s[i] != '\n') ++i;
+        continue;
+      }
+      if (c == '/' && i + 1 < s.size() && s[i + 1] == '*') {
+        size_t end = s.find("*/", i + 2);
+        if (end == std::string_view::npos) {
+          i_ = s.size();
+          return fail("unterminated comment");
+        }
+        for (size_t k = i; k < end; ++k) line_ += s[k] == '\n';
+        i = end + 2;
+        continue;
+      }
+      break;
+    }
+    if (i >= s.size()) {
+      i_ = i;
+      return end_token();
+    }
+    char c = s[i];
+    t.line = line_;
     size_t start = i;
     if (c == '.') {
       // ".reg.b32" (inline asm writes it so) is two directive tokens.
@@ -69,24 +86,112 @@ Status tokenize(std::string_view s, std::vector<Token>* out) {
     } else if (c == '"') {
       ++i;
       while (i < s.size() && s[i] != '"' && s[i] != '\n') i += (s[i] == '\\' && i + 1 < s.size()) ? 2 : 1;
-      if (i >= s.size() || s[i] != '"')
-        return invalid_argument("line " + std::to_string(line) + ": unterminated string");
+      if (i >= s.size() || s[i] != '"') {
+        i_ = s.size();
+        return fail("unterminated string");
+      }
       ++i;
       t.kind = Token::Kind::kString;
-    } else if (strchr("{}[]()<>,;:+-!|@=", c) != nullptr) {
+    } else if (c != 0 && strchr("{}[]()<>,;:+-!|@=", c) != nullptr) {
       ++i;
       t.kind = Token::Kind::kPunct;
     } else {
-      return invalid_argument("line " + std::to_string(line) + ": unexpected character 0x" +
-                              std::to_string(static_cast<unsigned char>(c)));
+      i_ = s.size();
+      return fail("unexpected character 0x" + std::to_string(static_cast<unsigned char>(c)));
     }
     t.text = s.substr(start, i - start);
-    out->push_back(t);
+    i_ = i;
+    return t;
   }
-  Token end;
-  end.line = line;
-  out->push_back(end);
-  return Status::ok();
+
+  // Where the next token would start scanning, and its line.
+  size_t pos() const { return i_; }
+  uint32_t line() const { return line_; }
+  void seek(size_t pos, uint32_t line) {
+    i_ = pos;
+    line_ = line;
+  }
+  std::string_view text() const { return s_; }
+  const Status& error() const { return error_; }
+
+ private:
+  Token end_token() const {
+    Token t;
+    t.line = line_;
+    return t;
+  }
+  Token fail(const std::string& what) {
+    error_ = invalid_argument("line " + std::to_string(line_) + ": " + what);
+    return end_token();
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+  uint32_t line_;
+  Status error_;
+};
+
+// Finds the '}' that closes a function body whose '{' precedes `pos`, skipping
+// comments and strings; counts the lines passed. npos when it is missing.
+size_t skip_body(std::string_view s, size_t pos, uint32_t* line) {
+  int depth = 1;
+  size_t i = pos;
+  uint32_t lines = 0;
+  const size_t n = s.size();
+  while (i < n) {
+    char c = s[i];
+    switch (c) {
+      case '\n': ++lines; break;
+      case '{': ++depth; break;
+      case '}':
+        if (--depth == 0) {
+          *line += lines;
+          return i;
+        }
+        break;
+      case '/':
+        if (i + 1 < n && s[i + 1] == '/') {
+          while (i < n && s[i] != '\n') ++i;
+          continue;
+        }
+        if (i + 1 < n && s[i + 1] == '*') {
+          size_t end = s.find("*/", i + 2);
+          if (end == std::string_view::npos) return std::string_view::npos;
+          for (size_t k = i; k < end; ++k) lines += s[k] == '\n';
+          i = end + 2;
+          continue;
+        }
+        break;
+      case '"':
+        ++i;
+        while (i < n && s[i] != '"' && s[i] != '\n') i += (s[i] == '\\' && i + 1 < n) ? 2 : 1;
+        if (i >= n || s[i] != '"') return std::string_view::npos;
+        break;
+      default: break;
+    }
+    ++i;
+  }
+  return std::string_view::npos;
+}
+
+// Where a body may declare a .shared/.global/.const variable: such a
+// directive token after a statement boundary (ld.shared has a letter before
+// its '.'). Offsets of the directives, in order; may include some inside
+// comments.
+std::vector<size_t> variable_directives(std::string_view body) {
+  std::vector<size_t> at;
+  for (const char* d : {".shared", ".global", ".const"}) {
+    size_t i = 0;
+    while ((i = body.find(d, i)) != std::string_view::npos) {
+      char before = i == 0 ? ' ' : body[i - 1];
+      if (before == ' ' || before == '\t' || before == '\n' || before == '\r' || before == ';' || before == '{' ||
+          before == '}')
+        at.push_back(i);
+      i += 1;
+    }
+  }
+  std::sort(at.begin(), at.end());
+  return at;
 }
 
 // Parses an integer or float literal. kind receives kInt, kF32 or kF64.
@@ -155,26 +260,53 @@ bool parse_number(std::string_view t, bool neg, Operand::Kind* kind, uint64_t* b
 
 class Parser {
  public:
-  explicit Parser(std::vector<Token> toks) : t_(std::move(toks)) {}
+  Parser(std::string_view text, uint32_t first_line) : lex_(text, first_line) {}
 
   Result<Module> run() {
     Module m;
     while (!at_end()) {
       Status s = top_level(&m);
-      if (!s.is_ok()) return s;
+      if (!s.is_ok()) return lexer_error(s);
+      // Tokens already consumed are not looked at again.
+      while (p_ > 0) {
+        t_.pop_front();
+        --p_;
+      }
     }
+    if (!lex_.error().is_ok()) return lex_.error();
     return m;
   }
 
+  // Parses the statements of a function body (the text between its braces).
+  Status run_body(Function* f) {
+    int depth = 1;
+    while (!at_end()) {
+      if (Status s = body_item(f, &depth); !s.is_ok()) return lexer_error(s);
+      if (depth == 0) return err("unbalanced '}'");
+    }
+    if (!lex_.error().is_ok()) return lex_.error();
+    if (depth != 1) return err("unterminated scope");
+    return Status::ok();
+  }
+
  private:
-  const Token& peek(size_t k = 0) const { return t_[std::min(p_ + k, t_.size() - 1)]; }
-  bool at_end() const { return peek().kind == Token::Kind::kEnd; }
+  // A lexer error explains a parse error that followed it better.
+  Status lexer_error(const Status& s) const { return lex_.error().is_ok() ? s : lex_.error(); }
+  void fill(size_t k) {
+    while (t_.size() <= p_ + k && (t_.empty() || t_.back().kind != Token::Kind::kEnd)) t_.push_back(lex_.next());
+  }
+  const Token& peek(size_t k = 0) {
+    fill(k);
+    return t_[std::min(p_ + k, t_.size() - 1)];
+  }
+  bool at_end() { return peek().kind == Token::Kind::kEnd; }
   const Token& next() {
+    fill(0);
     const Token& t = t_[p_];
-    if (p_ + 1 < t_.size()) ++p_;
+    if (t.kind != Token::Kind::kEnd) ++p_;
     return t;
   }
-  bool is(std::string_view text, size_t k = 0) const {
+  bool is(std::string_view text, size_t k = 0) {
     const Token& t = peek(k);
     return t.kind != Token::Kind::kEnd && t.text == text;
   }
@@ -183,7 +315,7 @@ class Parser {
     next();
     return true;
   }
-  Status err(const std::string& what) const {
+  Status err(const std::string& what) {
     std::string near = at_end() ? "end of input" : "'" + std::string(peek().text) + "'";
     return invalid_argument("line " + std::to_string(peek().line) + ": " + what + " near " + near);
   }
@@ -395,29 +527,44 @@ class Parser {
       m->functions.push_back(std::move(f));
       return Status::ok();
     }
-    if (Status s = expect("{"); !s.is_ok()) return s;
-    f.has_body = true;
-    int depth = 1;
-    while (depth > 0) {
-      if (at_end()) return err("unterminated function body");
-      if (accept("{")) {
-        ++depth;
-        Statement st;
-        st.kind = Statement::Kind::kOpen;
-        f.body.push_back(st);
-        continue;
-      }
-      if (accept("}")) {
-        if (--depth == 0) break;
-        Statement st;
-        st.kind = Statement::Kind::kClose;
-        f.body.push_back(st);
-        continue;
-      }
-      if (Status s = statement(&f); !s.is_ok()) return s;
+    if (!is("{")) return err("expected '{'");
+    // The body is only located here; parse_body() reads it when needed.
+    const Token& open = next();
+    const std::string_view text = lex_.text();
+    size_t start = static_cast<size_t>(open.text.data() - text.data()) + 1;
+    uint32_t line = open.line;
+    size_t close = skip_body(text, start, &line);
+    if (close == std::string_view::npos) {
+      uint32_t last = open.line + static_cast<uint32_t>(std::count(text.begin() + start, text.end(), '\n'));
+      return invalid_argument("line " + std::to_string(last) + ": unterminated function body");
     }
+    f.has_body = true;
+    f.body_text = text.substr(start, close - start);
+    f.body_line = open.line;
+    f.declares_variables = !variable_directives(f.body_text).empty();
+    t_.resize(p_);  // nothing was looked at past the brace, but be sure
+    lex_.seek(close + 1, line);
     m->functions.push_back(std::move(f));
     return Status::ok();
+  }
+
+  // One item of a body: a scope brace or a statement.
+  Status body_item(Function* f, int* depth) {
+    if (accept("{")) {
+      ++*depth;
+      Statement st;
+      st.kind = Statement::Kind::kOpen;
+      f->body.push_back(st);
+      return Status::ok();
+    }
+    if (accept("}")) {
+      if (--*depth == 0) return Status::ok();
+      Statement st;
+      st.kind = Statement::Kind::kClose;
+      f->body.push_back(st);
+      return Status::ok();
+    }
+    return statement(f);
   }
 
   Status statement(Function* f) {
@@ -557,7 +704,8 @@ class Parser {
     return Status::ok();
   }
 
-  std::vector<Token> t_;
+  Lexer lex_;
+  std::deque<Token> t_;  // tokens looked at; references stay valid while it grows
   size_t p_ = 0;
 };
 
@@ -575,10 +723,45 @@ uint32_t type_size(std::string_view t) {
 }
 
 Result<Module> parse(std::string_view text) {
-  std::vector<Token> toks;
-  if (Status s = tokenize(text, &toks); !s.is_ok()) return s;
-  Parser p(std::move(toks));
+  Parser p(text, 1);
   return p.run();
+}
+
+Result<std::vector<Decl>> body_variables(const Function& f) {
+  std::vector<Decl> out;
+  size_t from = 0;
+  uint32_t line = f.body_line;
+  for (size_t at : variable_directives(f.body_text)) {
+    line += static_cast<uint32_t>(std::count(f.body_text.begin() + from, f.body_text.begin() + at, '\n'));
+    from = at;
+    size_t end = f.body_text.find(';', at);
+    if (end == std::string_view::npos) break;
+    Function one;
+    Parser p(f.body_text.substr(at, end + 1 - at), line);
+    if (p.run_body(&one).is_ok() && one.body.size() == 1 && one.body[0].kind == Statement::Kind::kDecl) {
+      out.push_back(std::move(one.body[0].decl));
+      continue;
+    }
+    // Not a lone declaration (a comment mentioned one?): read the whole body.
+    Function copy = f;
+    if (Status s = parse_body(&copy); !s.is_ok()) return s;
+    out.clear();
+    for (auto& st : copy.body)
+      if (st.kind == Statement::Kind::kDecl &&
+          (st.decl.space == "shared" || st.decl.space == "global" || st.decl.space == "const"))
+        out.push_back(std::move(st.decl));
+    return out;
+  }
+  return out;
+}
+
+Status parse_body(Function* f) {
+  f->body.clear();
+  if (!f->has_body) return Status::ok();
+  Parser p(f->body_text, f->body_line);
+  Status s = p.run_body(f);
+  if (!s.is_ok()) f->body.clear();
+  return s;
 }
 
 }  // namespace rgpu::ptx::ast

@@ -54,12 +54,34 @@ Status LaunchResult::status() const {
 Program::Program(std::unique_ptr<ProgramImpl> impl) : impl_(std::move(impl)) {}
 Program::~Program() = default;
 
-Result<std::unique_ptr<Program>> Program::parse(std::string_view ptx_text) {
-  Result<ast::Module> m = ast::parse(ptx_text);
-  if (!m.is_ok()) return m.status();
-  Result<std::unique_ptr<ProgramImpl>> impl = decode(m.value());
+Result<std::unique_ptr<Program>> Program::parse(std::string_view ptx_text, Decode decode) {
+  Result<std::unique_ptr<ProgramImpl>> impl = load_module(std::string(ptx_text));
   if (!impl.is_ok()) return impl.status();
-  return std::unique_ptr<Program>(new Program(std::move(impl.value())));
+  std::unique_ptr<Program> prog(new Program(std::move(impl.value())));
+  if (decode == Decode::kAll) {
+    // Functions no kernel reaches are checked for syntax too.
+    for (const auto& f : prog->impl_->ast.functions) {
+      if (!f.has_body) continue;
+      ast::Function copy = f;
+      if (Status s = ast::parse_body(&copy); !s.is_ok()) return s;
+    }
+    for (size_t k = 0; k < prog->impl_->kernels.size(); ++k)
+      if (Status s = prog->prepare(static_cast<int>(k)); !s.is_ok()) return s;
+  }
+  return prog;
+}
+
+Status Program::prepare(int kernel_index) const {
+  ProgramImpl& p = *impl_;
+  if (kernel_index < 0 || static_cast<size_t>(kernel_index) >= p.kernels.size())
+    return invalid_argument("no kernel with index " + std::to_string(kernel_index));
+  ProgramImpl::Lazy& lazy = p.lazy[static_cast<size_t>(kernel_index)];
+  std::call_once(lazy.once, [&] {
+    auto unit = decode_kernel(p, kernel_index, &p.kernels[static_cast<size_t>(kernel_index)]);
+    if (unit.is_ok()) lazy.unit = std::move(unit.value());
+    else lazy.status = unit.status();
+  });
+  return lazy.status;
 }
 
 const std::vector<KernelInfo>& Program::kernels() const { return impl_->kernels; }
@@ -80,7 +102,8 @@ int Program::find_variable(std::string_view name) const {
 
 std::string Program::unsupported_reason(int kernel_index) const {
   if (kernel_index < 0 || static_cast<size_t>(kernel_index) >= impl_->kernels.size()) return "no such kernel";
-  return impl_->kernel_unsupported[static_cast<size_t>(kernel_index)];
+  if (Status s = prepare(kernel_index); !s.is_ok()) return "invalid PTX: " + s.message();
+  return impl_->lazy[static_cast<size_t>(kernel_index)].unit->unsupported;
 }
 
 namespace {
@@ -98,8 +121,10 @@ LaunchResult Program::launch(int kernel_index, Dim3 grid, Dim3 block, uint32_t d
   if (kernel_index < 0 || static_cast<size_t>(kernel_index) >= p.kernels.size())
     return refuse(Fault::kInvalidLaunch, "no kernel with index " + std::to_string(kernel_index));
   const KernelInfo& k = p.kernels[static_cast<size_t>(kernel_index)];
-  const std::string& why = p.kernel_unsupported[static_cast<size_t>(kernel_index)];
-  if (!why.empty()) return refuse(Fault::kUnsupported, why);
+  if (Status s = prepare(kernel_index); !s.is_ok())
+    return refuse(Fault::kInvalidLaunch, k.name + " cannot be decoded: " + s.message());
+  const KernelUnit& unit = *p.lazy[static_cast<size_t>(kernel_index)].unit;
+  if (!unit.unsupported.empty()) return refuse(Fault::kUnsupported, unit.unsupported);
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0)
     return refuse(Fault::kInvalidLaunch, "empty grid or block for " + k.name);
   if (block.count() > k.max_threads || block.x > 1024 || block.y > 1024 || block.z > 64)
@@ -110,13 +135,14 @@ LaunchResult Program::launch(int kernel_index, Dim3 grid, Dim3 block, uint32_t d
     return refuse(Fault::kInvalidLaunch, "parameter buffer of " + std::to_string(params_size) + " bytes, " + k.name +
                                              " needs " + std::to_string(k.param_bytes));
   uint64_t shared = k.static_shared_bytes;
-  if (dynamic_shared_bytes) shared = std::max<uint64_t>(shared, uint64_t{p.dyn_shared_base} + dynamic_shared_bytes);
+  if (dynamic_shared_bytes) shared = std::max<uint64_t>(shared, uint64_t{unit.dyn_shared_base} + dynamic_shared_bytes);
   if (shared > 228 * 1024)
     return refuse(Fault::kInvalidLaunch, "shared memory of " + std::to_string(shared) + " bytes too large for " + k.name);
 
   LaunchState st;
   st.prog = &p;
-  st.kernel = &p.functions[static_cast<size_t>(p.kernel_function[static_cast<size_t>(kernel_index)])];
+  st.unit = &unit;
+  st.kernel = &unit.functions[0];
   st.env = &env;
   st.grid = grid;
   st.block = block;

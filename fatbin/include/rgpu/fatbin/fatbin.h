@@ -119,6 +119,7 @@ struct FatbinEntry {
   std::uint64_t header_size = 0;
   std::uint64_t uncompressed_size = 0;  // size of the payload once decompressed
   Bytes payload;                        // stored bytes, padding excluded
+  std::uint64_t stored_size = 0;        // bytes of the whole entry: header, payload, padding
 };
 
 // A parsed fatbin. Views the caller's buffer (see FatbinEntry::payload).
@@ -247,6 +248,21 @@ struct SelectedCode {
 Result<SelectedCode> select_code(Bytes image, std::uint32_t sm,
                                  SelectPolicy policy = SelectPolicy::kCubinOrPtx,
                                  const Limits& limits = {});
+
+// What a client sends a device instead of a whole multi-architecture
+// fatbin: a fatbin holding only the entry the device will run, copied
+// verbatim (still compressed). With kPtxOnly (rgpu's CPU device) that is the
+// PTX select_entry() picks, or else the newest PTX there is (the interpreter
+// is not tied to an architecture, and the CPU device falls back the same
+// way); with kCubinOrPtx the cubin for `sm`, else the best PTX. `fatbin`
+// must be a fatbin (detect_image kind kFatbin). Owns its bytes.
+struct DeviceImage {
+  std::vector<std::uint8_t> image;
+  EntryKind kind = EntryKind::kPtx;
+  std::uint32_t arch = 0;  // of the entry kept
+};
+Result<DeviceImage> image_for_device(Bytes fatbin, std::uint32_t sm, SelectPolicy policy,
+                                     const Limits& limits = {});
 
 // Kernels of the code select_code() picks from `image`.
 Result<std::vector<KernelInfo>> kernels_from_image(Bytes image, std::uint32_t sm,

@@ -33,9 +33,10 @@ struct KernelInfo {
   std::string name;
   std::vector<ParamInfo> params;
   uint32_t param_bytes = 0;          // size of the parameter buffer launch() expects
+  uint32_t max_threads = 1024;       // .maxntid/.reqntid product, else 1024
+  // Known once the kernel is decoded (Program::prepare), 0 before:
   uint32_t static_shared_bytes = 0;  // .shared variables the kernel can reach
   uint32_t local_bytes = 0;          // per-thread local memory (stack) reserved
-  uint32_t max_threads = 1024;       // .maxntid/.reqntid product, else 1024
   uint32_t num_regs = 0;             // registers per thread after decoding
 };
 
@@ -131,15 +132,24 @@ struct LaunchEnv {
 
 struct ProgramImpl;
 
-// A parsed and decoded PTX module. Immutable after parse(): launch() may be
-// called from several threads at once, on the same or different kernels. The
-// Program must outlive every launch running on it.
+// How much of a module parse() decodes before it returns.
+enum class Decode : uint8_t {
+  kAll,    // every kernel and what it calls: malformed code anywhere fails parse()
+  kOnUse,  // signatures only; each kernel is parsed and decoded on first use
+};
+
+// A parsed PTX module. Logically immutable after parse(): launch() may be
+// called from several threads at once, on the same or different kernels;
+// kernels decoded on first use are decoded once, under a lock of their own.
+// The Program must outlive every launch running on it.
 class Program {
  public:
   // Parses PTX text. Malformed input gives kInvalidArgument with
-  // "line N: ..."; instructions the interpreter cannot run are reported at
-  // launch time (kUnsupported) so that a module with one odd kernel still loads.
-  static Result<std::unique_ptr<Program>> parse(std::string_view ptx_text);
+  // "line N: ..." (with Decode::kOnUse, malformed kernel bodies are reported
+  // by prepare() instead); instructions the interpreter cannot run are
+  // reported at launch time (kUnsupported) so that a module with one odd
+  // kernel still loads.
+  static Result<std::unique_ptr<Program>> parse(std::string_view ptx_text, Decode decode = Decode::kAll);
 
   ~Program();
   Program(const Program&) = delete;
@@ -153,8 +163,14 @@ class Program {
   // The .target of the module (e.g. "sm_75") and its .version ("9.0").
   const std::string& target() const;
   const std::string& version() const;
+  // Decodes kernel `index` and what it calls if that was not done yet, and
+  // fills its KernelInfo resource fields. Thread-safe; every call returns
+  // the first call's status. Launching or asking unsupported_reason()
+  // prepares too.
+  Status prepare(int kernel_index) const;
   // Empty when every instruction of kernel `index` (and what it calls) can
-  // run; else a message naming the first one that cannot, with its line.
+  // run; else a message naming the first one that cannot, with its line (or
+  // why the kernel could not be decoded).
   std::string unsupported_reason(int kernel_index) const;
 
   // Runs kernel `kernel_index` over grid x block threads. `params` is the
