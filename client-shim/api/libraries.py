@@ -24,8 +24,12 @@ LIBRARY_FILES = ("cublas.api", "cublasLt.api", "cudnn.api", "cusparse.api", "cuf
                  "cusolver.api", "nccl.api", "nvtx.api", "nvml.api")
 
 # Where `from=` finds a toolkit at refresh time: include/ and the library
-# folder the `check=` paths are relative to.
-DEFAULT_ROOTS = {"cuda12": "/var/tmp/explore/debs/x/usr", "cuda13": "/usr/local/cuda"}
+# folder the `check=` paths are relative to. CUDA 12's is a folder where
+# Debian trixie's nvidia-cuda-dev, libnvidia-ml-dev and the libraries'
+# packages are unpacked (RGPU_CUDA12_ROOT); only a refresh of the facts
+# needs it, never a build or --check.
+DEFAULT_ROOTS = {"cuda12": os.environ.get("RGPU_CUDA12_ROOT", "/var/cache/rgpu/cuda12/usr"),
+                 "cuda13": "/usr/local/cuda"}
 
 # Return types a stub can answer without knowing the library: a zero of the
 # type (C ABI: the value comes back in the same register whatever the

@@ -64,9 +64,13 @@ def tolerance(dtype, kind="elementwise"):
 
 
 def move(obj, device):
-    """obj with every tensor in it (nested lists, tuples, dicts) copied to device."""
+    """obj with every tensor in it (nested lists, tuples, dicts) copied to
+    device; a torch.device argument (the CPU) becomes device too, so that
+    check(lambda d: torch.zeros(3, device=d), CPU) creates on each side."""
     if isinstance(obj, torch.Tensor):
         return obj.to(device)
+    if isinstance(obj, torch.device):
+        return device
     if isinstance(obj, (list, tuple)):
         moved = [move(o, device) for o in obj]
         return type(obj)(moved) if not hasattr(obj, "_fields") else type(obj)(*moved)
@@ -132,6 +136,14 @@ def skip_bf16_if_unsupported(dtype):
     if dtype == torch.bfloat16 and DEV.type == "cuda" and not torch.cuda.is_bf16_supported():
         pytest.skip("the device reports no bfloat16 support (torch.cuda.is_bf16_supported)")
 
+
+# Ops PyTorch compiles at run time (the jiterator: prod, and a few special
+# functions) fail on the CPU device for now: PyTorch asks NVRTC for a cubin of
+# the device's architecture, loading NVRTC with dlopen and dlsym, where rgpu
+# cannot turn the request into PTX, and the CPU device runs PTX only.
+# strict: the day they pass, the mark must go.
+needs_jiterator = pytest.mark.xfail(
+    strict=True, reason="jiterator: PyTorch compiles this op to a cubin with NVRTC; the CPU device runs PTX only")
 
 requires_cuda = pytest.mark.skipif(
     SELF_CHECK, reason="self-check (RGPU_TORCH_TEST_DEVICE=cpu): the torch.cuda API is not exercised")
