@@ -379,6 +379,30 @@ class FunctionDecoder {
 
   Status instruction(const ast::Instruction& ai, Inst& in);
 
+  // Scalar video: d[.dsel], a[.asel], b[.bsel][, c]. A selector is part of
+  // the operand's name as parsed; it is split off unless the whole name is a
+  // register.
+  Status video(const ast::Instruction& ai, const OpText& t, Inst& in) {
+    if (ai.ops.size() != 3 && ai.ops.size() != 4) return err(ai.line, ai.opcode + " needs 3 or 4 operands");
+    std::vector<ast::Operand> ops = ai.ops;
+    uint32_t sels = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      if (ops[k].kind != ast::Operand::Kind::kName || lookup(ops[k].name)) continue;
+      sels |= uint32_t{take_selector(&ops[k].name)} << (k == 0 ? 6 : k == 1 ? 0 : 3);
+    }
+    if (Status s = dest(ops[0], ai.line, &in.d); !s.is_ok()) return s;
+    if (Status s = value(ops[1], ai.line, &in.a); !s.is_ok()) return s;
+    if (Status s = value(ops[2], ai.line, &in.b); !s.is_ok()) return s;
+    if (ops.size() == 4)
+      if (Status s = value(ops[3], ai.line, &in.c); !s.is_ok()) return s;
+    std::string why = select_video(t, sels, ops.size(), in);
+    if (!why.empty()) {
+      in.kind = Kind::kUnsupported;
+      unsupported(ai, why);
+    }
+    return Status::ok();
+  }
+
   KernelUnit& u_;
   const std::vector<VariableInfo>& variables_;
   const std::unordered_map<std::string, uint32_t>& funcs_;
@@ -481,6 +505,7 @@ Status FunctionDecoder::instruction(const ast::Instruction& ai, Inst& in) {
     in.kind = Kind::kNop;  // a CPU thread sees its own writes in order; others are fenced by the launch join
     return Status::ok();
   }
+  if (is_video(b)) return video(ai, t, in);
   // Anything else we do not know is reported at launch, not at load.
   static const char* kKnown[] = {
       "add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg", "min", "max", "popc",

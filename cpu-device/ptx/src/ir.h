@@ -255,6 +255,15 @@ bool select_cvt(const OpText& op, Inst& in);
 bool select_mem(const OpText& op, Inst& in);
 bool select_warp(const OpText& op, Inst& in);
 
+// Scalar video instructions (ops_video.cpp). is_video: vadd vsub vabsdiff
+// vmin vmax vshl vshr vmad. take_selector strips a trailing .b0-.b3/.h0/.h1
+// from an operand name and returns its code (1..6), 0 when there is none.
+// select_video takes the codes as asel | bsel << 3 | dsel << 6 and the
+// operand count; it returns "" on success, otherwise why the form is refused.
+bool is_video(const std::string& base);
+uint8_t take_selector(std::string* name);
+std::string select_video(const OpText& op, uint32_t sels, size_t nops, Inst& in);
+
 // Control flow and builtins, implemented by the scheduler (exec.cpp).
 void run_builtin(ExecCtx& x, const Inst& in, const CallSite& cs, uint32_t mask);
 
