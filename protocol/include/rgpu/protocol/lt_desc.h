@@ -11,7 +11,8 @@
 // a bag is its kind, the mask of the attributes set, then one 8-byte item
 // per set attribute in ascending order; read() refuses anything else (an
 // unknown attribute, a value that its type cannot hold), so one bag has one
-// encoding. Everything here is a pure function of its arguments.
+// encoding. Every function here is a pure function of its arguments
+// (protocol/src/lt_desc.cpp).
 #pragma once
 
 #include <cstddef>
@@ -89,56 +90,19 @@ inline uint64_t value(const Desc& d, uint32_t id) {
 }
 inline int64_t signed_value(const Desc& d, uint32_t id) { return static_cast<int64_t>(value(d, id)); }
 
-// cublasLt*SetAttribute: `size` must be the attribute's own.
-inline AttrStatus set_attr(Desc& d, uint32_t id, const void* buf, size_t size) {
-  const AttrInfo* a = find_attr(d.kind, id);
-  if (!a || !buf || size != a->bytes) return AttrStatus::kInvalid;
-  if (a->refused) return AttrStatus::kRefused;
-  d.values[id] = canonical(*a, buf);
-  d.set |= uint64_t{1} << id;
-  return AttrStatus::kOk;
-}
+// cublasLt*SetAttribute: `size` must be the attribute's own; a refused
+// attribute is not stored.
+AttrStatus set_attr(Desc& d, uint32_t id, const void* buf, size_t size);
 
 // cublasLt*GetAttribute: size 0 asks for the size (in *written); otherwise
 // the buffer must hold exactly the attribute.
-inline AttrStatus get_attr(const Desc& d, uint32_t id, void* buf, size_t size, size_t* written) {
-  const AttrInfo* a = find_attr(d.kind, id);
-  if (!a) return AttrStatus::kInvalid;
-  if (size == 0) {
-    if (!written) return AttrStatus::kInvalid;
-    *written = a->bytes;
-    return AttrStatus::kOk;
-  }
-  if (!buf || size != a->bytes) return AttrStatus::kInvalid;
-  const uint64_t v = value(d, id);
-  std::memcpy(buf, &v, a->bytes);
-  if (written) *written = a->bytes;
-  return AttrStatus::kOk;
-}
+AttrStatus get_attr(const Desc& d, uint32_t id, void* buf, size_t size, size_t* written);
 
-inline void write(ArgWriter& w, const Desc& d) {
-  w.u64(d.kind);
-  w.u64(d.set);
-  for (uint32_t id = 0; id < 64; ++id) {
-    if ((d.set >> id) & 1) w.u64(d.values[id]);
-  }
-}
+void write(ArgWriter& w, const Desc& d);
 
 // Reads a bag of kind `kind`; leaves `r` failed when it is not one (another
 // kind, an attribute the kind does not have, a value its type cannot hold).
-inline bool read(ArgReader& r, uint32_t kind, Desc* d) {
-  uint64_t k = 0, set = 0;
-  if (!r.u64(&k) || !r.u64(&set)) return false;
-  if (k != kind) return r.reject();
-  d->kind = kind;
-  d->set = set;
-  for (uint32_t id = 0; id < 64; ++id) {
-    if (!((set >> id) & 1)) continue;
-    const AttrInfo* a = find_attr(kind, id);
-    if (!a || !r.u64(&d->values[id]) || !is_canonical(*a, d->values[id])) return r.reject();
-  }
-  return true;
-}
+bool read(ArgReader& r, uint32_t kind, Desc* d);
 
 // The first refused attribute set in `d`, or null.
 inline const AttrInfo* refused_attr(const Desc& d) {
