@@ -60,6 +60,10 @@ InvokeOutcome check_layout(wire::Api api, const char* what, const lt::Desc& d) {
   if (lt::value(d, attr::CUBLASLT_MATRIX_LAYOUT_PLANE_OFFSET) != 0) {
     return no(api, CUBLAS_STATUS_NOT_SUPPORTED, what, "planar complex is not checked");
   }
+  if (lt::signed_value(d, attr::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT) > 1 &&
+      lt::signed_value(d, attr::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET) < 0) {
+    return no(api, CUBLAS_STATUS_NOT_SUPPORTED, what, "a batch at a negative stride is not checked");
+  }
   if (rgpu_data_type_bytes(lt::signed_value(d, attr::CUBLASLT_MATRIX_LAYOUT_TYPE)) == kNoExtent) {
     return no(api, CUBLAS_STATUS_NOT_SUPPORTED, what, "its type is not checked");
   }

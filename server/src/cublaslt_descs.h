@@ -23,8 +23,8 @@ namespace rgpu::server {
 // epilogue's auxiliary buffer, block scales, an emulation descriptor), an
 // epilogue other than bias/ReLU/GELU and their combinations, a vector
 // pointer mode, a layout that is not a strided column- or row-major batch of
-// a known type. CUBLAS_STATUS_INVALID_VALUE for a layout no matrix has
-// (batch count below 1, a negative stride, ld below the stored rows).
+// a known type at a stride that is not negative. CUBLAS_STATUS_INVALID_VALUE
+// for a layout no matrix has (batch count below 1, ld below the stored rows).
 InvokeOutcome lt_check(wire::Api api, const char* what, const protocol::lt::Desc& d);
 
 // cublasLtMatmul's pointers inside its matmul descriptor, against the

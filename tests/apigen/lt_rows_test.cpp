@@ -255,6 +255,7 @@ TEST(LtDesc, TheTableIsCublasLtHeaders) {
 
 TEST(LtDesc, OneEncodingPerBag) {
   lt::Desc d = layout(3, 4, 5);
+  put(d, attr::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, int32_t{2});
   put(d, attr::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64_t{-2});
   ArgWriter w;
   lt::write(w, d);
@@ -264,7 +265,7 @@ TEST(LtDesc, OneEncodingPerBag) {
   EXPECT_TRUE(r.finish());
   EXPECT_EQ(d.set, back.set);
   EXPECT_EQ(-2, lt::signed_value(back, attr::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET));
-  EXPECT_EQ(kNoExtent, rgpu_lt_matrix_bytes(back));  // a negative stride is not sized
+  EXPECT_EQ(kNoExtent, rgpu_lt_matrix_bytes(back));  // a batch at a negative stride is not sized
   ArgReader other(view(w.bytes()));
   EXPECT_FALSE(lt::read(other, attr::kMatmul, &back));  // another kind
   // An unknown attribute, and an int32 whose item is no sign extension.
@@ -388,6 +389,10 @@ TEST_F(LtRows, WhatRgpudDoesNotCheckIsNotSupported) {
   EXPECT_EQ(kNotSupported, matmul_code());
   dl = good_dl;
   put(dl, attr::CUBLASLT_MATRIX_LAYOUT_PLANE_OFFSET, int64_t{16});
+  EXPECT_EQ(kNotSupported, matmul_code());
+  dl = good_dl;
+  put(dl, attr::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, int32_t{2});
+  put(dl, attr::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64_t{-64});
   EXPECT_EQ(kNotSupported, matmul_code());
   dl = good_dl;
   // An epilogue with an auxiliary output, a vector pointer mode, block scales.

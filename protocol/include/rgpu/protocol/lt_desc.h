@@ -133,7 +133,8 @@ inline uint64_t rgpu_lt_scale_bytes(const rgpu::protocol::lt::Desc* d) { return 
 // elements apart, each rows x cols with leading dimension ld in its order
 // (column: ld >= rows; row: ld >= cols). kNoExtent for what cannot be
 // sized here: another order, a pointer-array batch, planar complex, an
-// unknown or sub-byte type, a negative stride (lt_check refuses those first).
+// unknown or sub-byte type, a batch at a negative stride (lt_check refuses
+// those first).
 inline uint64_t rgpu_lt_matrix_bytes(const rgpu::protocol::lt::Desc& d) {
   namespace a = rgpu::protocol::lt::attr;
   using rgpu::protocol::lt::signed_value;
@@ -148,9 +149,10 @@ inline uint64_t rgpu_lt_matrix_bytes(const rgpu::protocol::lt::Desc& d) {
   const int64_t batch = signed_value(d, a::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT);
   const int64_t stride = signed_value(d, a::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET);
   const uint64_t elem = rgpu_data_type_bytes(signed_value(d, a::CUBLASLT_MATRIX_LAYOUT_TYPE));
-  if (rows > uint64_t{INT64_MAX} || cols > uint64_t{INT64_MAX} || batch < 1 || stride < 0) return kNoExtent;
+  if (rows > uint64_t{INT64_MAX} || cols > uint64_t{INT64_MAX} || batch < 1) return kNoExtent;
   // Stored as column-major `inner` x `outer`: a row-major matrix is its transpose.
   const long long inner = static_cast<long long>(order == 0 ? rows : cols);
   const long long outer = static_cast<long long>(order == 0 ? cols : rows);
-  return rgpu_blas_batch_bytes(0, inner, outer, ld, stride, batch, elem);
+  // One matrix has no stride to speak of; a batch's must not be negative.
+  return rgpu_blas_batch_bytes(0, inner, outer, ld, batch == 1 ? 0 : stride, batch, elem);
 }
