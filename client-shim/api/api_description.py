@@ -40,7 +40,9 @@ FUNCTION_OPTIONS = ("server", "cpu", "status", "stream", "quick")
 # A library's own options (libraries.py): `as=` the name rgpud calls in the
 # server's library, `sets_mode=` the parameter that sets the handle's pointer
 # mode (the client keeps it for `scalar=` parameters).
-LIBRARY_OPTIONS = ("status", "stream", "quick", "as", "sets_mode")
+# `check=<function>(<parameters>)` a hand-written check of the whole call that
+# rgpud runs after the generated ones (cuBLASLt's pointers inside descriptors).
+LIBRARY_OPTIONS = ("status", "stream", "quick", "as", "sets_mode", "check")
 
 
 class Api:
@@ -81,6 +83,8 @@ class Param:
         self.value_type = ctype  # the pointee for pointer parameters
         self.kind_expr = None   # C++ HandleKind of a handle parameter
         self.mode_of = None     # scalar=: the handle parameter whose pointer mode says host or device
+        self.accepts = []       # a library handle: other kind numbers it accepts (@handle accepts=)
+        self.descriptor = None  # kind "desc": the library's Descriptor (a client-side attribute bag)
 
     @property
     def pointer(self):
@@ -101,6 +105,7 @@ class Function:
         self.table_name = None  # the driver-table field (the API name cuda.h maps to it)
         self.server_name = None  # a library's: the name rgpud calls (as=; default: the same)
         self.sets_mode = None   # a library's: the parameter that sets its handle's pointer mode
+        self.check = None       # a library's: (function, [parameter]) of its hand-written whole-call check
 
     @property
     def generated(self):
@@ -177,6 +182,11 @@ def read_description(path, exports, api=DRIVER):
                     fn.server_name = value
                 elif key == "sets_mode":
                     fn.sets_mode = value
+                elif key == "check":
+                    m = re.fullmatch(r"([A-Za-z_]\w*)\(([\w,]*)\)", value)
+                    if not m:
+                        raise GenError(f"{where_at}: {name}: check=<function>(<parameter>,...)")
+                    fn.check = (m.group(1), [a for a in m.group(2).split(",") if a])
             if fn.quick and fn.where != "sync":
                 raise GenError(f"{where_at}: {name}: quick is for sync functions")
             if fn.notes and not fn.generated:
@@ -200,6 +210,8 @@ def resolve(functions, headers):
         for pname, (_, at) in fn.notes.items():
             if pname not in names:
                 raise GenError(f"{at}: {fn.name} has no parameter {pname}")
+        if fn.check and any(a not in names for a in fn.check[1]):
+            raise GenError(f"line {fn.lineno}: {fn.name}: check= names a parameter it does not have")
         if fn.stream and fn.stream not in names:
             raise GenError(f"line {fn.lineno}: {fn.name}: stream={fn.stream} is not a parameter")
         for ctype, pname in headers.params[fn.name]:
@@ -252,6 +264,13 @@ def _resolve_param(fn, ctype, name, headers):
         p.value_type = pointee
         return p
     base = ctype.replace("const ", "").strip()
+    descriptors = getattr(headers, "descriptors", {})
+    if base in descriptors and not p.pointer:
+        # A descriptor the client keeps (cuBLASLt's): sent whole, rebuilt by rgpud.
+        if set(keys) - {"in"}:
+            raise GenError(f"{where}: a descriptor parameter takes no annotation")
+        p.kind, p.descriptor = "desc", descriptors[base]
+        return p
     if "handle" in keys or (not p.pointer and base in handle_types):
         p.kind = "handle"
         p.handle = keys.get("handle") or handle_types.get(base.rstrip(" *"))
@@ -268,11 +287,14 @@ def _resolve_param(fn, ctype, name, headers):
             raise GenError(f"{where}: a handle by pointer is an out handle: say create=<destroy function>")
         p.destroy = "destroy" in keys
         p.value_type = base.rstrip(" *") if p.pointer else base
+        p.accepts = [] if p.destroy or p.create else getattr(headers, "handle_accepts", {}).get(p.handle, [])
         return p
     if "dev" in keys:
         if (p.pointer and not library) or p.direction != "in":
             raise GenError(f"{where}: dev is an in device pointer (CUdeviceptr by value; a library's may be typed)")
         p.kind, p.len = "dev", keys["dev"] or keys.get("len") or "0"
+        if p.opt and not library:
+            raise GenError(f"{where}: an opt device pointer is a library's (NULL with an extent of 0)")
         return p
     if not p.pointer:
         if base in ("CUdeviceptr", "CUdeviceptr_v2"):

@@ -39,6 +39,8 @@ def _wire_type(p):
         return "std::string_view*"
     if p.kind == "dev" and p.pointer:
         return "uint64_t"  # a library's device address typed as a host pointer (const float* A)
+    if p.kind == "desc":
+        return "const ::rgpu::protocol::lt::Desc*"  # the client's attribute bag (rgpu/protocol/lt_desc.h)
     return p.ctype.replace(" *", "*")
 
 
@@ -118,7 +120,9 @@ def _pack_lines(p):
         else:
             lines.append(f"if ({p.name}_mode_ != 0) w_.u64(reinterpret_cast<uintptr_t>({p.name}));")
         return lines
-    if p.opt and p.kind != "handle":
+    if p.kind == "desc":
+        return [f"::rgpu::protocol::lt::write(w_, *{p.name});"]
+    if p.opt and p.kind not in ("handle", "dev"):  # an opt device address is 0 when absent
         lines.append(f"w_.u64({p.name} != nullptr);")
     if p.kind in ("handle", "dev"):
         lines.append(f"w_.u64({p.name});")
@@ -311,7 +315,12 @@ def _row(fn, style=DRIVER_STYLE):
     # Decode, in wire order.
     for p in fn.params:
         n = p.name
-        if p.opt and p.kind != "handle":
+        if p.kind == "desc":
+            # Read whole; a malformed bag leaves the reader failed (undecodable).
+            L.append(f"  ::rgpu::protocol::lt::Desc {n};")
+            L.append(f"  ::rgpu::protocol::lt::read(rd_, {p.descriptor.number}, &{n});")
+            continue
+        if p.opt and p.kind not in ("handle", "dev"):
             L.append(f"  bool {n}_p_ = false;")
             L.append(f"  rd_.scalar(&{n}_p_);")
         if p.kind == "scalar" and p.direction == "in" and p.enum:
@@ -351,7 +360,13 @@ def _row(fn, style=DRIVER_STYLE):
     for p in fn.params:
         n = p.name
         present = f"{n}_p_" if p.opt else "true"
-        if p.kind == "scalar":
+        if p.kind == "desc":
+            # What rgpud can check and the library be given (server/src/cublaslt_descs.h);
+            # the real descriptor is rebuilt once the table is known ({n}_r_).
+            L.append(f"  if (InvokeOutcome v_ = ::rgpu::server::lt_check(kApi, \"{name}: {n}\", {n}); v_.code != 0)"
+                     " return v_;")
+            call_args.append(f"{n}_r_")
+        elif p.kind == "scalar":
             if p.enum and p.direction == "in":
                 L.append(f"  if (!valid_{p.value_type}(static_cast<long long>({n}_raw_)))")
                 L.append(f"    return refuse(kApi, {style.invalid}, \"{name}: {n} out of range\");")
@@ -405,6 +420,8 @@ def _row(fn, style=DRIVER_STYLE):
             code = style.invalid_context if p.handle == "context" else style.invalid_handle
             null_ok = f"({n}_h_ == 0) ? nullptr : " if p.opt else ""
             L.append(f"  void* {n}_o_ = {null_ok}env_.find({kind(p)}, {n}_h_);")
+            for other in p.accepts:  # another library's handle that is also one of these
+                L.append(f"  if (!{n}_o_) {n}_o_ = env_.find(static_cast<HandleKind>({other}), {n}_h_);")
             cond = f"!{n}_o_ && {n}_h_ != 0" if p.opt else f"!{n}_o_"
             L.append(f"  if ({cond}) return refuse(kApi, {code}, \"{name}: {n} is not a live {p.handle}\");")
             if not p.destroy:  # a destroyed handle goes through env.remove, not the driver
@@ -441,7 +458,13 @@ def _row(fn, style=DRIVER_STYLE):
             encode.append(f"w_.buffer({n}, {n}_len_);")
     # Device ranges last: their lengths may name any parameter.
     for p in fn.params:
-        if p.kind == "dev":
+        if p.kind == "dev" and p.opt:
+            addr = f"{p.name}_h_" if p.pointer else p.name
+            L.append(f"  if ({addr} == 0 ? static_cast<uint64_t>({p.len}) != 0")
+            L.append(f"                : !env_.device_range({addr}, static_cast<uint64_t>({p.len})))")
+            L.append(f"    return refuse(kApi, {p.refuse or style.invalid}, "
+                     f"\"{name}: {p.name} is not memory of this context\");")
+        elif p.kind == "dev":
             addr = f"{p.name}_h_" if p.pointer else p.name
             L.append(f"  if (!env_.device_range({addr}, static_cast<uint64_t>({p.len})))")
             L.append(f"    return refuse(kApi, {p.refuse or style.invalid}, "
@@ -456,6 +479,11 @@ def _row(fn, style=DRIVER_STYLE):
                 L.append(f"    return refuse(kApi, {style.invalid}, \"{name}: {n} too long\");")
             L.append(f"  if ({p.name}_mode_ != 0 && !env_.device_range({p.name}_h_, static_cast<uint64_t>({p.len})))")
             L.append(f"    return refuse(kApi, {style.invalid}, \"{name}: {p.name} is not memory of this context\");")
+    if getattr(fn, "check", None):
+        # The call's hand-written check (check=): what the generated ones cannot see.
+        cfn, cargs = fn.check
+        L.append(f"  if (InvokeOutcome c_ = ::rgpu::server::{cfn}({', '.join(['env_', 'kApi'] + cargs)}); c_.code != 0)")
+        L.append("    return c_;")
     destroy = [p for p in fn.params if p.destroy]
     L.append("  InvokeOutcome out_;")
     L.append("  out_.api = kApi;")

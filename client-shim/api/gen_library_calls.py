@@ -31,9 +31,12 @@ class LibraryHeaders:
         self.scalar_types = SCALARS
         self.handle_types = dict(api_description.HANDLE_TYPES, cudaStream_t="stream", cudaEvent_t="event")
         self.handle_kinds = {k: f"HandleKind::{v}" for k, v in api_description.HANDLE_KINDS.items()}
+        self.handle_accepts = {}
         for ctype, (kind, number) in lib.handles.items():
             self.handle_types[ctype] = kind
             self.handle_kinds[kind] = f"static_cast<HandleKind>({number})"
+            self.handle_accepts[kind] = lib.accepts.get(ctype, [])
+        self.descriptors = lib.descriptors
         self.params = {}
         for name in lib.exports():
             _, params = lib.decl(name)
@@ -86,6 +89,11 @@ def prepare(lib):
         for p in fn.params:
             if p.kind == "hostdev":
                 handle = next((q for q in fn.params if q.name == p.mode_of), None)
+                if handle is not None and handle.kind == "desc":
+                    if not any(a.enumerator.endswith("_POINTER_MODE") for a in handle.descriptor.attributes):
+                        raise GenError(f"{lib.rel}:{fn.lineno}: {fn.name}({p.name}): {handle.ctype} has no "
+                                       "pointer mode attribute")
+                    continue  # the descriptor's pointer mode says host or device
                 if handle is None or handle.kind != "handle":
                     raise GenError(f"{lib.rel}:{fn.lineno}: {fn.name}({p.name}): scalar={p.mode_of} is no handle")
                 getter = lib.pointer_mode.get(handle.ctype)
@@ -106,6 +114,8 @@ def server_functions(lib):
         names.append(fn.table_name)
         names += [p.create for p in fn.params if p.create]
     names += sorted(set(lib.pointer_mode.values()))
+    for d in lib.descriptors.values():  # what rgpud rebuilds descriptors with
+        names += [d.create, d.set, d.destroy]
     out = []
     for n in names:
         if n not in out:
@@ -138,10 +148,24 @@ def add_row_checks(lib):
     device address as host memory, or the reverse)."""
     for fn in generated(lib):
         checks = []
+        descs = [p for p in fn.params if p.kind == "desc"]
+        if descs:
+            # The library's own descriptors, rebuilt from the checked bags;
+            # destroyed through the table when the row returns.
+            checks.append("::rgpu::server::LtDescriptors lt_(*lib_);")
+        for p in descs:
+            checks += [f"const auto {p.name}_r_ = lt_.{p.descriptor.name}({p.name});",
+                       f"if (!{p.name}_r_) return refuse(kApi, lt_.status(), \"{fn.name}: {p.name}: the library "
+                       "refused the descriptor\");"]
         for p in fn.params:
             if p.kind != "hostdev":
                 continue
             handle = next(q for q in fn.params if q.name == p.mode_of)
+            if handle.kind == "desc":
+                checks += [f"if (::rgpu::protocol::lt::pointer_mode({handle.name}) != {p.name}_mode_)",
+                           f"  return refuse(kApi, {lib.codes['invalid']}, \"{fn.name}: {p.name}: the descriptor's "
+                           "pointer mode is not the one the client packed by\");"]
+                continue
             getter = lib.pointer_mode[handle.ctype]
             mode_type = lib.decl(getter)[1][1].rsplit(" ", 1)[0].rstrip("*").replace("const ", "").strip()
             checks += [f"{{  // {p.name}: host or device as the handle's pointer mode says",
@@ -168,6 +192,7 @@ def emit_client(lib):
            "// for a sync call the round trip and the unpacking of its reply.\n",
            f"#include {header_of(lib)}\n\n#include <cstdint>\n#include <span>\n#include <vector>\n\n",
            '#include "../src/library_calls.h"\n',
+           '#include "../src/cublaslt.h"\n' if lib.descriptors else "",
            f'#include "{lib.name}_pack.h"\n#include "rgpu/protocol/codec.h"\n\n',
            "namespace {\n\nnamespace wire = ::rgpu::wire;\n"
            f"namespace calls = ::{ns};\nusing ::rgpu::protocol::HandleKind;\n"
@@ -190,7 +215,12 @@ def _client_function(lib, fn, invalid, failed):
     wire_args, after = [], []
     for p in fn.params:
         n = p.name
-        if p.create:
+        if p.kind == "desc":
+            # The client's own descriptor (client-shim/src/cublaslt.cpp), sent whole.
+            B.append(f"    const ::rgpu::protocol::lt::Desc* {n}_d_ = ::rgpu::shim::lt_desc({n});")
+            B.append(f"    if (!{n}_d_) return {invalid};")
+            wire_args.append(f"{n}_d_")
+        elif p.create:
             B.append(f"    if (!{n}) return {invalid};")
             B.append(f"    const uint64_t {n}_w_ = shim->mint_handle({p.kind_expr});")
             wire_args.append(f"{n}_w_")
@@ -209,8 +239,12 @@ def _client_function(lib, fn, invalid, failed):
             wire_args.append(f"reinterpret_cast<uintptr_t>({n})")
         elif p.kind == "hostdev":
             handle = next(q for q in fn.params if q.name == p.mode_of)
-            B.append(f"    if (!{n} || static_cast<uint64_t>({p.len}) > calls::kMaxScalarBytes) return {invalid};")
-            B.append(f"    const uint32_t {n}_mode_ = shim->handle_mode(::rgpu::shim::handle_of({handle.name}));")
+            length = _client_expr(p.len, fn)
+            B.append(f"    if (!{n} || static_cast<uint64_t>({length}) > calls::kMaxScalarBytes) return {invalid};")
+            if handle.kind == "desc":
+                B.append(f"    const uint32_t {n}_mode_ = ::rgpu::protocol::lt::pointer_mode(*{handle.name}_d_);")
+            else:
+                B.append(f"    const uint32_t {n}_mode_ = shim->handle_mode(::rgpu::shim::handle_of({handle.name}));")
             wire_args += [n, f"{n}_mode_"]
         else:
             if p.pointer and not p.opt and p.direction != "in":
@@ -240,6 +274,52 @@ def _client_function(lib, fn, invalid, failed):
         B.append("    return static_cast<" + ret + ">(0);")
     B += ["  } catch (...) {", f"    return {failed};", "  }", "}", "", ""]
     return "\n".join(B)
+
+
+def _client_expr(expr, fn):
+    """A length expression as the client evaluates it: a descriptor parameter
+    names the client's bag (what the row's variable of that name is)."""
+    for p in fn.params:
+        if p.kind == "desc":
+            expr = re.sub(rf"\b{p.name}\b", f"(*{p.name}_d_)", expr)
+    return expr
+
+
+# --------------------------------------------------------------------------
+# The descriptors' attributes (@descriptor, @attribute): one table both sides
+# read, the client to set and get with cuBLASLt's sizes, rgpud to decode.
+
+def emit_descriptors_h(lib):
+    out = [f"// Generated by {libraries.GENERATOR} from {lib.rel}; do not edit.\n"
+           "// The attributes of the descriptors the client keeps as attribute bags\n"
+           "// (rgpu/protocol/lt_desc.h): each one's value, size, signedness, default\n"
+           "// and flags. Values are cublasLt.h's (CUDA 12's and 13's).\n"
+           "#pragma once\n\n#include <cstdint>\n\n"
+           "namespace rgpu::protocol::lt::attr {\n\n"]
+    for d in lib.descriptors.values():
+        out.append(f"// {d.ctype} ({d.enum})\n"
+                   f"inline constexpr uint32_t k{d.name.capitalize()} = {d.number};\n")
+    out.append("\n")
+    for d in lib.descriptors.values():
+        for a in d.attributes:
+            out.append(f"inline constexpr uint32_t {a.enumerator} = {a.value};\n")
+    out.append("\n}  // namespace rgpu::protocol::lt::attr\n")
+    out.append("\n// X(descriptor kind, enumerator, value, bytes, signed, is float, device, refused, default)\n"
+               "#define RGPU_LT_ATTRIBUTES(X) \\\n")
+    rows = []
+    for d in lib.descriptors.values():
+        for a in d.attributes:
+            size, signed = libraries.ATTRIBUTE_TYPES[a.type]
+            default = a.default
+            if default.startswith("-"):
+                default = f"static_cast<uint64_t>(int64_t{{{default}}})"
+            elif default.lower().startswith("0x") and len(default) > 10:
+                default = default + "ull"
+            rows.append(f"  X({d.number}, {a.enumerator}, {a.value}, {size}, {str(signed).lower()}, "
+                        f"{str(a.type == 'float').lower()}, {str('device' in a.flags).lower()}, "
+                        f"{str('refused' in a.flags).lower()}, {default})")
+    out.append(" \\\n".join(rows) + "\n")
+    return "".join(out)
 
 
 # --------------------------------------------------------------------------
@@ -314,12 +394,16 @@ def generate(libs):
         gen_calls.PACK_NAMESPACES[pack_include] = namespace(lib)
         files[f"client-shim/generated/{lib.name}_pack.h"] = gen_calls.emit_pack_h(
             lib.functions, source, namespace(lib),
-            includes=(header_of(lib), "<cuda.h>", '"rgpu/protocol/library_sizes.h"'))
+            includes=(header_of(lib), "<cuda.h>", '"rgpu/protocol/library_sizes.h"')
+            + (('"rgpu/protocol/lt_desc.h"',) if lib.descriptors else ()))
         files[f"server/generated/{lib.name}_dispatch.cpp"] = gen_calls.emit_rows(
             lib.functions, source, pack_include, f"find_{lib.name}_row", "rgpu::server", lib.wire,
             style=row_style(lib), includes=(header_of(lib), "<cuda.h>"),
-            local_includes=("library_tables.h", "rgpu/protocol/library_sizes.h"))
+            local_includes=("library_tables.h", "rgpu/protocol/library_sizes.h")
+            + (("cublaslt_descs.h",) if lib.descriptors else ()))
         files[f"client-shim/generated/{lib.name}_calls.cpp"] = emit_client(lib)
+        if lib.descriptors:  # one library has them: rgpu/protocol/lt_desc.h reads this file
+            files["protocol/generated/lt_attributes.h"] = emit_descriptors_h(lib)
     files["server/generated/library_tables_gen.h"] = emit_tables_h(remoted)
     files["server/generated/library_rows.h"] = emit_library_rows_h(remoted)
     files["server/generated/library_rows.cmake"] = (

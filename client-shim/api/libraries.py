@@ -53,6 +53,7 @@ class Soname:
         self.enum_headers = []      # more headers whose enums the declarations use
         self.exports = []           # sorted names (the facts)
         self.decls = {}             # name -> (return type, [parameter text])
+        self.enums = {}             # enum typedef -> {enumerator: value}, as this soname's headers say
 
     @property
     def stem(self):
@@ -75,6 +76,9 @@ class Library:
         self.server = {}            # cuda / cpu -> library file rgpud loads
         self.handles = {}           # C type -> (kind name, kind number)
         self.pointer_mode = {}      # handle C type -> the function that reads its pointer mode
+        self.accepts = {}           # handle C type -> [other kind numbers a parameter of it accepts]
+        self.descriptors = {}       # C type -> Descriptor (client-side attribute bags, cuBLASLt's)
+        self.attributes = []        # [Attribute] of the descriptors, in file order
         self.status_aliases = set()  # other names of the status type (cublas.h's cublasStatus)
 
     @property
@@ -100,6 +104,35 @@ class Library:
             if name in s.decls:
                 return s.decls[name]
         raise GenError(f"{self.rel}: {name}: no declaration in the facts")
+
+
+class Descriptor:
+    """A descriptor type the client keeps as an attribute bag (@descriptor):
+    sent whole with the calls that take it, rebuilt on the server."""
+
+    def __init__(self, ctype, name, number, enum, create, destroy, set_fn, lineno):
+        self.ctype, self.name, self.number, self.enum = ctype, name, number, enum
+        self.create, self.destroy, self.set, self.lineno = create, destroy, set_fn, lineno
+        self.attributes = []        # [Attribute]
+
+
+# The value types an @attribute may have: (bytes, signed, C++ type).
+ATTRIBUTE_TYPES = {
+    "int8_t": (1, True), "int32_t": (4, True), "uint32_t": (4, False), "int64_t": (8, True),
+    "uint64_t": (8, False), "float": (4, False), "pointer": (8, False),
+}
+ATTRIBUTE_FLAGS = ("refused", "device")
+
+
+class Attribute:
+    """One attribute of a descriptor (@attribute): its enumerator, value type,
+    default and what rgpu does with it."""
+
+    def __init__(self, enumerator, vtype, default, flags, lineno):
+        self.enumerator, self.type, self.default, self.flags = enumerator, vtype, default, flags
+        self.lineno = lineno
+        self.value = None           # the enumerator's value (resolved against the facts)
+        self.descriptor = None      # its Descriptor
 
 
 def _options(words, where):
@@ -153,6 +186,29 @@ def read_library(path):
                 lib.handles[words[1]] = (opts["name"], number)
                 if "pointer_mode" in opts:
                     lib.pointer_mode[words[1]] = opts["pointer_mode"]
+                if "accepts" in opts:
+                    others = [int(k) for k in opts["accepts"].split(",")]
+                    if any(k < 16 or k > 255 or k == number for k in others):
+                        raise GenError(f"{where}: accepts=<other library handle kinds, 16..255>")
+                    lib.accepts[words[1]] = others
+            elif kind == "@descriptor":
+                need = ("name", "kind", "attributes", "create", "destroy", "set")
+                if len(words) < 2 or any(k not in opts for k in need):
+                    raise GenError(f"{where}: @descriptor <C type> name=<name> kind=<1..255> attributes=<enum type> "
+                                   "create=<fn> destroy=<fn> set=<fn>")
+                number = int(opts["kind"])
+                if not 1 <= number <= 255 or any(d.number == number for d in lib.descriptors.values()):
+                    raise GenError(f"{where}: descriptor kinds are 1..255, one per descriptor")
+                lib.descriptors[words[1]] = Descriptor(words[1], opts["name"], number, opts["attributes"],
+                                                       opts["create"], opts["destroy"], opts["set"], lineno)
+            elif kind == "@attribute":
+                if len(words) < 3 or words[2] not in ATTRIBUTE_TYPES:
+                    raise GenError(f"{where}: @attribute <enumerator> <{'|'.join(ATTRIBUTE_TYPES)}> "
+                                   f"[default=<value>] [{' '.join(ATTRIBUTE_FLAGS)}]")
+                flags = [w for w in words[3:] if not w.startswith("default=")]
+                if any(f not in ATTRIBUTE_FLAGS for f in flags):
+                    raise GenError(f"{where}: attribute flags are {', '.join(ATTRIBUTE_FLAGS)}")
+                lib.attributes.append(Attribute(words[1], words[2], opts.get("default", "0"), flags, lineno))
             else:
                 raise GenError(f"{where}: unknown directive {kind}")
     if lib.status is None:
@@ -241,7 +297,9 @@ def read_facts(lib):
                 continue
             if ln.startswith("enum "):
                 words = ln.split()
-                lib.enums.setdefault(words[1], {k: int(v) for k, _, v in (w.partition("=") for w in words[2:])})
+                values = {k: int(v) for k, _, v in (w.partition("=") for w in words[2:])}
+                lib.enums.setdefault(words[1], values)
+                s.enums[words[1]] = values
                 continue
             m = _DECL_RE.match(ln)
             if not m:
@@ -262,8 +320,45 @@ def load_all(names=LIBRARY_FILES):
         api = api_description.Api(lib.name, " / ".join(s.name for s in lib.sonames), lib.status,
                                   ("stub", "hand", "local", "sync", "async"), api_description.LIBRARY_OPTIONS)
         lib.functions = api_description.read_description(lib.path, lib.exports(), api)
+        resolve_attributes(lib)
         libs.append(lib)
+    kinds = {}
+    for lib in libs:
+        for ctype, (_, number) in lib.handles.items():
+            if number in kinds:
+                raise GenError(f"{lib.rel}: handle kind {number} of {ctype} is also {kinds[number]}'s")
+            kinds[number] = ctype
     return libs
+
+
+def resolve_attributes(lib):
+    """Gives each @attribute its descriptor and value from the facts. An
+    enumerator the default soname (the library rgpud calls) lacks must be
+    `refused`: the server could not set it."""
+    if lib.attributes and not lib.descriptors:
+        raise GenError(f"{lib.rel}: @attribute lines need @descriptor lines")
+    default = next((s for s in lib.sonames if s.default), lib.sonames[-1])
+    for a in lib.attributes:
+        where = f"{lib.rel}:{a.lineno}"
+        for d in lib.descriptors.values():
+            for s in lib.sonames:
+                if a.enumerator in s.enums.get(d.enum, {}):
+                    a.descriptor, a.value = d, s.enums[d.enum][a.enumerator]
+            if a.descriptor:
+                break
+        if a.descriptor is None:
+            raise GenError(f"{where}: {a.enumerator} is no enumerator of a descriptor's attributes")
+        if a.enumerator not in default.enums.get(a.descriptor.enum, {}) and "refused" not in a.flags:
+            raise GenError(f"{where}: {a.enumerator} is not in {default.name}: mark it refused")
+        if not 0 <= a.value < 64 or any(b.value == a.value for b in a.descriptor.attributes):
+            raise GenError(f"{where}: {a.enumerator}: attribute values must be unique and below 64")
+        if not re.fullmatch(r"-?(0x[0-9a-fA-F]+|\d+)", a.default):
+            raise GenError(f"{where}: default=<integer>")
+        a.descriptor.attributes.append(a)
+    for d in lib.descriptors.values():
+        for fn_name in (d.create, d.destroy, d.set):
+            if fn_name not in default.decls:
+                raise GenError(f"{lib.rel}:{d.lineno}: {fn_name} is not in {default.name}")
 
 
 # --------------------------------------------------------------------------

@@ -11,8 +11,6 @@
 
 extern "C" {
 
-RGPU_SHIM_EXPORT int cublasLtCreate() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtCreate", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasLtDestroy() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtDestroy", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasLtEmulationDescCreate() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtEmulationDescCreate", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasLtEmulationDescDestroy() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtEmulationDescDestroy", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasLtEmulationDescGetAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtEmulationDescGetAttribute", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
@@ -31,29 +29,15 @@ RGPU_SHIM_EXPORT int cublasLtLoggerSetCallback() noexcept { return ::rgpu::shim:
 RGPU_SHIM_EXPORT int cublasLtLoggerSetFile() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtLoggerSetFile", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasLtLoggerSetLevel() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtLoggerSetLevel", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasLtLoggerSetMask() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtLoggerSetMask", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasLtMatmul() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmul", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasLtMatmulAlgoCapGetAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmulAlgoCapGetAttribute", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasLtMatmulAlgoCheck() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmulAlgoCheck", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasLtMatmulAlgoConfigGetAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmulAlgoConfigGetAttribute", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasLtMatmulAlgoConfigSetAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmulAlgoConfigSetAttribute", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasLtMatmulAlgoGetHeuristic() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmulAlgoGetHeuristic", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasLtMatmulAlgoGetIds() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmulAlgoGetIds", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasLtMatmulAlgoInit() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmulAlgoInit", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasLtMatmulDescCreate() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmulDescCreate", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasLtMatmulDescDestroy() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmulDescDestroy", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasLtMatmulDescGetAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmulDescGetAttribute", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasLtMatmulDescInit_internal() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmulDescInit_internal", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasLtMatmulDescSetAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmulDescSetAttribute", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasLtMatmulPreferenceCreate() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmulPreferenceCreate", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasLtMatmulPreferenceDestroy() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmulPreferenceDestroy", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasLtMatmulPreferenceGetAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmulPreferenceGetAttribute", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasLtMatmulPreferenceInit_internal() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmulPreferenceInit_internal", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasLtMatmulPreferenceSetAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatmulPreferenceSetAttribute", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasLtMatrixLayoutCreate() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatrixLayoutCreate", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasLtMatrixLayoutDestroy() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatrixLayoutDestroy", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasLtMatrixLayoutGetAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatrixLayoutGetAttribute", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasLtMatrixLayoutInit_internal() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatrixLayoutInit_internal", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasLtMatrixLayoutSetAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatrixLayoutSetAttribute", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasLtMatrixTransform() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatrixTransform", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasLtMatrixTransformDescCreate() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatrixTransformDescCreate", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasLtMatrixTransformDescDestroy() noexcept { return ::rgpu::shim::report_unimplemented("cublasLtMatrixTransformDescDestroy", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }

@@ -2,4 +2,5 @@
 # The dispatch rows of the remoted libraries (server/CMakeLists.txt).
 set(RGPU_SERVER_LIBRARY_ROWS
     ${CMAKE_CURRENT_LIST_DIR}/cublas_dispatch.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cublasLt_dispatch.cpp
 )

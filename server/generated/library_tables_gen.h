@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cublas_api.h>
+#include <cublasLt.h>
 
 #include <cstddef>
 #include <tuple>
@@ -62,6 +63,42 @@ struct CublasTable {
   }
 };
 
+// cublasLt: NVIDIA's libcublasLt.so.13 with --device cuda, librgpu-cpu-cublas.so with the CPU device.
+struct CublasLtTable {
+  static constexpr size_t kIndex = 1;
+  std::add_pointer_t<cublasStatus_t(cublasLtHandle_t* lightHandle)> cublasLtCreate = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasLtHandle_t lightHandle)> cublasLtDestroy = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, cublasLtMatmulPreference_t preference, int requestedAlgoCount, cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int* returnAlgoCount)> cublasLtMatmulAlgoGetHeuristic = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void* alpha, const void* A, cublasLtMatrixLayout_t Adesc, const void* B, cublasLtMatrixLayout_t Bdesc, const void* beta, const void* C, cublasLtMatrixLayout_t Cdesc, void* D, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspaceSizeInBytes, cudaStream_t stream)> cublasLtMatmul = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasLtMatmulDesc_t* matmulDesc, cublasComputeType_t computeType, cudaDataType_t scaleType)> cublasLtMatmulDescCreate = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, const void* buf, size_t sizeInBytes)> cublasLtMatmulDescSetAttribute = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasLtMatmulDesc_t matmulDesc)> cublasLtMatmulDescDestroy = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasLtMatrixLayout_t* matLayout, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld)> cublasLtMatrixLayoutCreate = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, const void* buf, size_t sizeInBytes)> cublasLtMatrixLayoutSetAttribute = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasLtMatrixLayout_t matLayout)> cublasLtMatrixLayoutDestroy = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasLtMatmulPreference_t* pref)> cublasLtMatmulPreferenceCreate = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const void* buf, size_t sizeInBytes)> cublasLtMatmulPreferenceSetAttribute = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasLtMatmulPreference_t pref)> cublasLtMatmulPreferenceDestroy = nullptr;
+
+  // dlsym's every function of `dl`; a missing one stays null.
+  template <class Resolve>
+  void resolve(Resolve&& sym) {
+    cublasLtCreate = reinterpret_cast<decltype(cublasLtCreate)>(sym("cublasLtCreate"));
+    cublasLtDestroy = reinterpret_cast<decltype(cublasLtDestroy)>(sym("cublasLtDestroy"));
+    cublasLtMatmulAlgoGetHeuristic = reinterpret_cast<decltype(cublasLtMatmulAlgoGetHeuristic)>(sym("cublasLtMatmulAlgoGetHeuristic"));
+    cublasLtMatmul = reinterpret_cast<decltype(cublasLtMatmul)>(sym("cublasLtMatmul"));
+    cublasLtMatmulDescCreate = reinterpret_cast<decltype(cublasLtMatmulDescCreate)>(sym("cublasLtMatmulDescCreate"));
+    cublasLtMatmulDescSetAttribute = reinterpret_cast<decltype(cublasLtMatmulDescSetAttribute)>(sym("cublasLtMatmulDescSetAttribute"));
+    cublasLtMatmulDescDestroy = reinterpret_cast<decltype(cublasLtMatmulDescDestroy)>(sym("cublasLtMatmulDescDestroy"));
+    cublasLtMatrixLayoutCreate = reinterpret_cast<decltype(cublasLtMatrixLayoutCreate)>(sym("cublasLtMatrixLayoutCreate"));
+    cublasLtMatrixLayoutSetAttribute = reinterpret_cast<decltype(cublasLtMatrixLayoutSetAttribute)>(sym("cublasLtMatrixLayoutSetAttribute"));
+    cublasLtMatrixLayoutDestroy = reinterpret_cast<decltype(cublasLtMatrixLayoutDestroy)>(sym("cublasLtMatrixLayoutDestroy"));
+    cublasLtMatmulPreferenceCreate = reinterpret_cast<decltype(cublasLtMatmulPreferenceCreate)>(sym("cublasLtMatmulPreferenceCreate"));
+    cublasLtMatmulPreferenceSetAttribute = reinterpret_cast<decltype(cublasLtMatmulPreferenceSetAttribute)>(sym("cublasLtMatmulPreferenceSetAttribute"));
+    cublasLtMatmulPreferenceDestroy = reinterpret_cast<decltype(cublasLtMatmulPreferenceDestroy)>(sym("cublasLtMatmulPreferenceDestroy"));
+  }
+};
+
 // Each library: its wire API, its name, and the file rgpud loads for it.
 struct LibraryInfo {
   const char* name;
@@ -70,10 +107,11 @@ struct LibraryInfo {
 };
 inline constexpr LibraryInfo kLibraries[] = {
     {"cublas", "libcublas.so.13", "librgpu-cpu-cublas.so"},
+    {"cublasLt", "libcublasLt.so.13", "librgpu-cpu-cublas.so"},
 };
 inline constexpr size_t kLibraryCount = sizeof(kLibraries) / sizeof(kLibraries[0]);
 
 // The table types, by index.
-using LibraryTableTypes = std::tuple<CublasTable>;
+using LibraryTableTypes = std::tuple<CublasTable, CublasLtTable>;
 
 }  // namespace rgpu::server

@@ -8,7 +8,10 @@
 #include <cstring>
 
 #include "apigen_test_pack.h"
+#include "../../client-shim/generated/cublasLt_pack.h"
 #include "../../client-shim/generated/driver_pack.h"
+#include "library_rows.h"
+#include "rgpu/protocol/lt_desc.h"
 
 namespace rgpu::server::apigen_test {
 namespace {
@@ -281,6 +284,35 @@ std::vector<ValidCall> valid_calls(FakeEnv& env) {
     s = "counter";
     t::pack_cuModuleGetGlobal_v2(w, &p, nullptr, module, s);
     add(find_test_row(t::k_cuModuleGetGlobal_v2), w);
+  }
+  // cuBLASLt (its table is absent here: the rows decode and check, then
+  // answer "not supported"): a 4x4 matmul with a bias, and its heuristic.
+  {
+    namespace lt = protocol::lt;
+    namespace attr = protocol::lt::attr;
+    const uint64_t handle = make_handle(static_cast<HandleKind>(17), 0x500);
+    env.put(static_cast<HandleKind>(17), handle, reinterpret_cast<void*>(uintptr_t{0xB0}));
+    lt::Desc op, m4, pref;
+    op.kind = attr::kMatmul;
+    m4.kind = attr::kLayout;
+    pref.kind = attr::kPreference;
+    const uint32_t epilogue = 6;  // CUBLASLT_EPILOGUE_RELU_BIAS
+    const uint64_t bias = mem + 128, rows = 4;
+    const int64_t ld = 4;
+    lt::set_attr(op, attr::CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue);
+    lt::set_attr(op, attr::CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    lt::set_attr(m4, attr::CUBLASLT_MATRIX_LAYOUT_ROWS, &rows, sizeof rows);
+    lt::set_attr(m4, attr::CUBLASLT_MATRIX_LAYOUT_COLS, &rows, sizeof rows);
+    lt::set_attr(m4, attr::CUBLASLT_MATRIX_LAYOUT_LD, &ld, sizeof ld);
+    const float one = 1;
+    protocol::ArgWriter w;
+    apigen::cublasLt::pack_cublasLtMatmul(w, handle, &op, &one, 0, mem, &m4, mem, &m4, &one, 0, mem + 64, &m4,
+                                          mem + 64, &m4, nullptr, 0, 0, protocol::kNullStream);
+    add(find_library_row(wire::Api::CUBLAS_LT, apigen::cublasLt::k_cublasLtMatmul), w);
+    cublasLtMatmulHeuristicResult_t results[1];
+    protocol::ArgWriter h;
+    apigen::cublasLt::pack_cublasLtMatmulAlgoGetHeuristic(h, handle, &op, &m4, &m4, &m4, &m4, &pref, 1, results, &i);
+    add(find_library_row(wire::Api::CUBLAS_LT, apigen::cublasLt::k_cublasLtMatmulAlgoGetHeuristic), h);
   }
   return calls;
 }

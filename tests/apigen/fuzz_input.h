@@ -1,5 +1,6 @@
 // The input of the dispatch fuzzer, also written by its seed generator:
-// one byte choosing the description (0: driver.api, 1: apigen_test.api),
+// one byte choosing the description (0: driver.api, 1: apigen_test.api,
+// 2: cublasLt.api),
 // the function's ordinal (4 bytes, little-endian), then the packed args.
 #pragma once
 
@@ -8,6 +9,7 @@
 #include <span>
 
 #include "fakes.h"
+#include "library_rows.h"
 
 namespace rgpu::server::apigen_test {
 
@@ -16,7 +18,12 @@ inline constexpr size_t kFuzzHeader = 5;
 inline const DispatchRow* fuzz_row(std::span<const uint8_t> input) {
   if (input.size() < kFuzzHeader) return nullptr;
   uint32_t function = input[1] | input[2] << 8 | input[3] << 16 | static_cast<uint32_t>(input[4]) << 24;
-  return input[0] == 0 ? find_driver_row(function) : input[0] == 1 ? find_test_row(function) : nullptr;
+  switch (input[0]) {
+    case 0: return find_driver_row(function);
+    case 1: return find_test_row(function);
+    case 2: return find_library_row(wire::Api::CUBLAS_LT, function);
+    default: return nullptr;
+  }
 }
 
 }  // namespace rgpu::server::apigen_test

@@ -6,6 +6,9 @@
 #include <cublas_api.h>
 #include <cuda.h>
 
+#include <cstddef>
+#include <type_traits>
+
 // One cuBLAS handle: the context it was created in and the settings that
 // apply to its calls. Thread safety: as cuBLAS, a handle may be used from
 // several threads but not reconfigured (Set*) concurrently with its use.
@@ -25,6 +28,13 @@ struct cublasContext {
 struct cublasLtContext {
   CUcontext ctx = nullptr;
 };
+
+// cuBLAS documents that a cublasHandle_t may be cast to a cublasLtHandle_t
+// (PyTorch passes its cuBLAS handle to cublasLtMatmul, and rgpud does the
+// same for a client that does): both begin with the context, which is all
+// the Lt entry points read.
+static_assert(offsetof(cublasContext, ctx) == 0 && offsetof(cublasLtContext, ctx) == 0);
+static_assert(std::is_standard_layout_v<cublasContext> && std::is_standard_layout_v<cublasLtContext>);
 
 namespace rgpu::cpublas {
 

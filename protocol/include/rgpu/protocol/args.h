@@ -135,6 +135,9 @@ class ArgReader {
   // True when every read so far succeeded and the input is used up exactly.
   bool finish() const { return !failed_ && at_ == bytes_.size(); }
   bool failed() const { return failed_; }
+  // Leaves the reader failed: a caller's own check of what it read refused
+  // it (a value outside what its type allows). Always false.
+  bool reject() { return fail(); }
 
  private:
   template <class T>

@@ -92,6 +92,12 @@ constexpr uint64_t rgpu_blas_batch_bytes(long long op, long long rows, long long
   return rgpu_add_extent(rgpu_mul_extent(step, static_cast<uint64_t>(batch - 1)), one);
 }
 
+// Bytes of an array of `count` elements of `elem` bytes (a host out-array
+// whose length a call names: cuBLASLt's heuristic results).
+constexpr uint64_t rgpu_array_bytes(long long count, uint64_t elem) {
+  return count < 0 ? kNoExtent : rgpu_mul_extent(static_cast<uint64_t>(count), elem);
+}
+
 // Bytes a vector of n elements spans with increment inc (either sign).
 constexpr uint64_t rgpu_blas_vector_bytes(long long n, long long inc, uint64_t elem) {
   if (n < 0) return kNoExtent;
