@@ -415,9 +415,11 @@ cmd_test() {
   local opts=()
   [ -n "$server" ] && opts+=(--server "$server")
   export PYTHONDONTWRITEBYTECODE=1
+  # A case that takes over a minute (every one takes well under a second)
+  # prints every thread's Python stack: a stall says where it is.
   cmd_run "${opts[@]}" --build-dir "$build" -- \
-    python3 -m pytest -p no:cacheprovider -rs --junitxml="$build/torch-env/pytorch-tests.xml" \
-    tests/pytorch "${args[@]}"
+    python3 -m pytest -p no:cacheprovider -rs -o faulthandler_timeout=60 \
+    --junitxml="$build/torch-env/pytorch-tests.xml" tests/pytorch "${args[@]}"
 }
 
 main() {
