@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from conftest import DEV, assert_close, randn, requires_cuda, synchronize
@@ -24,6 +25,42 @@ def test_nvml_based_device_count_agrees():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout.strip()) == torch.cuda.device_count()
+    # NVML itself answered (PyTorch falls back to the runtime when it fails: -1).
+    assert torch.cuda._device_count_nvml() == torch.cuda.device_count()
+
+
+@requires_cuda
+def test_nvml_identifies_the_runtimes_devices():
+    uuids = torch.cuda._raw_device_uuid_nvml()
+    assert uuids is not None and len(uuids) == torch.cuda.device_count()
+    for i, uuid in enumerate(uuids):
+        assert uuid == "GPU-" + str(torch.cuda.get_device_properties(i).uuid)
+
+
+@requires_cuda
+def test_pynvml_agrees_with_the_runtime():
+    pynvml = pytest.importorskip("pynvml")
+    pynvml.nvmlInit()
+    try:
+        assert pynvml.nvmlDeviceGetCount() == torch.cuda.device_count()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        assert pynvml.nvmlDeviceGetName(handle) == torch.cuda.get_device_name(0)
+        props = torch.cuda.get_device_properties(0)
+        assert pynvml.nvmlDeviceGetCudaComputeCapability(handle) == (props.major, props.minor)
+        free, total = torch.cuda.mem_get_info()
+        before = pynvml.nvmlDeviceGetMemoryInfo(handle)
+        assert before.total == total
+        # 64 MiB straight from the device (not the caching allocator's pool).
+        block = torch.cuda.caching_allocator_alloc(64 << 20)
+        try:
+            after = pynvml.nvmlDeviceGetMemoryInfo(handle)
+            assert after.used >= before.used + (64 << 20)
+            assert after.free + after.used == after.total
+        finally:
+            torch.cuda.caching_allocator_delete(block)
+            torch.cuda.empty_cache()
+    finally:
+        pynvml.nvmlShutdown()
 
 
 @requires_cuda
