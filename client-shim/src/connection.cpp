@@ -3,12 +3,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "rgpu/common/log.h"
 #include "rgpu/protocol/auth.h"
@@ -176,9 +179,22 @@ Result<std::unique_ptr<Connection>> Connection::open(const ConnectionOptions& op
     inbox->on_message(std::move(m));
   };
   handler.on_closed = [inbox = c->inbox_](transport::Connection&, const Status& why) { inbox->on_closed(why); };
-  auto connection = c->transport_->connect(options.server, std::move(handler), options.connect_timeout);
-  if (!connection.is_ok()) {
-    return disconnected("cannot reach rgpud at " + options.server + ": " + connection.status().message());
+  // A server that is still starting (or a connection lost in its wire-up)
+  // is tried again, with a growing pause, until the connect timeout: clients
+  // and servers are often started together.
+  const auto deadline = std::chrono::steady_clock::now() + options.connect_timeout;
+  auto pause = std::chrono::milliseconds(20);
+  auto connection = c->transport_->connect(options.server, handler, options.connect_timeout);
+  for (int attempt = 2; !connection.is_ok(); ++attempt) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left <= pause) {
+      return disconnected("cannot reach rgpud at " + options.server + ": " + connection.status().message());
+    }
+    RGPU_DEBUG("connect retry server=%s attempt=%d reason=\"%s\"", options.server.c_str(), attempt,
+               connection.status().message().c_str());
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(500));
+    connection = c->transport_->connect(options.server, handler, left - pause);
   }
   c->connection_ = std::move(connection.value());
   if (Status s = c->handshake(options); !s.is_ok()) return s;
