@@ -356,7 +356,10 @@ start_rgpud() {
   unset RGPU_AUTH_TOKEN_FILE RGPU_TENANT
   local log="$build/torch-env/rgpud.log"
   mkdir -p "$build/torch-env"
-  "$rgpud" --listen 127.0.0.1:0 --device cpu >"$log" 2>&1 &
+  # Emptied here, not by the background job's redirection: that one may come
+  # after the first read below, which would then find the previous run's port.
+  : >"$log"
+  "$rgpud" --listen 127.0.0.1:0 --device cpu >>"$log" 2>&1 &
   rgpud_pid=$!
   local i
   for ((i = 0; i < 300; i++)); do  # up to 30 s
