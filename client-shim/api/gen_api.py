@@ -69,8 +69,8 @@ import re
 import sys
 
 sys.dont_write_bytecode = True  # keep the source tree clean
-from cuda_headers import (GenError, Headers, parse_prototype_params, parse_runtime_errors, read_dynsym_exports,  # noqa: E402
-                          runtime_return_types, strip_comments)
+from cuda_headers import (GenError, Headers, parse_prototype_params, parse_runtime_errors,  # noqa: E402
+                          read_dynsym_exports, runtime_return_types, strip_comments)
 import api_description  # noqa: E402
 import gen_calls  # noqa: E402
 import libraries  # noqa: E402
