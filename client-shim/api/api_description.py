@@ -36,7 +36,7 @@ SCALAR_TYPES = {
     "long", "unsigned long", "long long", "unsigned long long", "size_t", "float", "double",
     "CUdevice", "CUdevice_v1", "cuuint32_t", "cuuint64_t", "CUdeviceptr", "CUdeviceptr_v2",
 }
-FUNCTION_OPTIONS = ("server", "cpu", "status", "stream", "quick")
+FUNCTION_OPTIONS = ("server", "cpu", "status", "stream", "quick", "extension")
 # A library's own options (libraries.py): `as=` the name rgpud calls in the
 # server's library, `sets_mode=` the parameter that sets the handle's pointer
 # mode (the client keeps it for `scalar=` parameters).
@@ -97,6 +97,7 @@ class Function:
         self.server = None      # required | optional | None
         self.cpu = False
         self.quick = False      # never waits for device work: may run on the transport's thread
+        self.extension = where == "extension"  # rgpu's own name (rgpu/cpudev/extensions.h), not the API's
         self.status = status
         self.stream = None      # parameter that orders the call
         self.params = []        # [Param] for generated functions
@@ -148,10 +149,6 @@ def read_description(path, exports, api=DRIVER):
             if name in seen:
                 raise GenError(f"{where_at}: {name} described twice")
             seen.add(name)
-            if exported is not None and (where == "extension") == (name in exported):
-                raise GenError(f"{where_at}: {name}: " + (f"an extension must not be a {api.library} name"
-                                                          if where == "extension" else
-                                                          f"not a name {api.library} exports"))
             fn = Function(name, where, lineno, api.status)
             for w in words[2:]:
                 if ":" in w:
@@ -171,6 +168,8 @@ def read_description(path, exports, api=DRIVER):
                     fn.cpu = True
                 elif key == "quick":
                     fn.quick = True
+                elif key == "extension":
+                    fn.extension = True
                 elif key == "status":
                     if value != api.status:
                         raise GenError(f"{where_at}: {name}: status={value}: the {api.name} API's status "
@@ -187,11 +186,19 @@ def read_description(path, exports, api=DRIVER):
                     if not m:
                         raise GenError(f"{where_at}: {name}: check=<function>(<parameter>,...)")
                     fn.check = (m.group(1), [a for a in m.group(2).split(",") if a])
+            if exported is not None and fn.extension == (name in exported):
+                raise GenError(f"{where_at}: {name}: " + (f"an extension must not be a {api.library} name"
+                                                          if fn.extension else
+                                                          f"not a name {api.library} exports"))
+            if fn.extension and where not in ("extension", "sync"):
+                raise GenError(f"{where_at}: {name}: an extension is remoted as a sync call or not at all")
+            if fn.extension and fn.server:
+                raise GenError(f"{where_at}: {name}: an extension is in rgpud's table as one (no server=)")
             if fn.quick and fn.where != "sync":
                 raise GenError(f"{where_at}: {name}: quick is for sync functions")
             if fn.notes and not fn.generated:
                 raise GenError(f"{where_at}: {name}: parameter annotations only on sync/async functions")
-            if fn.generated and fn.server is None:
+            if fn.generated and fn.server is None and not fn.extension:
                 fn.server = "optional"  # the row calls the driver through the table
             functions.append(fn)
     return functions
@@ -205,7 +212,8 @@ def resolve(functions, headers):
         if not fn.generated:
             continue
         if fn.name not in headers.params:
-            raise GenError(f"line {fn.lineno}: {fn.name}: no prototype in cuda.h")
+            raise GenError(f"line {fn.lineno}: {fn.name}: no prototype in "
+                           + ("rgpu/cpudev/extensions.h" if fn.extension else "cuda.h"))
         names = {n for _, n in headers.params[fn.name]}
         for pname, (_, at) in fn.notes.items():
             if pname not in names:

@@ -291,14 +291,15 @@ def parse_prototypes(text, types):
     return protos
 
 
-def parse_prototype_params(text):
+def parse_prototype_params(text, pattern=r"\bCUresult\s+CUDAAPI\s+(\w+)\s*\("):
     """CUresult CUDAAPI name(...); -> {exported symbol: [(C type as written, name)]}.
+    (`pattern` finds the declarations: rgpu's extensions have no CUDAAPI.)
 
     The type keeps its typedef names (CUstream, CUdeviceptr): the generator
     decides what a parameter is from them. Unnamed parameters are an error
     for the functions a description annotates, so they are kept as None."""
     out = {}
-    for m in re.finditer(r"\bCUresult\s+CUDAAPI\s+(\w+)\s*\(", text):
+    for m in re.finditer(pattern, text):
         params, end = balanced(text, m.end() - 1)
         if not re.match(r"\s*;", text[end:]):
             continue

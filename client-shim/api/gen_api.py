@@ -69,8 +69,8 @@ import re
 import sys
 
 sys.dont_write_bytecode = True  # keep the source tree clean
-from cuda_headers import (GenError, Headers, parse_runtime_errors, read_dynsym_exports,  # noqa: E402
-                          runtime_return_types)
+from cuda_headers import (GenError, Headers, parse_prototype_params, parse_runtime_errors,  # noqa: E402
+                          read_dynsym_exports, runtime_return_types, strip_comments)
 import api_description  # noqa: E402
 import gen_calls  # noqa: E402
 import libraries  # noqa: E402
@@ -647,7 +647,7 @@ def emit_table_inc(functions):
             raise GenError(f"{fn.name} and {seen[fn.table_name]} are both the table's {fn.table_name}")
         seen[fn.table_name] = fn.name
         (required if fn.server == "required" else optional).append(fn.table_name)
-    extensions = [fn.name for fn in functions if fn.where == "extension"]
+    extensions = [fn.name for fn in functions if fn.extension]
     return (banner("//", "The functions of rgpud's driver table (server=).") +
             "// Included by server/include/rgpu/server/driver_table.h. Each name is the one\n"
             "// cuda.h maps to the exported symbol, so X(cuMemAlloc) resolves cuMemAlloc_v2.\n"
@@ -667,7 +667,7 @@ def emit_cpu_functions_inc(functions, headers):
     for fn in functions:
         if not fn.cpu:
             continue
-        if fn.where == "extension":
+        if fn.extension:
             extensions.append(fn.name)
             continue
         name = api_description.api_name(fn.name, headers)
@@ -694,13 +694,28 @@ def emit_cpu_map(functions):
 def emit_implemented(functions, api="driver"):
     return (banner("#", f"Implemented {api} names (not stubs), from {api}.api.") +
             "".join(f"{fn.name}\n" for fn in sorted(functions, key=lambda f: f.name)
-                    if fn.where not in ("stub", "extension")))
+                    if fn.where != "stub" and not fn.extension))
+
+
+EXTENSIONS_HEADER = os.path.join(ROOT, "cpu-device", "include", "rgpu", "cpudev", "extensions.h")
+
+
+def learn_extensions(headers):
+    """Adds the prototypes of rgpu's own extensions (extensions.h) to those
+    of cuda.h, for `extension` options on generated lines."""
+    with open(EXTENSIONS_HEADER, encoding="utf-8") as f:
+        text = strip_comments(f.read())
+    for sym, named in parse_prototype_params(text, r"\bCUresult\s+(rgpu\w+)\s*\(").items():
+        if sym in headers.params:
+            raise GenError(f"{EXTENSIONS_HEADER}: {sym} is also a cuda.h name")
+        headers.params[sym] = named
 
 
 def generate_calls(headers, exports):
     """{path relative to the repository: text} of every description's outputs."""
     files = {}
     driver = None
+    learn_extensions(headers)
     for d in DESCRIPTIONS:
         functions = api_description.read_description(os.path.join(ROOT, d["source"]), exports)
         api_description.resolve(functions, headers)
@@ -728,7 +743,7 @@ def generate_calls(headers, exports):
     files["cpu-device/exports.map"] = emit_cpu_map(driver)
     files["cpu-device/generated/api_functions.inc"] = emit_cpu_functions_inc(driver, headers)
     files["client-shim/generated/driver_implemented.txt"] = emit_implemented(driver)
-    return files, {fn.name for fn in driver if fn.where not in ("stub", "extension")}
+    return files, {fn.name for fn in driver if fn.where != "stub" and not fn.extension}
 
 
 def generate(cuda_home):

@@ -169,7 +169,10 @@ def emit_client(functions, source, namespace, pack_include, macros):
            "// checks, the current context, the packing into one Call.invoke record,\n"
            "// and for a sync call the round trip and the unpacking of its reply.\n",
            "#include <cuda.h>\n\n#include <mutex>\n#include <set>\n#include <string>\n#include <vector>\n\n",
-           '#include "../src/api_common.h"\n', f'#include "{pack_include}"\n', '#include "rgpu/protocol/codec.h"\n\n']
+           '#include "../src/api_common.h"\n', f'#include "{pack_include}"\n', '#include "rgpu/protocol/codec.h"\n']
+    if any(fn.extension for fn in gen):
+        out.append('#include "rgpu/cpudev/extensions.h"\n')
+    out.append("\n")
     for fn in gen:
         if fn.name in macros:
             out.append(f"#undef {fn.name}  // cuda.h maps the name to a newer variant; this is the old one\n")
@@ -201,7 +204,11 @@ def emit_client(functions, source, namespace, pack_include, macros):
 
 def _client_function(fn):
     params = ", ".join(f"{p.ctype.replace(' *', '*')} {p.name}" for p in fn.params) or "void"
-    body = [f"RGPU_EXPORT CUresult CUDAAPI {fn.name}({params}) {{", "  API_BEGIN",
+    # An extension is rgpu's own name: defined for rgpu's code on the client
+    # (NVML), as extensions.h declares it, and never exported.
+    head = (f"extern \"C\" CUresult {fn.name}({params}) {{" if fn.extension else
+            f"RGPU_EXPORT CUresult CUDAAPI {fn.name}({params}) {{")
+    body = [head, "  API_BEGIN",
             "  SHIM_OR_RETURN(shim);", "  CONTEXT_OR_RETURN(shim, ctx_);"]  # the macros need the name shim
     for p in fn.params:
         if p.create or p.destroy:

@@ -13,6 +13,7 @@
 #include "../src/api_common.h"
 #include "driver_pack.h"
 #include "rgpu/protocol/codec.h"
+#include "rgpu/cpudev/extensions.h"
 
 
 namespace {
@@ -129,6 +130,25 @@ RGPU_EXPORT CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction hfunc) 
   ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
   if (!calls::unpack_cuFuncGetName(reply_reader_, name ? &name_s_ : nullptr, ::rgpu::shim::handle_of(hfunc))) return CUDA_ERROR_UNKNOWN;
   if (name) *name = intern(name_s_);
+  return CUDA_SUCCESS;
+  API_END
+}
+
+extern "C" CUresult rgpuDeviceGetUtilization(unsigned* gpu, unsigned* memory, CUdevice dev) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  if (!gpu) return CUDA_ERROR_INVALID_VALUE;
+  if (!memory) return CUDA_ERROR_INVALID_VALUE;
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_rgpuDeviceGetUtilization(args_, gpu, memory, dev);
+  std::vector<std::byte> reply_(calls::kMaxReply_rgpuDeviceGetUtilization);
+  uint64_t got_ = 0;
+  ::rgpu::shim::SyncResult r_ = shim->client().call_sync(ctx_, invoke(calls::k_rgpuDeviceGetUtilization, args_.bytes(), true), {},
+      ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+  if (r_.result != CUDA_SUCCESS) return r_.result;
+  ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+  if (!calls::unpack_rgpuDeviceGetUtilization(reply_reader_, gpu, memory, dev)) return CUDA_ERROR_UNKNOWN;
   return CUDA_SUCCESS;
   API_END
 }

@@ -81,4 +81,16 @@ inline bool unpack_cuFuncGetName(::rgpu::protocol::ArgReader& r_, [[maybe_unused
   return r_.finish();
 }
 
+// rgpuDeviceGetUtilization: sync
+inline constexpr uint32_t k_rgpuDeviceGetUtilization = 6;
+inline constexpr uint64_t kMaxReply_rgpuDeviceGetUtilization = 8 + 8;
+inline void pack_rgpuDeviceGetUtilization(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] unsigned* gpu, [[maybe_unused]] unsigned* memory, [[maybe_unused]] CUdevice dev) {
+  w_.scalar(dev);
+}
+inline bool unpack_rgpuDeviceGetUtilization(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] unsigned* gpu, [[maybe_unused]] unsigned* memory, [[maybe_unused]] CUdevice dev) {
+  { unsigned v_{}; if (!r_.scalar(&v_)) return false; if (gpu) *gpu = v_; }
+  { unsigned v_{}; if (!r_.scalar(&v_)) return false; if (memory) *memory = v_; }
+  return r_.finish();
+}
+
 }  // namespace rgpu::apigen::driver

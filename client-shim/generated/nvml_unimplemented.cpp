@@ -186,7 +186,6 @@ RGPU_SHIM_EXPORT int nvmlDeviceGetTopologyCommonAncestor() noexcept { return ::r
 RGPU_SHIM_EXPORT int nvmlDeviceGetTopologyNearestGpus() noexcept { return ::rgpu::shim::report_unimplemented("nvmlDeviceGetTopologyNearestGpus", 3, "NVML_ERROR_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int nvmlDeviceGetTotalEccErrors() noexcept { return ::rgpu::shim::report_unimplemented("nvmlDeviceGetTotalEccErrors", 3, "NVML_ERROR_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int nvmlDeviceGetTotalEnergyConsumption() noexcept { return ::rgpu::shim::report_unimplemented("nvmlDeviceGetTotalEnergyConsumption", 3, "NVML_ERROR_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int nvmlDeviceGetUtilizationRates() noexcept { return ::rgpu::shim::report_unimplemented("nvmlDeviceGetUtilizationRates", 3, "NVML_ERROR_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int nvmlDeviceGetVbiosVersion() noexcept { return ::rgpu::shim::report_unimplemented("nvmlDeviceGetVbiosVersion", 3, "NVML_ERROR_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int nvmlDeviceGetVgpuCapabilities() noexcept { return ::rgpu::shim::report_unimplemented("nvmlDeviceGetVgpuCapabilities", 3, "NVML_ERROR_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int nvmlDeviceGetVgpuHeterogeneousMode() noexcept { return ::rgpu::shim::report_unimplemented("nvmlDeviceGetVgpuHeterogeneousMode", 3, "NVML_ERROR_NOT_SUPPORTED"); }

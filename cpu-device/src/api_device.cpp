@@ -151,4 +151,20 @@ CUresult CUDAAPI cuGetErrorString(CUresult error, const char** pStr) {
   return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+// rgpu's extension (rgpu/cpudev/extensions.h): the device's busy shares over
+// the last second (ActivityClock).
+__attribute__((visibility("default"))) CUresult rgpuDeviceGetUtilization(unsigned* gpu, unsigned* memory,
+                                                                         CUdevice dev) {
+  if (!gpu || !memory) return CUDA_ERROR_INVALID_VALUE;
+  return guarded([&] {
+    Driver* d;
+    Device* device;
+    RGPU_CU_TRY(device_of(dev, &d, &device));
+    uint64_t now = ActivityClock::now_us();
+    *gpu = device->kernels.percent(now);
+    *memory = device->copies.percent(now);
+    return CUDA_SUCCESS;
+  });
+}
+
 }  // extern "C"

@@ -61,7 +61,11 @@ CUresult enqueue_copy(Driver* d, const std::shared_ptr<Context>& current, CUstre
   std::shared_ptr<Stream> stream;
   RGPU_CU_TRY(resolve_stream(d, current, h, &ctx, &stream));
   if (size == 0) return CUDA_SUCCESS;
-  return submit(ctx, stream, [dst, src, size]() -> CUresult {
+  // Counted on the device written, else the one read (devices live as long as d).
+  Device* dev = d->device_of(dst.memory ? dst.addr : src.addr);
+  ActivityClock* busy = dev ? &dev->copies : nullptr;
+  return submit(ctx, stream, [dst, src, size, busy]() -> CUresult {
+    ActivityClock::Span copying(busy);
     // Pinned, a range that is still live now stays mapped until we finish.
     DeviceMemory::Pin p1 = dst.memory ? dst.memory->pin() : DeviceMemory::Pin();
     DeviceMemory::Pin p2 = src.memory ? src.memory->pin() : DeviceMemory::Pin();
@@ -82,7 +86,10 @@ CUresult enqueue_memset(Driver* d, const std::shared_ptr<Context>& current, CUst
   std::shared_ptr<Stream> stream;
   RGPU_CU_TRY(resolve_stream(d, current, h, &ctx, &stream));
   if (size == 0) return CUDA_SUCCESS;
-  return submit(ctx, stream, [side, value, elem, count, size]() -> CUresult {
+  Device* dev = d->device_of(side.addr);
+  ActivityClock* busy = dev ? &dev->copies : nullptr;
+  return submit(ctx, stream, [side, value, elem, count, size, busy]() -> CUresult {
+    ActivityClock::Span writing(busy);
     DeviceMemory::Pin pin = side.memory->pin();
     if (!still_valid(side, size)) return CUDA_ERROR_INVALID_VALUE;
     if (elem == 1) {

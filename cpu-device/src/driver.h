@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "activity.h"
 #include "config.h"
 #include "context.h"
 #include "event.h"
@@ -35,6 +36,10 @@ struct Device {
   // Kernel workers, started by the first launch.
   std::once_flag pool_once;
   std::unique_ptr<KernelPool> pool;
+  // Time during which kernels, and copies or memsets, ran on this device
+  // (rgpuDeviceGetUtilization).
+  ActivityClock kernels;
+  ActivityClock copies;
 };
 
 // Everything cuInit creates. Handles are never reused, so a stale handle is

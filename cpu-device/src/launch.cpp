@@ -75,8 +75,9 @@ CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const st
                         std::shared_ptr<Module> module, int kernel, const LaunchShape& shape,
                         std::vector<uint8_t> params) {
   KernelPool* pool = d->pool(ctx->device());
+  ActivityClock* busy = &d->device(ctx->device())->kernels;
   std::shared_ptr<ContextState> state = ctx->state();
-  uint64_t seq = ctx->enqueue(stream, {}, [d, pool, state, module = std::move(module), kernel, shape,
+  uint64_t seq = ctx->enqueue(stream, {}, [d, pool, busy, state, module = std::move(module), kernel, shape,
                                            params = std::move(params)]() -> CUresult {
     // Kernels of a context that already faulted do not run, as on a GPU.
     if (state->sticky.load() != CUDA_SUCCESS) return static_cast<CUresult>(state->sticky.load());
@@ -110,8 +111,12 @@ CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const st
       }
     }
     const ptx::KernelInfo& k = module->program().kernels()[static_cast<size_t>(kernel)];
-    ptx::LaunchResult r =
-        module->program().launch(kernel, shape.grid, shape.block, shape.shared_bytes, params.data(), params.size(), env);
+    ptx::LaunchResult r;
+    {
+      ActivityClock::Span running(busy);
+      r = module->program().launch(kernel, shape.grid, shape.block, shape.shared_bytes, params.data(), params.size(),
+                                   env);
+    }
     if (r.ok()) return CUDA_SUCCESS;
     auto code = static_cast<CUresult>(ptx::cuda_error_code(r.fault));
     RGPU_ERROR("cpudev kernel fault kernel=%s fault=%s address=0x%llx detail=\"%s\"", k.name.c_str(),

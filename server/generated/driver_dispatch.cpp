@@ -134,12 +134,33 @@ InvokeOutcome run_cuFuncGetName(CallEnv& env_, std::span<const std::byte> args_)
   return out_;
 }
 
+InvokeOutcome run_rgpuDeviceGetUtilization(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  unsigned gpu{};
+  unsigned memory{};
+  CUdevice dev{};
+  rd_.scalar(&dev);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "rgpuDeviceGetUtilization: undecodable arguments");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().rgpuDeviceGetUtilization;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "rgpuDeviceGetUtilization: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(&gpu, &memory, dev));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  ::rgpu::protocol::ArgWriter w_;
+  w_.scalar(gpu);
+  w_.scalar(memory);
+  out_.out = w_.take();
+  return out_;
+}
+
 const DispatchRow kRows[] = {
     {"cuCtxGetFlags", kApi, 5, true, true, &run_cuCtxGetFlags},
     {"cuCtxGetStreamPriorityRange", kApi, 3, true, true, &run_cuCtxGetStreamPriorityRange},
     {"cuMemGetInfo_v2", kApi, 1, true, true, &run_cuMemGetInfo_v2},
     {"cuMemGetAddressRange_v2", kApi, 2, true, true, &run_cuMemGetAddressRange_v2},
     {"cuFuncGetName", kApi, 4, true, true, &run_cuFuncGetName},
+    {"rgpuDeviceGetUtilization", kApi, 6, true, true, &run_rgpuDeviceGetUtilization},
 };
 
 }  // namespace
@@ -151,6 +172,7 @@ const DispatchRow* find_driver_row(uint32_t function) {
     case 1: return &kRows[2];
     case 2: return &kRows[3];
     case 4: return &kRows[4];
+    case 6: return &kRows[5];
     default: return nullptr;
   }
 }

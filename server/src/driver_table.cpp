@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "nvml_utilization.h"
 #include "rgpu/common/log.h"
 
 namespace rgpu::server {
@@ -33,6 +34,8 @@ Result<std::shared_ptr<const DriverTable>> DriverTable::load(const std::string& 
   if (!missing.empty()) {
     return failed("driver library " + path + " lacks required functions: " + missing);
   }
+  // NVIDIA's driver does not measure utilization: its NVML does, when it is here.
+  if (!table->rgpuDeviceGetUtilization) table->rgpuDeviceGetUtilization = nvml_utilization(table->cuDeviceGetUuid);
   return std::shared_ptr<const DriverTable>(std::move(table));
 }
 

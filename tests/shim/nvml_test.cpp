@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "nvml/nvml_abi.h"
 
@@ -41,6 +42,8 @@ struct Nvml {
       get<nvmlReturn_t (*)(nvmlDevice_t, int*, int*)>("nvmlDeviceGetCudaComputeCapability");
   nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t*) =
       get<nvmlReturn_t (*)(nvmlDevice_t, nvmlPciInfo_t*)>("nvmlDeviceGetPciInfo_v3");
+  nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) =
+      get<nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t*)>("nvmlDeviceGetUtilizationRates");
   nvmlReturn_t (*cuda_version)(int*) = get<nvmlReturn_t (*)(int*)>("nvmlSystemGetCudaDriverVersion_v2");
   nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned*) =
       get<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>("nvmlDeviceGetTemperature");
@@ -177,6 +180,42 @@ TEST_F(NvmlTest, MemoryFollowsTheSessionsAllocations) {
   EXPECT_EQ(cuMemFree_v2(p), CUDA_SUCCESS);
   cuCtxSetCurrent(nullptr);
   cuDevicePrimaryCtxRelease(0);
+}
+
+// The CPU device measures its utilization; rgpud answers it through its
+// driver table (rgpuDeviceGetUtilization), with no context of the caller's.
+TEST_F(NvmlTest, UtilizationIsAnsweredByTheServersDevice) {
+  ASSERT_NE(nvml.utilization, nullptr);
+  nvmlUtilization_t u{101, 101};
+  ASSERT_EQ(nvml.utilization(device0(), &u), NVML_SUCCESS);
+  EXPECT_LE(u.gpu, 100u);
+  EXPECT_LE(u.memory, 100u);
+  CUcontext current = reinterpret_cast<CUcontext>(&current);
+  ASSERT_EQ(cuCtxGetCurrent(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, nullptr);  // the query's own context is popped again
+
+  // Copies to the device count as memory activity, and a share is answered
+  // while they ran (its value depends on the transport's share of the time).
+  CUcontext ctx = nullptr;
+  ASSERT_EQ(cuDevicePrimaryCtxRetain(&ctx, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+  constexpr size_t kBytes = 4u << 20;
+  std::vector<char> host(kBytes, 7);
+  CUdeviceptr p = 0;
+  ASSERT_EQ(cuMemAlloc_v2(&p, kBytes), CUDA_SUCCESS);
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(cuMemcpyHtoD_v2(p, host.data(), kBytes), CUDA_SUCCESS);
+  ASSERT_EQ(nvml.utilization(device0(), &u), NVML_SUCCESS);
+  EXPECT_LE(u.gpu, 100u);
+  EXPECT_LE(u.memory, 100u);
+  ASSERT_EQ(cuCtxGetCurrent(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, ctx);  // the caller's context is current again
+  EXPECT_EQ(cuMemFree_v2(p), CUDA_SUCCESS);
+  cuCtxSetCurrent(nullptr);
+  cuDevicePrimaryCtxRelease(0);
+
+  nvmlDevice_t bogus = reinterpret_cast<nvmlDevice_t>(&bogus);
+  EXPECT_EQ(nvml.utilization(bogus, &u), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(nvml.utilization(device0(), nullptr), NVML_ERROR_INVALID_ARGUMENT);
 }
 
 TEST_F(NvmlTest, BadHandlesAndUnimplementedCallsAreAnswered) {

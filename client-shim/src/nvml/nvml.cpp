@@ -6,8 +6,10 @@
 // session, so NVML's answers come from the same place as the driver's: the
 // device table of the handshake (names, UUIDs, totals, attributes, no round
 // trip) and, for memory in use, the server's cuMemGetInfo in that device's
-// primary context. A device handle is the address of a slot in a fixed
-// table; anything else passed as a handle is an invalid argument.
+// primary context; utilization rates from the server's rgpuDeviceGetUtilization
+// (the CPU device measures them; with NVIDIA's driver rgpud asks NVIDIA's
+// NVML). A device handle is the address of a slot in a fixed table; anything
+// else passed as a handle is an invalid argument.
 #include <cuda.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include "../api_common.h"
 #include "nvml_abi.h"
 #include "rgpu/common/log.h"
+#include "rgpu/cpudev/extensions.h"
 
 struct nvmlDevice_st {
   int ordinal;
@@ -90,24 +93,31 @@ nvmlReturn_t pci_info(int ordinal, nvmlPciInfo_t* pci) {
   return NVML_SUCCESS;
 }
 
-// Free and total memory of a device as the server counts them, queried in
-// the device's primary context (retained for the query only).
-nvmlReturn_t memory_info(int ordinal, unsigned long long* total, unsigned long long* free) {
+// Runs `query` with the device's primary context current (retained for the
+// query only): the remoted calls run in a context, NVML's need none.
+template <class Query>
+nvmlReturn_t in_primary_context(int ordinal, Query&& query) {
   CUcontext ctx = nullptr;
   if (cuDevicePrimaryCtxRetain(&ctx, ordinal) != CUDA_SUCCESS) return NVML_ERROR_UNKNOWN;
   nvmlReturn_t status = NVML_ERROR_UNKNOWN;
   if (cuCtxPushCurrent(ctx) == CUDA_SUCCESS) {
-    size_t f = 0, t = 0;
-    if (cuMemGetInfo_v2(&f, &t) == CUDA_SUCCESS) {
-      *total = t;
-      *free = f;
-      status = NVML_SUCCESS;
-    }
+    status = query();
     CUcontext popped = nullptr;
     cuCtxPopCurrent(&popped);
   }
   cuDevicePrimaryCtxRelease(ordinal);
   return status;
+}
+
+// Free and total memory of a device as the server counts them.
+nvmlReturn_t memory_info(int ordinal, unsigned long long* total, unsigned long long* free) {
+  return in_primary_context(ordinal, [&] {
+    size_t f = 0, t = 0;
+    if (cuMemGetInfo_v2(&f, &t) != CUDA_SUCCESS) return NVML_ERROR_UNKNOWN;
+    *total = t;
+    *free = f;
+    return NVML_SUCCESS;
+  });
 }
 
 #define NVML_DEVICE_OR_RETURN(handle, var)          \
@@ -331,5 +341,23 @@ RGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMem
   memory->free = free;
   memory->used = total - std::min(free, total);
   return NVML_SUCCESS;
+  NVML_END
+}
+
+RGPU_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization) {
+  NVML_BEGIN
+  NVML_DEVICE_OR_RETURN(device, ordinal);
+  if (!utilization) return NVML_ERROR_INVALID_ARGUMENT;
+  return in_primary_context(ordinal, [&] {
+    unsigned gpu = 0, memory = 0;
+    CUresult r = rgpuDeviceGetUtilization(&gpu, &memory, ordinal);
+    // A server whose driver cannot measure (NVIDIA's, with no NVML next to
+    // it) answers not supported, as NVML does for such a device.
+    if (r == CUDA_ERROR_NOT_SUPPORTED) return NVML_ERROR_NOT_SUPPORTED;
+    if (r != CUDA_SUCCESS || gpu > 100 || memory > 100) return NVML_ERROR_UNKNOWN;
+    utilization->gpu = gpu;
+    utilization->memory = memory;
+    return NVML_SUCCESS;
+  });
   NVML_END
 }

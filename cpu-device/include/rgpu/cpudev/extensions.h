@@ -35,4 +35,13 @@ CUresult rgpuCtxSetIsolationGroup(CUcontext ctx, unsigned long long group);
 // context stays valid until cuCtxDestroy. Thread-safe.
 CUresult rgpuCtxAbort(CUcontext ctx);
 
+// NVML's utilization rates of device `dev`, measured over the last sample
+// period (the second before the call, at least 7/8 of it; see
+// docs/cpu-device.md): *gpu is the percentage of that time during which one
+// or more kernels ran on the device, *memory the percentage during which one
+// or more copies or memsets to or from its memory ran. Both are 0..100.
+// CUDA_ERROR_INVALID_DEVICE for an unknown device, CUDA_ERROR_INVALID_VALUE
+// for a null pointer. Thread-safe.
+CUresult rgpuDeviceGetUtilization(unsigned* gpu, unsigned* memory, CUdevice dev);
+
 }  // extern "C"

@@ -31,8 +31,10 @@ struct DriverTable {
 
   // rgpu's CPU device's own exports (rgpu/cpudev/extensions.h; the list is
   // driver.api's `extension` lines): device printf to a per-context sink,
-  // isolation groups, aborting a context's kernels. Null with NVIDIA's driver,
-  // which prints to rgpud's own stdout and has none of them.
+  // isolation groups, aborting a context's kernels, utilization. Null with
+  // NVIDIA's driver, which prints to rgpud's own stdout and has none of them,
+  // except rgpuDeviceGetUtilization, which load() answers from NVIDIA's NVML
+  // when this host has it (server/src/nvml_utilization.h).
   RGPU_DRIVER_EXTENSIONS(RGPU_DRIVER_FIELD)
 #undef RGPU_DRIVER_FIELD
 
