@@ -59,6 +59,11 @@ def test_pynvml_agrees_with_the_runtime():
         finally:
             torch.cuda.caching_allocator_delete(block)
             torch.cuda.empty_cache()
+        # Utilization comes from the server's device, through pynvml too.
+        rates = pynvml.nvmlDeviceGetUtilizationRates(handle)
+        assert 0 <= rates.gpu <= 100 and 0 <= rates.memory <= 100
+        assert 0 <= torch.cuda.utilization() <= 100
+        assert 0 <= torch.cuda.memory_usage() <= 100
     finally:
         pynvml.nvmlShutdown()
 
