@@ -342,6 +342,30 @@ TEST_F(CpuDeviceModule, FunctionAttributesAndLookups) {
   EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE, cu.cuModuleGetFunction(&none, reinterpret_cast<CUmodule>(0x55), "vec_add"));
 }
 
+// CUB's host code picks its tuning policy from cudaFuncGetAttributes'
+// ptxVersion (cub::PtxVersion) and its device code was compiled with the
+// policy of the PTX's architecture: the attribute must be the .target
+// (compute_90 -> 90), not the ISA's .version (8.4 -> 84, which made CUB launch
+// compute_90 kernels with sm_80 block and tile sizes).
+TEST_F(CpuDeviceModule, PtxVersionIsTheTargetArchitecture) {
+  struct Case {
+    const char* target;
+    int expected;
+  };
+  for (Case c : {Case{"sm_90", 90}, Case{"sm_90a", 90}, Case{"sm_75", 75}, Case{"sm_100", 100}}) {
+    std::string ptx = std::string(".version 8.4\n.target ") + c.target +
+                      "\n.address_size 64\n.visible .entry k()\n{\nret;\n}\n";
+    CUmodule m;
+    CU_OK(cu.cuModuleLoadData(&m, ptx.c_str()));
+    CUfunction f;
+    CU_OK(cu.cuModuleGetFunction(&f, m, "k"));
+    int v = -1;
+    CU_OK(cu.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_PTX_VERSION, f));
+    EXPECT_EQ(c.expected, v) << c.target;
+    CU_OK(cu.cuModuleUnload(m));
+  }
+}
+
 TEST_F(CpuDeviceModule, BadImages) {
   CUmodule m;
   const char junk[] = "this is not a module";

@@ -133,9 +133,6 @@ def test_sort_topk_unique():
     check(f, x)
 
 
-@pytest.mark.xfail(not SELF_CHECK, strict=True,
-                   reason="torch.unique: cub's device-wide select/run-length kernels return a wrong count on the "
-                          "CPU device (PyTorch then fails with 'numel: integer multiplication overflow'); open")
 def test_unique():
     x = torch.randperm(2000, generator=torch.Generator().manual_seed(24))
     check(lambda x: (torch.unique(x % 97), torch.unique(x % 13, return_counts=True)), x)
