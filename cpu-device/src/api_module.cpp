@@ -122,7 +122,11 @@ CUresult CUDAAPI cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunc
       case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = static_cast<int>(k.static_shared_bytes); break;
       case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *pi = static_cast<int>(m->const_bytes()); break;
       case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *pi = static_cast<int>(k.local_bytes); break;
-      case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = static_cast<int>(k.num_regs); break;
+      // The interpreter's register slots have no hardware limit (PTX declares
+      // thousands of virtual registers); occupancy calculators divide the
+      // register file by this, so report at most 65536 / 2048 threads = 32,
+      // which never limits occupancy (0 made CUB launch empty grids).
+      case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = static_cast<int>(std::min<uint32_t>(k.num_regs, 32)); break;
       case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = ptx_arch(m->program().target()); break;
       case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 80; break;
       case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: *pi = 0; break;
