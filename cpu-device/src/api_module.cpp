@@ -22,15 +22,17 @@ CUresult load(CUmodule* module, const void* image) {
   });
 }
 
-int ptx_version(const std::string& v) {
-  // "8.5" -> 85
-  size_t dot = v.find('.');
-  if (dot == std::string::npos) return 0;
-  try {
-    return std::stoi(v.substr(0, dot)) * 10 + std::stoi(v.substr(dot + 1));
-  } catch (...) {
-    return 0;
-  }
+// CU_FUNC_ATTRIBUTE_PTX_VERSION is the virtual architecture the PTX was
+// compiled for (compute_90 -> 90), not the ISA's .version (8.4): CUB's host
+// code picks its tuning policy from it (cub::PtxVersion), and its device code
+// was compiled with the policy of that architecture, so the two must agree or
+// a kernel runs with another block size and tile size than it was built for.
+// `target` is the module's .target: "sm_90", "sm_90a", "sm_100f", ...
+int ptx_arch(const std::string& target) {
+  if (target.compare(0, 3, "sm_") != 0) return 0;
+  int v = 0;
+  for (size_t i = 3; i < target.size() && i < 7 && target[i] >= '0' && target[i] <= '9'; ++i) v = v * 10 + (target[i] - '0');
+  return v;
 }
 
 }  // namespace
@@ -120,8 +122,12 @@ CUresult CUDAAPI cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunc
       case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = static_cast<int>(k.static_shared_bytes); break;
       case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *pi = static_cast<int>(m->const_bytes()); break;
       case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *pi = static_cast<int>(k.local_bytes); break;
-      case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = static_cast<int>(k.num_regs); break;
-      case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = ptx_version(m->program().version()); break;
+      // The interpreter's register slots have no hardware limit (PTX declares
+      // thousands of virtual registers); occupancy calculators divide the
+      // register file by this, so report at most 65536 / 2048 threads = 32,
+      // which never limits occupancy (0 made CUB launch empty grids).
+      case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = static_cast<int>(std::min<uint32_t>(k.num_regs, 32)); break;
+      case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = ptx_arch(m->program().target()); break;
       case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 80; break;
       case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: *pi = 0; break;
       case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = f->max_dynamic_shared(); break;

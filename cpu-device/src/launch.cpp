@@ -111,6 +111,8 @@ CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const st
       }
     }
     const ptx::KernelInfo& k = module->program().kernels()[static_cast<size_t>(kernel)];
+    RGPU_TRACE("cpudev launch kernel=%s grid=%ux%ux%u block=%ux%ux%u", k.name.c_str(), shape.grid.x, shape.grid.y,
+               shape.grid.z, shape.block.x, shape.block.y, shape.block.z);
     ptx::LaunchResult r;
     {
       ActivityClock::Span running(busy);

@@ -342,6 +342,53 @@ TEST_F(CpuDeviceModule, FunctionAttributesAndLookups) {
   EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE, cu.cuModuleGetFunction(&none, reinterpret_cast<CUmodule>(0x55), "vec_add"));
 }
 
+// CUB's host code picks its tuning policy from cudaFuncGetAttributes'
+// ptxVersion (cub::PtxVersion) and its device code was compiled with the
+// policy of the PTX's architecture: the attribute must be the .target
+// (compute_90 -> 90), not the ISA's .version (8.4 -> 84, which made CUB launch
+// compute_90 kernels with sm_80 block and tile sizes).
+TEST_F(CpuDeviceModule, PtxVersionIsTheTargetArchitecture) {
+  struct Case {
+    const char* target;
+    int expected;
+  };
+  for (Case c : {Case{"sm_90", 90}, Case{"sm_90a", 90}, Case{"sm_75", 75}, Case{"sm_100", 100}}) {
+    std::string ptx = std::string(".version 8.4\n.target ") + c.target +
+                      "\n.address_size 64\n.visible .entry k()\n{\nret;\n}\n";
+    CUmodule m;
+    CU_OK(cu.cuModuleLoadData(&m, ptx.c_str()));
+    CUfunction f;
+    CU_OK(cu.cuModuleGetFunction(&f, m, "k"));
+    int v = -1;
+    CU_OK(cu.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_PTX_VERSION, f));
+    EXPECT_EQ(c.expected, v) << c.target;
+    CU_OK(cu.cuModuleUnload(m));
+  }
+}
+
+// PTX declares virtual registers by the thousand; the interpreter has no
+// register file to run out of. Occupancy calculators (CUB's radix sort sizes
+// its histogram grid with cudaOccupancyMaxActiveBlocksPerMultiprocessor)
+// divide the multiprocessor's registers by NUM_REGS x threads: the attribute
+// must leave a 1024-thread block room for two blocks per multiprocessor.
+TEST_F(CpuDeviceModule, RegisterCountNeverLimitsOccupancy) {
+  const char ptx[] =
+      ".version 8.4\n.target sm_90\n.address_size 64\n"
+      ".visible .entry many(.param .u64 p)\n{\n.reg .b32 %r<3000>;\n.reg .b64 %rd<2>;\n"
+      "ld.param.u64 %rd1, [p];\nmov.u32 %r2999, 7;\nst.global.u32 [%rd1], %r2999;\nret;\n}\n";
+  CUmodule m;
+  CU_OK(cu.cuModuleLoadData(&m, ptx));
+  CUfunction f;
+  CU_OK(cu.cuModuleGetFunction(&f, m, "many"));
+  int regs = -1, regs_sm = -1, threads_sm = -1;
+  CU_OK(cu.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
+  CU_OK(cu.cuDeviceGetAttribute(&regs_sm, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, 0));
+  CU_OK(cu.cuDeviceGetAttribute(&threads_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 0));
+  EXPECT_GT(regs, 0);
+  EXPECT_LE(regs * threads_sm, regs_sm);
+  CU_OK(cu.cuModuleUnload(m));
+}
+
 TEST_F(CpuDeviceModule, BadImages) {
   CUmodule m;
   const char junk[] = "this is not a module";

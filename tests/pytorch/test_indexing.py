@@ -133,9 +133,21 @@ def test_sort_topk_unique():
     check(f, x)
 
 
-@pytest.mark.xfail(not SELF_CHECK, strict=True,
-                   reason="torch.unique: cub's device-wide select/run-length kernels return a wrong count on the "
-                          "CPU device (PyTorch then fails with 'numel: integer multiplication overflow'); open")
 def test_unique():
     x = torch.randperm(2000, generator=torch.Generator().manual_seed(24))
     check(lambda x: (torch.unique(x % 97), torch.unique(x % 13, return_counts=True)), x)
+
+
+def test_sort_unique_cumsum_many_tiles():
+    # Sizes past one CUB tile: radix sort runs its histogram and onesweep
+    # kernels (grid sized by the occupancy API), unique's select and
+    # run-length kernels and cumsum's scan chain tiles by decoupled look-back.
+    # Integers, so that the scan compares exactly whatever its order of sums.
+    x = randint(0, 5000, 20000, seed=25)
+    y = randint(-1000, 1000, 50000, seed=26)
+
+    def f(x, y):
+        u, c = torch.unique(x, return_counts=True)
+        return x.sort().values, torch.unique(x), u, c, y.cumsum(0)
+
+    check(f, x, y)

@@ -150,6 +150,57 @@ inline uint64_t extend(T v) {
   else return static_cast<uint64_t>(v);
 }
 
+// A vector access of up to 16 bytes is one memory access, as on a GPU: CUB's
+// single-pass scans publish a tile's status and value together with
+// st.relaxed.gpu.v2.u32 (or .v2.u64) and read them with one ld.v2, so an
+// element-by-element copy let a reader see the new status with the old value.
+// The address is aligned to the whole access (resolve() checked it); aligned
+// 4- and 8-byte accesses are atomic on x86-64, and so are aligned 16-byte SSE
+// accesses on processors with AVX (both vendors document it).
+template <size_t kBytes>
+inline void load_whole(const uint8_t* p, uint8_t* out) {
+  if constexpr (kBytes == 4) {
+    uint32_t v = __atomic_load_n(reinterpret_cast<const uint32_t*>(p), __ATOMIC_RELAXED);
+    memcpy(out, &v, 4);
+  } else if constexpr (kBytes == 8) {
+    uint64_t v = __atomic_load_n(reinterpret_cast<const uint64_t*>(p), __ATOMIC_RELAXED);
+    memcpy(out, &v, 8);
+  } else if constexpr (kBytes == 16) {
+#if defined(__x86_64__)
+    __attribute__((vector_size(16))) long long v;
+    asm volatile("movdqa %1, %0" : "=x"(v) : "m"(*reinterpret_cast<const char(*)[16]>(p)));
+    memcpy(out, &v, 16);
+#else
+    memcpy(out, p, 16);
+#endif
+  } else {
+    memcpy(out, p, kBytes);
+  }
+}
+
+template <size_t kBytes>
+inline void store_whole(uint8_t* p, const uint8_t* in) {
+  if constexpr (kBytes == 4) {
+    uint32_t v;
+    memcpy(&v, in, 4);
+    __atomic_store_n(reinterpret_cast<uint32_t*>(p), v, __ATOMIC_RELAXED);
+  } else if constexpr (kBytes == 8) {
+    uint64_t v;
+    memcpy(&v, in, 8);
+    __atomic_store_n(reinterpret_cast<uint64_t*>(p), v, __ATOMIC_RELAXED);
+  } else if constexpr (kBytes == 16) {
+#if defined(__x86_64__)
+    __attribute__((vector_size(16))) long long v;
+    memcpy(&v, in, 16);
+    asm volatile("movdqa %1, %0" : "=m"(*reinterpret_cast<char(*)[16]>(p)) : "x"(v));
+#else
+    memcpy(p, in, 16);
+#endif
+  } else {
+    memcpy(p, in, kBytes);
+  }
+}
+
 template <class T, int kVec>
 void h_ld(ExecCtx& x, const Inst& in, uint32_t m) {
   uint8_t* host[32];
@@ -157,9 +208,12 @@ void h_ld(ExecCtx& x, const Inst& in, uint32_t m) {
   uint64_t* dst[kVec];
   for (int k = 0; k < kVec; ++k) dst[k] = x.reg(in.v[k]);
   for_lanes(m, [&](int l) {
+    uint8_t buf[sizeof(T) * kVec];
+    if constexpr (kVec == 1) memcpy(buf, host[l], sizeof(T));
+    else load_whole<sizeof(T) * kVec>(host[l], buf);
     for (int k = 0; k < kVec; ++k) {
       T v;
-      memcpy(&v, host[l] + k * sizeof(T), sizeof(T));
+      memcpy(&v, buf + k * sizeof(T), sizeof(T));
       dst[k][l] = extend(v);
     }
   });
@@ -172,10 +226,13 @@ void h_st(ExecCtx& x, const Inst& in, uint32_t m) {
   const uint64_t* src[kVec];
   for (int k = 0; k < kVec; ++k) src[k] = x.reg(in.v[k]);
   for_lanes(m, [&](int l) {
+    uint8_t buf[sizeof(T) * kVec];
     for (int k = 0; k < kVec; ++k) {
       T v = static_cast<T>(src[k][l]);
-      memcpy(host[l] + k * sizeof(T), &v, sizeof(T));
+      memcpy(buf + k * sizeof(T), &v, sizeof(T));
     }
+    if constexpr (kVec == 1) memcpy(host[l], buf, sizeof(T));
+    else store_whole<sizeof(T) * kVec>(host[l], buf);
   });
 }
 
