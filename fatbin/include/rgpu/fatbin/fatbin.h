@@ -133,6 +133,21 @@ struct Fatbin {
 // total_size). Decompresses nothing.
 Result<Fatbin> parse_fatbin(Bytes data, const Limits& limits = {});
 
+// One entry to write: uncompressed code for one architecture.
+struct NewEntry {
+  EntryKind kind = EntryKind::kPtx;
+  std::uint32_t arch = 0;           // 80 for sm_80 / compute_80
+  std::uint16_t version_major = 0;  // PTX: the ISA version of the text
+  std::uint16_t version_minor = 0;
+  Bytes payload;                    // PTX text (a NUL is added) or an ELF cubin
+};
+
+// A fatbin holding `entries`, uncompressed, for a 64-bit Linux host: what
+// parse_fatbin() reads back and what a CUDA driver loads with
+// cuModuleLoadData. Errors on an empty list or a kind other than PTX and
+// cubin.
+Result<std::vector<std::uint8_t>> build_fatbin(std::span<const NewEntry> entries);
+
 // The payload of `entry`, decompressed when needed (LZ4 block or zstd
 // frame), checked against the size the entry header declares. For PTX the
 // result is the text without trailing NULs or padding. A scrambled payload
