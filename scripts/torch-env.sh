@@ -274,6 +274,11 @@ make_package() {
     install -m 644 "$(readlink -f "$m")" "$priv/ucx/$(basename "$m")"
     patchelf --set-rpath '$ORIGIN/..' "$priv/ucx/$(basename "$m")"
   done
+  # The NVRTC fronts, which rgpu run preloads (docs/pytorch.md).
+  if [ -d "$build/lib/rgpu-nvrtc" ]; then
+    mkdir -p "$priv/rgpu-nvrtc"
+    for f in "$build/lib/rgpu-nvrtc"/libnvrtc.so.*; do install -m 644 "$f" "$priv/rgpu-nvrtc/"; done
+  fi
   # The CLI finds librgpu.so beside itself; /usr/bin/rgpu points there.
   install -m 755 "$cli" "$priv/rgpu"
   ln -s "../lib/x86_64-linux-gnu/rgpu/rgpu" "$stage/usr/bin/rgpu"

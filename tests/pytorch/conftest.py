@@ -137,14 +137,6 @@ def skip_bf16_if_unsupported(dtype):
         pytest.skip("the device reports no bfloat16 support (torch.cuda.is_bf16_supported)")
 
 
-# Ops PyTorch compiles at run time (the jiterator: prod, and a few special
-# functions) fail on the CPU device for now: PyTorch asks NVRTC for a cubin of
-# the device's architecture, loading NVRTC with dlopen and dlsym, where rgpu
-# cannot turn the request into PTX, and the CPU device runs PTX only.
-# strict: the day they pass, the mark must go.
-needs_jiterator = pytest.mark.xfail(
-    strict=True, reason="jiterator: PyTorch compiles this op to a cubin with NVRTC; the CPU device runs PTX only")
-
 requires_cuda = pytest.mark.skipif(
     SELF_CHECK, reason="self-check (RGPU_TORCH_TEST_DEVICE=cpu): the torch.cuda API is not exercised")
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import CPU, DEV, SELF_CHECK, assert_close, needs_jiterator, randint, randn, skip_bf16_if_unsupported, synchronize
+from conftest import CPU, DEV, assert_close, randint, randn, skip_bf16_if_unsupported, synchronize
 
 
 def grads(fn, inputs, device):
@@ -54,8 +54,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=needs_jiterator) if n == "prod" and not SELF_CHECK else n
-                                  for n in sorted(CASES)])
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_backward(name):
     fn, make, kind = CASES[name]
     inputs = make()

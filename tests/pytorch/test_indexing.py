@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from conftest import DEV, SELF_CHECK, assert_close, check, randint, randn
+from conftest import DEV, assert_close, check, randint, randn
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64]
 

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from conftest import FLOATS, SELF_CHECK, check, needs_jiterator, randint, randn, skip_bf16_if_unsupported
+from conftest import FLOATS, check, randint, randn, skip_bf16_if_unsupported
 
 REDUCTIONS = {
     "sum": lambda x: (x.sum(), x.sum(0), x.sum(1), x.sum(1, keepdim=True)),
@@ -21,8 +21,7 @@ REDUCTIONS = {
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
-@pytest.mark.parametrize("name", [pytest.param(n, marks=needs_jiterator) if n == "prod" and not SELF_CHECK else n
-                                  for n in sorted(REDUCTIONS)])
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
 def test_reduction(name, dtype):
     skip_bf16_if_unsupported(dtype)
     check(REDUCTIONS[name], randn(64, 50, dtype=dtype, seed=1), kind="reduction", msg=name)

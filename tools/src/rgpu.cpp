@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "find_real.h"
 #include "rgpu/protocol/auth.h"
 #include "static_cudart.h"
 
@@ -204,6 +205,14 @@ int run(int argc, char** argv) {
   }
 
   std::string preload = library.string();
+  // The NVRTC fronts (docs/pytorch.md): preloaded where NVIDIA's NVRTC is
+  // installed, so that run-time compiled code loads on any device.
+  for (const char* soname : {"libnvrtc.so.12", "libnvrtc.so.13"}) {
+    fs::path front = library.parent_path() / "rgpu-nvrtc" / soname;
+    if (fs::exists(front) && !rgpu::nvrtc_front::find_real_library(soname, front.string()).empty()) {
+      preload += ":" + front.string();
+    }
+  }
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
   std::string libpath = (library.parent_path() / "rgpu").string();
   if (const char* old = std::getenv("LD_LIBRARY_PATH"); old && *old) libpath += std::string(":") + old;
