@@ -19,6 +19,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "../api_common.h"
 #include "nvml_abi.h"
@@ -316,31 +317,36 @@ RGPU_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t
   return nvmlDeviceGetPciInfo_v3(device, pci);
 }
 
-RGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
-  NVML_BEGIN
+namespace {
+
+// Fills either memory structure (v1 has no version and no reserved field).
+template <typename Memory>
+nvmlReturn_t fill_memory(nvmlDevice_t device, Memory* memory) {
   NVML_DEVICE_OR_RETURN(device, ordinal);
   if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
+  if constexpr (std::is_same_v<Memory, nvmlMemory_v2_t>) {
+    if (memory->version != rgpu::nvml::kMemoryV2Version) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    memory->reserved = 0;  // nothing of a session's quota is set aside
+  }
   unsigned long long total = 0, free = 0;
   if (nvmlReturn_t r = memory_info(ordinal, &total, &free); r != NVML_SUCCESS) return r;
   memory->total = total;
   memory->free = free;
   memory->used = total - std::min(free, total);
   return NVML_SUCCESS;
+}
+
+}  // namespace
+
+RGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
+  NVML_BEGIN
+  return fill_memory(device, memory);
   NVML_END
 }
 
 RGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
   NVML_BEGIN
-  NVML_DEVICE_OR_RETURN(device, ordinal);
-  if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
-  if (memory->version != rgpu::nvml::kMemoryV2Version) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-  unsigned long long total = 0, free = 0;
-  if (nvmlReturn_t r = memory_info(ordinal, &total, &free); r != NVML_SUCCESS) return r;
-  memory->total = total;
-  memory->reserved = 0;  // nothing of a session's quota is set aside
-  memory->free = free;
-  memory->used = total - std::min(free, total);
-  return NVML_SUCCESS;
+  return fill_memory(device, memory);
   NVML_END
 }
 
