@@ -1,5 +1,9 @@
 # Facts of libnvrtc.so.12, extracted by client-shim/api/gen_api.py --refresh-library-facts
 # from nvrtc.h (cuda12); do not edit.
+# Cross-checked with the .dynsym of NVIDIA's libnvrtc.so.12: names
+# the headers declare but the library does not export are left out, names it
+# exports that no header declares (internal ones) are not exported.
+# Exported, not declared: 2 names, e.g. nvrtcGetNVVM nvrtcGetNVVMSize
 nvrtcResult nvrtcAddNameExpression(nvrtcProgram prog, const char* const name_expression);
 nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int numOptions, const char* const* options);
 nvrtcResult nvrtcCreateProgram(nvrtcProgram* prog, const char* src, const char* name, int numHeaders, const char* const* headers, const char* const* includeNames);
