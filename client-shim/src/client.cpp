@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "rgpu/common/log.h"
+#include "rgpu/common/request_text.h"
 #include "rgpu/protocol/handles.h"
 
 namespace rgpu::shim {
@@ -38,12 +39,26 @@ bool env_number(const char* name, uint64_t max, uint64_t* out) {
   return true;
 }
 
-// A request from the environment overrides the caller's, field by field.
-void request_from_environment(Resources* request) {
+// A request from the environment overrides the caller's, field by field:
+// RGPU_REQUEST="devices=N,mem=SIZE" first, then RGPU_REQUEST_DEVICES and
+// RGPU_REQUEST_MEMORY (a size: bytes, or 512M, 2G). A malformed request is
+// an error: running without the quota that was asked for would be worse.
+Status request_from_environment(Resources* request) {
+  if (const char* text = std::getenv("RGPU_REQUEST"); text != nullptr && *text != '\0') {
+    auto parsed = parse_request(text);
+    if (!parsed.is_ok()) return invalid_argument("RGPU_REQUEST: " + parsed.status().message());
+    if (parsed.value().devices != 0) request->devices = parsed.value().devices;
+    if (parsed.value().memory_bytes != 0) request->memory_bytes = parsed.value().memory_bytes;
+  }
   if (uint64_t n; env_number("RGPU_REQUEST_DEVICES", UINT32_MAX, &n)) request->devices = static_cast<uint32_t>(n);
-  if (uint64_t n; env_number("RGPU_REQUEST_MEMORY", UINT64_MAX, &n)) request->memory_bytes = n;
+  if (const char* text = std::getenv("RGPU_REQUEST_MEMORY"); text != nullptr && *text != '\0') {
+    auto bytes = parse_size(text);
+    if (!bytes.is_ok()) return invalid_argument("RGPU_REQUEST_MEMORY: " + bytes.status().message());
+    request->memory_bytes = bytes.value();
+  }
   if (uint64_t n; env_number("RGPU_LEASE_SECONDS", UINT32_MAX, &n)) request->lease_seconds = static_cast<uint32_t>(n);
   if (const char* lease = std::getenv("RGPU_LEASE"); lease != nullptr && *lease != '\0') request->lease = lease;
+  return Status();
 }
 
 }  // namespace
@@ -57,7 +72,7 @@ Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options,
     client->options_.pipeline_chunk = bytes;
     client->pipeline_chunk_from_env_ = true;
   }
-  request_from_environment(&client->options_.request);
+  if (Status s = request_from_environment(&client->options_.request); !s.is_ok()) return s;
   if (!transport) {
     transport::UcxOptions ucx_options;
     // Callers poll for their own replies, so the progress thread sleeps as

@@ -52,11 +52,13 @@ Result<Resources> grant(const Resources& request, const Offer& offer) {
   const uint64_t most = offer.memory_limit != 0 ? offer.memory_limit : offer.device_memory;
   if (request.memory_bytes > most) {
     return invalid_argument("the client asks for " + std::to_string(request.memory_bytes) +
-                            " bytes of device memory; this server grants at most " + std::to_string(most));
+                            " bytes of device memory per device; this server grants at most " + std::to_string(most) +
+                            (offer.memory_limit != 0 ? " (its --session-memory)" : " (its largest device)"));
   }
   Resources granted;
   granted.devices = offer.devices;
-  granted.memory_bytes = offer.memory_limit;
+  // min(request, limit): the request already passed the limit check above.
+  granted.memory_bytes = request.memory_bytes != 0 ? request.memory_bytes : offer.memory_limit;
   return granted;
 }
 

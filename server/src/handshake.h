@@ -30,14 +30,16 @@ struct Offer {
   protocol::VersionRange versions = protocol::kBuildVersions;
   uint64_t features = protocol::kBuildFeatures;
   uint32_t devices = 0;        // devices a session sees (today: all of the server's)
-  uint64_t device_memory = 0;  // their memory together
-  uint64_t memory_limit = 0;   // a session's device memory limit; 0: none
+  uint64_t device_memory = 0;  // the memory of the largest of them
+  uint64_t memory_limit = 0;   // the most a session may hold on each device (--session-memory); 0: none
 };
 
-// What a session was granted for `request`: today every device, the
-// server's memory limit (0: none) and no lease term. A request for more
-// devices or memory than the server has is an error naming both. Later pool
-// and quota work decides here.
+// What a session was granted for `request`: today every device, and as its
+// memory quota on each device the memory asked for, or the server's limit
+// when none was asked for (0: no quota), and no lease term. A request for
+// more devices than the server has, or for more memory than its limit (or,
+// without one, than its largest device), is an error naming both. Later pool
+// work decides here.
 Result<Resources> grant(const Resources& request, const Offer& offer);
 
 // What a welcomed session runs on, negotiated at the hello.

@@ -1,7 +1,29 @@
-// Ledger: device memory ranges by owning context.
+// Ledger: device memory ranges by owning context, and bytes held per device.
 #include "ledger.h"
 
 namespace rgpu::server {
+
+uint32_t Ledger::device_of(uint64_t ctx) const {
+  auto it = devices_.find(ctx);
+  return it == devices_.end() ? 0 : it->second;
+}
+
+uint64_t Ledger::bytes_held_by(uint64_t ctx) const {
+  auto it = held_.find(device_of(ctx));
+  return it == held_.end() ? 0 : it->second;
+}
+
+bool Ledger::fits(uint64_t ctx, uint64_t size) const {
+  if (quota_ == 0) return true;
+  const uint64_t held = bytes_held_by(ctx);
+  return held <= quota_ && size <= quota_ - held;  // in use + size <= quota, without overflow
+}
+
+void Ledger::count(uint64_t ctx, uint64_t size, bool add) {
+  uint64_t& held = held_[device_of(ctx)];
+  held = add ? held + size : held - size;
+  bytes_held_ = add ? bytes_held_ + size : bytes_held_ - size;
+}
 
 bool Ledger::add(uint64_t ctx, uint64_t base, uint64_t size, uint64_t module) {
   if (size == 0 || base + size < base) return false;
@@ -12,14 +34,14 @@ bool Ledger::add(uint64_t ctx, uint64_t base, uint64_t size, uint64_t module) {
     if (prev.base + prev.size > base) return false;
   }
   ranges_.emplace_hint(next, base, Range{base, size, ctx, module});
-  if (module == 0) bytes_held_ += size;
+  if (module == 0) count(ctx, size, true);
   return true;
 }
 
 bool Ledger::remove_allocation(uint64_t ctx, uint64_t base) {
   auto it = ranges_.find(base);
   if (it == ranges_.end() || it->second.ctx != ctx || it->second.module != 0) return false;
-  bytes_held_ -= it->second.size;
+  count(ctx, it->second.size, false);
   ranges_.erase(it);
   return true;
 }
@@ -44,9 +66,10 @@ void Ledger::drop_context(uint64_t ctx) {
       ++it;
       continue;
     }
-    if (it->second.module == 0) bytes_held_ -= it->second.size;
+    if (it->second.module == 0) count(ctx, it->second.size, false);
     it = ranges_.erase(it);
   }
+  devices_.erase(ctx);
 }
 
 void Ledger::drop_module(uint64_t module) {
@@ -57,6 +80,8 @@ void Ledger::drop_module(uint64_t module) {
 
 void Ledger::clear() {
   ranges_.clear();
+  devices_.clear();
+  held_.clear();
   bytes_held_ = 0;
 }
 

@@ -1,10 +1,12 @@
 // A session's ledger of device memory: its allocations, each with the
-// context that owns it, and the module globals it was told about.
+// context that owns it, the module globals it was told about, and the bytes
+// held on each device against the session's quota.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <unordered_map>
 
 namespace rgpu::server {
 
@@ -12,6 +14,9 @@ namespace rgpu::server {
 // the call's own context: a pointer of another context of the same session
 // is as foreign as another session's. Device addresses are unique across the
 // contexts of a process, so one ordered map finds the range holding a pointer.
+// The quota is per device: allocations of all the session's contexts on one
+// device count together; module globals never count (the module's image
+// holds them, see docs/security.md).
 // Thread-safety: none; the session uses it only under its execution lock.
 class Ledger {
  public:
@@ -22,6 +27,17 @@ class Ledger {
     uint64_t module = 0;  // a module global's module handle (0: an allocation)
   };
 
+  // `quota`: the bytes of allocations the session may hold on each device
+  // (0: no limit).
+  explicit Ledger(uint64_t quota = 0) : quota_(quota) {}
+
+  // Says which device context `ctx` lives on; allocations of a context never
+  // bound count on device 0.
+  void bind_context(uint64_t ctx, uint32_t device) { devices_[ctx] = device; }
+  // Whether an allocation of `size` more bytes in `ctx` stays within the
+  // quota of its device: in use + size <= quota. The one place the quota is
+  // decided; every allocation path asks it before it allocates.
+  bool fits(uint64_t ctx, uint64_t size) const;
   // Records an allocation of `ctx` (or a global of `module` in `ctx`). False
   // when it is empty or overlaps a range already recorded (a global asked for
   // twice, for one).
@@ -33,15 +49,24 @@ class Ledger {
   bool check(uint64_t ctx, uint64_t ptr, uint64_t size) const;
   // The range holding `ptr`, in any context of the session.
   std::optional<Range> find(uint64_t ptr) const;
-  // Bytes of allocations (not module globals) the session holds.
+  // Bytes of allocations (not module globals) the session holds, in all and
+  // on the device of `ctx`.
   uint64_t bytes_held() const { return bytes_held_; }
-  // Drops every range of a context, or every global of a module.
+  uint64_t bytes_held_by(uint64_t ctx) const;
+  uint64_t quota() const { return quota_; }
+  uint32_t device_of(uint64_t ctx) const;
+  // Drops every range of a context (and its binding), or every global of a module.
   void drop_context(uint64_t ctx);
   void drop_module(uint64_t module);
   void clear();
 
  private:
+  void count(uint64_t ctx, uint64_t size, bool add);
+
+  const uint64_t quota_;
   std::map<uint64_t, Range> ranges_;  // by base
+  std::unordered_map<uint64_t, uint32_t> devices_;  // context -> device
+  std::unordered_map<uint32_t, uint64_t> held_;     // device -> bytes of allocations
   uint64_t bytes_held_ = 0;
 };
 

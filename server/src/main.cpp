@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "rgpu/common/log.h"
+#include "rgpu/common/request_text.h"
 #include "rgpu/server/driver_table.h"
 #include "rgpu/protocol/codec.h"
 #include "rgpu/server/server.h"
@@ -37,6 +38,9 @@ void usage(FILE* out) {
                "  --module-cache DIR  keep module images in DIR (created 0700) across restarts:\n"
                "                      a program run again sends no module bytes\n"
                "  --module-cache-mem BYTES  image bytes kept in memory (default 1 GiB)\n"
+               "  --session-memory SIZE  the most device memory one session may hold on each\n"
+               "                      device (e.g. 512M, 2G; default 0: no limit); a client asks for\n"
+               "                      less with RGPU_REQUEST=mem=SIZE, more is refused at connect\n"
                "  --poll-us US        how long the transport thread keeps polling after a message\n"
                "                      before it sleeps (default 30): longer saves wakeups, costs CPU\n"
                "  --limit NAME=VALUE  one of the per-client limits (docs/security.md, \"Limits\"):\n"
@@ -182,6 +186,14 @@ int main(int argc, char** argv) {
         return 2;
       }
       options.module_cache_memory = bytes;
+    } else if (arg == "--session-memory") {
+      const std::string v = value("--session-memory");
+      auto bytes = rgpu::parse_size(v);
+      if (!bytes.is_ok()) {
+        std::fprintf(stderr, "rgpud: --session-memory: %s\n", bytes.status().message().c_str());
+        return 2;
+      }
+      options.session_memory = bytes.value();
     } else if (arg == "--log-level") {
       rgpu::log::Level level;
       std::string v = value("--log-level");

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -57,12 +58,13 @@ Result<std::shared_ptr<const ServerInfo>> query_devices(const DriverTable& cu, c
   return std::shared_ptr<const ServerInfo>(std::move(info));
 }
 
-// What every session is offered: every device of this server. There is no
-// per-session memory limit yet, so a grant says 0 (none).
-Offer make_offer(const ServerInfo& info) {
+// What every session is offered: every device of this server, and at most
+// `session_memory` bytes on each (0: no limit).
+Offer make_offer(const ServerInfo& info, uint64_t session_memory) {
   Offer offer;
   offer.devices = static_cast<uint32_t>(info.devices.size());
-  for (const auto& d : info.devices) offer.device_memory += d.total_mem;
+  for (const auto& d : info.devices) offer.device_memory = std::max(offer.device_memory, d.total_mem);
+  offer.memory_limit = session_memory;
   return offer;
 }
 
@@ -86,11 +88,11 @@ class ServerImpl final : public Server {
  public:
   ServerImpl(std::shared_ptr<const DriverTable> driver, std::shared_ptr<const ServerInfo> info,
              std::shared_ptr<transport::Transport> transport, std::shared_ptr<ModuleCache> module_cache,
-             protocol::auth::KeyRing keys)
+             protocol::auth::KeyRing keys, uint64_t session_memory)
       : driver_(std::move(driver)),
         info_(std::move(info)),
         limits_(info_->limits),
-        offer_(make_offer(*info_)),
+        offer_(make_offer(*info_, session_memory)),
         keys_(std::move(keys)),
         transport_(std::move(transport)),
         module_cache_(std::move(module_cache)) {
@@ -360,8 +362,11 @@ Result<std::unique_ptr<Server>> Server::start(std::shared_ptr<const DriverTable>
   }
   auto info = query_devices(*driver, options);
   if (!info.is_ok()) return info.status();
+  if (options.session_memory != 0) {
+    RGPU_INFO("session memory quota bytes=%llu", static_cast<unsigned long long>(options.session_memory));
+  }
   auto server = std::make_unique<ServerImpl>(std::move(driver), std::move(info.value()), std::move(transport),
-                                             std::move(modules.value()), options.keys);
+                                             std::move(modules.value()), options.keys, options.session_memory);
   if (Status s = server->listen(options.listen); !s.is_ok()) return s;
   return std::unique_ptr<Server>(std::move(server));
 }

@@ -59,7 +59,8 @@ Session::Session(uint64_t id, ClientIdentity client, std::shared_ptr<const Drive
       staging_pool_(connection_, kStagingCache, info_->limits.max_inflight_bytes),
       bulk_direct_(cu_.cpu_device() || connection_->supports_cuda_memory()),
       limits_(info_->limits),
-      handles_(info_->limits.max_handles) {
+      handles_(info_->limits.max_handles),
+      ledger_(client_.terms.granted.memory_bytes) {
   executor_ = std::thread([this] { run_executor(); });
   executor_id_ = executor_.get_id();  // before any message can arrive
 }
@@ -255,7 +256,10 @@ void Session::welcome(const std::vector<uint8_t>& server_proof) {
     auto out = devices[i];
     out.setName(d.name);
     out.setUuid(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(d.uuid.bytes), sizeof d.uuid.bytes));
-    out.setTotalMem(d.total_mem);
+    // With a quota the session's device is the quota's size (cuDeviceTotalMem,
+    // cudaGetDeviceProperties and NVML agree with cuMemGetInfo).
+    const uint64_t quota = ledger_.quota();
+    out.setTotalMem(quota != 0 && quota < d.total_mem ? quota : d.total_mem);
     out.setPtxOnly(d.ptx_only);
     auto attrs = out.initAttributes(static_cast<unsigned>(d.attributes.size()));
     auto missing = out.initAttributeMissing(static_cast<unsigned>(d.attribute_missing.size()));
@@ -263,10 +267,11 @@ void Session::welcome(const std::vector<uint8_t>& server_proof) {
     for (size_t a = 0; a < d.attribute_missing.size(); ++a) missing.set(a, d.attribute_missing[a]);
   }
   RGPU_INFO("session accepted id=%llu tenant=%s peer=%s pid=%u host=%s program=%s protocol=%u features=0x%llx "
-            "devices=%u bulk_path=%s",
+            "devices=%u memory_quota=%llu bulk_path=%s",
             static_cast<unsigned long long>(id_), client_.tenant.c_str(), connection_->peer().c_str(), client_.pid,
             client_.hostname.c_str(), client_.program.c_str(), client_.terms.version,
             static_cast<unsigned long long>(client_.terms.features), client_.terms.granted.devices,
+            static_cast<unsigned long long>(ledger_.quota()),
             !bulk_direct_      ? "staged (no device memory support in the transport)"
             : cu_.cpu_device() ? "direct (CPU device memory is host memory)"
                                : "gpudirect (the transport moves CUDA memory)");
@@ -486,6 +491,7 @@ CUresult Session::create_context(uint64_t handle, int device, unsigned flags) {
     destroy_result_ = cu_.cuCtxDestroy(c);
   });
   if (r != CUDA_SUCCESS) return r;
+  ledger_.bind_context(handle, static_cast<uint32_t>(device));
   if (cu_.rgpuCtxSetPrintfCallback) cu_.rgpuCtxSetPrintfCallback(ctx, &Session::device_output, this);
   return CUDA_SUCCESS;
 }

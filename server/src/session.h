@@ -224,6 +224,10 @@ class Session : public CallEnv {
   CUresult add_handle(protocol::HandleKind kind, uint64_t handle, void* object, uint64_t parent,
                       HandleTable::Destroy destroy);
   CUresult create_context(uint64_t handle, int device, unsigned flags);
+  // With a memory quota, rewrites a successful cuMemGetInfo's answer for the
+  // device of `ctx`: total = the quota (at most the device's), free = total
+  // minus what the session holds there (at most what the device has free).
+  void answer_for_quota(uint64_t ctx, InvokeOutcome* outcome) const;
   Outcome load_module(wire::Call::Reader call, transport::Message& message);
   CUresult launch(uint64_t ctx, wire::Call::Launch::Reader launch);
   CUresult launch_host_func(uint64_t ctx, wire::Call::HostFunc::Reader host_func);

@@ -1,12 +1,25 @@
 // Session: the calls themselves, sync and async, and the threads that wait.
+#include <algorithm>
 #include <cstring>
 
 #include "rgpu/common/log.h"
 #include "rgpu/fatbin/fatbin.h"
+#include "rgpu/protocol/args.h"
 #include "session.h"
 
 namespace rgpu::server {
 namespace {
+
+// The generated cuMemGetInfo row, whose answer a memory quota rewrites.
+const DispatchRow* mem_get_info_row() {
+  static const DispatchRow* const row = [] {
+    for (size_t i = 0; const DispatchRow* r = find_driver_row_at(i); ++i) {
+      if (std::strcmp(r->name, "cuMemGetInfo_v2") == 0) return r;
+    }
+    return static_cast<const DispatchRow*>(nullptr);
+  }();
+  return row;
+}
 
 bool is_sync(wire::Call::Reader call) {
   switch (call.which()) {
@@ -207,6 +220,20 @@ void Session::execute(wire::Call::Reader call, transport::Message& message, bool
   }
 }
 
+void Session::answer_for_quota(uint64_t ctx, InvokeOutcome* outcome) const {
+  if (ledger_.quota() == 0 || outcome->code != CUDA_SUCCESS) return;
+  protocol::ArgReader in(outcome->out);
+  size_t device_free = 0, device_total = 0;
+  if (!in.scalar(&device_free) || !in.scalar(&device_total)) return;
+  const uint64_t total = std::min<uint64_t>(ledger_.quota(), device_total);
+  const uint64_t held = ledger_.bytes_held_by(ctx);
+  const uint64_t free = std::min<uint64_t>(held < total ? total - held : 0, device_free);
+  protocol::ArgWriter out;
+  out.scalar(static_cast<size_t>(free));
+  out.scalar(static_cast<size_t>(total));
+  outcome->out = out.take();
+}
+
 void Session::invoke(wire::Call::Reader call) {
   const uint64_t id = call.getId();
   const bool wants_reply = call.getWantsReply();
@@ -222,6 +249,7 @@ void Session::invoke(wire::Call::Reader call) {
     auto args = in.getArgs();
     call_ctx_ = ctx;
     outcome = row->run(*this, std::span<const std::byte>(reinterpret_cast<const std::byte*>(args.begin()), args.size()));
+    if (row == mem_get_info_row()) answer_for_quota(ctx, &outcome);
     call_ctx_ = 0;
   }
   if (wants_reply) {
@@ -377,6 +405,11 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
       uint64_t size = call.getMemAlloc();
       if (size == 0) {
         out.result = CUDA_ERROR_INVALID_VALUE;
+        break;
+      }
+      if (!ledger_.fits(ctx, size)) {
+        out.result = CUDA_ERROR_OUT_OF_MEMORY;
+        out.message = "past the session's memory quota";
         break;
       }
       CUdeviceptr ptr = 0;

@@ -211,6 +211,13 @@ TEST(Grant, EveryDeviceAndTheMemoryLimit) {
   EXPECT_EQ(g.value().devices, 2u) << "today every device";
   EXPECT_EQ(g.value().memory_bytes, 1ull << 30);
   EXPECT_TRUE(g.value().lease.empty());
+
+  request.memory_bytes = 256ull << 20;
+  g = grant(request, offer);
+  ASSERT_TRUE(g.is_ok());
+  EXPECT_EQ(g.value().memory_bytes, 256ull << 20) << "the smaller of the request and the limit";
+  request.memory_bytes = (1ull << 30) + 1;
+  EXPECT_FALSE(grant(request, offer).is_ok()) << "one byte above the limit";
 }
 
 TEST(Grant, MoreThanTheServerHasIsRefused) {

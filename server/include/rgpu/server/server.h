@@ -49,6 +49,9 @@ struct ServerOptions {
   std::string module_cache_dir;
   uint64_t module_cache_memory = uint64_t{1} << 30;
   ServerLimits limits;
+  // The most device memory one session may hold on each device, in bytes
+  // (--session-memory); a session's own request may be smaller. 0: no limit.
+  uint64_t session_memory = 0;
   // A file per remoted library name ("cublas") that rgpud loads instead of
   // NVIDIA's library or rgpu's CPU stand-in (--library NAME=PATH).
   std::map<std::string, std::string> libraries;
