@@ -227,6 +227,10 @@ def _client_function(fn):
             wire_args.append(f"{p.name}_w_")
         elif p.kind == "handle":
             wire_args.append(f"::rgpu::shim::handle_of({p.name})")
+        elif p.ctype in ("CUdevice", "CUdevice_v1"):
+            # The program's ordinal (CUDA_VISIBLE_DEVICES) becomes the server's.
+            body.append(f"  DEVICE_OR_RETURN(shim, {p.name}, {p.name}_w_);")
+            wire_args.append(f"{p.name}_w_")
         elif p.kind == "cstr" and p.direction == "out":
             body.append(f"  std::string_view {p.name}_s_;")
             wire_args.append(f"{p.name} ? &{p.name}_s_ : nullptr")

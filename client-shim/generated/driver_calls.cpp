@@ -140,15 +140,16 @@ extern "C" CUresult rgpuDeviceGetUtilization(unsigned* gpu, unsigned* memory, CU
   CONTEXT_OR_RETURN(shim, ctx_);
   if (!gpu) return CUDA_ERROR_INVALID_VALUE;
   if (!memory) return CUDA_ERROR_INVALID_VALUE;
+  DEVICE_OR_RETURN(shim, dev, dev_w_);
   ::rgpu::protocol::ArgWriter args_;
-  calls::pack_rgpuDeviceGetUtilization(args_, gpu, memory, dev);
+  calls::pack_rgpuDeviceGetUtilization(args_, gpu, memory, dev_w_);
   std::vector<std::byte> reply_(calls::kMaxReply_rgpuDeviceGetUtilization);
   uint64_t got_ = 0;
   ::rgpu::shim::SyncResult r_ = shim->client().call_sync(ctx_, invoke(calls::k_rgpuDeviceGetUtilization, args_.bytes(), true), {},
       ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
   if (r_.result != CUDA_SUCCESS) return r_.result;
   ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
-  if (!calls::unpack_rgpuDeviceGetUtilization(reply_reader_, gpu, memory, dev)) return CUDA_ERROR_UNKNOWN;
+  if (!calls::unpack_rgpuDeviceGetUtilization(reply_reader_, gpu, memory, dev_w_)) return CUDA_ERROR_UNKNOWN;
   return CUDA_SUCCESS;
   API_END
 }

@@ -32,6 +32,12 @@
       stream_error_ != CUDA_SUCCESS)                                                           \
     return stream_error_;
 
+// Maps the program's device ordinal to the server's `var`, or returns
+// CUDA_ERROR_INVALID_DEVICE.
+#define DEVICE_OR_RETURN(shim, dev, var)                       \
+  if (!(shim)->device(dev)) return CUDA_ERROR_INVALID_DEVICE;  \
+  const CUdevice var = (shim)->server_ordinal(dev);
+
 namespace rgpu::shim {
 
 inline uint64_t handle_of(const void* h) { return reinterpret_cast<uint64_t>(h); }

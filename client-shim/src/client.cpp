@@ -12,6 +12,7 @@
 #include "rgpu/common/log.h"
 #include "rgpu/common/request_text.h"
 #include "rgpu/protocol/handles.h"
+#include "visible_devices.h"
 
 namespace rgpu::shim {
 namespace {
@@ -99,6 +100,16 @@ Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options,
   auto connection = Connection::open(co, std::move(transport), std::move(events));
   if (!connection.is_ok()) return connection.status();
   client->connection_ = std::move(connection.value());
+  const auto& all = client->connection_->session().devices;
+  if (!options.visible_devices) {
+    client->visible_ = all;
+  } else {
+    std::vector<CUuuid> uuids;
+    for (const auto& d : all) uuids.push_back(d.uuid);
+    for (int i : select_visible(*options.visible_devices, uuids)) client->visible_.push_back(all[static_cast<size_t>(i)]);
+    RGPU_INFO("visible devices=%zu of=%zu spec=\"%s\"", client->visible_.size(), all.size(),
+              options.visible_devices->c_str());
+  }
   if (!client->pipeline_chunk_from_env_) client->options_.pipeline_chunk = client->connection_->session().copy_pipeline_chunk;
   client->host_memory_ = std::make_unique<HostMemory>(client->connection_->transport_connection());
   client->flusher_ = std::thread([self] { self->run_flusher(); });

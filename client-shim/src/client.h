@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,6 +50,9 @@ struct ClientOptions {
   // server advises a value at the handshake; RGPU_PIPELINE_CHUNK (bytes)
   // overrides it.
   uint64_t pipeline_chunk = 0;
+  // CUDA_VISIBLE_DEVICES as the program's environment has it (unset: every
+  // device of the session); see visible_devices.h.
+  std::optional<std::string> visible_devices;
 };
 
 // The answer to a sync call. `api` and `code` are the status as the server
@@ -105,7 +109,10 @@ class Client {
                                                  std::shared_ptr<transport::Transport> transport = nullptr);
   ~Client();
 
-  const std::vector<DeviceInfo>& devices() const { return connection_->session().devices; }
+  // The devices the program sees, numbered from 0: the session's devices as
+  // CUDA_VISIBLE_DEVICES selected them. The one place where the program's
+  // ordinals meet the server's (DeviceInfo::server_ordinal).
+  const std::vector<DeviceInfo>& devices() const { return visible_; }
   // What the welcome said: protocol version, features, the grant.
   const SessionInfo& session() const { return connection_->session(); }
   ClientStats& stats() { return stats_; }
@@ -222,6 +229,7 @@ class Client {
 
   ClientOptions options_;
   std::unique_ptr<Connection> connection_;
+  std::vector<DeviceInfo> visible_;
   std::unique_ptr<HostMemory> host_memory_;
   ClientStats stats_;
   bool pipeline_chunk_from_env_ = false;

@@ -418,6 +418,7 @@ Status Connection::handshake(const ConnectionOptions& options) {
       info.ptx_only = d.getPtxOnly();
       for (auto a : d.getAttributes()) info.attributes.push_back(a);
       for (auto m : d.getAttributeMissing()) info.attribute_missing.push_back(m);
+      info.server_ordinal = static_cast<int>(s.devices.size());
       s.devices.push_back(std::move(info));
     }
     // A grant of fewer devices than asked would leave the program short; the

@@ -29,6 +29,9 @@ struct DeviceInfo {
   std::vector<int32_t> attributes;
   std::vector<bool> attribute_missing;
   bool ptx_only = false;  // runs PTX only (rgpu's CPU device): send no cubin
+  // What the server calls this device: its index in the welcome. Every call
+  // that names a device sends this, never the program's ordinal.
+  int server_ordinal = 0;
 };
 
 // Resources as the client asks for them (zero: no preference) or as the

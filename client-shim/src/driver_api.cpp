@@ -216,7 +216,7 @@ CUresult ctx_create(CUcontext* pctx, unsigned flags, CUdevice dev) {
     auto cc = c.initCtxCreate();
     cc.setHandle(h);
     cc.setFlags(flags);
-    cc.setDevice(dev);
+    cc.setDevice(shim->server_ordinal(dev));
   });
   rgpu::shim::context_stack().push_back(h);
   *pctx = reinterpret_cast<CUcontext>(h);
@@ -245,11 +245,11 @@ CUresult primary_release(CUdevice dev) {
   int n = shim->primary_release(dev);
   if (n < 0) return CUDA_ERROR_INVALID_CONTEXT;
   if (n == 0) {
-    uint64_t h = Shim::primary_handle(dev);
+    uint64_t h = shim->primary_handle(dev);
     shim->client().call_async(0, [&](wire::Call::Builder c) {
       auto p = c.initPrimaryCtxRelease();
       p.setHandle(h);
-      p.setDevice(dev);
+      p.setDevice(shim->server_ordinal(dev));
     });
   }
   return CUDA_SUCCESS;
@@ -270,12 +270,12 @@ CUresult primary_reset(CUdevice dev) {
   SHIM_OR_RETURN(shim);
   if (!shim->device(dev)) return CUDA_ERROR_INVALID_DEVICE;
   shim->primary_reset(dev);
-  uint64_t h = Shim::primary_handle(dev);
+  uint64_t h = shim->primary_handle(dev);
   return shim->client()
       .call_sync(0, [&](wire::Call::Builder c) {
         auto p = c.initPrimaryCtxReset();
         p.setHandle(h);
-        p.setDevice(dev);
+        p.setDevice(shim->server_ordinal(dev));
       })
       .result;
   API_END
@@ -439,12 +439,12 @@ RGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice 
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
   if (!shim->device(dev)) return CUDA_ERROR_INVALID_DEVICE;
   unsigned flags = 0;
-  uint64_t h = Shim::primary_handle(dev);
+  uint64_t h = shim->primary_handle(dev);
   if (shim->primary_retain(dev, &flags) == 1) {
     shim->client().call_async(0, [&](wire::Call::Builder c) {
       auto p = c.initPrimaryCtxRetain();
       p.setHandle(h);
-      p.setDevice(dev);
+      p.setDevice(shim->server_ordinal(dev));
       p.setFlags(flags);
     });
   }

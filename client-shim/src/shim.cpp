@@ -52,6 +52,7 @@ ClientOptions options_from_environment(std::string* problem) {
     }
     o.auth_token = std::move(secret.value());
   }
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) o.visible_devices = v;
   if (const char* t = std::getenv("RGPU_CONNECT_TIMEOUT_MS")) {
     long ms = std::strtol(t, nullptr, 10);
     if (ms > 0) o.connect_timeout = std::chrono::milliseconds(ms);
@@ -177,6 +178,14 @@ CUresult initialize() {
       RGPU_ERROR("cannot initialise: %s", client.status().message().c_str());
       g_init_result = client.status().kind() == ErrorKind::kDisconnected ? CUDA_ERROR_NO_DEVICE
                                                                             : CUDA_ERROR_NOT_PERMITTED;
+      g_phase = Phase::kFailed;
+      return;
+    }
+    // As a local driver: no visible device is cuInit's CUDA_ERROR_NO_DEVICE,
+    // and the session, of no use, closes at once.
+    if (client.value()->devices().empty()) {
+      RGPU_ERROR("cannot initialise: no device is visible (CUDA_VISIBLE_DEVICES)");
+      g_init_result = CUDA_ERROR_NO_DEVICE;
       g_phase = Phase::kFailed;
       return;
     }

@@ -50,8 +50,14 @@ class Shim {
   void set_handle_mode(uint64_t h, uint32_t mode);
   uint32_t handle_mode(uint64_t h);
 
-  // Contexts. Primary contexts have fixed handles, one per device.
-  static uint64_t primary_handle(int device) { return protocol::primary_context(static_cast<uint64_t>(device)); }
+  // The server's ordinal of the program's device `ordinal` (which must be
+  // valid): what every call that names a device sends.
+  int server_ordinal(int ordinal) const { return client_->devices()[static_cast<size_t>(ordinal)].server_ordinal; }
+  // Contexts. Primary contexts have fixed handles, one per device, spelled
+  // with the server's ordinal. `device` must be valid.
+  uint64_t primary_handle(int device) const {
+    return protocol::primary_context(static_cast<uint64_t>(server_ordinal(device)));
+  }
   void add_context(uint64_t h, ContextInfo info);
   bool remove_context(uint64_t h);
   bool context_info(uint64_t h, ContextInfo* out);

@@ -2,8 +2,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -18,7 +20,7 @@ namespace {
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "usage: rgpud [--listen HOST:PORT] [--device cpu|cuda|auto] [--driver PATH]\n"
+               "usage: rgpud [--listen HOST:PORT] [--device cpu|cuda|auto] [--cpu-devices N] [--driver PATH]\n"
                "             [--auth-file FILE] [--insecure] [--log-level error|warn|info|debug|trace]\n"
                "             [--module-cache DIR] [--module-cache-mem BYTES] [--poll-us US]\n"
                "             [--limit NAME=VALUE]... [--shutdown-timeout SECONDS] [--library NAME=PATH]...\n"
@@ -26,6 +28,9 @@ void usage(FILE* out) {
                "  --listen HOST:PORT  address to accept clients on (default 127.0.0.1:0: a free port)\n"
                "  --device KIND       cuda: the system libcuda.so.1; cpu: rgpu's CPU device;\n"
                "                      auto (default): cuda when a GPU answers, else cpu\n"
+               "  --cpu-devices N     with the CPU device: serve N virtual devices (1 to 16, default 1),\n"
+               "                      each with RGPU_CPU_DEVICE_MEMORY of memory (default 4G) and\n"
+               "                      1/N of the cores as kernel workers unless RGPU_CPU_THREADS says\n"
                "  --driver PATH       load this driver library instead (overrides --device)\n"
                "  --library NAME=PATH load this file for remoted library NAME (cublas) instead of\n"
                "                      NVIDIA's (cuda) or rgpu's CPU stand-in next to rgpud (cpu)\n"
@@ -112,6 +117,20 @@ bool cuda_usable() {
          count > 0;
 }
 
+constexpr int kMaxCpuDevices = 16;
+
+// The CPU device reads its configuration from the environment when it is
+// loaded (docs/cpu-device.md): N devices, and, unless the operator chose a
+// thread count, an equal share of the cores for each device's kernel
+// workers, so that N devices do not run N times the cores' worth of threads.
+void configure_cpu_devices(int n) {
+  setenv("RGPU_CPU_DEVICES", std::to_string(n).c_str(), 1);
+  if (const char* t = std::getenv("RGPU_CPU_THREADS"); t && *t) return;
+  const unsigned hw = std::thread::hardware_concurrency();
+  const unsigned share = std::max(1u, (hw ? hw : 1u) / static_cast<unsigned>(n));
+  setenv("RGPU_CPU_THREADS", std::to_string(share).c_str(), 1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -122,6 +141,7 @@ int main(int argc, char** argv) {
   std::string driver_path;
   std::string auth_file;
   int shutdown_timeout_s = 10;
+  int cpu_devices = 0;  // 0: not given
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const char* name) -> std::string {
@@ -135,6 +155,15 @@ int main(int argc, char** argv) {
       options.listen = value("--listen");
     } else if (arg == "--device") {
       device = value("--device");
+    } else if (arg == "--cpu-devices") {
+      uint64_t v = 0;
+      const std::string text = value("--cpu-devices");
+      if (!parse_u64(text, &v) || v < 1 || v > kMaxCpuDevices) {
+        std::fprintf(stderr, "rgpud: --cpu-devices wants a number of devices from 1 to %d, got '%s'\n", kMaxCpuDevices,
+                     text.c_str());
+        return 2;
+      }
+      cpu_devices = static_cast<int>(v);
     } else if (arg == "--driver") {
       driver_path = value("--driver");
     } else if (arg == "--auth-token") {
@@ -234,6 +263,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "rgpud: --device must be cpu, cuda or auto, got '%s'\n", device.c_str());
       return 2;
     }
+  }
+
+  if (cpu_devices != 0) {
+    if (device == "cuda") {
+      std::fprintf(stderr, "rgpud: --cpu-devices applies to the CPU device only (--device cpu)\n");
+      return 2;
+    }
+    configure_cpu_devices(cpu_devices);
   }
 
   auto keys = load_keys(auth_file);

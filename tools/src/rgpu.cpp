@@ -24,7 +24,7 @@ namespace {
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: rgpu run [--server HOST:PORT] [--device cpu|cuda|auto] [--module-cache DIR]\n"
-               "                -- COMMAND [ARGS...]\n"
+               "                [--cpu-devices N] -- COMMAND [ARGS...]\n"
                "       rgpu --version\n"
                "\n"
                "run      runs COMMAND with rgpu's client library preloaded, so its CUDA calls go to\n"
@@ -32,7 +32,8 @@ void usage(FILE* out) {
                "         starts an embedded rgpud on a free loopback port for the duration of\n"
                "         COMMAND (--device picks its device; auto: a GPU if there is one, else\n"
                "         rgpu's CPU device; --module-cache keeps its module images in DIR, so\n"
-               "         that a second run sends none). The embedded rgpud accepts only\n"
+               "         that a second run sends none; --cpu-devices gives its CPU device N\n"
+               "         devices). The embedded rgpud accepts only\n"
                "         COMMAND: it gets a fresh random key that rgpu hands to COMMAND alone.\n"
                "\n"
                "environment: RGPU_SERVER, RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE, RGPU_TENANT,\n"
@@ -88,8 +89,8 @@ bool random_key(std::string* out) {
   return true;
 }
 
-bool start_embedded_server(const std::string& device, const std::string& module_cache, const std::string& key,
-                           EmbeddedServer* server) {
+bool start_embedded_server(const std::string& device, const std::string& module_cache,
+                           const std::string& cpu_devices, const std::string& key, EmbeddedServer* server) {
   fs::path rgpud = self_dir() / "rgpud";
   if (!fs::exists(rgpud)) {
     std::fprintf(stderr, "rgpu: rgpud not found next to rgpu (%s)\n", rgpud.c_str());
@@ -106,12 +107,11 @@ bool start_embedded_server(const std::string& device, const std::string& module_
     unsetenv("LD_PRELOAD");
     unsetenv("RGPU_AUTH_TOKEN_FILE");
     setenv("RGPU_AUTH_TOKEN", key.c_str(), 1);  // the environment, never argv (ps shows argv)
-    if (module_cache.empty()) {
-      execl(rgpud.c_str(), "rgpud", "--listen", "127.0.0.1:0", "--device", device.c_str(), nullptr);
-    } else {
-      execl(rgpud.c_str(), "rgpud", "--listen", "127.0.0.1:0", "--device", device.c_str(), "--module-cache",
-            module_cache.c_str(), nullptr);
-    }
+    std::vector<const char*> args = {"rgpud", "--listen", "127.0.0.1:0", "--device", device.c_str()};
+    if (!module_cache.empty()) args.insert(args.end(), {"--module-cache", module_cache.c_str()});
+    if (!cpu_devices.empty()) args.insert(args.end(), {"--cpu-devices", cpu_devices.c_str()});
+    args.push_back(nullptr);
+    execv(rgpud.c_str(), const_cast<char* const*>(args.data()));
     std::fprintf(stderr, "rgpu: cannot start %s: %s\n", rgpud.c_str(), std::strerror(errno));
     _exit(127);
   }
@@ -151,6 +151,7 @@ int run(int argc, char** argv) {
   std::string server_address;
   std::string device = "auto";
   std::string module_cache;
+  std::string cpu_devices;  // passed on to the embedded rgpud, which checks it
   if (const char* dir = std::getenv("RGPU_MODULE_CACHE")) module_cache = dir;
   int i = 0;
   for (; i < argc; ++i) {
@@ -164,6 +165,8 @@ int run(int argc, char** argv) {
       device = argv[++i];
     } else if (arg == "--module-cache" && i + 1 < argc) {
       module_cache = argv[++i];
+    } else if (arg == "--cpu-devices" && i + 1 < argc) {
+      cpu_devices = argv[++i];
     } else if (arg == "--help" || arg == "-h") {
       usage(stdout);
       return 0;
@@ -200,7 +203,7 @@ int run(int argc, char** argv) {
       std::fprintf(stderr, "rgpu: no random bytes for the embedded rgpud's key\n");
       return 1;
     }
-    if (!start_embedded_server(device, module_cache, embedded_key, &embedded)) return 1;
+    if (!start_embedded_server(device, module_cache, cpu_devices, embedded_key, &embedded)) return 1;
     server_address = embedded.address;
   }
 
