@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "../api_common.h"
+#include "../visible_devices.h"
 #include "nvml_abi.h"
 #include "rgpu/common/log.h"
 #include "rgpu/cpudev/extensions.h"
@@ -66,15 +67,7 @@ nvmlReturn_t copy_out(const std::string& text, char* out, unsigned length) {
   return NVML_SUCCESS;
 }
 
-// NVML's UUID text for a device: "GPU-" and the 16 bytes as 8-4-4-4-12 hex.
-std::string uuid_text(const CUuuid& uuid) {
-  const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
-  char text[64];
-  std::snprintf(text, sizeof text,
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
-                b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-  return text;
-}
+using ::rgpu::shim::uuid_text;  // "GPU-" and 8-4-4-4-12 hex, as NVML prints it
 
 int attribute(CUdevice_attribute attr, int ordinal) {
   int value = 0;
