@@ -5,8 +5,11 @@
 // device is recognised by both.
 #include <cuda.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -23,6 +26,27 @@ std::vector<int> expected() {
   std::stringstream in(text);
   for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoi(item));
   return out;
+}
+
+// Bytes in use on each of the server's devices, as a second session that
+// sees them all (CUDA_VISIBLE_DEVICES unset) reads them: this program run
+// again with --observe, against the same rgpud.
+std::vector<long long> server_use() {
+  std::string saved = std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "";
+  bool had = std::getenv("CUDA_VISIBLE_DEVICES") != nullptr;
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  std::vector<long long> use;
+  char self[4096] = {};
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return use;
+  if (FILE* out = popen(("exec '" + std::string(self, static_cast<size_t>(n)) + "' --observe").c_str(), "r")) {
+    int dev = 0;
+    long long bytes = 0;
+    while (std::fscanf(out, "used %d %lld\n", &dev, &bytes) == 2) use.push_back(bytes);
+    pclose(out);
+  }
+  if (had) setenv("CUDA_VISIBLE_DEVICES", saved.c_str(), 1);
+  return use;
 }
 
 TEST(VisibleDevices, TheProgramSeesTheSelectedDevicesInOrder) {
@@ -73,6 +97,19 @@ TEST(VisibleDevices, TheProgramSeesTheSelectedDevicesInOrder) {
     buffers.push_back(p);
     markers.push_back(marker);
   }
+  // The allocations are on the server's devices the selection names: a
+  // session that sees every device finds each marker on the device it names.
+  if (!want.empty()) {
+    std::vector<long long> use = server_use();
+    ASSERT_EQ(use.size(), 3u) << "the observer session did not answer";
+    for (int server = 0; server < 3; ++server) {
+      long long expect = 0;
+      for (int i = 0; i < count; ++i) {
+        if (want[i] == server) expect = static_cast<long long>((static_cast<size_t>(i) + 1) * kMarker + kWords * 4);
+      }
+      EXPECT_EQ(use[server], expect) << "server device " << server;
+    }
+  }
   // Each device holds exactly what was allocated in its context, and each
   // buffer kept its own device's value: one distinct device per selection.
   for (int i = 0; i < count; ++i) {
@@ -108,3 +145,26 @@ TEST(VisibleDevices, TheProgramSeesTheSelectedDevicesInOrder) {
 }
 
 }  // namespace
+
+// --observe: print "used <server device> <bytes>" for every device this
+// session sees (all of them: CUDA_VISIBLE_DEVICES unset), then exit.
+int main(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--observe") == 0) {
+    int count = 0;
+    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&count) != CUDA_SUCCESS) return 1;
+    for (int d = 0; d < count; ++d) {
+      CUcontext ctx = nullptr;
+      size_t free_bytes = 0, total = 0;
+      if (cuDevicePrimaryCtxRetain(&ctx, d) != CUDA_SUCCESS || cuCtxSetCurrent(ctx) != CUDA_SUCCESS ||
+          cuMemGetInfo(&free_bytes, &total) != CUDA_SUCCESS) {
+        return 1;
+      }
+      std::printf("used %d %lld\n", d, static_cast<long long>(total - free_bytes));
+      cuCtxSetCurrent(nullptr);
+      cuDevicePrimaryCtxRelease(d);
+    }
+    return 0;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
