@@ -28,9 +28,11 @@ extern "C" void* rgpu_front_real(const char* name);
 
 namespace {
 
+// Guards the per-program state below. NVIDIA's library is found once, under
+// its own once_flag: a call that holds g_mutex may still look a function up.
 std::mutex g_mutex;
+std::once_flag g_real_once;
 void* g_real = nullptr;
-bool g_looked = false;
 
 // The architecture (80 for sm_80) a program is compiled for, when real.
 std::map<nvrtcProgram, unsigned> g_arch;
@@ -38,9 +40,7 @@ std::map<nvrtcProgram, unsigned> g_arch;
 std::map<nvrtcProgram, std::vector<std::uint8_t>> g_fatbins;
 
 void* real_library() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (!g_looked) {
-    g_looked = true;
+  std::call_once(g_real_once, [] {
     Dl_info self{};
     dladdr(reinterpret_cast<void*>(&real_library), &self);
     std::string path = rgpu::nvrtc_front::find_real_library(RGPU_FRONT_SONAME, self.dli_fname ? self.dli_fname : "");
@@ -49,7 +49,7 @@ void* real_library() {
       std::fprintf(stderr, "[rgpu] nvrtc front: NVIDIA's %s was not found (set RGPU_NVRTC_LIBRARY)\n",
                    RGPU_FRONT_SONAME);
     }
-  }
+  });
   return g_real;
 }
 
