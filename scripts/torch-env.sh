@@ -19,7 +19,9 @@
 # of the packages it holds, so a second build takes seconds. NVIDIA's
 # libraries other than NVRTC are not installed: the local package
 # rgpu-client-libs provides them with rgpu's own client library, and is
-# rebuilt from the current build and reinstalled on every run.
+# rebuilt from the current build and installed on every run into a
+# throw-away overlay above the cached root: the cache itself is never
+# written by a run, so runs from several build folders may go at once.
 set -euo pipefail
 
 self="$(readlink -f "${BASH_SOURCE[0]}")"
@@ -93,6 +95,7 @@ enter() {
   shift
   mounted=()
   trap unmount_all EXIT
+  if [ -n "${TORCH_ENV_RUN_DIR:-}" ]; then overlay_root "$root"; fi
   mnt "$root/proc" -t proc proc
   mnt "$root/sys" --rbind /sys
   # /dev with /dev/shm: UCX's shared-memory transport to the host's rgpud.
@@ -323,16 +326,23 @@ EOF
   dpkg-deb --root-owner-group -Zgzip -z1 --build "$stage" "$out" >/dev/null
 }
 
-# Installs the package made from the current build into the root.
-install_package() {
-  local deb="$build/torch-env/rgpu-client-libs.deb"
-  make_package "$deb"
-  exec 9>"$cache/.lock"
-  flock 9
-  cp "$deb" "$root_dir/var/cache/rgpu-client-libs.deb"
-  chroot "$root_dir" dpkg -i /var/cache/rgpu-client-libs.deb >"$build/torch-env/dpkg.log" 2>&1 ||
+# Makes the package from the current build, for overlay_root to install.
+prepare_package() {
+  make_package "$build/torch-env/rgpu-client-libs.deb"
+}
+
+# overlay_root ROOT (inside enter's namespace): mounts an overlay whose lower
+# layer is the cached ROOT and whose upper layer is this run's folder
+# (TORCH_ENV_RUN_DIR), installs the package made by prepare_package there,
+# and sets root to the overlay. The folder goes when the run ends.
+overlay_root() {
+  local lower="$1" dir="$TORCH_ENV_RUN_DIR"
+  mkdir -p "$dir/upper" "$dir/work" "$dir/root"
+  mnt "$dir/root" -t overlay overlay -o "lowerdir=$lower,upperdir=$dir/upper,workdir=$dir/work"
+  root="$dir/root"
+  cp "$build/torch-env/rgpu-client-libs.deb" "$root/var/cache/rgpu-client-libs.deb"
+  chroot "$root" dpkg -i /var/cache/rgpu-client-libs.deb >"$build/torch-env/dpkg.log" 2>&1 ||
     die "dpkg -i rgpu-client-libs failed in the root; see $build/torch-env/dpkg.log"
-  exec 9>&-
 }
 
 # --- rgpud on the host ----------------------------------------------------
@@ -402,14 +412,19 @@ cmd_run() {
   cwd="$(pwd -P)"
   [ "$cwd" != / ] || die "run from a folder other than /: it is bind-mounted into the root"
   build_root
-  install_package
-  trap stop_rgpud EXIT
+  prepare_package
+  # This run's overlay layer; enter mounts and fills it, this shell removes
+  # it after the namespace (and with it the mount) has gone.
+  TORCH_ENV_RUN_DIR="$(mktemp -d "$build/torch-env/run.XXXXXX")"
+  export TORCH_ENV_RUN_DIR build
+  trap 'stop_rgpud; rm -rf "$TORCH_ENV_RUN_DIR"' EXIT
   [ -n "$server" ] || start_rgpud
   local binds=("$cwd")
   [ -n "${extra_bind:-}" ] && binds+=("$extra_bind")
   local rc=0
   run_forwarding "${in_root_cmd[@]}" "$root_dir" "$cwd" "${binds[@]}" -- rgpu run --server "$server" -- "${rest[@]}" || rc=$?
   stop_rgpud
+  rm -rf "$TORCH_ENV_RUN_DIR"
   return "$rc"
 }
 
