@@ -34,6 +34,10 @@ rgpu_require(CAPNP_EXECUTABLE "the capnp compiler" "capnproto")
 find_package(OpenSSL QUIET COMPONENTS Crypto)
 rgpu_require(OpenSSL_FOUND "OpenSSL libcrypto" "libssl-dev")
 
+# toml++: configuration files (pool.toml).
+find_package(tomlplusplus QUIET CONFIG)
+rgpu_require(tomlplusplus_FOUND "toml++ (tomlplusplusConfig.cmake)" "libtomlplusplus-dev")
+
 # rdma-core: only for listing HCAs where UCX cannot answer.
 find_library(IBVERBS_LIB ibverbs)
 find_path(IBVERBS_INCLUDE infiniband/verbs.h)

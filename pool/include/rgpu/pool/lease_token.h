@@ -1,0 +1,67 @@
+// Signed leases: what the pool hands a client and the client shows each
+// server at hello. A token is the lease's canonical text followed by an
+// HMAC-SHA256 of that text under a key the pool and its servers share.
+// The format is specified in docs/pool.md ("Lease tokens").
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "rgpu/common/status.h"
+#include "rgpu/pool/model.h"
+
+namespace rgpu::pool {
+
+// Longest token verify() reads; anything longer is refused unread.
+constexpr size_t kMaxLeaseToken = 16 * 1024;
+
+// A fresh random nonce (32 bytes from the system generator, as hex).
+Result<std::string> random_lease_nonce();
+
+// The canonical text of a lease: one "key=value" per line in a fixed order,
+// numbers in decimal, shares in units of 1/10000. The same lease always
+// gives the same bytes.
+std::string canonical_lease_text(const Lease& lease);
+
+// The token for a lease, which must carry a nonce (random_lease_nonce).
+// `key` is the shared secret; an empty key or nonce is an error.
+Result<std::string> sign_lease(const Lease& lease, std::string_view key);
+
+// Remembers the leases already presented, so each is admitted once. Entries
+// are forgotten once their lease has expired, when expired leases are
+// refused anyway. Thread-compatible.
+class ReplayCache {
+ public:
+  explicit ReplayCache(size_t capacity = 65536) : capacity_(capacity) {}
+  // Records (id, nonce) unless present; false when it was already seen.
+  // When full of unexpired entries it refuses (returns an overloaded error)
+  // rather than forget one that could then be replayed.
+  Result<bool> insert(LeaseId id, const std::string& nonce, Millis expiry, Millis now);
+  size_t size() const { return by_key_.size(); }
+
+ private:
+  void forget_expired(Millis now);
+
+  size_t capacity_;
+  std::map<std::pair<LeaseId, std::string>, Millis> by_key_;
+  std::set<std::pair<Millis, std::pair<LeaseId, std::string>>> by_expiry_;
+};
+
+// Checks a token presented by a client: the MAC under `key` (compared in
+// constant time), the form of every field, that `now` lies in
+// [issued - skew, expiry), and, with a cache, that it was not presented
+// before. Returns the lease it grants. Every failure is an error return
+// saying which check failed (kInvalidArgument for forged or malformed,
+// kFailed for expired or replayed), never a crash.
+struct VerifyOptions {
+  Millis now = 0;
+  Millis clock_skew_ms = 30'000;
+  ReplayCache* replay = nullptr;  // not owned; null: no replay check
+};
+Result<Lease> verify_lease(std::string_view token, std::string_view key, const VerifyOptions& options);
+
+}  // namespace rgpu::pool

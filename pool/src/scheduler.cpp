@@ -1,0 +1,537 @@
+// The scheduler: servers and their indexes, placement, the queue with fair
+// share between tenants, preemption, and what time ends.
+#include "rgpu/pool/scheduler.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include "rgpu/common/log.h"
+#include "server_state.h"
+
+namespace rgpu::pool {
+
+using detail::DeviceState;
+using detail::Need;
+using detail::Pick;
+using detail::ServerState;
+
+namespace {
+
+// How far into one tenant's queue a drain looks for a request that fits
+// behind one that does not (backfill), so a drain stays bounded.
+constexpr size_t kScanDepth = 32;
+
+struct Hold {
+  uint32_t server = 0;  // slot
+  Pick pick;
+  uint32_t units = 0;
+};
+
+struct LeaseState {
+  Lease lease;
+  std::vector<Hold> holds;
+  uint64_t units = 0;
+};
+
+struct Waiting {
+  Request request;
+  Need need;
+  Millis since = 0;
+  Millis deadline = 0;  // 0: none
+};
+
+struct TenantState {
+  uint64_t held_units = 0;
+  size_t queued = 0;
+};
+
+using Shape = std::tuple<uint32_t, uint64_t, uint32_t, bool, bool, uint32_t>;
+Shape shape_of(const Need& n) { return {n.devices, n.memory, n.share, n.allow_gpu, n.allow_cpu, n.min_cc}; }
+
+struct Located {
+  uint32_t server;
+  Pick pick;
+};
+
+}  // namespace
+
+const char* end_reason_name(EndReason reason) {
+  switch (reason) {
+    case EndReason::kServerLost: return "server_lost";
+    case EndReason::kServerRestarted: return "server_restarted";
+    case EndReason::kPreempted: return "preempted";
+    case EndReason::kExpired: return "expired";
+  }
+  return "?";
+}
+
+struct Scheduler::State {
+  PoolConfig config;
+  const Clock& clock;
+
+  std::vector<std::unique_ptr<ServerState>> servers;  // by slot; null when free
+  std::vector<uint32_t> free_slots;
+  std::unordered_map<std::string, uint32_t> by_id;
+  // Servers with some free capacity of each device class, in the policy's
+  // order, so placement visits candidates first and never the full ones.
+  std::set<std::pair<int64_t, uint32_t>> index[2];
+
+  std::map<LeaseId, LeaseState> leases;
+  std::set<std::pair<Millis, LeaseId>> expiries;
+  LeaseId next_lease = 1;
+
+  std::unordered_map<TicketId, Waiting> waiting;
+  // priority (highest first) -> tenant -> tickets, oldest first. Tickets
+  // no longer waiting are skipped and dropped lazily.
+  std::map<int32_t, std::map<std::string, std::deque<TicketId>>, std::greater<>> levels;
+  std::set<std::pair<Millis, TicketId>> deadlines;
+  TicketId next_ticket = 1;
+
+  std::map<std::string, TenantState, std::less<>> tenants;
+
+  State(PoolConfig c, const Clock& k) : config(std::move(c)), clock(k) {}
+
+  // --- indexes ---
+  void unindex(uint32_t slot) {
+    ServerState& s = *servers[slot];
+    for (int c = 0; c < 2; ++c) {
+      if (s.indexed[c]) index[c].erase({s.key, slot});
+      s.indexed[c] = false;
+    }
+  }
+  void reindex(uint32_t slot) {
+    unindex(slot);
+    ServerState& s = *servers[slot];
+    s.key = detail::index_key(s, config.policy);
+    for (int c = 0; c < 2; ++c) {
+      if (s.open(c)) {
+        index[c].insert({s.key, slot});
+        s.indexed[c] = true;
+      }
+    }
+  }
+
+  // --- placement ---
+  std::vector<int> classes(const Need& n) const {
+    std::vector<int> out;
+    if (n.allow_gpu) out.push_back(0);
+    if (n.allow_cpu) out.push_back(1);
+    return out;
+  }
+
+  // A place for `need` on one server, or split over several when allowed.
+  bool find_place(const Need& need, std::vector<Located>* out) {
+    std::vector<Pick> picks;
+    for (int c : classes(need)) {
+      for (const auto& [key, slot] : index[c]) {
+        picks.clear();
+        detail::fit_server(*servers[slot], need, need.devices, config.policy, &picks);
+        if (picks.size() == need.devices) {
+          for (const Pick& p : picks) out->push_back({slot, p});
+          return true;
+        }
+      }
+    }
+    if (need.devices == 1 || !config.split_across_servers) return false;
+    std::set<uint32_t> used;
+    for (int c : classes(need)) {
+      for (const auto& [key, slot] : index[c]) {
+        if (used.count(slot)) continue;
+        picks.clear();
+        detail::fit_server(*servers[slot], need, need.devices - static_cast<uint32_t>(out->size()), config.policy,
+                           &picks);
+        if (picks.empty()) continue;
+        used.insert(slot);
+        for (const Pick& p : picks) out->push_back({slot, p});
+        if (out->size() == need.devices) return true;
+      }
+    }
+    out->clear();
+    return false;
+  }
+
+  Lease grant(const Request& r, const std::vector<Located>& where) {
+    LeaseState ls;
+    Lease& l = ls.lease;
+    l.id = next_lease++;
+    l.tenant = r.tenant;
+    l.priority = r.priority;
+    l.issued = clock.now();
+    l.expiry = l.issued + config.lease_ttl_ms;
+    std::set<uint32_t> touched;
+    for (const Located& at : where) {
+      ServerState& s = *servers[at.server];
+      detail::take(s, at.pick);
+      s.leases.insert(l.id);
+      touched.insert(at.server);
+      const DeviceState& d = s.devices[at.pick.device];
+      PlacedDevice pd;
+      pd.server_id = s.id;
+      pd.address = s.address;
+      pd.device = d.spec.index;
+      pd.slice = d.slices[at.pick.slice].spec.id;
+      pd.memory_bytes = at.pick.memory;
+      pd.share = units_to_share(at.pick.share);
+      l.placement.push_back(pd);
+      const uint32_t units = detail::pick_units(s, at.pick);
+      ls.holds.push_back({at.server, at.pick, units});
+      ls.units += units;
+    }
+    for (uint32_t slot : touched) reindex(slot);
+    tenants[r.tenant].held_units += ls.units;
+    expiries.insert({l.expiry, l.id});
+    Lease copy = l;
+    leases.emplace(l.id, std::move(ls));
+    return copy;
+  }
+
+  // Frees a lease's holds everywhere and forgets it; returns it.
+  Lease end_lease(LeaseId id) {
+    auto it = leases.find(id);
+    LeaseState ls = std::move(it->second);
+    leases.erase(it);
+    expiries.erase({ls.lease.expiry, id});
+    std::set<uint32_t> touched;
+    for (const Hold& h : ls.holds) {
+      ServerState* s = servers[h.server].get();
+      if (!s) continue;
+      detail::give_back(*s, h.pick);
+      s->leases.erase(id);
+      touched.insert(h.server);
+    }
+    for (uint32_t slot : touched) reindex(slot);
+    auto t = tenants.find(ls.lease.tenant);
+    if (t != tenants.end()) t->second.held_units -= ls.units;
+    return std::move(ls.lease);
+  }
+
+  void end_server(uint32_t slot, EndReason reason, Changes* ch) {
+    ServerState& s = *servers[slot];
+    const std::vector<LeaseId> ids(s.leases.begin(), s.leases.end());
+    RGPU_INFO("pool server left id=%s reason=%s leases=%zu", s.id.c_str(), end_reason_name(reason), ids.size());
+    for (LeaseId id : ids) ch->ended.push_back({end_lease(id), reason});
+    unindex(slot);
+    by_id.erase(s.id);
+    servers[slot].reset();
+    free_slots.push_back(slot);
+  }
+
+  // --- the queue ---
+  void enqueue(TicketId t, Waiting w) {
+    levels[w.request.priority][w.request.tenant].push_back(t);
+    if (w.deadline) deadlines.insert({w.deadline, t});
+    tenants[w.request.tenant].queued += 1;
+    waiting.emplace(t, std::move(w));
+  }
+  void unqueue(std::unordered_map<TicketId, Waiting>::iterator it) {
+    if (it->second.deadline) deadlines.erase({it->second.deadline, it->first});
+    tenants[it->second.request.tenant].queued -= 1;
+    waiting.erase(it);
+  }
+
+  double ratio(const std::string& tenant) {
+    return static_cast<double>(tenants[tenant].held_units) / config.weight_of(tenant);
+  }
+
+  // Places waiting requests while capacity lasts: highest priority first;
+  // within a priority, the tenant furthest below its weight first; within
+  // a tenant, oldest first, looking past ones that do not fit (backfill).
+  void drain(Changes* ch) {
+    if (waiting.empty()) return;
+    std::set<Shape> failed;  // capacity only shrinks during a drain
+    for (auto lvl = levels.begin(); lvl != levels.end();) {
+      auto& queues = lvl->second;
+      std::set<std::string> exhausted;
+      for (;;) {
+        if (index[0].empty() && index[1].empty()) return;
+        std::deque<TicketId>* best = nullptr;
+        const std::string* best_tenant = nullptr;
+        double best_ratio = 0;
+        for (auto& [tenant, q] : queues) {
+          while (!q.empty() && !waiting.count(q.front())) q.pop_front();
+          if (q.empty() || exhausted.count(tenant)) continue;
+          const double r = ratio(tenant);
+          if (!best || r < best_ratio) {
+            best = &q;
+            best_tenant = &tenant;
+            best_ratio = r;
+          }
+        }
+        if (!best) break;
+        bool placed = false;
+        for (size_t i = 0; i < best->size() && i < kScanDepth; ++i) {
+          auto it = waiting.find((*best)[i]);
+          if (it == waiting.end()) continue;
+          const Shape shape = shape_of(it->second.need);
+          if (failed.count(shape)) continue;
+          std::vector<Located> where;
+          if (!find_place(it->second.need, &where)) {
+            failed.insert(shape);
+            continue;
+          }
+          const TicketId t = it->first;
+          const Millis since = it->second.since;
+          Lease l = grant(it->second.request, where);
+          unqueue(it);
+          best->erase(best->begin() + static_cast<std::ptrdiff_t>(i));
+          ch->granted.push_back({t, std::move(l), clock.now() - since});
+          placed = true;
+          break;
+        }
+        if (!placed) exhausted.insert(*best_tenant);
+      }
+      for (auto q = queues.begin(); q != queues.end();) q = q->second.empty() ? queues.erase(q) : std::next(q);
+      lvl = queues.empty() ? levels.erase(lvl) : std::next(lvl);
+    }
+  }
+
+  // --- preemption ---
+  // The fewest leases of lower priority whose end lets `need` fit on one
+  // server; lowest priority, then newest, are ended first. Empty: none.
+  std::vector<LeaseId> victims_for(const Need& need, int32_t priority, uint32_t* where) {
+    std::vector<LeaseId> best;
+    for (uint32_t slot = 0; slot < servers.size(); ++slot) {
+      if (!servers[slot]) continue;
+      const ServerState& s = *servers[slot];
+      std::vector<std::tuple<int32_t, int64_t, LeaseId>> lower;
+      for (LeaseId id : s.leases) {
+        const Lease& l = leases.at(id).lease;
+        if (l.priority < priority) lower.emplace_back(l.priority, -static_cast<int64_t>(id), id);
+      }
+      if (lower.empty() || (!best.empty() && best.size() <= 1)) continue;
+      std::sort(lower.begin(), lower.end());
+      ServerState trial = s;
+      std::vector<LeaseId> chosen;
+      std::vector<Pick> picks;
+      for (const auto& [p, neg, id] : lower) {
+        for (const Hold& h : leases.at(id).holds) {
+          if (h.server == slot) detail::give_back(trial, h.pick);
+        }
+        chosen.push_back(id);
+        if (!best.empty() && chosen.size() >= best.size()) break;
+        picks.clear();
+        detail::fit_server(trial, need, need.devices, config.policy, &picks);
+        if (picks.size() == need.devices) {
+          best = chosen;
+          *where = slot;
+          break;
+        }
+      }
+    }
+    return best;
+  }
+};
+
+Scheduler::Scheduler(PoolConfig config, const Clock& clock) : s_(std::make_unique<State>(std::move(config), clock)) {}
+Scheduler::~Scheduler() = default;
+
+const PoolConfig& Scheduler::config() const { return s_->config; }
+
+Result<Changes> Scheduler::register_server(ServerInfo info) {
+  Status v = validate(info);
+  if (!v.is_ok()) return v;
+  Changes ch;
+  auto old = s_->by_id.find(info.id);
+  if (old != s_->by_id.end()) s_->end_server(old->second, EndReason::kServerRestarted, &ch);
+  uint32_t slot;
+  if (!s_->free_slots.empty()) {
+    slot = s_->free_slots.back();
+    s_->free_slots.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(s_->servers.size());
+    s_->servers.emplace_back();
+  }
+  s_->servers[slot] = std::make_unique<ServerState>(ServerState::from(info, s_->clock.now()));
+  s_->by_id[info.id] = slot;
+  s_->reindex(slot);
+  RGPU_INFO("pool server joined id=%s devices=%zu", info.id.c_str(), info.devices.size());
+  s_->drain(&ch);
+  return ch;
+}
+
+Result<Changes> Scheduler::heartbeat(std::string_view server_id, const std::vector<DeviceUse>& use) {
+  auto it = s_->by_id.find(std::string(server_id));
+  if (it == s_->by_id.end()) return failed("server " + std::string(server_id) + " is not registered");
+  ServerState& s = *s_->servers[it->second];
+  for (const DeviceUse& u : use) {
+    auto d = std::find_if(s.devices.begin(), s.devices.end(), [&](const DeviceState& x) { return x.spec.index == u.index; });
+    if (d == s.devices.end()) return invalid_argument("heartbeat names device " + std::to_string(u.index) + " the server does not have");
+    if (!(u.utilization >= 0.0 && u.utilization <= 1.0)) return invalid_argument("utilization outside 0..1");
+  }
+  for (const DeviceUse& u : use) {
+    for (DeviceState& d : s.devices) {
+      if (d.spec.index == u.index) d.use = u;
+    }
+  }
+  s.last_heartbeat = s_->clock.now();
+  if (s_->config.policy == Policy::kLeastLoaded) s_->reindex(it->second);
+  return Changes{};
+}
+
+Result<Changes> Scheduler::remove_server(std::string_view server_id) {
+  auto it = s_->by_id.find(std::string(server_id));
+  if (it == s_->by_id.end()) return failed("server " + std::string(server_id) + " is not registered");
+  Changes ch;
+  s_->end_server(it->second, EndReason::kServerLost, &ch);
+  s_->drain(&ch);
+  return ch;
+}
+
+Result<Submitted> Scheduler::submit(Request request) {
+  Status v = validate(request);
+  if (!v.is_ok()) return v;
+  Submitted out;
+  out.ticket = s_->next_ticket++;
+  Waiting w;
+  w.need = Need::from(request);
+  w.since = s_->clock.now();
+  const Millis timeout = request.timeout_ms ? request.timeout_ms : s_->config.queue_timeout_ms;
+  w.deadline = timeout ? w.since + timeout : 0;
+  w.request = std::move(request);
+  std::vector<Located> where;
+  bool fits = s_->find_place(w.need, &where);
+  if (!fits && s_->config.preemption) {
+    uint32_t slot = 0;
+    const std::vector<LeaseId> victims = s_->victims_for(w.need, w.request.priority, &slot);
+    for (LeaseId id : victims) {
+      RGPU_INFO("pool preempt lease=%llu for_tenant=%s", static_cast<unsigned long long>(id), w.request.tenant.c_str());
+      out.changes.ended.push_back({s_->end_lease(id), EndReason::kPreempted});
+    }
+    if (!victims.empty()) {
+      // The server the victims were chosen on, not whichever the policy
+      // would pick first: their slices are what the request needs.
+      std::vector<Pick> picks;
+      detail::fit_server(*s_->servers[slot], w.need, w.need.devices, s_->config.policy, &picks);
+      for (const Pick& p : picks) where.push_back({slot, p});
+      fits = picks.size() == w.need.devices;
+    }
+  }
+  if (fits) {
+    out.changes.granted.push_back({out.ticket, s_->grant(w.request, where), 0});
+    s_->drain(&out.changes);  // preemption may have freed more than needed
+  } else {
+    s_->tenants[w.request.tenant];  // known from now on, for fair share
+    s_->enqueue(out.ticket, std::move(w));
+  }
+  return out;
+}
+
+Status Scheduler::cancel(TicketId ticket) {
+  auto it = s_->waiting.find(ticket);
+  if (it == s_->waiting.end()) return failed("ticket " + std::to_string(ticket) + " is not waiting");
+  s_->unqueue(it);
+  return Status::ok();
+}
+
+Result<Changes> Scheduler::release(LeaseId lease) {
+  if (!s_->leases.count(lease)) return failed("lease " + std::to_string(lease) + " is not held");
+  Changes ch;
+  s_->end_lease(lease);
+  s_->drain(&ch);
+  return ch;
+}
+
+Result<Lease> Scheduler::renew(LeaseId lease) {
+  auto it = s_->leases.find(lease);
+  if (it == s_->leases.end()) return failed("lease " + std::to_string(lease) + " is not held");
+  Lease& l = it->second.lease;
+  s_->expiries.erase({l.expiry, lease});
+  l.expiry = s_->clock.now() + s_->config.lease_ttl_ms;
+  s_->expiries.insert({l.expiry, lease});
+  return l;
+}
+
+Changes Scheduler::tick() {
+  Changes ch;
+  const Millis now = s_->clock.now();
+  for (uint32_t slot = 0; slot < s_->servers.size(); ++slot) {
+    const ServerState* s = s_->servers[slot].get();
+    if (s && now - s->last_heartbeat >= s_->config.heartbeat_timeout_ms) {
+      s_->end_server(slot, EndReason::kServerLost, &ch);
+    }
+  }
+  while (!s_->deadlines.empty() && s_->deadlines.begin()->first <= now) {
+    const TicketId t = s_->deadlines.begin()->second;
+    s_->unqueue(s_->waiting.find(t));
+    ch.timed_out.push_back(t);
+  }
+  while (!s_->expiries.empty() && s_->expiries.begin()->first <= now) {
+    const LeaseId id = s_->expiries.begin()->second;
+    ch.ended.push_back({s_->end_lease(id), EndReason::kExpired});
+  }
+  s_->drain(&ch);
+  return ch;
+}
+
+std::optional<QueuePosition> Scheduler::position(TicketId ticket) const {
+  auto it = s_->waiting.find(ticket);
+  if (it == s_->waiting.end()) return std::nullopt;
+  QueuePosition pos;
+  pos.since = it->second.since;
+  const int32_t p = it->second.request.priority;
+  for (const auto& [t, w] : s_->waiting) {
+    if (w.request.priority > p || (w.request.priority == p && t < ticket)) pos.ahead += 1;
+  }
+  return pos;
+}
+
+std::optional<Lease> Scheduler::lease(LeaseId lease) const {
+  auto it = s_->leases.find(lease);
+  if (it == s_->leases.end()) return std::nullopt;
+  return it->second.lease;
+}
+
+std::vector<Lease> Scheduler::leases() const {
+  std::vector<Lease> out;
+  for (const auto& [id, ls] : s_->leases) out.push_back(ls.lease);
+  return out;
+}
+
+std::vector<ServerView> Scheduler::servers() const {
+  std::vector<ServerView> out;
+  for (const auto& s : s_->servers) {
+    if (!s) continue;
+    ServerView v;
+    v.info.id = s->id;
+    v.info.address = s->address;
+    for (const DeviceState& d : s->devices) {
+      Device dev = d.spec;
+      for (const auto& sl : d.slices) dev.slices.push_back(sl.spec);
+      v.info.devices.push_back(std::move(dev));
+      v.use.push_back(d.use);
+    }
+    v.last_heartbeat = s->last_heartbeat;
+    v.leases = s->leases.size();
+    out.push_back(std::move(v));
+  }
+  std::sort(out.begin(), out.end(), [](const ServerView& a, const ServerView& b) { return a.info.id < b.info.id; });
+  return out;
+}
+
+PoolStats Scheduler::stats() const {
+  PoolStats st;
+  for (const auto& s : s_->servers) {
+    if (!s) continue;
+    st.servers += 1;
+    st.devices += s->devices.size();
+  }
+  st.capacity_devices = static_cast<double>(st.devices);
+  st.leases = s_->leases.size();
+  st.queued = s_->waiting.size();
+  for (const auto& [name, t] : s_->tenants) {
+    TenantUse u;
+    u.tenant = name;
+    u.weight = s_->config.weight_of(name);
+    u.held_devices = static_cast<double>(t.held_units) / kShareUnits;
+    u.queued = t.queued;
+    st.held_devices += u.held_devices;
+    st.tenants.push_back(std::move(u));
+  }
+  return st;
+}
+
+}  // namespace rgpu::pool
