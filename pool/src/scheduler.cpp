@@ -79,6 +79,10 @@ struct Scheduler::State {
   // Servers with some free capacity of each device class, in the policy's
   // order, so placement visits candidates first and never the full ones.
   std::set<std::pair<int64_t, uint32_t>> index[2];
+  // Sums of the servers' summaries, so a request no server could take is
+  // answered without visiting any.
+  uint64_t open_total[2] = {0, 0};
+  uint64_t idle_total[2] = {0, 0};
 
   std::map<LeaseId, LeaseState> leases;
   std::set<std::pair<Millis, LeaseId>> expiries;
@@ -106,8 +110,15 @@ struct Scheduler::State {
   void reindex(uint32_t slot) {
     unindex(slot);
     ServerState& s = *servers[slot];
+    for (int c = 0; c < 2; ++c) {
+      open_total[c] -= s.open_devices[c];
+      idle_total[c] -= s.idle_devices[c];
+    }
+    s.summarize();
     s.key = detail::index_key(s, config.policy);
     for (int c = 0; c < 2; ++c) {
+      open_total[c] += s.open_devices[c];
+      idle_total[c] += s.idle_devices[c];
       if (s.open(c)) {
         index[c].insert({s.key, slot});
         s.indexed[c] = true;
@@ -125,9 +136,13 @@ struct Scheduler::State {
 
   // A place for `need` on one server, or split over several when allowed.
   bool find_place(const Need& need, std::vector<Located>* out) {
+    uint64_t room = 0;
+    for (int c : classes(need)) room += need.whole() ? idle_total[c] : open_total[c];
+    if (room < need.devices) return false;
     std::vector<Pick> picks;
     for (int c : classes(need)) {
       for (const auto& [key, slot] : index[c]) {
+        if (detail::could_fit(*servers[slot], need) < need.devices) continue;
         picks.clear();
         detail::fit_server(*servers[slot], need, need.devices, config.policy, &picks);
         if (picks.size() == need.devices) {
@@ -140,7 +155,7 @@ struct Scheduler::State {
     std::set<uint32_t> used;
     for (int c : classes(need)) {
       for (const auto& [key, slot] : index[c]) {
-        if (used.count(slot)) continue;
+        if (used.count(slot) || detail::could_fit(*servers[slot], need) == 0) continue;
         picks.clear();
         detail::fit_server(*servers[slot], need, need.devices - static_cast<uint32_t>(out->size()), config.policy,
                            &picks);
@@ -215,6 +230,10 @@ struct Scheduler::State {
     RGPU_INFO("pool server left id=%s reason=%s leases=%zu", s.id.c_str(), end_reason_name(reason), ids.size());
     for (LeaseId id : ids) ch->ended.push_back({end_lease(id), reason});
     unindex(slot);
+    for (int c = 0; c < 2; ++c) {
+      open_total[c] -= s.open_devices[c];
+      idle_total[c] -= s.idle_devices[c];
+    }
     by_id.erase(s.id);
     servers[slot].reset();
     free_slots.push_back(slot);

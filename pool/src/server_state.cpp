@@ -33,6 +33,7 @@ ServerState ServerState::from(const ServerInfo& info, Millis now) {
   s.id = info.id;
   s.address = info.address;
   s.last_heartbeat = now;
+  s.devices.reserve(info.devices.size());
   for (const Device& d : info.devices) {
     DeviceState ds;
     ds.spec = d;
@@ -51,14 +52,37 @@ ServerState ServerState::from(const ServerInfo& info, Millis now) {
     s.total_memory += d.memory_bytes;
     s.devices.push_back(std::move(ds));
   }
-  return s;
+  return s;  // summarized when the scheduler first indexes it
 }
 
-bool ServerState::open(int device_class) const {
-  for (const DeviceState& d : devices) {
-    if ((d.cpu() ? 1 : 0) == device_class && d.open()) return true;
+void ServerState::summarize() {
+  for (int c = 0; c < 2; ++c) {
+    open_devices[c] = idle_devices[c] = max_cc[c] = max_free_share[c] = 0;
+    max_free_memory[c] = 0;
   }
-  return false;
+  for (const DeviceState& d : devices) {
+    const int c = d.cpu() ? 1 : 0;
+    max_cc[c] = std::max(max_cc[c], d.spec.compute_capability);
+    if (d.open()) open_devices[c] += 1;
+    bool idle = false;
+    for (const SliceState& sl : d.slices) {
+      idle = idle || sl.sessions == 0;
+      if (!sl.has_session_left()) continue;
+      max_free_memory[c] = std::max(max_free_memory[c], sl.free_memory);
+      max_free_share[c] = std::max(max_free_share[c], sl.free_share);
+    }
+    if (idle) idle_devices[c] += 1;
+  }
+}
+
+uint32_t could_fit(const ServerState& s, const Need& need) {
+  uint32_t n = 0;
+  for (int c = 0; c < 2; ++c) {
+    if (!(c ? need.allow_cpu : need.allow_gpu) || s.max_cc[c] < need.min_cc) continue;
+    if (!need.whole() && (s.max_free_memory[c] < need.memory || s.max_free_share[c] < need.share)) continue;
+    n += need.whole() ? s.idle_devices[c] : s.open_devices[c];
+  }
+  return n;
 }
 
 Need Need::from(const Request& r) {

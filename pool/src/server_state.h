@@ -45,11 +45,22 @@ struct ServerState {
   // devices, class 1: CPU devices), so it can be taken out again.
   int64_t key = 0;
   bool indexed[2] = {false, false};
+  // Per device class: devices with a slice that can take another lease,
+  // devices with a slice no lease holds, and the highest compute
+  // capability. Kept by summarize(); they let placement skip a server
+  // without looking at its devices.
+  uint32_t open_devices[2] = {0, 0};
+  uint32_t idle_devices[2] = {0, 0};
+  uint32_t max_cc[2] = {0, 0};
+  // The most free memory and share any one slice with a session left has.
+  uint64_t max_free_memory[2] = {0, 0};
+  uint32_t max_free_share[2] = {0, 0};
 
   // Builds the state of a freshly registered server: a device without
   // slices becomes one whole slice for one session.
   static ServerState from(const ServerInfo& info, Millis now);
-  bool open(int device_class) const;
+  bool open(int device_class) const { return open_devices[device_class] > 0; }
+  void summarize();
 };
 
 // A request reduced to what placement needs.
@@ -75,6 +86,10 @@ struct Pick {
   uint64_t memory = 0;
   uint32_t share = 0;
 };
+
+// At most how many devices of `s` could take `need` (an upper bound from
+// the summary; fit_server gives the exact answer).
+uint32_t could_fit(const ServerState& s, const Need& need);
 
 // The slice of `d` that the policy takes for `need`, or -1 when none fits.
 int pick_slice(const DeviceState& d, const Need& need, Policy policy);
