@@ -483,8 +483,19 @@ def main():
     res = Results(args.results)
     images = plots(res, os.path.join(args.out, "img"))
     os.makedirs(args.out, exist_ok=True)
+    text = page(res, images)
+    # The pool scheduler's simulator writes its own results (rgpu-pool-sim);
+    # its section is drawn by benchmarks/pool/pool_report.py.
+    pool_json = os.path.join(ROOT, "benchmarks", "pool", "results", "pool-sim.json")
+    if os.path.exists(pool_json):
+        sys.path.insert(0, os.path.join(ROOT, "benchmarks", "pool"))
+        import pool_report
+        with open(pool_json) as fh:
+            pool = json.load(fh)
+        drawn = pool_report.draw(pool, os.path.join(args.out, "img", "pool-sim.png"))
+        text = text.rstrip("\n") + "\n\n" + pool_report.section(pool, "img/pool-sim.png" if drawn else None)
     with open(os.path.join(args.out, "benchmarks.md"), "w") as f:
-        f.write(page(res, images))
+        f.write(text)
     print("report.py: wrote %s%s" % (os.path.join(args.out, "benchmarks.md"),
                                      "" if images else " (no plots: python3-matplotlib is not installed)"))
     if args.check:

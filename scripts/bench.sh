@@ -26,5 +26,8 @@ if [ -n "$smoke" ]; then
   "$python" "$root/benchmarks/report.py" --results "$build/bench-smoke" --out "$build/bench-smoke/report" --check
 else
   "$root/benchmarks/run_suite.sh" --build "$build" --out "$root/benchmarks/results"
+  # The pool scheduler's simulator (about a minute); report.py adds its section.
+  mkdir -p "$root/benchmarks/pool/results"
+  "$build/bin/rgpu-pool-sim" --out "$root/benchmarks/pool/results/pool-sim.json"
   "$python" "$root/benchmarks/report.py" --results "$root/benchmarks/results" --out "$root/docs"
 fi

@@ -81,6 +81,7 @@ struct Run {
   size_t jobs = 0;
   std::vector<double> submit_us, release_us, tick_us, heartbeat_us;
   double scheduler_s = 0;  // wall time inside scheduler calls
+  double placing_s = 0;    // of which in submit and release, the calls that place
   std::vector<double> wait_s;
   std::vector<std::vector<double>> team_wait_s = std::vector<std::vector<double>>(3);
   Integrator gpu, cpu;
@@ -91,6 +92,8 @@ struct Run {
   std::vector<std::vector<double>> team_bins = std::vector<std::vector<double>>(3);
   double gpus = 0, cpus = 0;
   Millis makespan = 0;
+  std::vector<size_t> gave_up = std::vector<size_t>(3);  // jobs whose wait timed out
+  std::vector<size_t> submitted = std::vector<size_t>(3);
 };
 
 void add_bins(std::vector<double>* into, const std::vector<double>& from) {
@@ -110,6 +113,7 @@ void simulate(const std::vector<ServerInfo>& servers, const std::vector<const Jo
     const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     into->push_back(us);
     run->scheduler_s += us / 1e6;
+    if (into == &run->submit_us || into == &run->release_us) run->placing_s += us / 1e6;
     return r;
   };
 
@@ -169,8 +173,14 @@ void simulate(const std::vector<ServerInfo>& servers, const std::vector<const Jo
       grant(g, it->second);
       waiting.erase(it);
     }
-    if (!ch.ended.empty() || !ch.timed_out.empty()) {
-      std::fprintf(stderr, "pool-sim: unexpected end of a lease or a wait\n");
+    for (TicketId t : ch.timed_out) {
+      auto it = waiting.find(t);
+      run->gave_up[static_cast<size_t>(it->second->team)] += 1;
+      waiting.erase(it);
+      done += 1;
+    }
+    if (!ch.ended.empty()) {
+      std::fprintf(stderr, "pool-sim: the pool ended a lease; nothing here should\n");
       std::abort();
     }
   };
@@ -182,6 +192,7 @@ void simulate(const std::vector<ServerInfo>& servers, const std::vector<const Jo
     switch (kind) {
       case kArrive: {
         const Job* job = jobs[id];
+        run->submitted[static_cast<size_t>(job->team)] += 1;
         auto sub = timed(&run->submit_us, [&] { return sched.submit(job->request); });
         if (!sub.is_ok()) std::abort();
         waiting[sub.value().ticket] = job;
@@ -277,12 +288,15 @@ void simulate_static(const std::vector<ServerInfo>& servers, const std::vector<J
     run->placements += r.placements;
     run->jobs += r.jobs;
     run->scheduler_s += r.scheduler_s;
+    run->placing_s += r.placing_s;
     run->submit_us.insert(run->submit_us.end(), r.submit_us.begin(), r.submit_us.end());
     run->release_us.insert(run->release_us.end(), r.release_us.begin(), r.release_us.end());
     run->tick_us.insert(run->tick_us.end(), r.tick_us.begin(), r.tick_us.end());
     run->heartbeat_us.insert(run->heartbeat_us.end(), r.heartbeat_us.begin(), r.heartbeat_us.end());
     run->wait_s.insert(run->wait_s.end(), r.wait_s.begin(), r.wait_s.end());
     run->team_wait_s[team] = r.team_wait_s[team];
+    run->gave_up[team] = r.gave_up[team];
+    run->submitted[team] = r.submitted[team];
     run->gpus += r.gpus;
     run->cpus += r.cpus;
     run->makespan = std::max(run->makespan, r.makespan);
@@ -372,7 +386,8 @@ std::string run_json(const Run& r, int hours) {
   std::ostringstream o;
   o << "{\"name\": \"" << r.name << "\", \"jobs\": " << r.jobs << ", \"placements\": " << r.placements
     << ", \"scheduler_s\": " << num(r.scheduler_s)
-    << ", \"placements_per_s\": " << num(r.scheduler_s > 0 ? static_cast<double>(r.placements) / r.scheduler_s : 0)
+    << ", \"placing_s\": " << num(r.placing_s)
+    << ", \"placements_per_s\": " << num(r.placing_s > 0 ? static_cast<double>(r.placements) / r.placing_s : 0)
     << ",\n   \"submit_us\": " << stats(r.submit_us) << ", \"release_us\": " << stats(r.release_us)
     << ",\n   \"tick_us\": " << stats(r.tick_us) << ", \"heartbeat_us\": " << stats(r.heartbeat_us)
     << ",\n   \"gpu_utilization\": " << num(util(r.gpu_bins, r.gpus))
@@ -380,6 +395,10 @@ std::string run_json(const Run& r, int hours) {
     << ", \"makespan_h\": " << num(static_cast<double>(r.makespan) / kHour) << ",\n   \"wait_s\": " << stats(r.wait_s)
     << ",\n   \"team_wait_s\": {";
   for (size_t t = 0; t < 3; ++t) o << (t ? ", " : "") << "\"" << teams()[t].name << "\": " << stats(r.team_wait_s[t]);
+  o << "},\n   \"team_gave_up\": {";
+  for (size_t t = 0; t < 3; ++t) o << (t ? ", " : "") << "\"" << teams()[t].name << "\": " << r.gave_up[t];
+  o << "}, \"team_submitted\": {";
+  for (size_t t = 0; t < 3; ++t) o << (t ? ", " : "") << "\"" << teams()[t].name << "\": " << r.submitted[t];
   o << "},\n   \"gpu_utilization_by_bin\": " << array(r.gpu_bins, 1.0 / (r.gpus * kBin));
   o << ",\n   \"team_devices_by_bin\": {";
   for (size_t t = 0; t < 3; ++t) {
@@ -430,16 +449,16 @@ int main_impl(int argc, char** argv) {
     Run r;
     r.name = std::string("pool, ") + policy_name(p);
     simulate(servers, all, sim_config(p), &r);
-    std::fprintf(stderr, "%s: %.0f placements/s, gpu utilization %.3f, wait p50 %.0f s p99 %.0f s\n", r.name.c_str(),
-                 static_cast<double>(r.placements) / r.scheduler_s, mean(r.gpu_bins) / (r.gpus * kBin),
-                 percentile(r.wait_s, 0.5), percentile(r.wait_s, 0.99));
+    std::fprintf(stderr, "%s: %.0f placements/s, wait p50 %.0f s p99 %.0f s, %zu gave up\n", r.name.c_str(),
+                 static_cast<double>(r.placements) / r.placing_s, percentile(r.wait_s, 0.5),
+                 percentile(r.wait_s, 0.99), r.gave_up[0] + r.gave_up[1] + r.gave_up[2]);
     runs.push_back(std::move(r));
   }
   Run st;
   st.name = "static per-team";
   simulate_static(servers, jobs, &st);
-  std::fprintf(stderr, "%s: wait p50 %.0f s p99 %.0f s\n", st.name.c_str(), percentile(st.wait_s, 0.5),
-               percentile(st.wait_s, 0.99));
+  std::fprintf(stderr, "%s: wait p50 %.0f s p99 %.0f s, %zu gave up\n", st.name.c_str(), percentile(st.wait_s, 0.5),
+               percentile(st.wait_s, 0.99), st.gave_up[0] + st.gave_up[1] + st.gave_up[2]);
   runs.push_back(std::move(st));
   const std::vector<SweepPoint> points = sweep(servers, opt.sweep_requests);
 

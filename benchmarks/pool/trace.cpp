@@ -11,8 +11,13 @@ namespace {
 constexpr uint64_t kGiB = 1ull << 30;
 
 // Each team's average demand, as a part of the pool's GPU capacity over the
-// whole trace: 70% in all, more than one team's static share at its peak.
-constexpr double kDemand[] = {0.15, 0.40, 0.15};
+// whole trace: 85% in all, more than the pool holds at night's peak and far
+// more than one team's static share at its own peak.
+constexpr double kDemand[] = {0.20, 0.50, 0.15};
+// How long a job of each team waits before its user gives up: an answer to
+// an inference request is useless after minutes; a training run can start
+// in the morning; a simulation in a few hours.
+constexpr Millis kPatience[] = {15 * kMinute, 8 * kHour, 4 * kHour};
 
 double hour_of_day(double t_ms) { return std::fmod(t_ms / kHour, 24.0); }
 
@@ -131,6 +136,7 @@ std::vector<Job> make_jobs(int n, int hours, int servers, uint64_t seed) {
           break;
       }
       j.duration = std::max<Millis>(kMinute, static_cast<Millis>(d));
+      r.timeout_ms = kPatience[team];
       jobs.push_back(std::move(j));
     }
   }

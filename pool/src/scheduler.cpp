@@ -285,6 +285,12 @@ struct Scheduler::State {
         for (size_t i = 0; i < best->size() && i < kScanDepth; ++i) {
           auto it = waiting.find((*best)[i]);
           if (it == waiting.end()) continue;
+          if (it->second.deadline && it->second.deadline <= clock.now()) {
+            // Past its timeout but not yet swept by tick(): never placed.
+            ch->timed_out.push_back(it->first);
+            unqueue(it);
+            continue;
+          }
           const Shape shape = shape_of(it->second.need);
           if (failed.count(shape)) continue;
           std::vector<Located> where;

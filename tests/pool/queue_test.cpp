@@ -97,6 +97,21 @@ TEST(PoolQueue, TimesOutAndIsNotPlacedAfterwards) {
   EXPECT_TRUE(s.release(held.id).value().granted.empty()) << "nobody is waiting any more";
 }
 
+TEST(PoolQueue, ARequestPastItsTimeoutIsNotPlacedBeforeTheNextTick) {
+  ManualClock clock;
+  Scheduler s(PoolConfig{}, clock);
+  ASSERT_TRUE(s.register_server(server("a", 1)).is_ok());
+  Lease held = placed(s.submit(req(1)));
+  Request r = req(1);
+  r.timeout_ms = 1'000;
+  const TicketId t = s.submit(r).value().ticket;
+  clock.advance(1'000);
+  auto freed = s.release(held.id);
+  EXPECT_TRUE(freed.value().granted.empty());
+  EXPECT_EQ(freed.value().timed_out, std::vector<TicketId>{t});
+  EXPECT_TRUE(s.tick().timed_out.empty()) << "reported once";
+}
+
 TEST(PoolQueue, CancelledRequestIsNeverPlaced) {
   ManualClock clock;
   Scheduler s(PoolConfig{}, clock);
