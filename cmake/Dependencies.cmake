@@ -34,9 +34,9 @@ rgpu_require(CAPNP_EXECUTABLE "the capnp compiler" "capnproto")
 find_package(OpenSSL QUIET COMPONENTS Crypto)
 rgpu_require(OpenSSL_FOUND "OpenSSL libcrypto" "libssl-dev")
 
-# toml++: configuration files (pool.toml).
-find_package(tomlplusplus QUIET CONFIG)
-rgpu_require(tomlplusplus_FOUND "toml++ (tomlplusplusConfig.cmake)" "libtomlplusplus-dev")
+# toml++: configuration files (rgpud --config, pool.toml), used header-only.
+find_path(TOMLPP_INCLUDE toml++/toml.h)
+rgpu_require(TOMLPP_INCLUDE "toml++ (toml++/toml.h)" "libtomlplusplus-dev")
 
 # rdma-core: only for listing HCAs where UCX cannot answer.
 find_library(IBVERBS_LIB ibverbs)

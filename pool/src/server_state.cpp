@@ -40,7 +40,9 @@ ServerState ServerState::from(const ServerInfo& info, Millis now) {
     ds.spec.slices.clear();
     ds.use.index = d.index;
     std::vector<Slice> slices = d.slices;
-    if (slices.empty()) slices.push_back(Slice{0, d.memory_bytes, 1.0, 1});
+    // As rgpud serves a device it does not cut: one whole slice that any
+    // number of sessions share, each within the memory it asked for.
+    if (slices.empty()) slices.push_back(Slice{0, d.memory_bytes, 1.0, 0});
     for (const Slice& sl : slices) {
       SliceState st;
       st.spec = sl;

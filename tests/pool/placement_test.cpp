@@ -120,6 +120,18 @@ TEST(PoolPlacement, WholeSliceRequestIsExclusive) {
   EXPECT_TRUE(s.submit(req(1, 0)).value().changes.granted.empty()) << "slice 1 has a session";
 }
 
+TEST(PoolPlacement, AnUncutDeviceIsSharedWithinItsMemory) {
+  ManualClock clock;
+  Scheduler s(PoolConfig{}, clock);
+  ASSERT_TRUE(s.register_server(server("a", 1)).is_ok());  // 80 GiB, no slices
+  for (int i = 0; i < 4; ++i) {
+    Lease l = placed(s.submit(req(1, 20 * kGiB)));
+    EXPECT_EQ(l.placement[0].slice, 0u);
+  }
+  EXPECT_TRUE(s.submit(req(1, kGiB)).value().changes.granted.empty()) << "80 GiB are leased";
+  EXPECT_TRUE(s.submit(req(1, 0)).value().changes.granted.empty()) << "not whole while others hold it";
+}
+
 TEST(PoolPlacement, KindAndCapabilityInAMixedPool) {
   ManualClock clock;
   Scheduler s(PoolConfig{}, clock);

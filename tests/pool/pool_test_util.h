@@ -10,7 +10,7 @@ namespace rgpu::pool::testing {
 
 constexpr uint64_t kGiB = 1ull << 30;
 
-// `n` devices of one kind, each unsliced (one whole slice, one session).
+// `n` devices of one kind, each unsliced (one whole slice, any sessions).
 inline ServerInfo server(const std::string& id, uint32_t n, const std::string& kind = "NVIDIA H100",
                          uint32_t cc = 90, uint64_t memory = 80 * kGiB) {
   ServerInfo s;

@@ -34,7 +34,8 @@ struct Slice {
 
 // A device of a server. `kind` is "cpu" for rgpu's CPU device, otherwise the
 // NVIDIA model name ("NVIDIA H100 80GB HBM3"). A device without slices is
-// offered as one slice of all its memory and compute, for one session.
+// offered as rgpud serves it: one slice of all its memory and compute, for
+// any number of sessions (slice id 0).
 struct Device {
   uint32_t index = 0;  // the server's own device number
   std::string kind;
