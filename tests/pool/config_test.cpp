@@ -69,6 +69,8 @@ TEST(PoolConfigFile, MistakesAreNamed) {
            {"[tenants]\nx = 1\n", "tenants.x must be a table"},
            {"scheduler = 3\n", "scheduler must be a table"},
            {"[scheduler\n", "pool.toml:1:"},
+           {"[@x]\n", "pool.toml:1:"},  // once an assertion inside toml++
+           {"[scheduler]\npolicy = \"spread\"\n[tenants\xd2\x97]\n", "pool.toml:3:9: only ASCII"},
        }) {
     auto c = parse_config(k.text);
     ASSERT_FALSE(c.is_ok()) << k.text;

@@ -1,0 +1,16 @@
+# Runs the pool input fuzzer for about ten seconds from a few seeds: a good
+# lease body, a token, a pool.toml. Fails when it finds a crash; the
+# reproducer is left in WORK.
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK}/corpus ${WORK}/seeds)
+set(body "rgpu-lease-v1\nid=42\ntenant=research\npriority=20\nissued=1000000\nexpiry=1600000\nnonce=00ff\ndevice=gpu-a 10.0.0.1:7000 0 1 8589934592 5000\n")
+file(WRITE ${WORK}/seeds/signed "s${body}")
+file(WRITE ${WORK}/seeds/token "v${body}mac=0000000000000000000000000000000000000000000000000000000000000000\n")
+file(WRITE ${WORK}/seeds/config "c[scheduler]\npolicy = \"spread\"\npreemption = true\nqueue_timeout_s = 30\n[heartbeat]\ninterval_s = 2\ntimeout_s = 7\n[tenants.a]\nweight = 3\n")
+execute_process(
+  COMMAND ${FUZZER} -max_total_time=10 -timeout=20 -rss_limit_mb=2048 -max_len=4096
+          -artifact_prefix=${WORK}/ ${WORK}/corpus ${WORK}/seeds
+  RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "fuzzer failed: rc=${rc}; reproducer in ${WORK}")
+endif()
