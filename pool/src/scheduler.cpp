@@ -324,8 +324,13 @@ struct Scheduler::State {
       const ServerState& s = *servers[slot];
       std::vector<std::tuple<int32_t, int64_t, LeaseId>> lower;
       for (LeaseId id : s.leases) {
-        const Lease& l = leases.at(id).lease;
-        if (l.priority < priority) lower.emplace_back(l.priority, -static_cast<int64_t>(id), id);
+        const LeaseState& ls = leases.at(id);
+        if (ls.lease.priority >= priority) continue;
+        // Only leases on devices the request could use make room for it.
+        const bool useful = std::any_of(ls.holds.begin(), ls.holds.end(), [&](const Hold& h) {
+          return h.server == slot && need.allows(s.devices[h.pick.device]);
+        });
+        if (useful) lower.emplace_back(ls.lease.priority, -static_cast<int64_t>(id), id);
       }
       if (lower.empty() || (!best.empty() && best.size() <= 1)) continue;
       std::sort(lower.begin(), lower.end());

@@ -316,6 +316,28 @@ TEST(PoolPreemption, OffByDefault) {
   EXPECT_TRUE(s.lease(l.id).has_value());
 }
 
+TEST(PoolPreemption, SparesLeasesOnDevicesTheRequestCannotUse) {
+  ManualClock clock;
+  PoolConfig c;
+  c.preemption = true;
+  Scheduler s(c, clock);
+  ServerInfo mixed = server("m", 1);
+  mixed.devices.push_back(Device{1, "cpu", 80, 16 * kGiB, {}});
+  ASSERT_TRUE(s.register_server(mixed).is_ok());
+  Request on_gpu = req(1, 0, "batch");
+  on_gpu.priority = kPriorityLow;
+  Lease gpu = placed(s.submit(on_gpu));
+  Request on_cpu = on_gpu;
+  on_cpu.kind = KindWanted::kCpu;
+  Lease cpu = placed(s.submit(on_cpu));  // newer, so it would go first
+  Request high = req(1, 0, "urgent");
+  high.priority = kPriorityHigh;
+  auto sub = s.submit(high);
+  ASSERT_EQ(sub.value().changes.ended.size(), 1u);
+  EXPECT_EQ(sub.value().changes.ended[0].lease.id, gpu.id);
+  EXPECT_TRUE(s.lease(cpu.id).has_value());
+}
+
 TEST(PoolPreemption, TakesTheFewestLeasesThatMakeRoom) {
   ManualClock clock;
   PoolConfig c;
