@@ -542,6 +542,16 @@ std::vector<ServerView> Scheduler::servers() const {
   return out;
 }
 
+std::vector<QueuedView> Scheduler::queue() const {
+  std::vector<QueuedView> out;
+  out.reserve(s_->waiting.size());
+  for (const auto& [t, w] : s_->waiting) out.push_back({t, w.request, w.since, w.deadline});
+  std::sort(out.begin(), out.end(), [](const QueuedView& a, const QueuedView& b) {
+    return a.request.priority != b.request.priority ? a.request.priority > b.request.priority : a.ticket < b.ticket;
+  });
+  return out;
+}
+
 PoolStats Scheduler::stats() const {
   PoolStats st;
   for (const auto& s : s_->servers) {

@@ -55,6 +55,11 @@ TEST(PoolQueue, HigherPriorityGoesFirst) {
   const TicketId low_ticket = s.submit(low).value().ticket;
   const TicketId high_ticket = s.submit(high).value().ticket;
   EXPECT_EQ(s.position(low_ticket)->ahead, 1u);
+  const std::vector<QueuedView> q = s.queue();
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_EQ(q[0].ticket, high_ticket);
+  EXPECT_EQ(q[1].ticket, low_ticket);
+  EXPECT_EQ(q[1].request.priority, kPriorityLow);
   auto freed = s.release(held.id);
   ASSERT_EQ(freed.value().granted.size(), 1u);
   EXPECT_EQ(freed.value().granted[0].ticket, high_ticket);

@@ -76,6 +76,14 @@ struct PoolStats {
   std::vector<TenantUse> tenants;
 };
 
+// One waiting request, for status views.
+struct QueuedView {
+  TicketId ticket = 0;
+  Request request;
+  Millis since = 0;
+  Millis deadline = 0;  // 0: waits until placed or cancelled
+};
+
 // One server as the scheduler sees it, for status views.
 struct ServerView {
   ServerInfo info;
@@ -125,6 +133,9 @@ class Scheduler {
   std::optional<Lease> lease(LeaseId lease) const;
   std::vector<Lease> leases() const;
   std::vector<ServerView> servers() const;
+  // The waiting requests, in the order a drain considers them per tenant:
+  // by priority (highest first), then ticket (oldest first).
+  std::vector<QueuedView> queue() const;
   PoolStats stats() const;
 
  private:
