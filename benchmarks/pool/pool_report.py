@@ -101,6 +101,9 @@ def section(d, image=None):
         "(benchmarks/pool/): the real scheduler linked in, simulated servers, simulated time. Latencies are wall time "
         "of the real calls on this machine; utilization and waits are simulated time.")
     out.append("")
+    out.append("- **Machine:** %s, shared with other work while measured: the latencies are wall time of single "
+               "calls and swing from run to run; utilization and waits do not (simulated time, fixed seed)."
+               % d.get("machine", "unknown"))
     out.append("- **Pool:** %d servers: %d NVIDIA devices (60%% of servers with 8 H100 80 GB, each for up to 4 sessions; "
                "30%% with 8 A100 40 GB, up to 2 sessions) and %d CPU devices (10%% of servers with 4)."
                % (d["servers"], d["gpus"], d["cpu_devices"]))
@@ -124,6 +127,18 @@ def section(d, image=None):
             100 * r["cpu_device_utilization"], f(r["wait_s"]["p50"]), f(r["wait_s"]["p99"]),
             "{:,}".format(sum(r["team_gave_up"].values()))))
     out.append("")
+    by = {r["name"]: r for r in runs}
+    pool, static = by.get("pool, binpack"), by.get("static per-team")
+    if pool and static:
+        lost = lambda r: sum(r["team_gave_up"].values())
+        out.append("The same GPUs and jobs, pooled (binpack) against split by team: GPU utilization "
+                   "**%.1f %% against %.1f %%**; jobs whose users gave up waiting **%s against %s** (of %s); "
+                   "p99 queue wait **%s s against %s s**. A team's idle GPUs serve the others' peaks: inference "
+                   "bursts by day, training by night." % (
+                       100 * pool["gpu_utilization"], 100 * static["gpu_utilization"], "{:,}".format(lost(pool)),
+                       "{:,}".format(lost(static)), "{:,}".format(d["jobs"]), f(pool["wait_s"]["p99"]),
+                       f(static["wait_s"]["p99"])))
+        out.append("")
     out.append("Per team, p50 / p99 queue wait in seconds, and jobs that gave up:")
     out.append("")
     out.append("| run | " + " | ".join(teams) + " |")

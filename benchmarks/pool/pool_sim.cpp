@@ -14,6 +14,7 @@
 #include <queue>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -355,6 +356,27 @@ std::vector<SweepPoint> sweep(const std::vector<ServerInfo>& servers, int reques
   return out;
 }
 
+// "2 CPUs (AMD EPYC ...), load average 1.5 at the start", for the report:
+// latencies depend on both.
+std::string machine() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model = "unknown CPU";
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  for (char& c : model) {
+    if (c == '"' || c == '\\') c = ' ';
+  }
+  std::ifstream la("/proc/loadavg");
+  std::string load;
+  la >> load;
+  return std::to_string(std::thread::hardware_concurrency()) + " CPUs (" + model + "), load average " +
+         (load.empty() ? "unknown" : load) + " at the start";
+}
+
 std::string num(double v) {
   char b[64];
   std::snprintf(b, sizeof b, "%.6g", v);
@@ -469,7 +491,7 @@ int main_impl(int argc, char** argv) {
   std::ofstream f(opt.out);
   f << "{\"servers\": " << opt.servers << ", \"gpus\": " << gpus << ", \"cpu_devices\": " << cpus
     << ", \"jobs\": " << opt.jobs << ", \"hours\": " << opt.hours << ", \"seed\": " << opt.seed
-    << ", \"bin_minutes\": " << kBin / kMinute << ",\n \"teams\": [";
+    << ", \"bin_minutes\": " << kBin / kMinute << ", \"machine\": \"" << machine() << "\",\n \"teams\": [";
   for (size_t t = 0; t < teams().size(); ++t) {
     f << (t ? ", " : "") << "{\"name\": \"" << teams()[t].name << "\", \"weight\": " << num(teams()[t].weight) << "}";
   }
