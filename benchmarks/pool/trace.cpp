@@ -38,7 +38,6 @@ std::vector<ServerInfo> make_servers(int n) {
     const uint32_t devices = kind == 9 ? 4 : 8;
     for (uint32_t d = 0; d < devices; ++d) {
       Device dev;
-      dev.index = d;
       if (kind <= 5) {
         dev = Device{d, "NVIDIA H100 80GB HBM3", 90, 80 * kGiB, {Slice{0, 80 * kGiB, 1.0, 4}}};
       } else if (kind <= 8) {

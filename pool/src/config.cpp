@@ -156,9 +156,8 @@ Result<PoolConfig> parse_config(std::string_view toml_text, const std::string& w
   if (const toml::table* t = subtable(root, "scheduler", where, &err)) {
     TableReader r(*t, "scheduler", where);
     std::string policy = policy_name(c.policy);
-    double queue_s = 0, ttl_s = 0;
-    queue_s = static_cast<double>(c.queue_timeout_ms) / 1000.0;
-    ttl_s = static_cast<double>(c.lease_ttl_ms) / 1000.0;
+    double queue_s = static_cast<double>(c.queue_timeout_ms) / 1000.0;
+    double ttl_s = static_cast<double>(c.lease_ttl_ms) / 1000.0;
     for (Status s : {r.text("policy", &policy), r.boolean("preemption", &c.preemption),
                      r.boolean("split_across_servers", &c.split_across_servers),
                      r.number("queue_timeout_s", &queue_s, 0, 365.0 * 86400),

@@ -116,8 +116,6 @@ TEST(PoolLeaseToken, MalformedInputIsAnErrorNotACrash) {
   // one lease has one spelling.
   std::string body = canonical_lease_text(sample());
   body.replace(body.find("id=42"), 5, "id=042");
-  Lease fake = sample();
-  (void)fake;
   EXPECT_FALSE(verify_lease(body + "mac=" + std::string(64, '0') + "\n", kKey, at(1'200'000)).is_ok());
 }
 
