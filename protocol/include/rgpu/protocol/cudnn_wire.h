@@ -42,6 +42,18 @@ enum Fn : uint32_t {
   kLastHandFn = 1010,
 };
 
+// Handle kinds (protocol/handles.h's library kinds): cuDNN handles
+// (cudnn.api's @handle) and execution plans, minted by the client when it
+// finalizes one and kept by rgpud until the plan is destroyed.
+inline constexpr uint8_t kHandleKind = 20;
+inline constexpr uint8_t kPlanKind = 21;
+
+// What one heuristics reply may list.
+inline constexpr uint64_t kMaxEngineConfigs = 64;
+inline constexpr uint64_t kMaxNotes = 16;
+inline constexpr uint64_t kMaxKnobs = 64;
+inline constexpr uint64_t kMaxVariantPack = 64;
+
 // cudnnBackendAttributeType_t values the wire treats specially.
 inline constexpr uint32_t kTypeHandle = 0;
 inline constexpr uint32_t kTypeVoidPtr = 6;
