@@ -43,19 +43,21 @@ struct Desc {
     cudnnBackendAttributeType_t type{};
     int64_t count = 0;
     std::vector<std::byte> bytes;
-    std::vector<Desc*> refs;
+    // A descriptor-valued attribute holds copies of the descriptors as they
+    // were when set, as cuDNN does: the application may destroy its own
+    // right after (cuDNN's frontend does).
+    std::vector<std::shared_ptr<const Desc>> refs;
     bool derived = false;  // answered by the library: never sent back to it
   };
   std::map<uint32_t, Value> attrs;
-  std::vector<std::shared_ptr<Desc>> owned;    // engines, configs, knob choices made here
-  std::vector<std::shared_ptr<Desc>> results;  // heuristics' engine configs
+  std::vector<std::shared_ptr<const Desc>> results;  // heuristics' engine configs
   std::shared_ptr<PlanRef> plan;
   int64_t global_count = -1;                   // an operation graph's, once asked
 
-  Desc* ref(uint32_t name) const {
+  const Desc* ref(uint32_t name) const {
     auto it = attrs.find(name);
     return it != attrs.end() && it->second.type == CUDNN_TYPE_BACKEND_DESCRIPTOR && it->second.count == 1
-               ? it->second.refs[0]
+               ? it->second.refs[0].get()
                : nullptr;
   }
 };
@@ -67,7 +69,6 @@ Desc* desc_of(cudnnBackendDescriptor_t d) {
 
 void copy_into(Desc& dst, const Desc& src) {
   dst.attrs = src.attrs;
-  dst.owned = src.owned;
   dst.results = src.results;
   dst.plan = src.plan;
   dst.global_count = src.global_count;
@@ -85,7 +86,7 @@ void put(Desc& d, uint32_t name, cudnnBackendAttributeType_t type, const T* valu
   d.attrs[name] = std::move(v);
 }
 
-void put_refs(Desc& d, uint32_t name, std::vector<Desc*> refs) {
+void put_refs(Desc& d, uint32_t name, std::vector<std::shared_ptr<const Desc>> refs) {
   Desc::Value v;
   v.type = CUDNN_TYPE_BACKEND_DESCRIPTOR;
   v.count = int64_t(refs.size());
@@ -109,9 +110,9 @@ class GraphWriter {
       a.type = uint32_t(v.type);
       a.count = v.count;
       if (v.type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
-        for (const Desc* r : v.refs) {
-          if (cudnnStatus_t s = add(r); s != CUDNN_STATUS_SUCCESS) return s;
-          a.refs.push_back(index_[r]);
+        for (const auto& r : v.refs) {
+          if (cudnnStatus_t s = add(r.get()); s != CUDNN_STATUS_SUCCESS) return s;
+          a.refs.push_back(index_[r.get()]);
         }
       } else if (v.type == CUDNN_TYPE_HANDLE) {
         if (v.count != 1 || v.bytes.size() != 8) return CUDNN_STATUS_BAD_PARAM;
@@ -154,8 +155,11 @@ cudnnStatus_t pack_graph(const Desc& root, protocol::ArgWriter& w, std::initiali
 }
 
 cudnnStatus_t finalize_heuristics(Desc& d) {
-  Desc* graph = d.ref(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
-  if (!graph || !graph->finalized) return CUDNN_STATUS_BAD_PARAM;
+  const auto& gv = d.attrs.find(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
+  if (gv == d.attrs.end() || gv->second.refs.size() != 1 || !gv->second.refs[0]->finalized) {
+    return CUDNN_STATUS_BAD_PARAM;
+  }
+  const std::shared_ptr<const Desc> graph = gv->second.refs[0];
   Shim* shim = nullptr;
   uint64_t ctx = 0;
   if (!enter(&shim, &ctx)) return CUDNN_STATUS_EXECUTION_FAILED;
@@ -166,7 +170,7 @@ cudnnStatus_t finalize_heuristics(Desc& d) {
   protocol::ArgReader rd(reply);
   uint64_t n = 0;
   if (!rd.u64(&n) || n > cw::kMaxEngineConfigs) return CUDNN_STATUS_EXECUTION_FAILED;
-  std::vector<std::shared_ptr<Desc>> results;
+  std::vector<std::shared_ptr<const Desc>> results;
   for (uint64_t i = 0; i < n; ++i) {
     auto engine = std::make_shared<Desc>();
     engine->type = CUDNN_BACKEND_ENGINE_DESCRIPTOR;
@@ -185,10 +189,9 @@ cudnnStatus_t finalize_heuristics(Desc& d) {
     engine->finalized = true;
     auto cfg = std::make_shared<Desc>();
     cfg->type = CUDNN_BACKEND_ENGINECFG_DESCRIPTOR;
-    cfg->owned.push_back(engine);
     uint64_t nk = 0;
     if (!rd.u64(&nk) || nk > cw::kMaxKnobs) return CUDNN_STATUS_EXECUTION_FAILED;
-    std::vector<Desc*> knobs;
+    std::vector<std::shared_ptr<const Desc>> knobs;
     for (uint64_t j = 0; j < nk; ++j) {
       int32_t type = 0;
       int64_t value = 0;
@@ -199,12 +202,11 @@ cudnnStatus_t finalize_heuristics(Desc& d) {
       put(*knob, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, &type, 1, false);
       put(*knob, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, &value, 1, false);
       knob->finalized = true;
-      knobs.push_back(knob.get());
-      cfg->owned.push_back(knob);
+      knobs.push_back(knob);
     }
     int64_t ws = 0;
     rd.scalar(&ws);
-    put_refs(*cfg, CUDNN_ATTR_ENGINECFG_ENGINE, {engine.get()});
+    put_refs(*cfg, CUDNN_ATTR_ENGINECFG_ENGINE, {engine});
     put_refs(*cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, knobs);
     put(*cfg, CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64, &ws, 1, true);
     cfg->finalized = true;
@@ -415,7 +417,7 @@ RGPU_EXPORT cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t desc
       for (int64_t i = 0; i < count; ++i) {
         Desc* r = desc_of(refs[i]);
         if (!r || r == d) return CUDNN_STATUS_BAD_PARAM;
-        v.refs.push_back(r);
+        v.refs.push_back(std::make_shared<const Desc>(*r));
       }
     } else {
       const auto* p = static_cast<const std::byte*>(array);
