@@ -217,7 +217,7 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationBackwardEx(
     const void* bnScaleData, const void* bnBiasData, void* dBnScaleData, void* dBnBiasData, double epsilon,
     const void* savedMean, const void* savedInvVariance, cudnnActivationDescriptor_t activationDesc,
     void* workSpace, size_t workSpaceSizeInBytes, void* reserveSpace, size_t reserveSpaceSizeInBytes) {
-  (void)yDesc, (void)yData, (void)dzDesc, (void)bnBiasData, (void)workSpace, (void)workSpaceSizeInBytes;
+  (void)yDesc, (void)yData, (void)dzDesc, (void)workSpace, (void)workSpaceSizeInBytes;
   (void)reserveSpace, (void)reserveSpaceSizeInBytes;
   return guarded("cudnnBatchNormalizationBackwardEx", [&]() -> cudnnStatus_t {
     const Strided *x = strided(xDesc), *dy = strided(dyDesc), *dx = strided(dxDesc), *p = strided(dBnDesc);
@@ -233,48 +233,51 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationBackwardEx(
                  ap = host_scalar(alphaParamDiff, x->dtype), bp = host_scalar(betaParamDiff, x->dtype);
     auto job = std::make_unique<Job>();
     Operand ox{x, CUdeviceptr(xData)}, ody{dy, CUdeviceptr(dyData)}, odx{dx, CUdeviceptr(dxData)},
-        osc{p, CUdeviceptr(bnScaleData)}, odsc{p, CUdeviceptr(dBnScaleData)}, odbi{p, CUdeviceptr(dBnBiasData)},
-        osm{p, CUdeviceptr(savedMean)}, osv{p, CUdeviceptr(savedInvVariance)};
+        osc{p, CUdeviceptr(bnScaleData)}, obi{p, CUdeviceptr(bnBiasData)}, odsc{p, CUdeviceptr(dBnScaleData)},
+        odbi{p, CUdeviceptr(dBnBiasData)}, osm{p, CUdeviceptr(savedMean)}, osv{p, CUdeviceptr(savedInvVariance)};
     add(*job, ox, false);
     add(*job, ody, false);
     add(*job, odx, true);
     add(*job, osc, false);
     add(*job, odsc, true);
     add(*job, odbi, true);
-    const bool saved = savedMean != nullptr;
+    const bool saved = savedMean != nullptr, has_bias = bnBiasData != nullptr;
     if (saved) add(*job, osm, false), add(*job, osv, false);
+    if (has_bias) add(*job, obi, false);
     dnnl::engine engine = handle->engine;
     job->compute = [=](Job& j) {
       std::vector<float> xv = load(j, ox), dyv = load(j, ody), dxv(xv.size()), sc = load(j, osc),
-                         dsc(size_t(s.c)), dbi(size_t(s.c)), mean(size_t(s.c)), var(size_t(s.c));
+                         bi = has_bias ? load(j, obi) : std::vector<float>(size_t(s.c), 0.f), dsc(size_t(s.c)),
+                         dbi(size_t(s.c)), mean(size_t(s.c)), var(size_t(s.c));
       using F = dnnl::normalization_flags;
       dnnl::stream st(engine);
       dnnl::batch_normalization_forward::desc fd(dnnl::prop_kind::forward_training, data_md(s), float(epsilon),
                                                  F::use_scale | F::use_shift);
       dnnl::batch_normalization_forward::primitive_desc fpd(fd, engine);
-      dnnl::memory xm(data_md(s), engine, xv.data()), dym(data_md(s), engine, dyv.data()),
-          dxm(data_md(s), engine, dxv.data()), scm(param_md(s), engine, sc.data()),
-          dscm(param_md(s), engine, dsc.data()), dbim(param_md(s), engine, dbi.data()),
-          mm(param_md(s), engine, mean.data()), vm(param_md(s), engine, var.data());
       if (saved) {
         mean = load(j, osm);
         std::vector<float> inv = load(j, osv);
         for (size_t i = 0; i < var.size(); ++i) var[i] = float(1.0 / (double(inv[i]) * inv[i]) - epsilon);
-        mm.set_data_handle(mean.data());
-      } else {  // recompute the batch statistics
-        std::vector<float> scratch(xv.size()), zero(size_t(s.c), 0.f), one(size_t(s.c), 1.f);
-        dnnl::memory ym(data_md(s), engine, scratch.data()), om(param_md(s), engine, one.data()),
-            zm(param_md(s), engine, zero.data());
+      }
+      dnnl::memory xm(data_md(s), engine, xv.data()), dym(data_md(s), engine, dyv.data()),
+          dxm(data_md(s), engine, dxv.data()), scm(param_md(s), engine, sc.data()),
+          bim(param_md(s), engine, bi.data()), dscm(param_md(s), engine, dsc.data()),
+          dbim(param_md(s), engine, dbi.data()), mm(param_md(s), engine, mean.data()),
+          vm(param_md(s), engine, var.data());
+      if (!saved) {  // recompute the batch statistics
+        std::vector<float> scratch(xv.size());
+        dnnl::memory ym(data_md(s), engine, scratch.data());
         dnnl::batch_normalization_forward(fpd).execute(st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym},
-                                                            {DNNL_ARG_SCALE, om}, {DNNL_ARG_SHIFT, zm},
+                                                            {DNNL_ARG_SCALE, scm}, {DNNL_ARG_SHIFT, bim},
                                                             {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
       }
       dnnl::batch_normalization_backward::desc bd_(dnnl::prop_kind::backward, data_md(s), data_md(s), float(epsilon),
                                                    F::use_scale | F::use_shift);
       dnnl::batch_normalization_backward::primitive_desc bpd(bd_, engine, fpd);
+      // oneDNN 2.x's backward pass asks for the shift too, though it does not read it.
       dnnl::batch_normalization_backward(bpd).execute(
           st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DIFF_DST, dym}, {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm},
-               {DNNL_ARG_SCALE, scm}, {DNNL_ARG_DIFF_SRC, dxm}, {DNNL_ARG_DIFF_SCALE, dscm},
+               {DNNL_ARG_SCALE, scm}, {DNNL_ARG_SHIFT, bim}, {DNNL_ARG_DIFF_SRC, dxm}, {DNNL_ARG_DIFF_SCALE, dscm},
                {DNNL_ARG_DIFF_SHIFT, dbim}});
       st.wait();
       scatter(*dx, dxv.data(), j.host(odx.index), ad, bd);
