@@ -37,8 +37,15 @@ class BatchNormTest : public DnnTest {
   std::vector<cudnnTensorDescriptor_t> descs_;
 };
 
-TEST_F(BatchNormTest, TrainingForwardAndBackwardMatchTheReference) {
-  const int n = 3, c = 2, hw = 5;
+class BatchNormShapes : public BatchNormTest, public ::testing::WithParamInterface<std::vector<int>> {};
+
+TEST_P(BatchNormShapes, TrainingForwardAndBackwardMatchTheReference) {
+  const std::vector<int> shape = GetParam();
+  const int n = shape[0], c = 2;
+  int hw = 1;
+  for (size_t i = 2; i < shape.size(); ++i) hw *= shape[i];
+  std::vector<int> pshape(shape.size(), 1);
+  pshape[1] = c;
   const double eps = 1e-5, factor = 0.25;
   auto x = pattern(n * c * hw, 1), scale = std::vector<float>{1.5f, -0.5f}, bias = std::vector<float>{0.25f, 2.0f};
   auto dy = pattern(n * c * hw, 2);
@@ -46,7 +53,7 @@ TEST_F(BatchNormTest, TrainingForwardAndBackwardMatchTheReference) {
   CUdeviceptr y_ = upload(std::vector<float>(x.size())), rm_ = upload({0.5f, 0.5f}), rv_ = upload({1.0f, 2.0f});
   CUdeviceptr sm_ = upload({0, 0}), siv_ = upload({0, 0}), gx_ = upload(std::vector<float>(x.size()));
   CUdeviceptr gs_ = upload({0, 0}), gb_ = upload({0, 0});
-  auto xd = desc({n, c, hw, 1}), pd = desc({1, c, 1, 1});
+  auto xd = desc(shape), pd = desc(pshape);
   const float one = 1, zero = 0;
   DNN_OK(d.cudnnBatchNormalizationForwardTrainingEx(
       h, CUDNN_BATCHNORM_SPATIAL, CUDNN_BATCHNORM_OPS_BN, &one, &zero, xd, (void*)dx_, nullptr, nullptr, xd,
@@ -92,6 +99,9 @@ TEST_F(BatchNormTest, TrainingForwardAndBackwardMatchTheReference) {
       }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Shapes, BatchNormShapes,
+                         ::testing::Values(std::vector<int>{3, 2, 5, 1}, std::vector<int>{2, 2, 4, 4, 3}));
 
 TEST_F(BatchNormTest, InferenceUsesTheGivenStatisticsAndBlends) {
   const int n = 2, c = 3, hw = 4;

@@ -60,21 +60,22 @@ dnnl::memory::desc param_md(const Shape& s) {
   return dnnl::memory::desc({s.c}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
 }
 
-// An operand: its device span and its layout.
+// An operand: its device span and its layout (a copy: the caller may
+// destroy its descriptor before the stream runs the work).
 struct Operand {
-  const Strided* t = nullptr;
+  Strided t;
   CUdeviceptr ptr = 0;
   size_t index = 0;
 };
 
 size_t add(Job& job, Operand& op, bool write) {
-  op.index = job.add({op.ptr, span_bytes(*op.t), true, write});
+  op.index = job.add({op.ptr, span_bytes(op.t), true, write});
   return op.index;
 }
 
 std::vector<float> load(Job& j, const Operand& op) {
-  std::vector<float> v(op.t->count());
-  gather(*op.t, j.host(op.index), v.data());
+  std::vector<float> v(op.t.count());
+  gather(op.t, j.host(op.index), v.data());
   return v;
 }
 
@@ -117,9 +118,9 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(
     if (!shape_of(*x, mode, *p, &s)) return CUDNN_STATUS_BAD_PARAM;
     const double a = host_scalar(alpha, x->dtype), b = host_scalar(beta, x->dtype);
     auto job = std::make_unique<Job>();
-    Operand ox{x, CUdeviceptr(xData)}, oy{y, CUdeviceptr(yData)}, osc{p, CUdeviceptr(bnScale)},
-        obi{p, CUdeviceptr(bnBias)}, orm{p, CUdeviceptr(runningMean)}, orv{p, CUdeviceptr(runningVar)},
-        osm{p, CUdeviceptr(saveMean)}, osv{p, CUdeviceptr(saveInvVariance)};
+    Operand ox{*x, CUdeviceptr(xData)}, oy{*y, CUdeviceptr(yData)}, osc{*p, CUdeviceptr(bnScale)},
+        obi{*p, CUdeviceptr(bnBias)}, orm{*p, CUdeviceptr(runningMean)}, orv{*p, CUdeviceptr(runningVar)},
+        osm{*p, CUdeviceptr(saveMean)}, osv{*p, CUdeviceptr(saveInvVariance)};
     add(*job, ox, false);
     add(*job, oy, true);
     add(*job, osc, false);
@@ -143,20 +144,20 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(
                                                          {DNNL_ARG_SCALE, scm}, {DNNL_ARG_SHIFT, bim},
                                                          {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
       st.wait();
-      scatter(*y, yv.data(), j.host(oy.index), a, b);
+      scatter(oy.t, yv.data(), j.host(oy.index), a, b);
       if (running) {
         // cuDNN's running variance is the unbiased one.
         const double m = double(s.n) * double(s.spatial), unbias = m > 1 ? m / (m - 1) : 1.0;
         std::vector<float> v(var.size());
         for (size_t i = 0; i < var.size(); ++i) v[i] = float(var[i] * unbias);
-        scatter(*p, mean.data(), j.host(orm.index), factor, 1.0 - factor);
-        scatter(*p, v.data(), j.host(orv.index), factor, 1.0 - factor);
+        scatter(orm.t, mean.data(), j.host(orm.index), factor, 1.0 - factor);
+        scatter(orv.t, v.data(), j.host(orv.index), factor, 1.0 - factor);
       }
       if (save) {
         std::vector<float> inv(var.size());
         for (size_t i = 0; i < var.size(); ++i) inv[i] = float(1.0 / std::sqrt(double(var[i]) + epsilon));
-        scatter(*p, mean.data(), j.host(osm.index), 1.0, 0.0);
-        scatter(*p, inv.data(), j.host(osv.index), 1.0, 0.0);
+        scatter(osm.t, mean.data(), j.host(osm.index), 1.0, 0.0);
+        scatter(osv.t, inv.data(), j.host(osv.index), 1.0, 0.0);
       }
     };
     return queue(handle, std::move(job));
@@ -178,8 +179,8 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardInference(
     if (!shape_of(*x, mode, *p, &s)) return CUDNN_STATUS_BAD_PARAM;
     const double a = host_scalar(alpha, x->dtype), b = host_scalar(beta, x->dtype);
     auto job = std::make_unique<Job>();
-    Operand ox{x, CUdeviceptr(x_)}, oy{y, CUdeviceptr(y_)}, osc{p, CUdeviceptr(bnScale)},
-        obi{p, CUdeviceptr(bnBias)}, om{p, CUdeviceptr(estimatedMean)}, ov{p, CUdeviceptr(estimatedVariance)};
+    Operand ox{*x, CUdeviceptr(x_)}, oy{*y, CUdeviceptr(y_)}, osc{*p, CUdeviceptr(bnScale)},
+        obi{*p, CUdeviceptr(bnBias)}, om{*p, CUdeviceptr(estimatedMean)}, ov{*p, CUdeviceptr(estimatedVariance)};
     add(*job, ox, false);
     add(*job, oy, true);
     add(*job, osc, false);
@@ -202,7 +203,7 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardInference(
                                                          {DNNL_ARG_SCALE, scm}, {DNNL_ARG_SHIFT, bim},
                                                          {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
       st.wait();
-      scatter(*y, yv.data(), j.host(oy.index), a, b);
+      scatter(oy.t, yv.data(), j.host(oy.index), a, b);
     };
     return queue(handle, std::move(job));
   });
@@ -232,9 +233,9 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationBackwardEx(
     const double ad = host_scalar(alphaDataDiff, x->dtype), bd = host_scalar(betaDataDiff, x->dtype),
                  ap = host_scalar(alphaParamDiff, x->dtype), bp = host_scalar(betaParamDiff, x->dtype);
     auto job = std::make_unique<Job>();
-    Operand ox{x, CUdeviceptr(xData)}, ody{dy, CUdeviceptr(dyData)}, odx{dx, CUdeviceptr(dxData)},
-        osc{p, CUdeviceptr(bnScaleData)}, obi{p, CUdeviceptr(bnBiasData)}, odsc{p, CUdeviceptr(dBnScaleData)},
-        odbi{p, CUdeviceptr(dBnBiasData)}, osm{p, CUdeviceptr(savedMean)}, osv{p, CUdeviceptr(savedInvVariance)};
+    Operand ox{*x, CUdeviceptr(xData)}, ody{*dy, CUdeviceptr(dyData)}, odx{*dx, CUdeviceptr(dxData)},
+        osc{*p, CUdeviceptr(bnScaleData)}, obi{*p, CUdeviceptr(bnBiasData)}, odsc{*p, CUdeviceptr(dBnScaleData)},
+        odbi{*p, CUdeviceptr(dBnBiasData)}, osm{*p, CUdeviceptr(savedMean)}, osv{*p, CUdeviceptr(savedInvVariance)};
     add(*job, ox, false);
     add(*job, ody, false);
     add(*job, odx, true);
@@ -280,9 +281,9 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationBackwardEx(
                {DNNL_ARG_SCALE, scm}, {DNNL_ARG_SHIFT, bim}, {DNNL_ARG_DIFF_SRC, dxm}, {DNNL_ARG_DIFF_SCALE, dscm},
                {DNNL_ARG_DIFF_SHIFT, dbim}});
       st.wait();
-      scatter(*dx, dxv.data(), j.host(odx.index), ad, bd);
-      scatter(*p, dsc.data(), j.host(odsc.index), ap, bp);
-      scatter(*p, dbi.data(), j.host(odbi.index), ap, bp);
+      scatter(odx.t, dxv.data(), j.host(odx.index), ad, bd);
+      scatter(odsc.t, dsc.data(), j.host(odsc.index), ap, bp);
+      scatter(odbi.t, dbi.data(), j.host(odbi.index), ap, bp);
     };
     return queue(handle, std::move(job));
   });
