@@ -80,6 +80,7 @@ std::vector<float> load(Job& j, const Operand& op) {
 }
 
 cudnnStatus_t queue(cudnnHandle_t handle, std::unique_ptr<Job> job) {
+  job->usage = handle->usage;
   ContextGuard guard(handle->ctx);
   if (!guard.ok()) return CUDNN_STATUS_EXECUTION_FAILED;
   return submit(std::move(job), handle->stream);

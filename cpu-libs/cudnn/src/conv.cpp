@@ -251,6 +251,7 @@ cudnnStatus_t run_conv(cudnnContext* handle, const ConvPlan& plan, const Desc& p
       scatter(plan.w, w.data(), j.host(iw), plan.alpha, plan.beta);
     }
   };
+  job->usage = handle->usage;
   ContextGuard guard(handle->ctx);
   if (!guard.ok()) return CUDNN_STATUS_EXECUTION_FAILED;
   return submit(std::move(job), handle->stream);

@@ -31,6 +31,10 @@ RGPU_EXPORT cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
 // and engine copy), so it may be destroyed while work is in flight.
 RGPU_EXPORT cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
   if (!handle) return CUDNN_STATUS_BAD_PARAM;
+  if (const uint64_t jobs = handle->usage->jobs.load()) {
+    RGPU_INFO("cpu cudnn: handle destroyed jobs=%llu compute_ms=%.1f", static_cast<unsigned long long>(jobs),
+              double(handle->usage->compute_ns.load()) / 1e6);
+  }
   delete handle;
   return CUDNN_STATUS_SUCCESS;
 }

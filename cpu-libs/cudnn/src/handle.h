@@ -7,8 +7,10 @@
 
 #include <dnnl.hpp>
 #include <exception>
+#include <memory>
 #include <new>
 
+#include "job.h"
 #include "rgpu/common/log.h"
 
 #define RGPU_EXPORT extern "C" __attribute__((visibility("default")))
@@ -20,6 +22,9 @@ struct cudnnContext {
   CUcontext ctx = nullptr;
   CUstream stream = nullptr;  // NULL: the context's legacy default stream
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  // What its work cost, logged when it is destroyed (docs/pytorch.md's
+  // measurements): shared with queued jobs, which may outlive the handle.
+  std::shared_ptr<rgpu::cpudnn::Usage> usage = std::make_shared<rgpu::cpudnn::Usage>();
 };
 
 namespace rgpu::cpudnn {

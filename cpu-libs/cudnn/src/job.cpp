@@ -2,6 +2,7 @@
 // queued on the stream with the CPU device's async copies and host functions.
 #include "job.h"
 
+#include <chrono>
 #include <exception>
 
 #include "rgpu/common/log.h"
@@ -24,10 +25,16 @@ void CUDA_CB release_job(void* job) { delete static_cast<Job*>(job); }
 void CUDA_CB run_job(void* p) {
   auto* job = static_cast<Job*>(p);
   if (job->abandoned_.load() || !job->compute) return;
+  const auto start = std::chrono::steady_clock::now();
   try {
     job->compute(*job);
   } catch (const std::exception& e) {
     RGPU_ERROR("cpu cudnn: compute failed error=%s", e.what());
+  }
+  if (job->usage) {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+    job->usage->jobs.fetch_add(1, std::memory_order_relaxed);
+    job->usage->compute_ns.fetch_add(uint64_t(ns.count()), std::memory_order_relaxed);
   }
 }
 

@@ -19,6 +19,13 @@
 
 namespace rgpu::cpudnn {
 
+// Work done for one handle: jobs run and the time their compute took, in
+// nanoseconds (the copies in and out are the CPU device's, not counted).
+struct Usage {
+  std::atomic<uint64_t> jobs{0};
+  std::atomic<uint64_t> compute_ns{0};
+};
+
 struct Span {
   CUdeviceptr ptr = 0;
   uint64_t bytes = 0;
@@ -39,6 +46,8 @@ class Job {
   // Runs on a host function of the stream after every read has been copied.
   // Must not call the driver API. Exceptions are caught and logged.
   std::function<void(Job&)> compute;
+  // Where the compute's time is counted, if anywhere.
+  std::shared_ptr<Usage> usage;
 
  private:
   friend cudnnStatus_t submit(std::unique_ptr<Job> job, CUstream stream);
