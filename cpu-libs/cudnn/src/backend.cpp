@@ -33,7 +33,7 @@ uint32_t elem_bytes(cudnnBackendAttributeType_t t) {
 
 void copy_into(Desc& dst, const Desc& src) {
   dst.attrs = src.attrs;
-  dst.owned = src.owned;
+  dst.results = src.results;
   dst.plan = src.plan;
   dst.handle = src.handle;
   dst.finalized = src.finalized;
@@ -48,7 +48,7 @@ void set_int64(Desc& d, int name, int64_t v) {
   d.attrs[name] = std::move(val);
 }
 
-void set_ref(Desc& d, int name, std::vector<Desc*> refs) {
+void set_ref(Desc& d, int name, std::vector<std::shared_ptr<const Desc>> refs) {
   Desc::Value val;
   val.type = CUDNN_TYPE_BACKEND_DESCRIPTOR;
   val.count = int64_t(refs.size());
@@ -62,24 +62,24 @@ const Desc* graph_of_engine(const Desc* engine) {
 }
 
 cudnnStatus_t finalize_heuristics(Desc& d) {
-  const Desc* graph = d.ref(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
-  if (!graph || !graph->finalized) return CUDNN_STATUS_BAD_PARAM;
-  d.owned.clear();
+  const Desc::Value* gv = d.find(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
+  if (!gv || gv->refs.size() != 1 || !gv->refs[0]->finalized) return CUDNN_STATUS_BAD_PARAM;
+  const std::shared_ptr<const Desc> graph = gv->refs[0];
+  d.results.clear();
   ConvPlan plan;
   std::string why;
   if (derive_conv(*graph, &plan, &why) == CUDNN_STATUS_SUCCESS) {
     auto engine = std::make_shared<Desc>();
     engine->type = CUDNN_BACKEND_ENGINE_DESCRIPTOR;
-    set_ref(*engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, {const_cast<Desc*>(graph)});
+    set_ref(*engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, {graph});
     set_int64(*engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, 0);
     engine->finalized = true;
     auto cfg = std::make_shared<Desc>();
     cfg->type = CUDNN_BACKEND_ENGINECFG_DESCRIPTOR;
-    set_ref(*cfg, CUDNN_ATTR_ENGINECFG_ENGINE, {engine.get()});
+    set_ref(*cfg, CUDNN_ATTR_ENGINECFG_ENGINE, {engine});
     set_ref(*cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, {});
-    cfg->owned.push_back(engine);
     cfg->finalized = true;
-    d.owned.push_back(cfg);
+    d.results.push_back(cfg);
   } else {
     RGPU_DEBUG("cpu cudnn: no engine for the graph reason=%s", why.c_str());
   }
@@ -176,7 +176,7 @@ RGPU_EXPORT cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t desc
       for (int64_t i = 0; i < count; ++i) {
         Desc* r = desc_of(refs[i]);
         if (!r) return CUDNN_STATUS_BAD_PARAM;
-        v.refs.push_back(r);
+        v.refs.push_back(std::make_shared<const Desc>(*r));
       }
     } else {
       v.bytes.assign(static_cast<const char*>(array), static_cast<const char*>(array) + count * eb);
@@ -197,14 +197,14 @@ RGPU_EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t cons
     int64_t value = 0;
     if (name == CUDNN_ATTR_ENGINEHEUR_RESULTS) {
       if (!d->finalized || type != CUDNN_TYPE_BACKEND_DESCRIPTOR) return CUDNN_STATUS_BAD_PARAM;
-      const int64_t n = std::min<int64_t>(requested, int64_t(d->owned.size()));
+      const int64_t n = std::min<int64_t>(requested, int64_t(d->results.size()));
       auto* out = static_cast<cudnnBackendDescriptor_t*>(array);
       for (int64_t i = 0; i < n && out; ++i) {
         Desc* dst = desc_of(out[i]);
         if (!dst) return CUDNN_STATUS_BAD_PARAM;
-        copy_into(*dst, *d->owned[size_t(i)]);
+        copy_into(*dst, *d->results[size_t(i)]);
       }
-      if (count) *count = array ? n : int64_t(d->owned.size());
+      if (count) *count = array ? n : int64_t(d->results.size());
       return CUDNN_STATUS_SUCCESS;
     }
     if (derived(*d, name, &value)) {

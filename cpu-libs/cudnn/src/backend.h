@@ -23,10 +23,12 @@ struct Desc {
     cudnnBackendAttributeType_t type{};
     int64_t count = 0;
     std::vector<char> bytes;     // everything but descriptors
-    std::vector<Desc*> refs;     // descriptors: not owned (the caller's, or in `owned`)
+    // Descriptors: copies taken when the attribute was set, as cuDNN's
+    // are (the caller may destroy its own right after).
+    std::vector<std::shared_ptr<const Desc>> refs;
   };
   std::map<int, Value> attrs;
-  std::vector<std::shared_ptr<Desc>> owned;  // descriptors this one made (engine configs, engines)
+  std::vector<std::shared_ptr<const Desc>> results;  // a heuristics' engine configs
   std::shared_ptr<const ConvPlan> plan;      // an execution plan's, once finalized
   cudnnHandle_t handle = nullptr;            // a plan's
 
@@ -34,9 +36,9 @@ struct Desc {
     auto it = attrs.find(name);
     return it == attrs.end() ? nullptr : &it->second;
   }
-  Desc* ref(int name) const {
+  const Desc* ref(int name) const {
     const Value* v = find(name);
-    return v && v->type == CUDNN_TYPE_BACKEND_DESCRIPTOR && v->count == 1 ? v->refs[0] : nullptr;
+    return v && v->type == CUDNN_TYPE_BACKEND_DESCRIPTOR && v->count == 1 ? v->refs[0].get() : nullptr;
   }
 };
 
