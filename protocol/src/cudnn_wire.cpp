@@ -102,7 +102,7 @@ bool read_graph(ArgReader& r, Graph* g, const GraphLimits& limits) {
 
 namespace {
 // cuDNN 9's attribute names the tensor facts read.
-constexpr uint32_t kTensorByteAlignment = 900, kTensorDataType = 901, kTensorDimensions = 902,
+constexpr uint32_t kTensorDataType = 901, kTensorDimensions = 902,
                    kTensorStrides = 903, kTensorUid = 906, kTensorIsVirtual = 907;
 constexpr uint32_t kTensorDescriptor = 17;
 
@@ -116,7 +116,6 @@ bool int64s(const Node& n, uint32_t name, int64_t* out, int* nd) {
 }  // namespace
 
 bool tensor_facts(const Node& n, TensorFacts* out) {
-  (void)kTensorByteAlignment;
   if (n.type != kTensorDescriptor) return false;
   TensorFacts f;
   int nd_strides = 0;

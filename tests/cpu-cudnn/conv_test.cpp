@@ -5,6 +5,7 @@
 // graph, heuristics, engine config, plan, variant pack).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -146,7 +147,7 @@ class ConvTest : public DnnTest {
     auto conv = make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
     const int64_t sp = int64_t(s.in.size());
     const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
-    const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+    const cudnnConvolutionMode_t mode = mode_;
     set(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
     set(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
     set(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &sp);
@@ -207,6 +208,7 @@ class ConvTest : public DnnTest {
   }
 
   int64_t y_rows_short_ = 0;
+  cudnnConvolutionMode_t mode_ = CUDNN_CROSS_CORRELATION;
 
   cudnnStatus_t execute(cudnnBackendDescriptor_t p, CUdeviceptr x, CUdeviceptr w, CUdeviceptr y) {
     auto pack = make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
@@ -226,10 +228,18 @@ class ConvTest : public DnnTest {
     const auto xd = s.xdims(), wd = s.wdims(), yd = s.ydims();
     auto xv = pattern(count(xd), 1), wv = pattern(count(wd), 2), yv = pattern(count(yd), 3);
     std::vector<double> x(xv.begin(), xv.end()), w(wv.begin(), wv.end()), y(yv.begin(), yv.end());
+    // CUDNN_CONVOLUTION: each filter mirrored in every spatial axis (its
+    // spatial block reversed), then a cross-correlation.
+    const size_t block = count(wd) / size_t(wd[0] * wd[1]);
+    auto mirror = [&](std::vector<double>& v) {
+      for (size_t f = 0; f < v.size(); f += block) std::reverse(v.begin() + long(f), v.begin() + long(f + block));
+    };
+    if (mode_ == CUDNN_CONVOLUTION) mirror(w);
     std::vector<double>& out = kind == kForward ? y : kind == kData ? x : w;
     const std::vector<double> old = out;
     std::fill(out.begin(), out.end(), 0.0);
     reference(s, kind, x, w, y);
+    if (mode_ == CUDNN_CONVOLUTION && kind == kFilter) mirror(w);
     const auto& od = kind == kForward ? yd : kind == kData ? xd : wd;
     auto dev = [&](const std::vector<float>& v, const std::vector<int64_t>& dims) {
       return upload(to_strided(v, dims, strides(dims), span_of(dims, strides(dims))));
@@ -271,6 +281,13 @@ TEST_F(ConvTest, ChannelsLastStrides) {
   check(kPlain, kForward, true);
   check(kGrouped, kData, true);
   check(kStrided, kFilter, true);
+}
+
+TEST_F(ConvTest, ConvolutionModeMirrorsTheFilter) {
+  mode_ = CUDNN_CONVOLUTION;
+  check(kStrided, kForward);
+  check(k3d, kData);
+  check(kGrouped, kFilter);
 }
 
 TEST_F(ConvTest, AlphaAndBetaBlendTheOutput) {

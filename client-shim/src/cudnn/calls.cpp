@@ -18,8 +18,7 @@ void send_async(Shim* shim, uint64_t ctx, uint32_t function, const protocol::Arg
 }
 
 cudnnStatus_t send_sync(Shim* shim, uint64_t ctx, uint32_t function, const protocol::ArgWriter& args,
-                        std::vector<std::byte>* reply, bool quick) {
-  (void)quick;
+                        std::vector<std::byte>* reply) {
   const auto& bytes = args.bytes();
   std::vector<std::byte> buf(kMaxReply);
   uint64_t got = 0;

@@ -25,7 +25,7 @@ void send_async(Shim* shim, uint64_t ctx, uint32_t function, const protocol::Arg
 // status (a refusal's code, or CUDNN_STATUS_EXECUTION_FAILED for another
 // API's error or a lost connection).
 cudnnStatus_t send_sync(Shim* shim, uint64_t ctx, uint32_t function, const protocol::ArgWriter& args,
-                        std::vector<std::byte>* reply, bool quick = false);
+                        std::vector<std::byte>* reply);
 
 // The wire value of a client-minted library handle.
 inline uint64_t wire_handle(const void* h) { return reinterpret_cast<uintptr_t>(h); }

@@ -150,7 +150,7 @@ RGPU_EXPORT size_t cudnnGetVersion(void) {
     std::vector<std::byte> reply;
     if (!shim->memo_get(key.bytes(), &reply)) {
       rgpu::protocol::ArgWriter w;
-      if (send_sync(shim, ctx, cw::kVersion, w, &reply, true) != CUDNN_STATUS_SUCCESS) return 0;
+      if (send_sync(shim, ctx, cw::kVersion, w, &reply) != CUDNN_STATUS_SUCCESS) return 0;
       shim->memo_put(key.take(), reply);
     }
     rgpu::protocol::ArgReader rd(reply);

@@ -65,7 +65,7 @@ uint64_t span_bytes(const Strided& s) {
 
 // Mirrors every filter's spatial extent (CUDNN_CONVOLUTION against oneDNN's
 // cross-correlation). `w` is dense [K, C, k0, k1, ...].
-void mirror(std::vector<float>& w, const Strided& s, int spatial) {
+void mirror(std::vector<float>& w, const Strided& s) {
   size_t inner = 1;
   for (int i = 2; i < s.nd; ++i) inner *= size_t(s.dims[i]);
   const size_t filters = w.size() / inner;
@@ -75,7 +75,6 @@ void mirror(std::vector<float>& w, const Strided& s, int spatial) {
     for (size_t i = 0; i < inner; ++i) tmp[i] = p[inner - 1 - i];  // every spatial axis reversed
     std::memcpy(p, tmp.data(), inner * 4);
   }
-  (void)spatial;
 }
 
 }  // namespace
@@ -197,7 +196,7 @@ cudnnStatus_t run_conv(cudnnContext* handle, const ConvPlan& plan, const Desc& p
     if (plan.kind != ConvPlan::kBackwardData) gather(plan.x, j.host(ix), x.data());
     if (plan.kind != ConvPlan::kBackwardFilter) {
       gather(plan.w, j.host(iw), w.data());
-      if (plan.flip) mirror(w, plan.w, plan.spatial);
+      if (plan.flip) mirror(w, plan.w);
     }
     if (plan.kind != ConvPlan::kForward) gather(plan.y, j.host(iy), y.data());
 
@@ -247,7 +246,7 @@ cudnnStatus_t run_conv(cudnnContext* handle, const ConvPlan& plan, const Desc& p
     if (plan.kind == ConvPlan::kForward) scatter(plan.y, y.data(), j.host(iy), plan.alpha, plan.beta);
     if (plan.kind == ConvPlan::kBackwardData) scatter(plan.x, x.data(), j.host(ix), plan.alpha, plan.beta);
     if (plan.kind == ConvPlan::kBackwardFilter) {
-      if (plan.flip) mirror(w, plan.w, plan.spatial);
+      if (plan.flip) mirror(w, plan.w);
       scatter(plan.w, w.data(), j.host(iw), plan.alpha, plan.beta);
     }
   };
