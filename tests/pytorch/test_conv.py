@@ -95,3 +95,18 @@ def test_conv1d():
     x = randn(3, 4, 20, seed=16)
     w = randn(5, 4, 3, seed=17, scale=0.3)
     check_fb(lambda x, w: F.conv1d(x, w, padding=1, stride=2), [x, w])
+
+
+@pytest.mark.parametrize("flag", ["benchmark", "deterministic"])
+def test_conv2d_benchmark_and_deterministic(flag):
+    # benchmark: PyTorch times every engine the heuristics offer (cuDNN's
+    # find); deterministic: it keeps only engines without a
+    # non-determinism note.
+    old = getattr(torch.backends.cudnn, flag)
+    setattr(torch.backends.cudnn, flag, True)
+    try:
+        x = randn(2, 3, 7, 7, seed=18)
+        w = randn(5, 3, 3, 3, seed=19, scale=0.3)
+        check_fb(lambda x, w: F.conv2d(x, w, stride=2, padding=1), [x, w])
+    finally:
+        setattr(torch.backends.cudnn, flag, old)
