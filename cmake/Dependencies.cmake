@@ -90,4 +90,13 @@ rgpu_require(OPENBLAS_FOUND "OpenBLAS (openblas.pc)" "libopenblas-dev")
 add_library(rgpu::openblas INTERFACE IMPORTED)
 target_link_libraries(rgpu::openblas INTERFACE PkgConfig::OPENBLAS)
 
+# oneDNN (Debian's libdnnl-dev, 2.x): the CPU convolutions and batch norm
+# behind the CPU stand-in for cuDNN (cpu-libs/cudnn).
+find_library(RGPU_DNNL_LIBRARY dnnl)
+find_path(RGPU_DNNL_INCLUDE dnnl.hpp)
+rgpu_require(RGPU_DNNL_LIBRARY "oneDNN (libdnnl.so)" "libdnnl-dev")
+add_library(rgpu::dnnl INTERFACE IMPORTED)
+target_link_libraries(rgpu::dnnl INTERFACE ${RGPU_DNNL_LIBRARY})
+target_include_directories(rgpu::dnnl SYSTEM INTERFACE ${RGPU_DNNL_INCLUDE})
+
 find_package(Python3 REQUIRED COMPONENTS Interpreter)

@@ -12,6 +12,7 @@ packages=(
   libssl-dev                      # HMAC-SHA256 and nonces for authentication (libcrypto)
   libopenblas-dev                 # CPU BLAS of the cuBLAS stand-in (cpu-libs/cublas)
   libtomlplusplus-dev             # rgpud --config FILE (TOML, header-only use)
+  libdnnl-dev                     # oneDNN: convolutions and batch norm of the cuDNN stand-in (cpu-libs/cudnn)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev        # libFuzzer targets
   debootstrap patchelf            # the PyTorch test environment (scripts/torch-env.sh)

@@ -42,7 +42,7 @@ FUNCTION_OPTIONS = ("server", "cpu", "status", "stream", "quick", "extension")
 # mode (the client keeps it for `scalar=` parameters).
 # `check=<function>(<parameters>)` a hand-written check of the whole call that
 # rgpud runs after the generated ones (cuBLASLt's pointers inside descriptors).
-LIBRARY_OPTIONS = ("status", "stream", "quick", "as", "sets_mode", "check")
+LIBRARY_OPTIONS = ("status", "stream", "quick", "as", "sets_mode", "check", "server")
 
 
 class Api:

@@ -75,6 +75,9 @@ def prepare(lib):
         return None
     headers = LibraryHeaders(lib)
     for fn in lib.functions:
+        # server= on a hand or local line: rgpud's hand-written row calls it through
+        # the library's table (cuDNN's backend and batch norm calls).
+        fn.hand_server = fn.where in ("hand", "local") and fn.server is not None
         fn.server = None  # a library's table is its own, not the driver's
     api_description.resolve(lib.functions, headers)
     default = [s for s in lib.sonames if s.default]
@@ -114,6 +117,7 @@ def server_functions(lib):
         names.append(fn.table_name)
         names += [p.create for p in fn.params if p.create]
     names += sorted(set(lib.pointer_mode.values()))
+    names += [fn.name for fn in lib.functions if getattr(fn, "hand_server", False)]
     for d in lib.descriptors.values():  # what rgpud rebuilds descriptors with
         names += [d.create, d.set, d.destroy]
     out = []

@@ -15,20 +15,10 @@ RGPU_SHIM_EXPORT int cudnnActivationBackward() noexcept { return ::rgpu::shim::r
 RGPU_SHIM_EXPORT int cudnnActivationForward() noexcept { return ::rgpu::shim::report_unimplemented("cudnnActivationForward", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnAddTensor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnAddTensor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnAdvVersionCheck() noexcept { return ::rgpu::shim::report_unimplemented("cudnnAdvVersionCheck", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnBackendCreateDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnBackendCreateDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnBackendDestroyDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnBackendDestroyDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnBackendExecute() noexcept { return ::rgpu::shim::report_unimplemented("cudnnBackendExecute", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnBackendFinalize() noexcept { return ::rgpu::shim::report_unimplemented("cudnnBackendFinalize", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnBackendGetAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cudnnBackendGetAttribute", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnBackendInitialize() noexcept { return ::rgpu::shim::report_unimplemented("cudnnBackendInitialize", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnBackendPopulateCudaGraph() noexcept { return ::rgpu::shim::report_unimplemented("cudnnBackendPopulateCudaGraph", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnBackendSetAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cudnnBackendSetAttribute", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnBackendUpdateCudaGraph() noexcept { return ::rgpu::shim::report_unimplemented("cudnnBackendUpdateCudaGraph", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnBatchNormalizationBackward() noexcept { return ::rgpu::shim::report_unimplemented("cudnnBatchNormalizationBackward", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnBatchNormalizationBackwardEx() noexcept { return ::rgpu::shim::report_unimplemented("cudnnBatchNormalizationBackwardEx", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnBatchNormalizationForwardInference() noexcept { return ::rgpu::shim::report_unimplemented("cudnnBatchNormalizationForwardInference", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnBatchNormalizationForwardTraining() noexcept { return ::rgpu::shim::report_unimplemented("cudnnBatchNormalizationForwardTraining", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnBatchNormalizationForwardTrainingEx() noexcept { return ::rgpu::shim::report_unimplemented("cudnnBatchNormalizationForwardTrainingEx", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnBuildRNNDynamic() noexcept { return ::rgpu::shim::report_unimplemented("cudnnBuildRNNDynamic", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnCTCLoss() noexcept { return ::rgpu::shim::report_unimplemented("cudnnCTCLoss", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnCTCLoss_v8() noexcept { return ::rgpu::shim::report_unimplemented("cudnnCTCLoss_v8", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
@@ -38,13 +28,9 @@ RGPU_SHIM_EXPORT int cudnnConvolutionBackwardData() noexcept { return ::rgpu::sh
 RGPU_SHIM_EXPORT int cudnnConvolutionBackwardFilter() noexcept { return ::rgpu::shim::report_unimplemented("cudnnConvolutionBackwardFilter", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnConvolutionBiasActivationForward() noexcept { return ::rgpu::shim::report_unimplemented("cudnnConvolutionBiasActivationForward", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnConvolutionForward() noexcept { return ::rgpu::shim::report_unimplemented("cudnnConvolutionForward", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnCreate() noexcept { return ::rgpu::shim::report_unimplemented("cudnnCreate", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnCreateActivationDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnCreateActivationDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnCreateAttnDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnCreateAttnDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnCreateCTCLossDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnCreateCTCLossDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnCreateConvolutionDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnCreateConvolutionDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnCreateDropoutDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnCreateDropoutDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnCreateFilterDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnCreateFilterDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnCreateFusedOpsConstParamPack() noexcept { return ::rgpu::shim::report_unimplemented("cudnnCreateFusedOpsConstParamPack", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnCreateFusedOpsPlan() noexcept { return ::rgpu::shim::report_unimplemented("cudnnCreateFusedOpsPlan", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnCreateFusedOpsVariantParamPack() noexcept { return ::rgpu::shim::report_unimplemented("cudnnCreateFusedOpsVariantParamPack", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
@@ -56,17 +42,12 @@ RGPU_SHIM_EXPORT int cudnnCreateRNNDescriptor() noexcept { return ::rgpu::shim::
 RGPU_SHIM_EXPORT int cudnnCreateReduceTensorDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnCreateReduceTensorDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnCreateSeqDataDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnCreateSeqDataDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnCreateSpatialTransformerDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnCreateSpatialTransformerDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnCreateTensorDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnCreateTensorDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnCreateTensorTransformDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnCreateTensorTransformDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnDeriveBNTensorDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDeriveBNTensorDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnDeriveNormTensorDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDeriveNormTensorDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnDestroy() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDestroy", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnDestroyActivationDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDestroyActivationDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnDestroyAttnDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDestroyAttnDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnDestroyCTCLossDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDestroyCTCLossDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnDestroyConvolutionDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDestroyConvolutionDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnDestroyDropoutDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDestroyDropoutDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnDestroyFilterDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDestroyFilterDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnDestroyFusedOpsConstParamPack() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDestroyFusedOpsConstParamPack", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnDestroyFusedOpsPlan() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDestroyFusedOpsPlan", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnDestroyFusedOpsVariantParamPack() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDestroyFusedOpsVariantParamPack", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
@@ -78,7 +59,6 @@ RGPU_SHIM_EXPORT int cudnnDestroyRNNDescriptor() noexcept { return ::rgpu::shim:
 RGPU_SHIM_EXPORT int cudnnDestroyReduceTensorDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDestroyReduceTensorDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnDestroySeqDataDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDestroySeqDataDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnDestroySpatialTransformerDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDestroySpatialTransformerDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnDestroyTensorDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDestroyTensorDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnDestroyTensorTransformDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDestroyTensorTransformDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnDivisiveNormalizationBackward() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDivisiveNormalizationBackward", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnDivisiveNormalizationForward() noexcept { return ::rgpu::shim::report_unimplemented("cudnnDivisiveNormalizationForward", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
@@ -96,9 +76,6 @@ RGPU_SHIM_EXPORT int cudnnFusedOpsExecute() noexcept { return ::rgpu::shim::repo
 RGPU_SHIM_EXPORT int cudnnGetActivationDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetActivationDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetActivationDescriptorSwishBeta() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetActivationDescriptorSwishBeta", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetAttnDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetAttnDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnGetBatchNormalizationBackwardExWorkspaceSize() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetBatchNormalizationBackwardExWorkspaceSize", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnGetBatchNormalizationTrainingExReserveSpaceSize() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetBatchNormalizationTrainingExReserveSpaceSize", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetCTCLossDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetCTCLossDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetCTCLossDescriptorEx() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetCTCLossDescriptorEx", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetCTCLossDescriptor_v8() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetCTCLossDescriptor_v8", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
@@ -122,17 +99,13 @@ RGPU_SHIM_EXPORT int cudnnGetConvolutionMathType() noexcept { return ::rgpu::shi
 RGPU_SHIM_EXPORT int cudnnGetConvolutionNdDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetConvolutionNdDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetConvolutionNdForwardOutputDim() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetConvolutionNdForwardOutputDim", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetConvolutionReorderType() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetConvolutionReorderType", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT size_t cudnnGetCudartVersion() noexcept { ::rgpu::shim::report_unimplemented("cudnnGetCudartVersion", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); return 0; }
 RGPU_SHIM_EXPORT int cudnnGetDropoutDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetDropoutDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT const char* cudnnGetErrorString() noexcept { ::rgpu::shim::report_unimplemented("cudnnGetErrorString", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); return "cudnnGetErrorString: not supported by rgpu"; }
 RGPU_SHIM_EXPORT int cudnnGetFilter4dDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetFilter4dDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnGetFilterNdDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetFilterNdDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetFilterSizeInBytes() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetFilterSizeInBytes", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetFoldedConvBackwardDataDescriptors() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetFoldedConvBackwardDataDescriptors", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetFusedOpsConstParamPackAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetFusedOpsConstParamPackAttribute", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetFusedOpsVariantParamPackAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetFusedOpsVariantParamPackAttribute", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetLRNDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetLRNDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT void cudnnGetLastErrorString() noexcept { ::rgpu::shim::report_unimplemented("cudnnGetLastErrorString", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT size_t cudnnGetMaxDeviceVersion() noexcept { ::rgpu::shim::report_unimplemented("cudnnGetMaxDeviceVersion", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); return 0; }
 RGPU_SHIM_EXPORT int cudnnGetMultiHeadAttnBuffers() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetMultiHeadAttnBuffers", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetMultiHeadAttnWeights() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetMultiHeadAttnWeights", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
@@ -144,7 +117,6 @@ RGPU_SHIM_EXPORT int cudnnGetPooling2dDescriptor() noexcept { return ::rgpu::shi
 RGPU_SHIM_EXPORT int cudnnGetPooling2dForwardOutputDim() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetPooling2dForwardOutputDim", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetPoolingNdDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetPoolingNdDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetPoolingNdForwardOutputDim() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetPoolingNdForwardOutputDim", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnGetProperty() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetProperty", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetRNNDataDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetRNNDataDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetRNNDescriptor_v8() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetRNNDescriptor_v8", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetRNNTempSpaceSizes() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetRNNTempSpaceSizes", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
@@ -156,10 +128,8 @@ RGPU_SHIM_EXPORT int cudnnGetReductionWorkspaceSize() noexcept { return ::rgpu::
 RGPU_SHIM_EXPORT int cudnnGetSeqDataDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetSeqDataDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetStream() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetStream", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetTensor4dDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetTensor4dDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnGetTensorNdDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetTensorNdDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetTensorSizeInBytes() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetTensorSizeInBytes", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnGetTensorTransformDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGetTensorTransformDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT size_t cudnnGetVersion() noexcept { ::rgpu::shim::report_unimplemented("cudnnGetVersion", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); return 0; }
 RGPU_SHIM_EXPORT int cudnnGraphVersionCheck() noexcept { return ::rgpu::shim::report_unimplemented("cudnnGraphVersionCheck", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnIm2Col() noexcept { return ::rgpu::shim::report_unimplemented("cudnnIm2Col", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnInitTransformDest() noexcept { return ::rgpu::shim::report_unimplemented("cudnnInitTransformDest", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
@@ -188,7 +158,6 @@ RGPU_SHIM_EXPORT int cudnnReduceTensor() noexcept { return ::rgpu::shim::report_
 RGPU_SHIM_EXPORT int cudnnReorderFilterAndBias() noexcept { return ::rgpu::shim::report_unimplemented("cudnnReorderFilterAndBias", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnRestoreDropoutDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnRestoreDropoutDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnScaleTensor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnScaleTensor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnSetActivationDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetActivationDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnSetActivationDescriptorSwishBeta() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetActivationDescriptorSwishBeta", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnSetAttnDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetAttnDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnSetCTCLossDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetCTCLossDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
@@ -197,13 +166,9 @@ RGPU_SHIM_EXPORT int cudnnSetCTCLossDescriptor_v8() noexcept { return ::rgpu::sh
 RGPU_SHIM_EXPORT int cudnnSetCTCLossDescriptor_v9() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetCTCLossDescriptor_v9", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnSetCallback() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetCallback", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnSetConvolution2dDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetConvolution2dDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnSetConvolutionGroupCount() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetConvolutionGroupCount", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnSetConvolutionMathType() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetConvolutionMathType", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnSetConvolutionNdDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetConvolutionNdDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnSetConvolutionReorderType() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetConvolutionReorderType", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnSetDropoutDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetDropoutDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnSetFilter4dDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetFilter4dDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnSetFilterNdDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetFilterNdDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnSetFusedOpsConstParamPackAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetFusedOpsConstParamPackAttribute", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnSetFusedOpsVariantParamPackAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetFusedOpsVariantParamPackAttribute", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnSetLRNDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetLRNDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
@@ -215,11 +180,7 @@ RGPU_SHIM_EXPORT int cudnnSetRNNDescriptor_v8() noexcept { return ::rgpu::shim::
 RGPU_SHIM_EXPORT int cudnnSetReduceTensorDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetReduceTensorDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnSetSeqDataDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetSeqDataDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnSetSpatialTransformerNdDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetSpatialTransformerNdDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnSetStream() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetStream", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnSetTensor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetTensor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnSetTensor4dDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetTensor4dDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnSetTensor4dDescriptorEx() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetTensor4dDescriptorEx", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cudnnSetTensorNdDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetTensorNdDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnSetTensorNdDescriptorEx() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetTensorNdDescriptorEx", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnSetTensorTransformDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSetTensorTransformDescriptor", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cudnnSoftmaxBackward() noexcept { return ::rgpu::shim::report_unimplemented("cudnnSoftmaxBackward", 3000, "CUDNN_STATUS_NOT_SUPPORTED"); }

@@ -100,6 +100,19 @@ uint32_t Shim::handle_mode(uint64_t h) {
   return it == handle_modes_.end() ? 0 : it->second;
 }
 
+bool Shim::memo_get(const std::vector<std::byte>& key, std::vector<std::byte>* value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = memo_.find(std::string(reinterpret_cast<const char*>(key.data()), key.size()));
+  if (it == memo_.end()) return false;
+  *value = it->second;
+  return true;
+}
+
+void Shim::memo_put(std::vector<std::byte> key, std::vector<std::byte> value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  memo_.emplace(std::string(reinterpret_cast<const char*>(key.data()), key.size()), std::move(value));
+}
+
 bool Shim::has_handle(uint64_t h, HandleKind kind) {
   if (!protocol::is_kind(h, kind)) return false;
   std::lock_guard<std::mutex> lock(mu_);

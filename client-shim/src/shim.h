@@ -7,6 +7,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -49,6 +50,11 @@ class Shim {
   // points read it to pack a scalar= argument by value or by address.
   void set_handle_mode(uint64_t h, uint32_t mode);
   uint32_t handle_mode(uint64_t h);
+  // Replies of library queries whose answer depends only on their arguments
+  // (cuDNN's batch norm sizes, its version), kept for the life of the
+  // process so that a training step asks each distinct question once.
+  bool memo_get(const std::vector<std::byte>& key, std::vector<std::byte>* value);
+  void memo_put(std::vector<std::byte> key, std::vector<std::byte> value);
 
   // The server's ordinal of the program's device `ordinal` (which must be
   // valid): what every call that names a device sends.
@@ -75,6 +81,7 @@ class Shim {
   std::mutex mu_;
   std::unordered_map<uint64_t, HandleKind> handles_;
   std::unordered_map<uint64_t, uint32_t> handle_modes_;  // only handles whose mode was set
+  std::unordered_map<std::string, std::vector<std::byte>> memo_;  // key: the question's bytes
   std::unordered_map<uint64_t, ContextInfo> contexts_;
   std::vector<int> primary_refs_;
   std::vector<unsigned> primary_flags_;

@@ -15,12 +15,15 @@ const DispatchRow* find_cublas_row(uint32_t function);
 const DispatchRow* find_cublas_row_at(size_t i);
 const DispatchRow* find_cublasLt_row(uint32_t function);
 const DispatchRow* find_cublasLt_row_at(size_t i);
+const DispatchRow* find_cudnn_row(uint32_t function);
+const DispatchRow* find_cudnn_row_at(size_t i);
 
 // The row of a library's call, or null (an API with no generated calls).
 inline const DispatchRow* find_library_row(wire::Api api, uint32_t function) {
   switch (api) {
     case wire::Api::CUBLAS: return find_cublas_row(function);
     case wire::Api::CUBLAS_LT: return find_cublasLt_row(function);
+    case wire::Api::CUDNN: return find_cudnn_row(function);
     default: return nullptr;
   }
 }

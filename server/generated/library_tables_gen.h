@@ -8,6 +8,7 @@
 
 #include <cublas_api.h>
 #include <cublasLt.h>
+#include <cudnn.h>
 
 #include <cstddef>
 #include <tuple>
@@ -99,6 +100,54 @@ struct CublasLtTable {
   }
 };
 
+// cudnn: NVIDIA's libcudnn.so.9 with --device cuda, librgpu-cpu-cudnn.so with the CPU device.
+struct CudnnTable {
+  static constexpr size_t kIndex = 2;
+  std::add_pointer_t<cudnnStatus_t(cudnnHandle_t* handle)> cudnnCreate = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle)> cudnnDestroy = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, cudaStream_t streamId)> cudnnSetStream = nullptr;
+  std::add_pointer_t<size_t()> cudnnGetVersion = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnTensorDescriptor_t* tensorDesc)> cudnnCreateTensorDescriptor = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnTensorDescriptor_t tensorDesc)> cudnnDestroyTensorDescriptor = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t dataType, int nbDims, const int dimA[], const int strideA[])> cudnnSetTensorNdDescriptor = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnBackendDescriptorType_t descriptorType, cudnnBackendDescriptor_t* descriptor)> cudnnBackendCreateDescriptor = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnBackendDescriptor_t descriptor)> cudnnBackendDestroyDescriptor = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t attributeName, cudnnBackendAttributeType_t attributeType, int64_t elementCount, const void* arrayOfElements)> cudnnBackendSetAttribute = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnBackendDescriptor_t const descriptor, cudnnBackendAttributeName_t attributeName, cudnnBackendAttributeType_t attributeType, int64_t requestedElementCount, int64_t* elementCount, void* arrayOfElements)> cudnnBackendGetAttribute = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnBackendDescriptor_t descriptor)> cudnnBackendFinalize = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack)> cudnnBackendExecute = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const void* alpha, const void* beta, const cudnnTensorDescriptor_t xDesc, const void* xData, const cudnnTensorDescriptor_t zDesc, const void* zData, const cudnnTensorDescriptor_t yDesc, void* yData, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void* bnScale, const void* bnBias, double exponentialAverageFactor, void* resultRunningMean, void* resultRunningVariance, double epsilon, void* resultSaveMean, void* resultSaveInvVariance, cudnnActivationDescriptor_t activationDesc, void* workspace, size_t workSpaceSizeInBytes, void* reserveSpace, size_t reserveSpaceSizeInBytes)> cudnnBatchNormalizationForwardTrainingEx = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alpha, const void* beta, const cudnnTensorDescriptor_t xDesc, const void* x, const cudnnTensorDescriptor_t yDesc, void* y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void* bnScale, const void* bnBias, const void* estimatedMean, const void* estimatedVariance, double epsilon)> cudnnBatchNormalizationForwardInference = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const void* alphaDataDiff, const void* betaDataDiff, const void* alphaParamDiff, const void* betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void* xData, const cudnnTensorDescriptor_t yDesc, const void* yData, const cudnnTensorDescriptor_t dyDesc, const void* dyData, const cudnnTensorDescriptor_t dzDesc, void* dzData, const cudnnTensorDescriptor_t dxDesc, void* dxData, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void* bnScaleData, const void* bnBiasData, void* dBnScaleData, void* dBnBiasData, double epsilon, const void* savedMean, const void* savedInvVariance, cudnnActivationDescriptor_t activationDesc, void* workSpace, size_t workSpaceSizeInBytes, void* reserveSpace, size_t reserveSpaceSizeInBytes)> cudnnBatchNormalizationBackwardEx = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t zDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const cudnnActivationDescriptor_t activationDesc, size_t* sizeInBytes)> cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnTensorDescriptor_t dzDesc, const cudnnTensorDescriptor_t dxDesc, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, size_t* sizeInBytes)> cudnnGetBatchNormalizationBackwardExWorkspaceSize = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t xDesc, size_t* sizeInBytes)> cudnnGetBatchNormalizationTrainingExReserveSpaceSize = nullptr;
+
+  // dlsym's every function of `dl`; a missing one stays null.
+  template <class Resolve>
+  void resolve(Resolve&& sym) {
+    cudnnCreate = reinterpret_cast<decltype(cudnnCreate)>(sym("cudnnCreate"));
+    cudnnDestroy = reinterpret_cast<decltype(cudnnDestroy)>(sym("cudnnDestroy"));
+    cudnnSetStream = reinterpret_cast<decltype(cudnnSetStream)>(sym("cudnnSetStream"));
+    cudnnGetVersion = reinterpret_cast<decltype(cudnnGetVersion)>(sym("cudnnGetVersion"));
+    cudnnCreateTensorDescriptor = reinterpret_cast<decltype(cudnnCreateTensorDescriptor)>(sym("cudnnCreateTensorDescriptor"));
+    cudnnDestroyTensorDescriptor = reinterpret_cast<decltype(cudnnDestroyTensorDescriptor)>(sym("cudnnDestroyTensorDescriptor"));
+    cudnnSetTensorNdDescriptor = reinterpret_cast<decltype(cudnnSetTensorNdDescriptor)>(sym("cudnnSetTensorNdDescriptor"));
+    cudnnBackendCreateDescriptor = reinterpret_cast<decltype(cudnnBackendCreateDescriptor)>(sym("cudnnBackendCreateDescriptor"));
+    cudnnBackendDestroyDescriptor = reinterpret_cast<decltype(cudnnBackendDestroyDescriptor)>(sym("cudnnBackendDestroyDescriptor"));
+    cudnnBackendSetAttribute = reinterpret_cast<decltype(cudnnBackendSetAttribute)>(sym("cudnnBackendSetAttribute"));
+    cudnnBackendGetAttribute = reinterpret_cast<decltype(cudnnBackendGetAttribute)>(sym("cudnnBackendGetAttribute"));
+    cudnnBackendFinalize = reinterpret_cast<decltype(cudnnBackendFinalize)>(sym("cudnnBackendFinalize"));
+    cudnnBackendExecute = reinterpret_cast<decltype(cudnnBackendExecute)>(sym("cudnnBackendExecute"));
+    cudnnBatchNormalizationForwardTrainingEx = reinterpret_cast<decltype(cudnnBatchNormalizationForwardTrainingEx)>(sym("cudnnBatchNormalizationForwardTrainingEx"));
+    cudnnBatchNormalizationForwardInference = reinterpret_cast<decltype(cudnnBatchNormalizationForwardInference)>(sym("cudnnBatchNormalizationForwardInference"));
+    cudnnBatchNormalizationBackwardEx = reinterpret_cast<decltype(cudnnBatchNormalizationBackwardEx)>(sym("cudnnBatchNormalizationBackwardEx"));
+    cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize = reinterpret_cast<decltype(cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize)>(sym("cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize"));
+    cudnnGetBatchNormalizationBackwardExWorkspaceSize = reinterpret_cast<decltype(cudnnGetBatchNormalizationBackwardExWorkspaceSize)>(sym("cudnnGetBatchNormalizationBackwardExWorkspaceSize"));
+    cudnnGetBatchNormalizationTrainingExReserveSpaceSize = reinterpret_cast<decltype(cudnnGetBatchNormalizationTrainingExReserveSpaceSize)>(sym("cudnnGetBatchNormalizationTrainingExReserveSpaceSize"));
+  }
+};
+
 // Each library: its wire API, its name, and the file rgpud loads for it.
 struct LibraryInfo {
   const char* name;
@@ -108,10 +157,11 @@ struct LibraryInfo {
 inline constexpr LibraryInfo kLibraries[] = {
     {"cublas", "libcublas.so.13", "librgpu-cpu-cublas.so"},
     {"cublasLt", "libcublasLt.so.13", "librgpu-cpu-cublas.so"},
+    {"cudnn", "libcudnn.so.9", "librgpu-cpu-cudnn.so"},
 };
 inline constexpr size_t kLibraryCount = sizeof(kLibraries) / sizeof(kLibraries[0]);
 
 // The table types, by index.
-using LibraryTableTypes = std::tuple<CublasTable, CublasLtTable>;
+using LibraryTableTypes = std::tuple<CublasTable, CublasLtTable, CudnnTable>;
 
 }  // namespace rgpu::server

@@ -4,7 +4,9 @@
 
 #include <cuda.h>
 
+#include "cudnn_rows.h"
 #include "library_rows.h"
+#include "rgpu/protocol/cudnn_wire.h"
 
 namespace rgpu::server {
 
@@ -12,6 +14,9 @@ const DispatchRow* find_row(wire::Api api, uint32_t function) {
   switch (api) {
     case wire::Api::DRIVER:
       return find_driver_row(function);
+    case wire::Api::CUDNN:
+      if (function > protocol::cudnn::kFirstHandFn) return find_cudnn_hand_row(function);
+      return find_library_row(api, function);
     default:
       return find_library_row(api, function);  // null for an API with no generated calls
   }

@@ -1,0 +1,259 @@
+// Convolutions of execution plans: derived from the operation graph at
+// finalize, computed at execute with oneDNN's convolution primitives on
+// dense float32 copies of the operands (layout.h), in stream order (job.h).
+#include "conv.h"
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "backend.h"
+#include "handle.h"
+#include "job.h"
+
+namespace rgpu::cpudnn {
+
+namespace {
+
+bool int64s(const Desc& d, int name, int64_t* out, int max, int* n) {
+  const Desc::Value* v = d.find(name);
+  if (!v || v->type != CUDNN_TYPE_INT64 || v->count < 1 || v->count > max) return false;
+  std::memcpy(out, v->bytes.data(), size_t(v->count) * 8);
+  *n = int(v->count);
+  return true;
+}
+
+bool tensor(const Desc* t, Strided* s, int64_t* uid) {
+  if (!t || t->type != CUDNN_BACKEND_TENSOR_DESCRIPTOR) return false;
+  int nd = 0, ns = 0, nu = 0;
+  if (!int64s(*t, CUDNN_ATTR_TENSOR_DIMENSIONS, s->dims, 8, &nd) ||
+      !int64s(*t, CUDNN_ATTR_TENSOR_STRIDES, s->strides, 8, &ns) || nd != ns ||
+      !int64s(*t, CUDNN_ATTR_TENSOR_UNIQUE_ID, uid, 1, &nu)) {
+    return false;
+  }
+  const Desc::Value* dt = t->find(CUDNN_ATTR_TENSOR_DATA_TYPE);
+  if (!dt || dt->bytes.size() != 4) return false;
+  std::memcpy(&s->dtype, dt->bytes.data(), 4);
+  s->nd = nd;
+  for (int i = 0; i < nd; ++i) {
+    if (s->dims[i] < 1 || s->strides[i] < 0) return false;
+  }
+  return supported_dtype(s->dtype);
+}
+
+bool scale(const Desc& op, int name, double* out) {
+  const Desc::Value* v = op.find(name);
+  if (!v) return true;  // cuDNN's defaults: alpha 1, beta 0 (set by the caller's initial value)
+  if (v->type == CUDNN_TYPE_FLOAT && v->bytes.size() == 4) {
+    float f;
+    std::memcpy(&f, v->bytes.data(), 4);
+    *out = f;
+    return true;
+  }
+  if (v->type == CUDNN_TYPE_DOUBLE && v->bytes.size() == 8) {
+    std::memcpy(out, v->bytes.data(), 8);
+    return true;
+  }
+  return false;
+}
+
+uint64_t span_bytes(const Strided& s) {
+  uint64_t last = 0;
+  for (int i = 0; i < s.nd; ++i) last += uint64_t(s.dims[i] - 1) * uint64_t(s.strides[i]);
+  return (last + 1) * (s.dtype == 0 ? 4 : s.dtype == 1 ? 8 : 2);
+}
+
+// Mirrors every filter's spatial extent (CUDNN_CONVOLUTION against oneDNN's
+// cross-correlation). `w` is dense [K, C, k0, k1, ...].
+void mirror(std::vector<float>& w, const Strided& s) {
+  size_t inner = 1;
+  for (int i = 2; i < s.nd; ++i) inner *= size_t(s.dims[i]);
+  const size_t filters = w.size() / inner;
+  std::vector<float> tmp(inner);
+  for (size_t f = 0; f < filters; ++f) {
+    float* p = w.data() + f * inner;
+    for (size_t i = 0; i < inner; ++i) tmp[i] = p[inner - 1 - i];  // every spatial axis reversed
+    std::memcpy(p, tmp.data(), inner * 4);
+  }
+}
+
+}  // namespace
+
+cudnnStatus_t derive_conv(const Desc& graph, ConvPlan* out, std::string* why) {
+  const Desc::Value* ops = graph.find(CUDNN_ATTR_OPERATIONGRAPH_OPS);
+  if (!ops || ops->refs.size() != 1) {
+    *why = "not one operation";
+    return CUDNN_STATUS_NOT_SUPPORTED;
+  }
+  const Desc& op = *ops->refs[0];
+  ConvPlan p;
+  int xa, wa, ya, ca, al, be;
+  switch (op.type) {
+    case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR:
+      p.kind = ConvPlan::kForward;
+      xa = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, wa = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W;
+      ya = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, ca = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC;
+      al = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, be = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA;
+      break;
+    case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR:
+      p.kind = ConvPlan::kBackwardData;
+      xa = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, wa = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W;
+      ya = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, ca = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC;
+      al = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, be = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA;
+      break;
+    case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR:
+      p.kind = ConvPlan::kBackwardFilter;
+      xa = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, wa = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW;
+      ya = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, ca = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC;
+      al = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, be = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA;
+      break;
+    default:
+      *why = "not a convolution";
+      return CUDNN_STATUS_NOT_SUPPORTED;
+  }
+  if (!tensor(op.ref(xa), &p.x, &p.x_uid) || !tensor(op.ref(wa), &p.w, &p.w_uid) ||
+      !tensor(op.ref(ya), &p.y, &p.y_uid)) {
+    *why = "a tensor without dims, strides, uid or a supported type";
+    return CUDNN_STATUS_BAD_PARAM;
+  }
+  if (!scale(op, al, &p.alpha) || !scale(op, be, &p.beta)) {
+    *why = "alpha or beta";
+    return CUDNN_STATUS_BAD_PARAM;
+  }
+  const Desc* conv = op.ref(ca);
+  int64_t spatial = 0, mode = 0;
+  int n = 0, np = 0, nq = 0, ns = 0, nd = 0;
+  const Desc::Value* m = conv ? conv->find(CUDNN_ATTR_CONVOLUTION_CONV_MODE) : nullptr;
+  if (!conv || !int64s(*conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, &spatial, 1, &n) || !m || m->bytes.size() != 4 ||
+      !int64s(*conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, p.pre_pad, 3, &np) ||
+      !int64s(*conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, p.post_pad, 3, &nq) ||
+      !int64s(*conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, p.stride, 3, &ns) ||
+      !int64s(*conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, p.dilation, 3, &nd)) {
+    *why = "an incomplete convolution descriptor";
+    return CUDNN_STATUS_BAD_PARAM;
+  }
+  std::memcpy(&mode, m->bytes.data(), 4);
+  p.spatial = int(spatial);
+  p.flip = int32_t(mode) == CUDNN_CONVOLUTION;
+  if (p.spatial < 1 || p.spatial > 3 || np != p.spatial || nq != p.spatial || ns != p.spatial || nd != p.spatial ||
+      p.x.nd != p.spatial + 2 || p.w.nd != p.x.nd || p.y.nd != p.x.nd) {
+    *why = "dimensions that disagree";
+    return CUDNN_STATUS_BAD_PARAM;
+  }
+  const int64_t c = p.x.dims[1], k = p.w.dims[0], cg = p.w.dims[1];
+  if (c % cg != 0 || k % (c / cg) != 0 || p.y.dims[1] != k || p.y.dims[0] != p.x.dims[0]) {
+    *why = "channels that disagree";
+    return CUDNN_STATUS_BAD_PARAM;
+  }
+  p.groups = c / cg;
+  for (int i = 0; i < p.spatial; ++i) {
+    const int64_t in = p.x.dims[2 + i], kk = p.w.dims[2 + i];
+    if (p.stride[i] < 1 || p.dilation[i] < 1 || p.pre_pad[i] < 0 || p.post_pad[i] < 0) {
+      *why = "a stride, dilation or padding out of range";
+      return CUDNN_STATUS_BAD_PARAM;
+    }
+    const int64_t span = in + p.pre_pad[i] + p.post_pad[i] - p.dilation[i] * (kk - 1) - 1;
+    if (span < 0 || span / p.stride[i] + 1 != p.y.dims[2 + i]) {
+      *why = "an output size the convolution does not give";
+      return CUDNN_STATUS_BAD_PARAM;
+    }
+  }
+  *out = p;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t run_conv(cudnnContext* handle, const ConvPlan& plan, const Desc& pack) {
+  const Desc::Value* uids = pack.find(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS);
+  const Desc::Value* ptrs = pack.find(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS);
+  if (!uids || !ptrs || uids->count != ptrs->count) return CUDNN_STATUS_BAD_PARAM;
+  auto pointer = [&](int64_t uid) -> CUdeviceptr {
+    for (int64_t i = 0; i < uids->count; ++i) {
+      int64_t u;
+      std::memcpy(&u, uids->bytes.data() + i * 8, 8);
+      if (u == uid) {
+        CUdeviceptr p;
+        std::memcpy(&p, ptrs->bytes.data() + i * 8, 8);
+        return p;
+      }
+    }
+    return 0;
+  };
+  const CUdeviceptr px = pointer(plan.x_uid), pw = pointer(plan.w_uid), py = pointer(plan.y_uid);
+  if (!px || !pw || !py) return CUDNN_STATUS_BAD_PARAM;
+
+  auto job = std::make_unique<Job>();
+  const bool out_x = plan.kind == ConvPlan::kBackwardData, out_w = plan.kind == ConvPlan::kBackwardFilter,
+             out_y = plan.kind == ConvPlan::kForward;
+  // Outputs are read too: only their elements are written back, and beta
+  // may blend the old values in.
+  const size_t ix = job->add({px, span_bytes(plan.x), true, out_x});
+  const size_t iw = job->add({pw, span_bytes(plan.w), true, out_w});
+  const size_t iy = job->add({py, span_bytes(plan.y), true, out_y});
+  dnnl::engine engine = handle->engine;
+  job->compute = [plan, engine, ix, iw, iy](Job& j) {
+    using dnnl::memory;
+    std::vector<float> x(plan.x.count()), w(plan.w.count()), y(plan.y.count());
+    if (plan.kind != ConvPlan::kBackwardData) gather(plan.x, j.host(ix), x.data());
+    if (plan.kind != ConvPlan::kBackwardFilter) {
+      gather(plan.w, j.host(iw), w.data());
+      if (plan.flip) mirror(w, plan.w);
+    }
+    if (plan.kind != ConvPlan::kForward) gather(plan.y, j.host(iy), y.data());
+
+    memory::dims xd(plan.x.dims, plan.x.dims + plan.x.nd), yd(plan.y.dims, plan.y.dims + plan.y.nd), wd;
+    if (plan.groups > 1) {
+      wd.push_back(plan.groups);
+      wd.push_back(plan.w.dims[0] / plan.groups);
+      wd.insert(wd.end(), plan.w.dims + 1, plan.w.dims + plan.w.nd);
+    } else {
+      wd.assign(plan.w.dims, plan.w.dims + plan.w.nd);
+    }
+    auto plain = [](size_t n) {
+      return n == 3 ? memory::format_tag::abc : n == 4 ? memory::format_tag::abcd
+             : n == 5 ? memory::format_tag::abcde : memory::format_tag::abcdef;
+    };
+    const memory::desc xm(xd, memory::data_type::f32, plain(xd.size()));
+    const memory::desc wm(wd, memory::data_type::f32, plain(wd.size()));
+    const memory::desc ym(yd, memory::data_type::f32, plain(yd.size()));
+    memory::dims strides, dilates, pad_l, pad_r;
+    for (int i = 0; i < plan.spatial; ++i) {
+      strides.push_back(plan.stride[i]);
+      dilates.push_back(plan.dilation[i] - 1);  // oneDNN counts the gaps
+      pad_l.push_back(plan.pre_pad[i]);
+      pad_r.push_back(plan.post_pad[i]);
+    }
+    dnnl::stream s(engine);
+    memory xmem(xm, engine, x.data()), wmem(wm, engine, w.data()), ymem(ym, engine, y.data());
+    dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, xm,
+                                       wm, ym, strides, dilates, pad_l, pad_r);
+    dnnl::convolution_forward::primitive_desc fpd(fd, engine);
+    if (plan.kind == ConvPlan::kForward) {
+      dnnl::convolution_forward(fpd).execute(s, {{DNNL_ARG_SRC, xmem}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, ymem}});
+    } else if (plan.kind == ConvPlan::kBackwardData) {
+      dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, xm, wm, ym, strides, dilates,
+                                               pad_l, pad_r);
+      dnnl::convolution_backward_data::primitive_desc bpd(bd, engine, fpd);
+      dnnl::convolution_backward_data(bpd).execute(
+          s, {{DNNL_ARG_DIFF_DST, ymem}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DIFF_SRC, xmem}});
+    } else {
+      dnnl::convolution_backward_weights::desc bd(dnnl::algorithm::convolution_direct, xm, wm, ym, strides, dilates,
+                                                  pad_l, pad_r);
+      dnnl::convolution_backward_weights::primitive_desc bpd(bd, engine, fpd);
+      dnnl::convolution_backward_weights(bpd).execute(
+          s, {{DNNL_ARG_SRC, xmem}, {DNNL_ARG_DIFF_DST, ymem}, {DNNL_ARG_DIFF_WEIGHTS, wmem}});
+    }
+    s.wait();
+    if (plan.kind == ConvPlan::kForward) scatter(plan.y, y.data(), j.host(iy), plan.alpha, plan.beta);
+    if (plan.kind == ConvPlan::kBackwardData) scatter(plan.x, x.data(), j.host(ix), plan.alpha, plan.beta);
+    if (plan.kind == ConvPlan::kBackwardFilter) {
+      if (plan.flip) mirror(w, plan.w);
+      scatter(plan.w, w.data(), j.host(iw), plan.alpha, plan.beta);
+    }
+  };
+  job->usage = handle->usage;
+  ContextGuard guard(handle->ctx);
+  if (!guard.ok()) return CUDNN_STATUS_EXECUTION_FAILED;
+  return submit(std::move(job), handle->stream);
+}
+
+}  // namespace rgpu::cpudnn
