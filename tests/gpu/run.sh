@@ -60,6 +60,13 @@ logs="$out/logs"
 rm -rf "$logs" "$out/summary.md" "$out/summary.json" "$out/logs.tar.gz"
 mkdir -p "$logs"
 results="$logs/results.jsonl"
+# The CNN (step 4): 30 steps of batch 64 on a GPU; on the CPU device (the PTX
+# interpreter runs PyTorch's convolution kernels) fewer and smaller ones. A
+# second, shorter remote run gives the client's counters per step.
+if [ "$device" = cuda ]; then cnn_steps=30 cnn_short=10 cnn_batch=64 cnn_limit=120
+else cnn_steps=8 cnn_short=3 cnn_batch=16 cnn_limit=300
+fi
+cnn_steps="${RGPU_GPU_TEST_CNN_STEPS:-$cnn_steps}"
 : >"$results"
 started=$(date +%s)
 # The whole run's budget (8 minutes on a GPU; the CPU device on a shared
@@ -68,6 +75,8 @@ started=$(date +%s)
 budget="${RGPU_GPU_TEST_BUDGET:-$([ "$device" = cuda ] && echo 470 || echo 1800)}"
 reserve=15
 
+now() { echo "$EPOCHREALTIME"; }
+since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }'; }
 say() { echo "gpu-test: $*" | tee -a "$logs/run.log" >&2; }
 elapsed() { echo $(($(date +%s) - started)); }
 left() { echo $((budget - reserve - $(elapsed))); }
@@ -94,6 +103,11 @@ bounded() {
     echo "not run: the run's time budget is spent" >"$log"
     return 125
   fi
+  # remote and local_run (below) are functions, which timeout cannot run.
+  case "$1" in
+    remote) shift; set -- "$carry/bin/rgpu" run --server "$server" -- "$@" ;;
+    local_run) shift; set -- env -u LD_PRELOAD "LD_LIBRARY_PATH=$(local_libs)" "$@" ;;
+  esac
   timeout -k 5 "$limit" "$@" >"$log" 2>&1
 }
 
@@ -146,23 +160,30 @@ preflight() {
     echo "host: $(uname -srm), $(nproc) cpus"
     grep -m1 PRETTY_NAME /etc/os-release 2>/dev/null
     echo "carry: $carry"
-    [ -f "$carry/MANIFEST.txt" ] && sed -n '1,6p' "$carry/MANIFEST.txt"
+    [ -f "$carry/MANIFEST.txt" ] && sed -n '1,5p' "$carry/MANIFEST.txt"
     command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
     command -v nvcc >/dev/null && nvcc --version | tail -1
     echo "python3: $(command -v python3) $(python3 --version 2>&1)"
     echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+    if [ "$device" = cuda ]; then
+      # How pip's PyTorch finds NVIDIA's libraries (see soname_preload).
+      local torch_lib
+      torch_lib=$(python3 -c 'import importlib.util, os; print(os.path.dirname(importlib.util.find_spec("torch").origin))' 2>/dev/null)/lib/libtorch_cuda.so
+      echo "$torch_lib:"
+      readelf -d "$torch_lib" 2>&1 | grep -E "RPATH|RUNPATH|NEEDED" | sed 's/^ *0x[0-9a-f]* *//'
+    fi
   } >"$logs/machine.txt" 2>&1
-  local t0=$SECONDS missing="" f
+  local t0=$(now) missing="" f
   for f in "$carry/bin/rgpud" "$carry/bin/rgpu" "$carry/lib/librgpu.so"; do
     if [ ! -e "$f" ]; then missing+="$f absent; "; continue; fi
     ldd "$f" >>"$logs/ldd.txt" 2>&1
     missing+=$(ldd "$f" 2>&1 | grep -E "not found" | sed "s|^|$(basename "$f"): |" | tr '\n' ';')
   done
   if [ -n "$missing" ]; then
-    record 0 carried-libraries - fail $((SECONDS - t0)) "$missing"
+    record 0 carried-libraries - fail $(since $t0) "$missing"
     return 1
   fi
-  record 0 carried-libraries - pass $((SECONDS - t0)) "every library of rgpud, rgpu and librgpu.so found"
+  record 0 carried-libraries - pass $(since $t0) "every library of rgpud, rgpu and librgpu.so found"
 }
 
 # --- step 1: rgpud ----------------------------------------------------------
@@ -190,18 +211,18 @@ start_server() {
   return 1
 }
 
-# remote CMD...: CMD under rgpu run against the server (our libraries first).
-remote() { "$carry/bin/rgpu" run --server "$server" -- "$@"; }
-# local CMD...: CMD on NVIDIA's driver and libraries, without rgpu.
-local_run() { env -u LD_PRELOAD LD_LIBRARY_PATH="$gpu_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
+# Runners for bounded: "remote CMD..." is CMD under rgpu run against the
+# server (rgpu's libraries first); "local_run CMD..." is CMD on NVIDIA's
+# driver and libraries, without rgpu.
+local_libs() { echo "$gpu_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; }
 
 step1() {
-  local t0=$SECONDS tls="${RGPU_GPU_TEST_UCX_TLS:-posix,cma,tcp}" rc
+  local t0=$(now) tls="${RGPU_GPU_TEST_UCX_TLS:-posix,cma,tcp}" rc
   RGPU_AUTH_TOKEN="$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')"
   export RGPU_AUTH_TOKEN
   unset RGPU_AUTH_TOKEN_FILE RGPU_TENANT RGPU_SERVER
   if ! start_server "$tls"; then
-    record 1 rgpud - fail $((SECONDS - t0)) "rgpud --device $device did not start: $(first_error "$logs/rgpud.log")"
+    record 1 rgpud - fail $(since $t0) "rgpud --device $device did not start: $(first_error "$logs/rgpud.log")"
     return 1
   fi
   # A first client decides the transport: shared memory may be refused in a VM.
@@ -212,7 +233,7 @@ step1() {
     say "a first client failed over UCX_TLS=$tls; trying tcp"
     tls=tcp
     export UCX_TLS=tcp
-    start_server tcp || { record 1 rgpud - fail $((SECONDS - t0)) "rgpud did not start over tcp"; return 1; }
+    start_server tcp || { record 1 rgpud - fail $(since $t0) "rgpud did not start over tcp"; return 1; }
     bounded 60 "$logs/step1-first-client.log" remote "$carry/tests/samples/device_query"
     rc=$?
   fi
@@ -220,7 +241,7 @@ step1() {
   st=$(status_of $rc "$logs/step1-first-client.log" device_query)
   local dev
   dev=$(grep -m1 -iE "device 0|name" "$logs/step1-first-client.log" | cut -c1-120)
-  record 1 rgpud - "$st" $((SECONDS - t0)) "listening on $server, device $device, UCX_TLS=$UCX_TLS; first client: $dev"
+  record 1 rgpud - "$st" $(since $t0) "listening on $server, device $device, UCX_TLS=$UCX_TLS; first client: $dev"
   [ "$st" = pass ]
 }
 
@@ -236,26 +257,26 @@ program() {
     record 2 "$name" remote skip 0 "not in the carried build ($path)"
     return
   fi
-  t0=$SECONDS
+  t0=$(now)
   bounded $limit "$logs/step2-$name-remote.log" remote "$path" "$@"
   rc=$?
-  record 2 "$name" remote "$(status_of $rc "$logs/step2-$name-remote.log" "$pass")" $((SECONDS - t0)) \
+  record 2 "$name" remote "$(status_of $rc "$logs/step2-$name-remote.log" "$pass")" $(since $t0) \
     "$( ((rc == 0)) || first_error "$logs/step2-$name-remote.log")"
   if [ "$device" = cuda ]; then
-    t0=$SECONDS
+    t0=$(now)
     bounded $limit "$logs/step2-$name-local.log" local_run "$path" "$@"
     rc=$?
-    record 2 "$name" local "$(status_of $rc "$logs/step2-$name-local.log" "$pass")" $((SECONDS - t0)) \
+    record 2 "$name" local "$(status_of $rc "$logs/step2-$name-local.log" "$pass")" $(since $t0) \
       "$( ((rc == 0)) || first_error "$logs/step2-$name-local.log")"
   fi
 }
 
 step2() {
-  local t0=$SECONDS rc name where
+  local t0=$(now) rc name where
   # The driver API tests (GoogleTest): pass when every test passed.
   for where in remote local; do
     [ "$where" = local ] && [ "$device" = cpu ] && continue
-    t0=$SECONDS
+    t0=$(now)
     local runner=remote
     [ "$where" = local ] && runner=local_run
     bounded 180 "$logs/step2-driver_e2e-$where.log" $runner "$carry/tests/driver_e2e_tests" \
@@ -265,7 +286,7 @@ step2() {
     ((rc == 0)) && st=pass
     ((rc == 124 || rc == 137)) && st=timeout
     ((rc == 125)) && st=not-run
-    record 2 driver_e2e "$where" $st $((SECONDS - t0)) \
+    record 2 driver_e2e "$where" $st $(since $t0) \
       "$(grep -E '^\[  (PASSED|FAILED)  \]' "$logs/step2-driver_e2e-$where.log" | tr '\n' ' ' | cut -c1-300)"
   done
   program nvrtc_jit nvrtc_jit "$carry/tests/rgpu_nvrtc_jit"
@@ -281,10 +302,24 @@ torch_remote() {
   local limit="$1" log="$2"
   shift 2
   if [ "$device" = cuda ]; then
-    bounded "$limit" "$log" remote "$@"
+    bounded "$limit" "$log" env LD_PRELOAD="$(soname_preload)" "$carry/bin/rgpu" run --server "$server" -- "$@"
   else
     bounded "$limit" "$log" "$repo/scripts/torch-env.sh" run --server "$server" --build-dir "$build" -- "$@"
   fi
+}
+
+# pip's PyTorch finds NVIDIA's libraries in its wheels through the RPATH of
+# libtorch_cuda.so, which the loader searches before LD_LIBRARY_PATH (where
+# rgpu run puts lib/rgpu); only libcuda.so.1 would then be rgpu's. Preloading
+# rgpu's sonames by bare name (found through LD_LIBRARY_PATH, so the loader
+# records each name for librgpu.so) makes every name rgpu provides rgpu's.
+# RGPU_GPU_TEST_PRELOAD_SONAMES=0 turns this off, to see what shadows what.
+soname_preload() {
+  [ "${RGPU_GPU_TEST_PRELOAD_SONAMES:-1}" = 0 ] && return
+  local f names=()
+  for f in "$carry"/lib/rgpu/*; do [ -L "$f" ] && names+=("$(basename "$f")"); done
+  local IFS=:
+  echo "${names[*]}"
 }
 
 torch_available() {
@@ -310,20 +345,20 @@ step3() {
     record 3 pytorch - skip 0 "$([ "$device" = cpu ] && echo "RGPU_GPU_TEST_TORCH=skip, not root, or no build for scripts/torch-env.sh" || echo "python3 cannot import torch")"
     return
   fi
-  t0=$SECONDS
+  t0=$(now)
   torch_remote 120 "$logs/step3-probe-remote.log" python3 "$here/torch_probe.py" --json "$logs/step3-probe-remote.json"
   rc=$?
   st=fail; ((rc == 0)) && st=pass; ((rc == 124)) && st=timeout
-  record 3 probe remote $st $((SECONDS - t0)) "$(tail -c 300 "$logs/step3-probe-remote.log" | tr '\n' ' ')"
+  record 3 probe remote $st $(since $t0) "$(tail -c 300 "$logs/step3-probe-remote.log" | tr '\n' ' ')"
   if [ "$device" = cuda ]; then
-    t0=$SECONDS
+    t0=$(now)
     bounded 60 "$logs/step3-probe-local.log" local_run python3 "$here/torch_probe.py" --json "$logs/step3-probe-local.json"
     rc=$?
     st=fail; ((rc == 0)) && st=pass; ((rc == 124)) && st=timeout
-    record 3 probe local $st $((SECONDS - t0)) ""
+    record 3 probe local $st $(since $t0) ""
   fi
   local pytest=(python3 -m pytest -p no:cacheprovider -q -rs -o faulthandler_timeout=60)
-  t0=$SECONDS
+  t0=$(now)
   if [ "$device" = cuda ]; then
     (cd "$repo" && torch_remote 200 "$logs/step3-suite-remote.log" "${pytest[@]}" \
       --junitxml="$logs/step3-suite-remote.xml" tests/pytorch)
@@ -333,14 +368,14 @@ step3() {
   fi
   rc=$?
   st=fail; ((rc == 0)) && st=pass; ((rc == 124)) && st=timeout
-  record 3 suite remote $st $((SECONDS - t0)) "$(junit_counts "$logs/step3-suite-remote.xml")"
+  record 3 suite remote $st $(since $t0) "$(junit_counts "$logs/step3-suite-remote.xml")"
   if [ "$device" = cuda ]; then
-    t0=$SECONDS
+    t0=$(now)
     (cd "$repo" && bounded 120 "$logs/step3-suite-local.log" local_run "${pytest[@]}" \
       --junitxml="$logs/step3-suite-local.xml" tests/pytorch)
     rc=$?
     st=fail; ((rc == 0)) && st=pass; ((rc == 124)) && st=timeout
-    record 3 suite local $st $((SECONDS - t0)) "$(junit_counts "$logs/step3-suite-local.xml")"
+    record 3 suite local $st $(since $t0) "$(junit_counts "$logs/step3-suite-local.xml")"
   fi
 }
 
@@ -349,7 +384,7 @@ json_field() {  # json_field FILE KEY: a top-level field of a one-object JSON fi
 }
 
 step4() {
-  local t0 rc st steps="${RGPU_GPU_TEST_CNN_STEPS:-30}"
+  local t0 rc st steps="$cnn_steps"
   if ! torch_available; then
     record 4 cnn - skip 0 "PyTorch not available (see step 3)"
     return
@@ -358,14 +393,14 @@ step4() {
   # Remote: the full run, and a shorter one; the difference of their client
   # counters (RGPU_STATS) is what the extra steps cost in round trips and bytes.
   local n
-  for n in "$steps" 10; do
-    t0=$SECONDS
+  for n in "$steps" "$cnn_short"; do
+    t0=$(now)
     rm -f "$logs/step4-stats-$n.jsonl"
-    RGPU_STATS="$logs/step4-stats-$n.jsonl" torch_remote 240 "$logs/step4-cnn-remote-$n.log" \
-      python3 "$cnn" --device cuda --steps "$n" --json "$logs/step4-cnn-remote-$n.json"
+    RGPU_STATS="$logs/step4-stats-$n.jsonl" torch_remote $cnn_limit "$logs/step4-cnn-remote-$n.log" \
+      python3 "$cnn" --device cuda --steps "$n" --batch $cnn_batch --json "$logs/step4-cnn-remote-$n.json"
     rc=$?
     st=fail; ((rc == 0)) && st=pass; ((rc == 124)) && st=timeout
-    record 4 "cnn-$n-steps" remote $st $((SECONDS - t0)) \
+    record 4 "cnn-$n-steps" remote $st $(since $t0) \
       "median step $(json_field "$logs/step4-cnn-remote-$n.json" step_ms_median) ms; cudnn $(json_field "$logs/step4-cnn-remote-$n.json" cudnn)"
     [ $st = pass ] || break
   done
@@ -375,18 +410,18 @@ step4() {
     True) mode=on ;;
     False) mode=off ;;
   esac
-  t0=$SECONDS
+  t0=$(now)
   if [ "$device" = cuda ]; then
-    bounded 120 "$logs/step4-cnn-local.log" local_run python3 "$cnn" --device cuda --steps "$steps" \
-      --cudnn "$mode" --json "$logs/step4-cnn-local.json"
+    bounded $cnn_limit "$logs/step4-cnn-local.log" local_run python3 "$cnn" --device cuda --steps "$steps" \
+      --batch $cnn_batch --cudnn "$mode" --json "$logs/step4-cnn-local.json"
   else
     # No GPU here: PyTorch's CPU device is the reference for the losses.
-    torch_remote 240 "$logs/step4-cnn-local.log" python3 "$cnn" --device cpu --steps "$steps" \
-      --json "$logs/step4-cnn-local.json"
+    torch_remote $cnn_limit "$logs/step4-cnn-local.log" python3 "$cnn" --device cpu --steps "$steps" \
+      --batch $cnn_batch --json "$logs/step4-cnn-local.json"
   fi
   rc=$?
   st=fail; ((rc == 0)) && st=pass; ((rc == 124)) && st=timeout
-  record 4 "cnn-$steps-steps" "$([ "$device" = cuda ] && echo local || echo cpu-reference)" $st $((SECONDS - t0)) \
+  record 4 "cnn-$steps-steps" "$([ "$device" = cuda ] && echo local || echo cpu-reference)" $st $(since $t0) \
     "median step $(json_field "$logs/step4-cnn-local.json" step_ms_median) ms; cudnn $mode"
 }
 
@@ -402,18 +437,18 @@ step5() {
   fi
   [ -n "${RGPU_GPU_TEST_BENCH_SMOKE:-}" ] && smoke=(--smoke)
   for mode in latency launch app bandwidth; do
-    t0=$SECONDS
+    t0=$(now)
     bounded 90 "$logs/step5-$mode-remote.log" remote "$carry/bin/rgpu-bench" "$mode" "${smoke[@]}" \
       --json "$logs/step5-remote.jsonl"
     rc=$?
     st=fail; ((rc == 0)) && st=pass; ((rc == 124)) && st=timeout
-    record 5 "bench-$mode" remote $st $((SECONDS - t0)) "$( ((rc == 0)) || first_error "$logs/step5-$mode-remote.log")"
-    t0=$SECONDS
+    record 5 "bench-$mode" remote $st $(since $t0) "$( ((rc == 0)) || first_error "$logs/step5-$mode-remote.log")"
+    t0=$(now)
     bounded 90 "$logs/step5-$mode-local.log" local_run "$carry/bin/rgpu-bench" "$mode" "${smoke[@]}" \
       --driver "$driver" --json "$logs/step5-local.jsonl"
     rc=$?
     st=fail; ((rc == 0)) && st=pass; ((rc == 124)) && st=timeout
-    record 5 "bench-$mode" local $st $((SECONDS - t0)) "$( ((rc == 0)) || first_error "$logs/step5-$mode-local.log")"
+    record 5 "bench-$mode" local $st $(since $t0) "$( ((rc == 0)) || first_error "$logs/step5-$mode-local.log")"
   done
 }
 
@@ -422,7 +457,7 @@ step5() {
 finish() {
   cleanup
   python3 "$here/summary.py" --logs "$logs" --out "$out" --device "$device" \
-    --seconds "$(elapsed)" >>"$logs/run.log" 2>&1 || say "summary.py failed (see logs/run.log)"
+    --seconds "$(elapsed)" --cnn-steps "$cnn_steps" --cnn-short "$cnn_short" >>"$logs/run.log" 2>&1 || say "summary.py failed (see logs/run.log)"
   tar -C "$out" -czf "$out/logs.tar.gz" logs 2>/dev/null
   # On the device machine only a few files come back: the logs travel in the tarball.
   [ -n "${OUT:-}" ] && [ "$out" = "$(cd "$OUT" 2>/dev/null && pwd)" ] && rm -rf "$logs"

@@ -78,9 +78,9 @@ def stats_total(path):
     return rows[-1] if rows else None
 
 
-def cnn(logs, steps):
+def cnn(logs, steps, short):
     remote = load_json(os.path.join(logs, "step4-cnn-remote-%d.json" % steps))
-    short = load_json(os.path.join(logs, "step4-cnn-remote-10.json"))
+    short_run = load_json(os.path.join(logs, "step4-cnn-remote-%d.json" % short))
     local = load_json(os.path.join(logs, "step4-cnn-local.json"))
     out = {"remote": remote, "local": local}
     if remote and local and remote.get("losses") and local.get("losses"):
@@ -90,9 +90,9 @@ def cnn(logs, steps):
         if remote.get("step_ms_median") and local.get("step_ms_median"):
             out["step_time_ratio"] = remote["step_ms_median"] / local["step_ms_median"]
     s_full = stats_total(os.path.join(logs, "step4-stats-%d.jsonl" % steps))
-    s_short = stats_total(os.path.join(logs, "step4-stats-10.jsonl"))
-    if s_full and s_short and remote and short and steps > 10:
-        n = steps - 10
+    s_short = stats_total(os.path.join(logs, "step4-stats-%d.jsonl" % short))
+    if s_full and s_short and remote and short_run and steps > short:
+        n = steps - short
         per = {}
         for k, v in s_full.items():
             if isinstance(v, (int, float)) and isinstance(s_short.get(k), (int, float)):
@@ -156,6 +156,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--seconds", type=float, default=0)
+    ap.add_argument("--cnn-steps", type=int, default=30)
+    ap.add_argument("--cnn-short", type=int, default=10)
     args = ap.parse_args()
     logs = args.logs
     results = load_lines(os.path.join(logs, "results.jsonl"))
@@ -163,7 +165,7 @@ def main():
         machine = open(os.path.join(logs, "machine.txt")).read().strip()
     except OSError:
         machine = ""
-    steps = int(os.environ.get("RGPU_GPU_TEST_CNN_STEPS", "30"))
+    steps, short = args.cnn_steps, args.cnn_short
 
     summary = {
         "device_mode": args.device,
@@ -174,7 +176,7 @@ def main():
                   "local": load_json(os.path.join(logs, "step3-probe-local.json"))},
         "pytorch_suite": {"remote": junit(os.path.join(logs, "step3-suite-remote.xml")),
                           "local": junit(os.path.join(logs, "step3-suite-local.xml"))},
-        "cnn": cnn(logs, steps),
+        "cnn": cnn(logs, steps, short),
         "bench": bench(logs),
     }
 
@@ -236,8 +238,8 @@ def main():
         per = c.get("per_step_client_counters")
         if per:
             md.append("")
-            md.append("Per training step (client counters, %d-step run minus 10-step run): %s." % (
-                steps, ", ".join("%s %s" % (k, fmt(v, 4)) for k, v in sorted(per.items()))))
+            md.append("Per training step (client counters, %d-step run minus %d-step run): %s." % (
+                steps, short, ", ".join("%s %s" % (k, fmt(v, 4)) for k, v in sorted(per.items()))))
     else:
         md.append("No CNN results.")
 
