@@ -21,6 +21,10 @@ STEPS = {
 }
 
 
+# Fields of an RGPU_STATS line that are not counters.
+NOT_COUNTERS = {"pid", "time", "program"}
+
+
 def load_json(path):
     try:
         with open(path) as f:
@@ -95,6 +99,8 @@ def cnn(logs, steps, short):
         n = steps - short
         per = {}
         for k, v in s_full.items():
+            if k in NOT_COUNTERS:
+                continue
             if isinstance(v, (int, float)) and isinstance(s_short.get(k), (int, float)):
                 per[k] = (v - s_short[k]) / n
         out["per_step_client_counters"] = per
