@@ -330,6 +330,13 @@ torch_available() {
   fi
 }
 
+clamp() {  # clamp N LO HI
+  local n="$1"
+  ((n < $2)) && n=$2
+  ((n > $3)) && n=$3
+  echo "$n"
+}
+
 junit_counts() {  # junit_counts XML: "tests=N failures=N errors=N skipped=N"
   python3 - "$1" <<'EOF' 2>/dev/null || echo "no report"
 import sys, xml.etree.ElementTree as ET
@@ -358,9 +365,13 @@ step3() {
     record 3 probe local $st $(since $t0) ""
   fi
   local pytest=(python3 -m pytest -p no:cacheprovider -q -rs -o faulthandler_timeout=60)
+  # The suite runs take at most 200 s (remote) and 120 s (local), and leave
+  # steps 4 and 5 two and a half minutes, then two.
+  local limit
+  limit=$(clamp $(($(left) - 150)) 30 200)
   t0=$(now)
   if [ "$device" = cuda ]; then
-    (cd "$repo" && torch_remote 200 "$logs/step3-suite-remote.log" "${pytest[@]}" \
+    (cd "$repo" && torch_remote $limit "$logs/step3-suite-remote.log" "${pytest[@]}" \
       --junitxml="$logs/step3-suite-remote.xml" tests/pytorch)
   else
     (cd "$repo" && bounded 300 "$logs/step3-suite-remote.log" "$repo/scripts/torch-env.sh" test \
@@ -371,7 +382,8 @@ step3() {
   record 3 suite remote $st $(since $t0) "$(junit_counts "$logs/step3-suite-remote.xml")"
   if [ "$device" = cuda ]; then
     t0=$(now)
-    (cd "$repo" && bounded 120 "$logs/step3-suite-local.log" local_run "${pytest[@]}" \
+    limit=$(clamp $(($(left) - 120)) 30 120)
+    (cd "$repo" && bounded $limit "$logs/step3-suite-local.log" local_run "${pytest[@]}" \
       --junitxml="$logs/step3-suite-local.xml" tests/pytorch)
     rc=$?
     st=fail; ((rc == 0)) && st=pass; ((rc == 124)) && st=timeout
@@ -458,10 +470,10 @@ finish() {
   cleanup
   python3 "$here/summary.py" --logs "$logs" --out "$out" --device "$device" \
     --seconds "$(elapsed)" --cnn-steps "$cnn_steps" --cnn-short "$cnn_short" >>"$logs/run.log" 2>&1 || say "summary.py failed (see logs/run.log)"
+  say "summary: $out/summary.md ($(elapsed) s)"
   tar -C "$out" -czf "$out/logs.tar.gz" logs 2>/dev/null
   # On the device machine only a few files come back: the logs travel in the tarball.
   [ -n "${OUT:-}" ] && [ "$out" = "$(cd "$OUT" 2>/dev/null && pwd)" ] && rm -rf "$logs"
-  say "summary: $out/summary.md ($(elapsed) s)"
 }
 trap 'finish; exit 0' EXIT
 trap 'exit 0' INT TERM
