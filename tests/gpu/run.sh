@@ -188,10 +188,17 @@ preflight() {
 
 # --- step 1: rgpud ----------------------------------------------------------
 
-# start_server TLS: rgpud on a free loopback port; sets server.
+# start_server TLS: rgpud on a free loopback port; sets server and
+# server_log (rgpud.log, then rgpud-2.log, ... for each restart).
+server_starts=0
+server_log=""
 start_server() {
-  local tls="$1" log="$logs/rgpud.log" env=()
+  local tls="$1" env=()
   cleanup
+  server_starts=$((server_starts + 1))
+  server_log="$logs/rgpud.log"
+  ((server_starts > 1)) && server_log="$logs/rgpud-$server_starts.log"
+  local log="$server_log"
   : >"$log"
   if [ "$device" = cuda ]; then
     env+=("LD_LIBRARY_PATH=$gpu_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
@@ -222,7 +229,7 @@ step1() {
   export RGPU_AUTH_TOKEN
   unset RGPU_AUTH_TOKEN_FILE RGPU_TENANT RGPU_SERVER
   if ! start_server "$tls"; then
-    record 1 rgpud - fail $(since $t0) "rgpud --device $device did not start: $(first_error "$logs/rgpud.log")"
+    record 1 rgpud - fail $(since $t0) "rgpud --device $device did not start: $(first_error "$server_log")"
     return 1
   fi
   # A first client decides the transport: shared memory may be refused in a VM.
@@ -257,6 +264,7 @@ program() {
     record 2 "$name" remote skip 0 "not in the carried build ($path)"
     return
   fi
+  ensure_server 2
   t0=$(now)
   bounded $limit "$logs/step2-$name-remote.log" remote "$path" "$@"
   rc=$?
@@ -276,6 +284,7 @@ step2() {
   # The driver API tests (GoogleTest): pass when every test passed.
   for where in remote local; do
     [ "$where" = local ] && [ "$device" = cpu ] && continue
+    ensure_server 2
     t0=$(now)
     local runner=remote
     [ "$where" = local ] && runner=local_run
@@ -481,9 +490,24 @@ trap 'exit 0' INT TERM
 gpu_libs=""
 [ "$device" = cuda ] && gpu_libs="$(nvidia_lib_dirs)"
 echo "nvidia library folders: ${gpu_libs:-none}" >>"$logs/run.log"
+# A program that crashed rgpud must not take the next ones with it (checked
+# before each step and each program of step 2).
+ensure_server() {
+  kill -0 "$rgpud_pid" 2>/dev/null && return
+  local t0
+  t0=$(now)
+  say "rgpud has exited (see $(basename "$server_log")); starting it again for step $1"
+  if start_server "$UCX_TLS"; then
+    record "$1" rgpud-restarted - fail $(since $t0) "rgpud had exited during the previous step ($(basename "$server_log") is the new log)"
+  else
+    record "$1" rgpud-restarted - fail $(since $t0) "rgpud had exited and did not start again"
+  fi
+}
+
 if preflight && step1; then
   for s in 2 3 4 5; do
     say "step $s ($(elapsed) s so far)"
+    ensure_server "$s"
     "step$s"
   done
 else
