@@ -331,12 +331,17 @@ soname_preload() {
   echo "${names[*]}"
 }
 
+torch_ok=""  # asked once: importing torch takes seconds
 torch_available() {
-  if [ "$device" = cpu ]; then
-    [ "${RGPU_GPU_TEST_TORCH:-}" != skip ] && [ "$(id -u)" -eq 0 ] && [ -x "$build/bin/rgpu" ]
-  else
-    python3 -c 'import torch' 2>/dev/null
+  if [ -z "$torch_ok" ]; then
+    torch_ok=no
+    if [ "$device" = cpu ]; then
+      [ "${RGPU_GPU_TEST_TORCH:-}" != skip ] && [ "$(id -u)" -eq 0 ] && [ -x "$build/bin/rgpu" ] && torch_ok=yes
+    else
+      python3 -c 'import torch' 2>/dev/null && torch_ok=yes
+    fi
   fi
+  [ "$torch_ok" = yes ]
 }
 
 clamp() {  # clamp N LO HI
