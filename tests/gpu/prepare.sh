@@ -6,7 +6,7 @@
 # finds its CPU stand-ins):
 #   bin/      rgpud, rgpu, rgpu-bench and its PTX
 #   lib/      librgpu.so, lib/rgpu/ (its sonames), lib/rgpu-nvrtc/, the CPU
-#             device and cuBLAS stand-ins (for --device cpu)
+#             device and the libraries' CPU stand-ins (for --device cpu)
 #   lib/deps/ the shared libraries they load that a GPU machine may lack
 #             (UCX with its cma module, Cap'n Proto, libnuma), RUNPATH $ORIGIN
 #   tests/    driver_e2e_tests, rgpu_nvrtc_jit, the cuBLAS programs and the
@@ -49,8 +49,11 @@ if [ -d "$build/lib/rgpu-nvrtc" ]; then
   for f in "$build"/lib/rgpu-nvrtc/libnvrtc.so.*; do elf "$f" "$carry/lib/rgpu-nvrtc/$(basename "$f")" -; done
 fi
 elf "$build/lib/librgpu-cpudev.so" "$carry/lib/librgpu-cpudev.so" -
-[ -e "$build/lib/librgpu-cpu-cublas.so" ] &&
-  elf "$build/lib/librgpu-cpu-cublas.so" "$carry/lib/librgpu-cpu-cublas.so" '$ORIGIN'
+# Every CPU stand-in of a remoted library (cuBLAS, cuDNN, ...); their own
+# libraries (OpenBLAS, oneDNN) are not carried: --device cpu runs here.
+for f in "$build"/lib/librgpu-cpu-*.so; do
+  [ -e "$f" ] && elf "$f" "$carry/lib/$(basename "$f")" '$ORIGIN'
+done
 
 elf "$build/bin/driver_e2e_tests" "$carry/tests/driver_e2e_tests" -
 [ -e "$build/bin/rgpu_nvrtc_jit" ] && elf "$build/bin/rgpu_nvrtc_jit" "$carry/tests/rgpu_nvrtc_jit" -
