@@ -34,8 +34,6 @@ RGPU_SHIM_EXPORT int cuCtxAttach() noexcept { return rgpu::shim::report_unimplem
 RGPU_SHIM_EXPORT int cuCtxCreate() noexcept { return rgpu::shim::report_unimplemented("cuCtxCreate"); }
 RGPU_SHIM_EXPORT int cuCtxCreate_v3() noexcept { return rgpu::shim::report_unimplemented("cuCtxCreate_v3"); }
 RGPU_SHIM_EXPORT int cuCtxDetach() noexcept { return rgpu::shim::report_unimplemented("cuCtxDetach"); }
-RGPU_SHIM_EXPORT int cuCtxDisablePeerAccess() noexcept { return rgpu::shim::report_unimplemented("cuCtxDisablePeerAccess"); }
-RGPU_SHIM_EXPORT int cuCtxEnablePeerAccess() noexcept { return rgpu::shim::report_unimplemented("cuCtxEnablePeerAccess"); }
 RGPU_SHIM_EXPORT int cuCtxFromGreenCtx() noexcept { return rgpu::shim::report_unimplemented("cuCtxFromGreenCtx"); }
 RGPU_SHIM_EXPORT int cuCtxGetApiVersion() noexcept { return rgpu::shim::report_unimplemented("cuCtxGetApiVersion"); }
 RGPU_SHIM_EXPORT int cuCtxGetCacheConfig() noexcept { return rgpu::shim::report_unimplemented("cuCtxGetCacheConfig"); }
@@ -57,7 +55,6 @@ RGPU_SHIM_EXPORT int cuDestroyExternalMemory() noexcept { return rgpu::shim::rep
 RGPU_SHIM_EXPORT int cuDestroyExternalSemaphore() noexcept { return rgpu::shim::report_unimplemented("cuDestroyExternalSemaphore"); }
 RGPU_SHIM_EXPORT int cuDevResourceGenerateDesc() noexcept { return rgpu::shim::report_unimplemented("cuDevResourceGenerateDesc"); }
 RGPU_SHIM_EXPORT int cuDevSmResourceSplitByCount() noexcept { return rgpu::shim::report_unimplemented("cuDevSmResourceSplitByCount"); }
-RGPU_SHIM_EXPORT int cuDeviceCanAccessPeer() noexcept { return rgpu::shim::report_unimplemented("cuDeviceCanAccessPeer"); }
 RGPU_SHIM_EXPORT int cuDeviceComputeCapability() noexcept { return rgpu::shim::report_unimplemented("cuDeviceComputeCapability"); }
 RGPU_SHIM_EXPORT int cuDeviceGetByPCIBusId() noexcept { return rgpu::shim::report_unimplemented("cuDeviceGetByPCIBusId"); }
 RGPU_SHIM_EXPORT int cuDeviceGetDefaultMemPool() noexcept { return rgpu::shim::report_unimplemented("cuDeviceGetDefaultMemPool"); }
@@ -360,10 +357,6 @@ RGPU_SHIM_EXPORT int cuMemcpyHtoA_v2() noexcept { return rgpu::shim::report_unim
 RGPU_SHIM_EXPORT int cuMemcpyHtoA_v2_ptds() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyHtoA_v2_ptds"); }
 RGPU_SHIM_EXPORT int cuMemcpyHtoD() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyHtoD"); }
 RGPU_SHIM_EXPORT int cuMemcpyHtoDAsync() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyHtoDAsync"); }
-RGPU_SHIM_EXPORT int cuMemcpyPeer() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyPeer"); }
-RGPU_SHIM_EXPORT int cuMemcpyPeerAsync() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyPeerAsync"); }
-RGPU_SHIM_EXPORT int cuMemcpyPeerAsync_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyPeerAsync_ptsz"); }
-RGPU_SHIM_EXPORT int cuMemcpyPeer_ptds() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyPeer_ptds"); }
 RGPU_SHIM_EXPORT int cuMemcpy_ptds() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy_ptds"); }
 RGPU_SHIM_EXPORT int cuMemsetD16() noexcept { return rgpu::shim::report_unimplemented("cuMemsetD16"); }
 RGPU_SHIM_EXPORT int cuMemsetD2D16() noexcept { return rgpu::shim::report_unimplemented("cuMemsetD2D16"); }
