@@ -66,6 +66,7 @@ CUresult copy_between_servers(Shim& shim, const Route& to, uint64_t dst, const R
   if (r == CUDA_SUCCESS) r = from.client->call_sync(from.ctx, [](wire::Call::Builder c) { c.setCtxSynchronize(); }).result;
   if (r != CUDA_SUCCESS) return r;
 
+  constexpr size_t kRing = 3;
   const uint64_t pieces = (size + kStagePiece - 1) / kStagePiece;
   auto piece_size = [&](uint64_t i) { return i + 1 == pieces ? size - i * kStagePiece : kStagePiece; };
   if (pieces == 1) {
@@ -75,7 +76,6 @@ CUresult copy_between_servers(Shim& shim, const Route& to, uint64_t dst, const R
   }
   // A reader thread fills a ring of buffers from the source while this
   // thread empties it into the destination.
-  constexpr size_t kRing = 3;
   std::vector<std::vector<std::byte>> ring(kRing, std::vector<std::byte>(kStagePiece));
   std::mutex mu;
   std::condition_variable cv;
@@ -148,10 +148,16 @@ CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontex
   if (!context_route(shim, dst_ctx, &to) || !context_route(shim, src_ctx, &from)) return CUDA_ERROR_INVALID_CONTEXT;
   STREAM_OR_RETURN(shim, stream, per_thread, s);
   if (n == 0) return CUDA_SUCCESS;
-  if (to.server != from.server) return rgpu::shim::copy_between_servers(*shim, to, dst, from, src, n, s, async);
-  // One server: its own device-to-device copy (the addresses are unified there).
+  rgpu::shim::ContextInfo dst_info, src_info;
+  shim->context_info(to.ctx, &dst_info);
+  shim->context_info(from.ctx, &src_info);
   (void)ctx;
-  return async ? cuMemcpyDtoDAsync_v2(dst, src, n, stream) : cuMemcpyDtoD_v2(dst, src, n);
+  // One device: its own device-to-device copy. Two devices, on one server
+  // or two: a server copies only within a device, so the bytes are staged.
+  if (dst_info.device == src_info.device) {
+    return async ? cuMemcpyDtoDAsync_v2(dst, src, n, stream) : cuMemcpyDtoD_v2(dst, src, n);
+  }
+  return rgpu::shim::copy_between_servers(*shim, to, dst, from, src, n, s, async);
   API_END
 }
 

@@ -1,4 +1,5 @@
-// Copies between devices on two servers: staged through this process.
+// Copies between two devices that no server copies between (devices of two
+// servers, or two devices of one): staged through this process.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@ namespace rgpu::shim {
 // before goes to the other.
 constexpr uint64_t kStagePiece = uint64_t{4} << 20;
 
-// Copies `size` bytes from `src` on from.server to `dst` on to.server, in
+// Copies `size` bytes from `src` (from's server and context) to `dst` (to's), in
 // order on `stream` (a wire stream handle of the calling thread's current
 // context): the stream and the source's context are waited for, then the
 // bytes go in pieces of kStagePiece, each read from the source session while
