@@ -132,9 +132,9 @@ Route Shim::route_pointer(uint64_t p, uint64_t ctx) {
   if (servers_ == 1) return Route{clients_[0].get(), ctx, 0};
   auto range = allocations_.find(p);
   if (!range) return route_current(ctx);
-  const size_t s = range->server;
-  if (s == route::server_of(ctx) && ctx != 0) return Route{clients_[s].get(), ctx, s};
-  return Route{clients_[s].get(), range->ctx, s};
+  // In the allocation's own context: a server checks an address against
+  // the context's device, and the current context may be another device's.
+  return Route{clients_[range->server].get(), range->ctx != 0 ? range->ctx : ctx, range->server};
 }
 
 CUresult Shim::track_allocation(size_t server, uint64_t base, uint64_t size, uint64_t ctx) {

@@ -80,8 +80,9 @@ class Shim {
   // handle, context); a special stream (NULL, legacy, per-thread) or 0 goes
   // by `ctx`.
   Route route_handle(uint64_t h, uint64_t ctx);
-  // By a device pointer: the server whose allocation holds it; a pointer in
-  // no known allocation goes by `ctx`.
+  // By a device pointer: the server whose allocation holds it, with the
+  // context it was allocated in; a pointer in no known allocation goes by
+  // `ctx`.
   Route route_pointer(uint64_t p, uint64_t ctx);
   // By the program's device `ordinal` (valid); ctx is 0.
   Route route_device(int ordinal) {
