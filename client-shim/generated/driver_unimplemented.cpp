@@ -300,7 +300,6 @@ RGPU_SHIM_EXPORT int cuMemRetainAllocationHandle() noexcept { return rgpu::shim:
 RGPU_SHIM_EXPORT int cuMemSetAccess() noexcept { return rgpu::shim::report_unimplemented("cuMemSetAccess"); }
 RGPU_SHIM_EXPORT int cuMemSetMemPool() noexcept { return rgpu::shim::report_unimplemented("cuMemSetMemPool"); }
 RGPU_SHIM_EXPORT int cuMemUnmap() noexcept { return rgpu::shim::report_unimplemented("cuMemUnmap"); }
-RGPU_SHIM_EXPORT int cuMemcpy() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy"); }
 RGPU_SHIM_EXPORT int cuMemcpy2D() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy2D"); }
 RGPU_SHIM_EXPORT int cuMemcpy2DAsync() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy2DAsync"); }
 RGPU_SHIM_EXPORT int cuMemcpy2DAsync_v2() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy2DAsync_v2"); }
@@ -324,8 +323,6 @@ RGPU_SHIM_EXPORT int cuMemcpy3DPeerAsync_ptsz() noexcept { return rgpu::shim::re
 RGPU_SHIM_EXPORT int cuMemcpy3DPeer_ptds() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy3DPeer_ptds"); }
 RGPU_SHIM_EXPORT int cuMemcpy3D_v2() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy3D_v2"); }
 RGPU_SHIM_EXPORT int cuMemcpy3D_v2_ptds() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy3D_v2_ptds"); }
-RGPU_SHIM_EXPORT int cuMemcpyAsync() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyAsync"); }
-RGPU_SHIM_EXPORT int cuMemcpyAsync_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyAsync_ptsz"); }
 RGPU_SHIM_EXPORT int cuMemcpyAtoA() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyAtoA"); }
 RGPU_SHIM_EXPORT int cuMemcpyAtoA_v2() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyAtoA_v2"); }
 RGPU_SHIM_EXPORT int cuMemcpyAtoA_v2_ptds() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyAtoA_v2_ptds"); }
@@ -357,7 +354,6 @@ RGPU_SHIM_EXPORT int cuMemcpyHtoA_v2() noexcept { return rgpu::shim::report_unim
 RGPU_SHIM_EXPORT int cuMemcpyHtoA_v2_ptds() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyHtoA_v2_ptds"); }
 RGPU_SHIM_EXPORT int cuMemcpyHtoD() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyHtoD"); }
 RGPU_SHIM_EXPORT int cuMemcpyHtoDAsync() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyHtoDAsync"); }
-RGPU_SHIM_EXPORT int cuMemcpy_ptds() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy_ptds"); }
 RGPU_SHIM_EXPORT int cuMemsetD16() noexcept { return rgpu::shim::report_unimplemented("cuMemsetD16"); }
 RGPU_SHIM_EXPORT int cuMemsetD2D16() noexcept { return rgpu::shim::report_unimplemented("cuMemsetD2D16"); }
 RGPU_SHIM_EXPORT int cuMemsetD2D16Async() noexcept { return rgpu::shim::report_unimplemented("cuMemsetD2D16Async"); }

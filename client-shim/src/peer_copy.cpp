@@ -1,6 +1,8 @@
 // Peer access and copies between devices: rgpu gives no device access to
 // another's memory (cuDeviceCanAccessPeer is 0), and copies between two
-// servers' devices are staged through the client in pipelined pieces.
+// devices (of two servers, or of one) are staged through the client in
+// pipelined pieces. Also the unified cuMemcpy, whose direction comes from
+// the pointers.
 #include "peer_copy.h"
 
 #include <condition_variable>
@@ -18,7 +20,18 @@ namespace {
 
 namespace wire = ::rgpu::wire;
 
+// The transfer unit of a session's own pipelined copies: the server's
+// advice, or a default where it advises none.
+uint64_t chunk_of(const Client& c) {
+  const uint64_t chunk = c.options().pipeline_chunk;
+  return chunk != 0 ? chunk : uint64_t{4} << 20;
+}
+
+// Reads a piece from the source's legacy stream: in chunks that are all in
+// flight at once when it is large (the session's pipelined copy).
 CUresult read_piece(const Route& from, uint64_t src, std::byte* out, uint64_t n) {
+  const uint64_t chunk = chunk_of(*from.client);
+  if (n >= 2 * chunk) return from.client->copy_out_pipelined(from.ctx, out, src, n, protocol::kNullStream, chunk).result;
   return from.client
       ->call_sync(
           from.ctx,
@@ -32,24 +45,22 @@ CUresult read_piece(const Route& from, uint64_t src, std::byte* out, uint64_t n)
       .result;
 }
 
-// Writes a piece on the destination's legacy stream: async pieces return
-// once their bytes are sent; the last one is a sync call, whose reply comes
-// after every piece before it ran (and reports an error of any of them).
-CUresult write_piece(const Route& to, uint64_t dst, const std::byte* in, uint64_t n, bool last) {
+// Writes a piece on the destination's legacy stream, in chunks that are all
+// in flight at once when it is large; returns when the piece has landed,
+// and with the error of any chunk.
+CUresult write_piece(const Route& to, uint64_t dst, const std::byte* in, uint64_t n) {
+  const uint64_t chunk = chunk_of(*to.client);
+  if (n >= 2 * chunk) return to.client->copy_in_pipelined(to.ctx, dst, in, n, protocol::kNullStream, chunk).result;
   auto fill = [&](wire::Call::Builder c) {
     auto h = c.initMemcpyHtoD();
     h.setDst(dst);
     h.setSize(n);
     h.setStream(protocol::kNullStream);
-    h.setAsync(!last);
     if (n <= Client::kInlineLimit) h.setBytes(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(in), n));
   };
   transport::Bytes payload;
   if (n > Client::kInlineLimit) payload = transport::Bytes(in, n);
-  if (last) return to.client->call_sync(to.ctx, fill, payload).result;
-  if (!payload.empty()) return to.client->call_async_bulk(to.ctx, fill, payload);
-  to.client->call_async(to.ctx, fill);
-  return CUDA_SUCCESS;
+  return to.client->call_sync(to.ctx, fill, payload).result;
 }
 
 }  // namespace
@@ -66,17 +77,20 @@ CUresult copy_between_servers(Shim& shim, const Route& to, uint64_t dst, const R
   if (r == CUDA_SUCCESS) r = from.client->call_sync(from.ctx, [](wire::Call::Builder c) { c.setCtxSynchronize(); }).result;
   if (r != CUDA_SUCCESS) return r;
 
-  constexpr size_t kRing = 3;
+  constexpr size_t kRing = 2;
   const uint64_t pieces = (size + kStagePiece - 1) / kStagePiece;
   auto piece_size = [&](uint64_t i) { return i + 1 == pieces ? size - i * kStagePiece : kStagePiece; };
   if (pieces == 1) {
-    std::vector<std::byte> buffer(size);
+    std::vector<std::byte> buffer = shim.take_stage_buffer(size);
     r = read_piece(from, src, buffer.data(), size);
-    return r == CUDA_SUCCESS ? write_piece(to, dst, buffer.data(), size, true) : r;
+    if (r == CUDA_SUCCESS) r = write_piece(to, dst, buffer.data(), size);
+    shim.give_stage_buffer(std::move(buffer));
+    return r;
   }
   // A reader thread fills a ring of buffers from the source while this
   // thread empties it into the destination.
-  std::vector<std::vector<std::byte>> ring(kRing, std::vector<std::byte>(kStagePiece));
+  std::vector<std::vector<std::byte>> ring;
+  for (size_t i = 0; i < kRing; ++i) ring.push_back(shim.take_stage_buffer(kStagePiece));
   std::mutex mu;
   std::condition_variable cv;
   uint64_t read = 0, written = 0;  // pieces done by each side
@@ -110,7 +124,7 @@ CUresult copy_between_servers(Shim& shim, const Route& to, uint64_t dst, const R
         break;
       }
     }
-    r = write_piece(to, dst + i * kStagePiece, ring[i % kRing].data(), piece_size(i), i + 1 == pieces);
+    r = write_piece(to, dst + i * kStagePiece, ring[i % kRing].data(), piece_size(i));
     std::lock_guard<std::mutex> lock(mu);
     ++written;
     cv.notify_all();
@@ -121,6 +135,7 @@ CUresult copy_between_servers(Shim& shim, const Route& to, uint64_t dst, const R
     cv.notify_all();
   }
   reader.join();
+  for (auto& b : ring) shim.give_stage_buffer(std::move(b));
   return r;
 }
 
@@ -211,4 +226,50 @@ RGPU_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ct
 RGPU_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
                                                     CUcontext src_ctx, size_t n, CUstream s) {
   return copy_peer(dst, dst_ctx, src, src_ctx, n, s, true, true);
+}
+
+// ---- unified copies: the direction from the pointers -----------------------------
+
+namespace {
+
+// Whether `p` is device memory: an allocation the router tracks, else the
+// answer of the server of the current context (one round trip).
+bool is_device_pointer(Shim* shim, CUdeviceptr p) {
+  if (shim->tracked(p)) return true;
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  return cuMemGetAddressRange_v2(&base, &size, p) == CUDA_SUCCESS;
+}
+
+CUresult copy_unified(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream, bool async) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  if (n == 0) return CUDA_SUCCESS;
+  if (dst == 0 || src == 0) return CUDA_ERROR_INVALID_VALUE;
+  const bool d = is_device_pointer(shim, dst), s = is_device_pointer(shim, src);
+  void* host_dst = reinterpret_cast<void*>(dst);
+  const void* host_src = reinterpret_cast<const void*>(src);
+  if (d && s) return async ? cuMemcpyDtoDAsync_v2(dst, src, n, stream) : cuMemcpyDtoD_v2(dst, src, n);
+  if (d) return async ? cuMemcpyHtoDAsync_v2(dst, host_src, n, stream) : cuMemcpyHtoD_v2(dst, host_src, n);
+  if (s) return async ? cuMemcpyDtoHAsync_v2(host_dst, src, n, stream) : cuMemcpyDtoH_v2(host_dst, src, n);
+  // Host to host, in stream order.
+  if (CUresult r = cuStreamSynchronize(stream); r != CUDA_SUCCESS) return r;
+  std::memmove(host_dst, host_src, n);
+  return CUDA_SUCCESS;
+  API_END
+}
+
+}  // namespace
+
+RGPU_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  return copy_unified(dst, src, n, nullptr, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  return copy_unified(dst, src, n, CU_STREAM_PER_THREAD, false);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  return copy_unified(dst, src, n, s, true);
+}
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  return copy_unified(dst, src, n, s == nullptr ? CU_STREAM_PER_THREAD : s, true);
 }

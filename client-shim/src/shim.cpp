@@ -149,6 +149,24 @@ CUresult Shim::track_allocation(size_t server, uint64_t base, uint64_t size, uin
   return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+std::vector<std::byte> Shim::take_stage_buffer(size_t bytes) {
+  std::vector<std::byte> b;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stage_buffers_.empty()) {
+      b = std::move(stage_buffers_.back());
+      stage_buffers_.pop_back();
+    }
+  }
+  if (b.size() < bytes) b.resize(bytes);
+  return b;
+}
+
+void Shim::give_stage_buffer(std::vector<std::byte> buffer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stage_buffers_.size() < kKeptStageBuffers) stage_buffers_.push_back(std::move(buffer));
+}
+
 void Shim::add_handle(uint64_t h, HandleKind kind) {
   const uint64_t ctx = current_context();
   std::lock_guard<std::mutex> lock(mu_);

@@ -97,6 +97,15 @@ class Shim {
   void untrack_allocation(uint64_t base) {
     if (servers_ > 1) allocations_.remove(base);
   }
+  // Host buffers of kStagePiece bytes for copies staged through the client
+  // (peer_copy.h), kept between copies: a fresh buffer's first touch costs
+  // as much as a large part of the copy. At most kKeptStageBuffers stay.
+  std::vector<std::byte> take_stage_buffer(size_t bytes);
+  void give_stage_buffer(std::vector<std::byte> buffer);
+  static constexpr size_t kKeptStageBuffers = 1;
+
+  // Whether `p` is inside a tracked allocation (never, with one server).
+  bool tracked(uint64_t p) const { return servers_ > 1 && allocations_.find(p).has_value(); }
 
   // Handles are typed (rgpu/protocol/handles.h): the kind in the top byte,
   // a serial minted here below it, tagged with the server that holds the
@@ -154,6 +163,7 @@ class Shim {
   std::atomic<uint64_t> next_serial_{protocol::kFirstMintedSerial};
   std::mutex mu_;
   std::unordered_map<uint64_t, HandleInfo> handles_;
+  std::vector<std::vector<std::byte>> stage_buffers_;  // mu_
   std::unordered_map<uint64_t, uint32_t> handle_modes_;  // only handles whose mode was set
   std::unordered_map<uint64_t, ContextInfo> contexts_;
   std::vector<int> primary_refs_;
