@@ -202,6 +202,28 @@ def emit_client(functions, source, namespace, pack_include, macros):
     return "".join(out)
 
 
+def _route(fn):
+    """The device router's choice for a generated call (docs/transport.md,
+    "Several servers"): the server of the first handle it names (a stream
+    last, since the special streams name none), else of the device address
+    it names, else of the device, else the current context's."""
+    handles = [p for p in fn.params if p.kind == "handle" and p.handle != "stream"]
+    devs = [p for p in fn.params if p.kind == "dev" and not p.pointer]
+    streams = [p for p in fn.params if p.kind == "handle" and p.handle == "stream"]
+    devices = [p for p in fn.params if p.ctype in ("CUdevice", "CUdevice_v1")]
+    if handles:
+        how = f"shim->route_handle(::rgpu::shim::handle_of({handles[0].name}), ctx_)"
+    elif devs:
+        how = f"shim->route_pointer(static_cast<uint64_t>({devs[0].name}), ctx_)"
+    elif streams:
+        how = f"shim->route_handle({streams[0].name}_w_, ctx_)"
+    elif devices:
+        how = f"shim->route_handle(shim->primary_handle({devices[0].name}), ctx_)"
+    else:
+        how = "shim->route_current(ctx_)"
+    return f"  const ::rgpu::shim::Route route_ = {how};"
+
+
 def _client_function(fn):
     params = ", ".join(f"{p.ctype.replace(' *', '*')} {p.name}" for p in fn.params) or "void"
     # An extension is rgpu's own name: defined for rgpu's code on the client
@@ -237,15 +259,16 @@ def _client_function(fn):
         else:
             wire_args.append(p.name)
     args = ", ".join(["args_"] + wire_args)
+    body.append(_route(fn))
     body.append("  ::rgpu::protocol::ArgWriter args_;")
     body.append(f"  calls::pack_{fn.name}({args});")
     if fn.where == "async":
-        body.append(f"  shim->client().call_async(ctx_, invoke(calls::k_{fn.name}, args_.bytes(), false));")
+        body.append(f"  route_.client->call_async(route_.ctx, invoke(calls::k_{fn.name}, args_.bytes(), false));")
         body.append("  return CUDA_SUCCESS;")
     else:
         body.append(f"  std::vector<std::byte> reply_(calls::kMaxReply_{fn.name});")
         body.append("  uint64_t got_ = 0;")
-        body.append(f"  ::rgpu::shim::SyncResult r_ = shim->client().call_sync(ctx_, "
+        body.append(f"  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, "
                     f"invoke(calls::k_{fn.name}, args_.bytes(), true), {{}},")
         body.append("      ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});")
         body.append("  if (r_.result != CUDA_SUCCESS) return r_.result;")

@@ -210,6 +210,27 @@ def emit_client(lib):
     return "".join(out)
 
 
+def _route(fn):
+    """The device router's choice for a generated call (docs/transport.md,
+    "Several servers"): the server of the first library handle it names
+    (one made by the call itself is made in the current context), else of
+    its stream, else of the first device address, else the current
+    context's."""
+    handles = [p for p in fn.params
+               if p.kind == "handle" and p.handle != "stream" and not p.create]
+    streams = [p for p in fn.params if p.kind == "handle" and p.handle == "stream"]
+    devs = [p for p in fn.params if p.kind == "dev"]
+    if handles:
+        how = f"shim->route_handle({handles[0].name}_w_, ctx_)"
+    elif streams:
+        how = f"shim->route_handle({streams[0].name}_w_, ctx_)"
+    elif devs:
+        how = f"shim->route_pointer(reinterpret_cast<uintptr_t>({devs[0].name}), ctx_)"
+    else:
+        how = "shim->route_current(ctx_)"
+    return f"    const ::rgpu::shim::Route route_ = {how};"
+
+
 def _client_function(lib, fn, invalid, failed):
     ret = lib.status
     params = ", ".join(f"{p.ctype} {p.name}" for p in fn.params) or "void"
@@ -259,16 +280,17 @@ def _client_function(lib, fn, invalid, failed):
     if fn.sets_mode:
         handle = next(p for p in fn.params if p.kind == "handle")
         after.append(f"    shim->set_handle_mode({handle.name}_w_, static_cast<uint32_t>({fn.sets_mode}));")
+    B.append(_route(fn))
     B.append("    ::rgpu::protocol::ArgWriter args_;")
     B.append(f"    calls::pack_{fn.name}({', '.join(['args_'] + wire_args)});")
     if fn.where == "async":
-        B.append(f"    shim->client().call_async(ctx_, invoke(calls::k_{fn.name}, args_.bytes(), false));")
+        B.append(f"    route_.client->call_async(route_.ctx, invoke(calls::k_{fn.name}, args_.bytes(), false));")
         B += after
         B.append("    return static_cast<" + ret + ">(0);")
     else:
         B.append(f"    std::vector<std::byte> reply_(calls::kMaxReply_{fn.name});")
         B.append("    uint64_t got_ = 0;")
-        B.append(f"    ::rgpu::shim::SyncResult r_ = shim->client().call_sync(ctx_, "
+        B.append(f"    ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, "
                  f"invoke(calls::k_{fn.name}, args_.bytes(), true), {{}},")
         B.append("        ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});")
         B.append(f"    if (r_.code != 0) return static_cast<{ret}>(::rgpu::shim::library_status(r_, kApi, {failed}));")

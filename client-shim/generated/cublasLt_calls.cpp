@@ -37,9 +37,10 @@ RGPU_EXPORT cublasStatus_t cublasLtCreate(cublasLtHandle_t* lightHandle) {
     if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
     if (!lightHandle) return CUBLAS_STATUS_INVALID_VALUE;
     const uint64_t lightHandle_w_ = shim->mint_handle(static_cast<HandleKind>(17));
+    const ::rgpu::shim::Route route_ = shim->route_current(ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasLtCreate(args_, lightHandle_w_);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasLtCreate, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasLtCreate, args_.bytes(), false));
     shim->add_handle(lightHandle_w_, static_cast<HandleKind>(17));
     *lightHandle = reinterpret_cast<cublasLtHandle_t>(static_cast<uintptr_t>(lightHandle_w_));
     return static_cast<cublasStatus_t>(0);
@@ -55,9 +56,10 @@ RGPU_EXPORT cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle) {
     if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
     const uint64_t lightHandle_w_ = ::rgpu::shim::handle_of(lightHandle);
     if (!shim->remove_handle(lightHandle_w_, static_cast<HandleKind>(17))) return CUBLAS_STATUS_INVALID_VALUE;
+    const ::rgpu::shim::Route route_ = shim->route_handle(lightHandle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasLtDestroy(args_, lightHandle_w_);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasLtDestroy, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasLtDestroy, args_.bytes(), false));
     return static_cast<cublasStatus_t>(0);
   } catch (...) {
     return CUBLAS_STATUS_EXECUTION_FAILED;
@@ -84,11 +86,12 @@ RGPU_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t light
     if (!preference_d_) return CUBLAS_STATUS_INVALID_VALUE;
     if (!heuristicResultsArray) return CUBLAS_STATUS_INVALID_VALUE;
     if (!returnAlgoCount) return CUBLAS_STATUS_INVALID_VALUE;
+    const ::rgpu::shim::Route route_ = shim->route_handle(lightHandle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasLtMatmulAlgoGetHeuristic(args_, lightHandle_w_, operationDesc_d_, Adesc_d_, Bdesc_d_, Cdesc_d_, Ddesc_d_, preference_d_, requestedAlgoCount, heuristicResultsArray, returnAlgoCount);
     std::vector<std::byte> reply_(calls::kMaxReply_cublasLtMatmulAlgoGetHeuristic);
     uint64_t got_ = 0;
-    ::rgpu::shim::SyncResult r_ = shim->client().call_sync(ctx_, invoke(calls::k_cublasLtMatmulAlgoGetHeuristic, args_.bytes(), true), {},
+    ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cublasLtMatmulAlgoGetHeuristic, args_.bytes(), true), {},
         ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
     if (r_.code != 0) return static_cast<cublasStatus_t>(::rgpu::shim::library_status(r_, kApi, CUBLAS_STATUS_EXECUTION_FAILED));
     ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
@@ -121,9 +124,10 @@ RGPU_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLt
     if (!Ddesc_d_) return CUBLAS_STATUS_INVALID_VALUE;
     uint64_t stream_w_ = 0;
     if (::rgpu::shim::stream_handle(shim, stream, false, &stream_w_) != CUDA_SUCCESS) return CUBLAS_STATUS_INVALID_VALUE;
+    const ::rgpu::shim::Route route_ = shim->route_handle(lightHandle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasLtMatmul(args_, lightHandle_w_, computeDesc_d_, alpha, alpha_mode_, reinterpret_cast<uintptr_t>(A), Adesc_d_, reinterpret_cast<uintptr_t>(B), Bdesc_d_, beta, beta_mode_, reinterpret_cast<uintptr_t>(C), Cdesc_d_, reinterpret_cast<uintptr_t>(D), Ddesc_d_, algo, reinterpret_cast<uintptr_t>(workspace), workspaceSizeInBytes, stream_w_);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasLtMatmul, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasLtMatmul, args_.bytes(), false));
     return static_cast<cublasStatus_t>(0);
   } catch (...) {
     return CUBLAS_STATUS_EXECUTION_FAILED;

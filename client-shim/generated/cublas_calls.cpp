@@ -36,9 +36,10 @@ RGPU_EXPORT cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
     if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
     if (!handle) return CUBLAS_STATUS_INVALID_VALUE;
     const uint64_t handle_w_ = shim->mint_handle(static_cast<HandleKind>(16));
+    const ::rgpu::shim::Route route_ = shim->route_current(ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasCreate_v2(args_, handle_w_);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasCreate_v2, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasCreate_v2, args_.bytes(), false));
     shim->add_handle(handle_w_, static_cast<HandleKind>(16));
     *handle = reinterpret_cast<cublasHandle_t>(static_cast<uintptr_t>(handle_w_));
     return static_cast<cublasStatus_t>(0);
@@ -54,9 +55,10 @@ RGPU_EXPORT cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
     if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
     const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
     if (!shim->remove_handle(handle_w_, static_cast<HandleKind>(16))) return CUBLAS_STATUS_INVALID_VALUE;
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasDestroy_v2(args_, handle_w_);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasDestroy_v2, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasDestroy_v2, args_.bytes(), false));
     return static_cast<cublasStatus_t>(0);
   } catch (...) {
     return CUBLAS_STATUS_EXECUTION_FAILED;
@@ -71,9 +73,10 @@ RGPU_EXPORT cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_
     const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
     uint64_t streamId_w_ = 0;
     if (::rgpu::shim::stream_handle(shim, streamId, false, &streamId_w_) != CUDA_SUCCESS) return CUBLAS_STATUS_INVALID_VALUE;
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasSetStream_v2(args_, handle_w_, streamId_w_);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasSetStream_v2, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasSetStream_v2, args_.bytes(), false));
     return static_cast<cublasStatus_t>(0);
   } catch (...) {
     return CUBLAS_STATUS_EXECUTION_FAILED;
@@ -86,9 +89,10 @@ RGPU_EXPORT cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t handle, cublas
     uint64_t ctx_ = 0;
     if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
     const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasSetPointerMode_v2(args_, handle_w_, mode);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasSetPointerMode_v2, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasSetPointerMode_v2, args_.bytes(), false));
     shim->set_handle_mode(handle_w_, static_cast<uint32_t>(mode));
     return static_cast<cublasStatus_t>(0);
   } catch (...) {
@@ -103,11 +107,12 @@ RGPU_EXPORT cublasStatus_t cublasGetPointerMode_v2(cublasHandle_t handle, cublas
     if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
     const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
     if (!mode) return CUBLAS_STATUS_INVALID_VALUE;
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasGetPointerMode_v2(args_, handle_w_, mode);
     std::vector<std::byte> reply_(calls::kMaxReply_cublasGetPointerMode_v2);
     uint64_t got_ = 0;
-    ::rgpu::shim::SyncResult r_ = shim->client().call_sync(ctx_, invoke(calls::k_cublasGetPointerMode_v2, args_.bytes(), true), {},
+    ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cublasGetPointerMode_v2, args_.bytes(), true), {},
         ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
     if (r_.code != 0) return static_cast<cublasStatus_t>(::rgpu::shim::library_status(r_, kApi, CUBLAS_STATUS_EXECUTION_FAILED));
     ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
@@ -124,9 +129,10 @@ RGPU_EXPORT cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t
     uint64_t ctx_ = 0;
     if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
     const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasSetMathMode(args_, handle_w_, mode);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasSetMathMode, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasSetMathMode, args_.bytes(), false));
     return static_cast<cublasStatus_t>(0);
   } catch (...) {
     return CUBLAS_STATUS_EXECUTION_FAILED;
@@ -140,11 +146,12 @@ RGPU_EXPORT cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t
     if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
     const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
     if (!mode) return CUBLAS_STATUS_INVALID_VALUE;
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasGetMathMode(args_, handle_w_, mode);
     std::vector<std::byte> reply_(calls::kMaxReply_cublasGetMathMode);
     uint64_t got_ = 0;
-    ::rgpu::shim::SyncResult r_ = shim->client().call_sync(ctx_, invoke(calls::k_cublasGetMathMode, args_.bytes(), true), {},
+    ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cublasGetMathMode, args_.bytes(), true), {},
         ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
     if (r_.code != 0) return static_cast<cublasStatus_t>(::rgpu::shim::library_status(r_, kApi, CUBLAS_STATUS_EXECUTION_FAILED));
     ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
@@ -161,9 +168,10 @@ RGPU_EXPORT cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* wo
     uint64_t ctx_ = 0;
     if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
     const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasSetWorkspace_v2(args_, handle_w_, reinterpret_cast<uintptr_t>(workspace), workspaceSizeInBytes);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasSetWorkspace_v2, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasSetWorkspace_v2, args_.bytes(), false));
     return static_cast<cublasStatus_t>(0);
   } catch (...) {
     return CUBLAS_STATUS_EXECUTION_FAILED;
@@ -180,9 +188,10 @@ RGPU_EXPORT cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation
     const uint32_t alpha_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
     if (!beta || static_cast<uint64_t>(sizeof(float)) > calls::kMaxScalarBytes) return CUBLAS_STATUS_INVALID_VALUE;
     const uint32_t beta_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasSgemm_v2(args_, handle_w_, transa, transb, m, n, k, alpha, alpha_mode_, reinterpret_cast<uintptr_t>(A), lda, reinterpret_cast<uintptr_t>(B), ldb, beta, beta_mode_, reinterpret_cast<uintptr_t>(C), ldc);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasSgemm_v2, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasSgemm_v2, args_.bytes(), false));
     return static_cast<cublasStatus_t>(0);
   } catch (...) {
     return CUBLAS_STATUS_EXECUTION_FAILED;
@@ -199,9 +208,10 @@ RGPU_EXPORT cublasStatus_t cublasDgemm_v2(cublasHandle_t handle, cublasOperation
     const uint32_t alpha_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
     if (!beta || static_cast<uint64_t>(sizeof(double)) > calls::kMaxScalarBytes) return CUBLAS_STATUS_INVALID_VALUE;
     const uint32_t beta_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasDgemm_v2(args_, handle_w_, transa, transb, m, n, k, alpha, alpha_mode_, reinterpret_cast<uintptr_t>(A), lda, reinterpret_cast<uintptr_t>(B), ldb, beta, beta_mode_, reinterpret_cast<uintptr_t>(C), ldc);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasDgemm_v2, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasDgemm_v2, args_.bytes(), false));
     return static_cast<cublasStatus_t>(0);
   } catch (...) {
     return CUBLAS_STATUS_EXECUTION_FAILED;
@@ -218,9 +228,10 @@ RGPU_EXPORT cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cubl
     const uint32_t alpha_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
     if (!beta || static_cast<uint64_t>(sizeof(float)) > calls::kMaxScalarBytes) return CUBLAS_STATUS_INVALID_VALUE;
     const uint32_t beta_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasSgemmStridedBatched(args_, handle_w_, transa, transb, m, n, k, alpha, alpha_mode_, reinterpret_cast<uintptr_t>(A), lda, strideA, reinterpret_cast<uintptr_t>(B), ldb, strideB, beta, beta_mode_, reinterpret_cast<uintptr_t>(C), ldc, strideC, batchCount);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasSgemmStridedBatched, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasSgemmStridedBatched, args_.bytes(), false));
     return static_cast<cublasStatus_t>(0);
   } catch (...) {
     return CUBLAS_STATUS_EXECUTION_FAILED;
@@ -237,9 +248,10 @@ RGPU_EXPORT cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t handle, cubl
     const uint32_t alpha_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
     if (!beta || static_cast<uint64_t>(sizeof(double)) > calls::kMaxScalarBytes) return CUBLAS_STATUS_INVALID_VALUE;
     const uint32_t beta_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasDgemmStridedBatched(args_, handle_w_, transa, transb, m, n, k, alpha, alpha_mode_, reinterpret_cast<uintptr_t>(A), lda, strideA, reinterpret_cast<uintptr_t>(B), ldb, strideB, beta, beta_mode_, reinterpret_cast<uintptr_t>(C), ldc, strideC, batchCount);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasDgemmStridedBatched, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasDgemmStridedBatched, args_.bytes(), false));
     return static_cast<cublasStatus_t>(0);
   } catch (...) {
     return CUBLAS_STATUS_EXECUTION_FAILED;
@@ -256,9 +268,10 @@ RGPU_EXPORT cublasStatus_t cublasSgemmEx(cublasHandle_t handle, cublasOperation_
     const uint32_t alpha_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
     if (!beta || static_cast<uint64_t>(sizeof(float)) > calls::kMaxScalarBytes) return CUBLAS_STATUS_INVALID_VALUE;
     const uint32_t beta_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasSgemmEx(args_, handle_w_, transa, transb, m, n, k, alpha, alpha_mode_, reinterpret_cast<uintptr_t>(A), Atype, lda, reinterpret_cast<uintptr_t>(B), Btype, ldb, beta, beta_mode_, reinterpret_cast<uintptr_t>(C), Ctype, ldc);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasSgemmEx, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasSgemmEx, args_.bytes(), false));
     return static_cast<cublasStatus_t>(0);
   } catch (...) {
     return CUBLAS_STATUS_EXECUTION_FAILED;
@@ -275,9 +288,10 @@ RGPU_EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t
     const uint32_t alpha_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
     if (!beta || static_cast<uint64_t>(rgpu_blas_scale_bytes(computeType,Ctype)) > calls::kMaxScalarBytes) return CUBLAS_STATUS_INVALID_VALUE;
     const uint32_t beta_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasGemmEx(args_, handle_w_, transa, transb, m, n, k, alpha, alpha_mode_, reinterpret_cast<uintptr_t>(A), Atype, lda, reinterpret_cast<uintptr_t>(B), Btype, ldb, beta, beta_mode_, reinterpret_cast<uintptr_t>(C), Ctype, ldc, computeType, algo);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasGemmEx, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasGemmEx, args_.bytes(), false));
     return static_cast<cublasStatus_t>(0);
   } catch (...) {
     return CUBLAS_STATUS_EXECUTION_FAILED;
@@ -294,9 +308,10 @@ RGPU_EXPORT cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cub
     const uint32_t alpha_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
     if (!beta || static_cast<uint64_t>(rgpu_blas_scale_bytes(computeType,Ctype)) > calls::kMaxScalarBytes) return CUBLAS_STATUS_INVALID_VALUE;
     const uint32_t beta_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasGemmStridedBatchedEx(args_, handle_w_, transa, transb, m, n, k, alpha, alpha_mode_, reinterpret_cast<uintptr_t>(A), Atype, lda, strideA, reinterpret_cast<uintptr_t>(B), Btype, ldb, strideB, beta, beta_mode_, reinterpret_cast<uintptr_t>(C), Ctype, ldc, strideC, batchCount, computeType, algo);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasGemmStridedBatchedEx, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasGemmStridedBatchedEx, args_.bytes(), false));
     return static_cast<cublasStatus_t>(0);
   } catch (...) {
     return CUBLAS_STATUS_EXECUTION_FAILED;
@@ -313,9 +328,10 @@ RGPU_EXPORT cublasStatus_t cublasSgemv_v2(cublasHandle_t handle, cublasOperation
     const uint32_t alpha_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
     if (!beta || static_cast<uint64_t>(sizeof(float)) > calls::kMaxScalarBytes) return CUBLAS_STATUS_INVALID_VALUE;
     const uint32_t beta_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasSgemv_v2(args_, handle_w_, trans, m, n, alpha, alpha_mode_, reinterpret_cast<uintptr_t>(A), lda, reinterpret_cast<uintptr_t>(x), incx, beta, beta_mode_, reinterpret_cast<uintptr_t>(y), incy);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasSgemv_v2, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasSgemv_v2, args_.bytes(), false));
     return static_cast<cublasStatus_t>(0);
   } catch (...) {
     return CUBLAS_STATUS_EXECUTION_FAILED;
@@ -332,9 +348,10 @@ RGPU_EXPORT cublasStatus_t cublasDgemv_v2(cublasHandle_t handle, cublasOperation
     const uint32_t alpha_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
     if (!beta || static_cast<uint64_t>(sizeof(double)) > calls::kMaxScalarBytes) return CUBLAS_STATUS_INVALID_VALUE;
     const uint32_t beta_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasDgemv_v2(args_, handle_w_, trans, m, n, alpha, alpha_mode_, reinterpret_cast<uintptr_t>(A), lda, reinterpret_cast<uintptr_t>(x), incx, beta, beta_mode_, reinterpret_cast<uintptr_t>(y), incy);
-    shim->client().call_async(ctx_, invoke(calls::k_cublasDgemv_v2, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasDgemv_v2, args_.bytes(), false));
     return static_cast<cublasStatus_t>(0);
   } catch (...) {
     return CUBLAS_STATUS_EXECUTION_FAILED;
@@ -349,11 +366,12 @@ RGPU_EXPORT cublasStatus_t cublasSdot_v2(cublasHandle_t handle, int n, const flo
     const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
     if (!result || static_cast<uint64_t>(sizeof(float)) > calls::kMaxScalarBytes) return CUBLAS_STATUS_INVALID_VALUE;
     const uint32_t result_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasSdot_v2(args_, handle_w_, n, reinterpret_cast<uintptr_t>(x), incx, reinterpret_cast<uintptr_t>(y), incy, result, result_mode_);
     std::vector<std::byte> reply_(calls::kMaxReply_cublasSdot_v2);
     uint64_t got_ = 0;
-    ::rgpu::shim::SyncResult r_ = shim->client().call_sync(ctx_, invoke(calls::k_cublasSdot_v2, args_.bytes(), true), {},
+    ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cublasSdot_v2, args_.bytes(), true), {},
         ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
     if (r_.code != 0) return static_cast<cublasStatus_t>(::rgpu::shim::library_status(r_, kApi, CUBLAS_STATUS_EXECUTION_FAILED));
     ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
@@ -372,11 +390,12 @@ RGPU_EXPORT cublasStatus_t cublasDdot_v2(cublasHandle_t handle, int n, const dou
     const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
     if (!result || static_cast<uint64_t>(sizeof(double)) > calls::kMaxScalarBytes) return CUBLAS_STATUS_INVALID_VALUE;
     const uint32_t result_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasDdot_v2(args_, handle_w_, n, reinterpret_cast<uintptr_t>(x), incx, reinterpret_cast<uintptr_t>(y), incy, result, result_mode_);
     std::vector<std::byte> reply_(calls::kMaxReply_cublasDdot_v2);
     uint64_t got_ = 0;
-    ::rgpu::shim::SyncResult r_ = shim->client().call_sync(ctx_, invoke(calls::k_cublasDdot_v2, args_.bytes(), true), {},
+    ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cublasDdot_v2, args_.bytes(), true), {},
         ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
     if (r_.code != 0) return static_cast<cublasStatus_t>(::rgpu::shim::library_status(r_, kApi, CUBLAS_STATUS_EXECUTION_FAILED));
     ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));

@@ -48,11 +48,12 @@ RGPU_EXPORT CUresult CUDAAPI cuCtxGetFlags(unsigned int* flags) {
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx_);
   if (!flags) return CUDA_ERROR_INVALID_VALUE;
+  const ::rgpu::shim::Route route_ = shim->route_current(ctx_);
   ::rgpu::protocol::ArgWriter args_;
   calls::pack_cuCtxGetFlags(args_, flags);
   std::vector<std::byte> reply_(calls::kMaxReply_cuCtxGetFlags);
   uint64_t got_ = 0;
-  ::rgpu::shim::SyncResult r_ = shim->client().call_sync(ctx_, invoke(calls::k_cuCtxGetFlags, args_.bytes(), true), {},
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuCtxGetFlags, args_.bytes(), true), {},
       ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
   if (r_.result != CUDA_SUCCESS) return r_.result;
   ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
@@ -65,11 +66,12 @@ RGPU_EXPORT CUresult CUDAAPI cuCtxGetStreamPriorityRange(int* leastPriority, int
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx_);
+  const ::rgpu::shim::Route route_ = shim->route_current(ctx_);
   ::rgpu::protocol::ArgWriter args_;
   calls::pack_cuCtxGetStreamPriorityRange(args_, leastPriority, greatestPriority);
   std::vector<std::byte> reply_(calls::kMaxReply_cuCtxGetStreamPriorityRange);
   uint64_t got_ = 0;
-  ::rgpu::shim::SyncResult r_ = shim->client().call_sync(ctx_, invoke(calls::k_cuCtxGetStreamPriorityRange, args_.bytes(), true), {},
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuCtxGetStreamPriorityRange, args_.bytes(), true), {},
       ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
   if (r_.result != CUDA_SUCCESS) return r_.result;
   ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
@@ -84,11 +86,12 @@ RGPU_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t* free, size_t* total) {
   CONTEXT_OR_RETURN(shim, ctx_);
   if (!free) return CUDA_ERROR_INVALID_VALUE;
   if (!total) return CUDA_ERROR_INVALID_VALUE;
+  const ::rgpu::shim::Route route_ = shim->route_current(ctx_);
   ::rgpu::protocol::ArgWriter args_;
   calls::pack_cuMemGetInfo_v2(args_, free, total);
   std::vector<std::byte> reply_(calls::kMaxReply_cuMemGetInfo_v2);
   uint64_t got_ = 0;
-  ::rgpu::shim::SyncResult r_ = shim->client().call_sync(ctx_, invoke(calls::k_cuMemGetInfo_v2, args_.bytes(), true), {},
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuMemGetInfo_v2, args_.bytes(), true), {},
       ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
   if (r_.result != CUDA_SUCCESS) return r_.result;
   ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
@@ -101,11 +104,12 @@ RGPU_EXPORT CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t*
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx_);
+  const ::rgpu::shim::Route route_ = shim->route_pointer(static_cast<uint64_t>(dptr), ctx_);
   ::rgpu::protocol::ArgWriter args_;
   calls::pack_cuMemGetAddressRange_v2(args_, pbase, psize, dptr);
   std::vector<std::byte> reply_(calls::kMaxReply_cuMemGetAddressRange_v2);
   uint64_t got_ = 0;
-  ::rgpu::shim::SyncResult r_ = shim->client().call_sync(ctx_, invoke(calls::k_cuMemGetAddressRange_v2, args_.bytes(), true), {},
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuMemGetAddressRange_v2, args_.bytes(), true), {},
       ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
   if (r_.result != CUDA_SUCCESS) return r_.result;
   ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
@@ -120,11 +124,12 @@ RGPU_EXPORT CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction hfunc) 
   CONTEXT_OR_RETURN(shim, ctx_);
   if (!name) return CUDA_ERROR_INVALID_VALUE;
   std::string_view name_s_;
+  const ::rgpu::shim::Route route_ = shim->route_handle(::rgpu::shim::handle_of(hfunc), ctx_);
   ::rgpu::protocol::ArgWriter args_;
   calls::pack_cuFuncGetName(args_, name ? &name_s_ : nullptr, ::rgpu::shim::handle_of(hfunc));
   std::vector<std::byte> reply_(calls::kMaxReply_cuFuncGetName);
   uint64_t got_ = 0;
-  ::rgpu::shim::SyncResult r_ = shim->client().call_sync(ctx_, invoke(calls::k_cuFuncGetName, args_.bytes(), true), {},
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuFuncGetName, args_.bytes(), true), {},
       ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
   if (r_.result != CUDA_SUCCESS) return r_.result;
   ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
@@ -141,11 +146,12 @@ extern "C" CUresult rgpuDeviceGetUtilization(unsigned* gpu, unsigned* memory, CU
   if (!gpu) return CUDA_ERROR_INVALID_VALUE;
   if (!memory) return CUDA_ERROR_INVALID_VALUE;
   DEVICE_OR_RETURN(shim, dev, dev_w_);
+  const ::rgpu::shim::Route route_ = shim->route_handle(shim->primary_handle(dev), ctx_);
   ::rgpu::protocol::ArgWriter args_;
   calls::pack_rgpuDeviceGetUtilization(args_, gpu, memory, dev_w_);
   std::vector<std::byte> reply_(calls::kMaxReply_rgpuDeviceGetUtilization);
   uint64_t got_ = 0;
-  ::rgpu::shim::SyncResult r_ = shim->client().call_sync(ctx_, invoke(calls::k_rgpuDeviceGetUtilization, args_.bytes(), true), {},
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_rgpuDeviceGetUtilization, args_.bytes(), true), {},
       ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
   if (r_.result != CUDA_SUCCESS) return r_.result;
   ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));

@@ -34,8 +34,6 @@ RGPU_SHIM_EXPORT int cuCtxAttach() noexcept { return rgpu::shim::report_unimplem
 RGPU_SHIM_EXPORT int cuCtxCreate() noexcept { return rgpu::shim::report_unimplemented("cuCtxCreate"); }
 RGPU_SHIM_EXPORT int cuCtxCreate_v3() noexcept { return rgpu::shim::report_unimplemented("cuCtxCreate_v3"); }
 RGPU_SHIM_EXPORT int cuCtxDetach() noexcept { return rgpu::shim::report_unimplemented("cuCtxDetach"); }
-RGPU_SHIM_EXPORT int cuCtxDisablePeerAccess() noexcept { return rgpu::shim::report_unimplemented("cuCtxDisablePeerAccess"); }
-RGPU_SHIM_EXPORT int cuCtxEnablePeerAccess() noexcept { return rgpu::shim::report_unimplemented("cuCtxEnablePeerAccess"); }
 RGPU_SHIM_EXPORT int cuCtxFromGreenCtx() noexcept { return rgpu::shim::report_unimplemented("cuCtxFromGreenCtx"); }
 RGPU_SHIM_EXPORT int cuCtxGetApiVersion() noexcept { return rgpu::shim::report_unimplemented("cuCtxGetApiVersion"); }
 RGPU_SHIM_EXPORT int cuCtxGetCacheConfig() noexcept { return rgpu::shim::report_unimplemented("cuCtxGetCacheConfig"); }
@@ -57,7 +55,6 @@ RGPU_SHIM_EXPORT int cuDestroyExternalMemory() noexcept { return rgpu::shim::rep
 RGPU_SHIM_EXPORT int cuDestroyExternalSemaphore() noexcept { return rgpu::shim::report_unimplemented("cuDestroyExternalSemaphore"); }
 RGPU_SHIM_EXPORT int cuDevResourceGenerateDesc() noexcept { return rgpu::shim::report_unimplemented("cuDevResourceGenerateDesc"); }
 RGPU_SHIM_EXPORT int cuDevSmResourceSplitByCount() noexcept { return rgpu::shim::report_unimplemented("cuDevSmResourceSplitByCount"); }
-RGPU_SHIM_EXPORT int cuDeviceCanAccessPeer() noexcept { return rgpu::shim::report_unimplemented("cuDeviceCanAccessPeer"); }
 RGPU_SHIM_EXPORT int cuDeviceComputeCapability() noexcept { return rgpu::shim::report_unimplemented("cuDeviceComputeCapability"); }
 RGPU_SHIM_EXPORT int cuDeviceGetByPCIBusId() noexcept { return rgpu::shim::report_unimplemented("cuDeviceGetByPCIBusId"); }
 RGPU_SHIM_EXPORT int cuDeviceGetDefaultMemPool() noexcept { return rgpu::shim::report_unimplemented("cuDeviceGetDefaultMemPool"); }
@@ -303,7 +300,6 @@ RGPU_SHIM_EXPORT int cuMemRetainAllocationHandle() noexcept { return rgpu::shim:
 RGPU_SHIM_EXPORT int cuMemSetAccess() noexcept { return rgpu::shim::report_unimplemented("cuMemSetAccess"); }
 RGPU_SHIM_EXPORT int cuMemSetMemPool() noexcept { return rgpu::shim::report_unimplemented("cuMemSetMemPool"); }
 RGPU_SHIM_EXPORT int cuMemUnmap() noexcept { return rgpu::shim::report_unimplemented("cuMemUnmap"); }
-RGPU_SHIM_EXPORT int cuMemcpy() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy"); }
 RGPU_SHIM_EXPORT int cuMemcpy2D() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy2D"); }
 RGPU_SHIM_EXPORT int cuMemcpy2DAsync() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy2DAsync"); }
 RGPU_SHIM_EXPORT int cuMemcpy2DAsync_v2() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy2DAsync_v2"); }
@@ -327,8 +323,6 @@ RGPU_SHIM_EXPORT int cuMemcpy3DPeerAsync_ptsz() noexcept { return rgpu::shim::re
 RGPU_SHIM_EXPORT int cuMemcpy3DPeer_ptds() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy3DPeer_ptds"); }
 RGPU_SHIM_EXPORT int cuMemcpy3D_v2() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy3D_v2"); }
 RGPU_SHIM_EXPORT int cuMemcpy3D_v2_ptds() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy3D_v2_ptds"); }
-RGPU_SHIM_EXPORT int cuMemcpyAsync() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyAsync"); }
-RGPU_SHIM_EXPORT int cuMemcpyAsync_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyAsync_ptsz"); }
 RGPU_SHIM_EXPORT int cuMemcpyAtoA() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyAtoA"); }
 RGPU_SHIM_EXPORT int cuMemcpyAtoA_v2() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyAtoA_v2"); }
 RGPU_SHIM_EXPORT int cuMemcpyAtoA_v2_ptds() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyAtoA_v2_ptds"); }
@@ -360,11 +354,6 @@ RGPU_SHIM_EXPORT int cuMemcpyHtoA_v2() noexcept { return rgpu::shim::report_unim
 RGPU_SHIM_EXPORT int cuMemcpyHtoA_v2_ptds() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyHtoA_v2_ptds"); }
 RGPU_SHIM_EXPORT int cuMemcpyHtoD() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyHtoD"); }
 RGPU_SHIM_EXPORT int cuMemcpyHtoDAsync() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyHtoDAsync"); }
-RGPU_SHIM_EXPORT int cuMemcpyPeer() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyPeer"); }
-RGPU_SHIM_EXPORT int cuMemcpyPeerAsync() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyPeerAsync"); }
-RGPU_SHIM_EXPORT int cuMemcpyPeerAsync_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyPeerAsync_ptsz"); }
-RGPU_SHIM_EXPORT int cuMemcpyPeer_ptds() noexcept { return rgpu::shim::report_unimplemented("cuMemcpyPeer_ptds"); }
-RGPU_SHIM_EXPORT int cuMemcpy_ptds() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy_ptds"); }
 RGPU_SHIM_EXPORT int cuMemsetD16() noexcept { return rgpu::shim::report_unimplemented("cuMemsetD16"); }
 RGPU_SHIM_EXPORT int cuMemsetD2D16() noexcept { return rgpu::shim::report_unimplemented("cuMemsetD2D16"); }
 RGPU_SHIM_EXPORT int cuMemsetD2D16Async() noexcept { return rgpu::shim::report_unimplemented("cuMemsetD2D16Async"); }

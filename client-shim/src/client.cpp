@@ -12,6 +12,7 @@
 #include "rgpu/common/log.h"
 #include "rgpu/common/request_text.h"
 #include "rgpu/protocol/handles.h"
+#include "route.h"
 #include "visible_devices.h"
 
 namespace rgpu::shim {
@@ -165,7 +166,8 @@ wire::Call::Builder Client::add_call_locked(uint64_t ctx) {
   auto orphan = builder_->getOrphanage().newOrphan<wire::Call>();
   wire::Call::Builder call = orphan.get();
   call.setId(next_id_++);
-  call.setCtx(ctx);
+  // A primary context's program value carries its server's tag (route.h).
+  call.setCtx(route::wire_context(ctx));
   calls_.push_back(kj::mv(orphan));
   return call;
 }

@@ -6,6 +6,7 @@
 
 #include "rgpu/common/log.h"
 #include "api_common.h"
+#include "peer_copy.h"
 
 // These names are both exported as they are (the oldest ABI, with the same
 // signature) and mapped by cuda.h to their _v2 successors: define both.
@@ -64,6 +65,9 @@ CUresult memcpy_htod(CUdeviceptr dst, const void* src, size_t size, CUstream str
   CONTEXT_OR_RETURN(shim, ctx);
   if (size > 0 && !src) return CUDA_ERROR_INVALID_VALUE;
   STREAM_OR_RETURN(shim, stream, per_thread, s);
+  const rgpu::shim::Route route = shim->route_pointer(dst, ctx);
+  Client& client = *route.client;
+  ctx = route.ctx;
   auto fill = [&](wire::Call::Builder call) {
     auto in = call.initMemcpyHtoD();
     in.setDst(dst);
@@ -74,16 +78,16 @@ CUresult memcpy_htod(CUdeviceptr dst, const void* src, size_t size, CUstream str
   };
   // The source is read now: first let earlier host functions of the stream,
   // which may still write it, run (CUDA reads it in stream order).
-  shim->client().wait_host_funcs(!async || rgpu::shim::is_legacy_stream(s) ? Client::kAnyStream : s);
+  client.wait_host_funcs(!async || rgpu::shim::is_legacy_stream(s) ? Client::kAnyStream : s);
   rgpu::transport::Bytes payload;
   if (size > Client::kInlineLimit) payload = rgpu::transport::Bytes(static_cast<const std::byte*>(src), size);
-  const uint64_t chunk = shim->client().options().pipeline_chunk;
+  const uint64_t chunk = client.options().pipeline_chunk;
   if (!async && chunk != 0 && size >= 2 * chunk) {
-    return shim->client().copy_in_pipelined(ctx, dst, src, size, s, chunk).result;
+    return client.copy_in_pipelined(ctx, dst, src, size, s, chunk).result;
   }
-  if (!async) return shim->client().call_sync(ctx, fill, payload).result;
-  if (!payload.empty()) return shim->client().call_async_bulk(ctx, fill, payload);
-  shim->client().call_async(ctx, fill);
+  if (!async) return client.call_sync(ctx, fill, payload).result;
+  if (!payload.empty()) return client.call_async_bulk(ctx, fill, payload);
+  client.call_async(ctx, fill);
   return CUDA_SUCCESS;
   API_END
 }
@@ -94,13 +98,16 @@ CUresult memcpy_dtoh(void* dst, CUdeviceptr src, size_t size, CUstream stream, b
   CONTEXT_OR_RETURN(shim, ctx);
   if (size > 0 && !dst) return CUDA_ERROR_INVALID_VALUE;
   STREAM_OR_RETURN(shim, stream, per_thread, s);
+  const rgpu::shim::Route route = shim->route_pointer(src, ctx);
+  Client& client = *route.client;
+  ctx = route.ctx;
   if (async) {
-    shim->client().copy_out_async(ctx, src, dst, size, s);
+    client.copy_out_async(ctx, src, dst, size, s);
     return CUDA_SUCCESS;
   }
-  const uint64_t chunk = shim->client().options().pipeline_chunk;
+  const uint64_t chunk = client.options().pipeline_chunk;
   if (chunk != 0 && size >= 2 * chunk) {
-    return shim->client().copy_out_pipelined(ctx, dst, src, size, s, chunk).result;
+    return client.copy_out_pipelined(ctx, dst, src, size, s, chunk).result;
   }
   auto fill = [&](wire::Call::Builder call) {
     auto out = call.initMemcpyDtoH();
@@ -108,7 +115,7 @@ CUresult memcpy_dtoh(void* dst, CUdeviceptr src, size_t size, CUstream stream, b
     out.setSize(size);
     out.setStream(s);
   };
-  return shim->client().call_sync(ctx, fill, {}, OutBuffer{dst, size}).result;
+  return client.call_sync(ctx, fill, {}, OutBuffer{dst, size}).result;
   API_END
 }
 
@@ -117,6 +124,11 @@ CUresult memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t size, CUstream str
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   STREAM_OR_RETURN(shim, stream, per_thread, s);
+  const rgpu::shim::Route to = shim->route_pointer(dst, ctx);
+  const rgpu::shim::Route from = shim->route_pointer(src, ctx);
+  // Between two servers: staged through this process (peer_copy.cpp).
+  if (to.server != from.server) return rgpu::shim::copy_between_servers(*shim, to, dst, from, src, size, s, async);
+  ctx = to.ctx;
   auto fill = [&](wire::Call::Builder call) {
     auto c = call.initMemcpyDtoD();
     c.setDst(dst);
@@ -125,8 +137,8 @@ CUresult memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t size, CUstream str
     c.setStream(s);
     c.setAsync(async);
   };
-  if (!async) return shim->client().call_sync(ctx, fill).result;
-  shim->client().call_async(ctx, fill);
+  if (!async) return to.client->call_sync(ctx, fill).result;
+  to.client->call_async(ctx, fill);
   return CUDA_SUCCESS;
   API_END
 }
@@ -137,6 +149,8 @@ CUresult memset_any(CUdeviceptr dst, unsigned value, unsigned element_size, size
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   STREAM_OR_RETURN(shim, stream, per_thread, s);
+  const rgpu::shim::Route route = shim->route_pointer(dst, ctx);
+  ctx = route.ctx;
   auto fill = [&](wire::Call::Builder call) {
     auto m = call.initMemset();
     m.setDst(dst);
@@ -146,8 +160,8 @@ CUresult memset_any(CUdeviceptr dst, unsigned value, unsigned element_size, size
     m.setStream(s);
     m.setAsync(async);
   };
-  if (!async) return shim->client().call_sync(ctx, fill).result;
-  shim->client().call_async(ctx, fill);
+  if (!async) return route.client->call_sync(ctx, fill).result;
+  route.client->call_async(ctx, fill);
   return CUDA_SUCCESS;
   API_END
 }
@@ -157,8 +171,10 @@ CUresult stream_synchronize(CUstream stream, bool per_thread) {
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   STREAM_OR_RETURN(shim, stream, per_thread, s);
-  CUresult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(s); }).result;
-  CUresult copies = shim->client().wait_copy_outs(copy_out_scope(s));
+  const rgpu::shim::Route route = shim->route_handle(s, ctx);
+  CUresult r =
+      route.client->call_sync(route.ctx, [&](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(s); }).result;
+  CUresult copies = route.client->wait_copy_outs(copy_out_scope(s));
   return r != CUDA_SUCCESS ? r : copies;
   API_END
 }
@@ -168,8 +184,9 @@ CUresult stream_query(CUstream stream, bool per_thread) {
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   STREAM_OR_RETURN(shim, stream, per_thread, s);
-  CUresult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.initStreamQuery().setHandle(s); }).result;
-  if (r == CUDA_SUCCESS && shim->client().copy_outs_pending(copy_out_scope(s))) return CUDA_ERROR_NOT_READY;
+  const rgpu::shim::Route route = shim->route_handle(s, ctx);
+  CUresult r = route.client->call_sync(route.ctx, [&](wire::Call::Builder c) { c.initStreamQuery().setHandle(s); }).result;
+  if (r == CUDA_SUCCESS && route.client->copy_outs_pending(copy_out_scope(s))) return CUDA_ERROR_NOT_READY;
   return r;
   API_END
 }
@@ -180,7 +197,16 @@ CUresult stream_wait_event(CUstream stream, CUevent event, unsigned flags, bool 
   CONTEXT_OR_RETURN(shim, ctx);
   STREAM_OR_RETURN(shim, stream, per_thread, s);
   if (!shim->has_handle(handle_of(event), HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
-  shim->client().call_async(ctx, [&](wire::Call::Builder c) {
+  const rgpu::shim::Route route = shim->route_handle(s, ctx);
+  const rgpu::shim::Route of_event = shim->route_handle(handle_of(event), ctx);
+  if (of_event.server != route.server) {
+    // No stream can wait on another server's event: the wait happens here,
+    // before anything later on the stream is sent.
+    return of_event.client
+        ->call_sync(of_event.ctx, [&](wire::Call::Builder c) { c.initEventSynchronize().setHandle(handle_of(event)); })
+        .result;
+  }
+  route.client->call_async(route.ctx, [&](wire::Call::Builder c) {
     auto w = c.initStreamWaitEvent();
     w.setStream(s);
     w.setEvent(handle_of(event));
@@ -196,7 +222,10 @@ CUresult event_record(CUevent event, CUstream stream, bool per_thread) {
   CONTEXT_OR_RETURN(shim, ctx);
   STREAM_OR_RETURN(shim, stream, per_thread, s);
   if (!shim->has_handle(handle_of(event), HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
-  shim->client().call_async(ctx, [&](wire::Call::Builder c) {
+  const rgpu::shim::Route route = shim->route_handle(handle_of(event), ctx);
+  // As the driver: the stream must be of the event's context (here: server).
+  if (shim->route_handle(s, ctx).server != route.server) return CUDA_ERROR_INVALID_HANDLE;
+  route.client->call_async(route.ctx, [&](wire::Call::Builder c) {
     auto e = c.initEventRecord();
     e.setEvent(handle_of(event));
     e.setStream(s);
@@ -210,9 +239,10 @@ CUresult ctx_create(CUcontext* pctx, unsigned flags, CUdevice dev) {
   SHIM_OR_RETURN(shim);
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
   if (!shim->device(dev)) return CUDA_ERROR_INVALID_DEVICE;
-  uint64_t h = shim->mint_handle(HandleKind::kContext);
+  const rgpu::shim::Route route = shim->route_device(dev);
+  uint64_t h = shim->mint_handle(HandleKind::kContext, route.server);
   shim->add_context(h, ContextInfo{dev, false});
-  shim->client().call_async(0, [&](wire::Call::Builder c) {
+  route.client->call_async(0, [&](wire::Call::Builder c) {
     auto cc = c.initCtxCreate();
     cc.setHandle(h);
     cc.setFlags(flags);
@@ -230,7 +260,9 @@ CUresult ctx_destroy(CUcontext ctx) {
   uint64_t h = handle_of(ctx);
   ContextInfo info;
   if (h == 0 || !shim->context_info(h, &info) || info.primary) return CUDA_ERROR_INVALID_CONTEXT;
-  SyncResult r = shim->client().call_sync(0, [&](wire::Call::Builder c) { c.initCtxDestroy().setHandle(h); });
+  SyncResult r = shim->route_handle(h, 0).client->call_sync(0, [&](wire::Call::Builder c) {
+    c.initCtxDestroy().setHandle(h);
+  });
   shim->remove_context(h);
   auto& stack = rgpu::shim::context_stack();
   for (auto it = stack.begin(); it != stack.end();) it = *it == h ? stack.erase(it) : std::next(it);
@@ -245,8 +277,8 @@ CUresult primary_release(CUdevice dev) {
   int n = shim->primary_release(dev);
   if (n < 0) return CUDA_ERROR_INVALID_CONTEXT;
   if (n == 0) {
-    uint64_t h = shim->primary_handle(dev);
-    shim->client().call_async(0, [&](wire::Call::Builder c) {
+    uint64_t h = rgpu::shim::route::wire_context(shim->primary_handle(dev));
+    shim->route_device(dev).client->call_async(0, [&](wire::Call::Builder c) {
       auto p = c.initPrimaryCtxRelease();
       p.setHandle(h);
       p.setDevice(shim->server_ordinal(dev));
@@ -270,9 +302,9 @@ CUresult primary_reset(CUdevice dev) {
   SHIM_OR_RETURN(shim);
   if (!shim->device(dev)) return CUDA_ERROR_INVALID_DEVICE;
   shim->primary_reset(dev);
-  uint64_t h = shim->primary_handle(dev);
-  return shim->client()
-      .call_sync(0, [&](wire::Call::Builder c) {
+  uint64_t h = rgpu::shim::route::wire_context(shim->primary_handle(dev));
+  return shim->route_device(dev)
+      .client->call_sync(0, [&](wire::Call::Builder c) {
         auto p = c.initPrimaryCtxReset();
         p.setHandle(h);
         p.setDevice(shim->server_ordinal(dev));
@@ -309,8 +341,9 @@ CUresult destroy_handle(const void* handle, HandleKind kind, Init init) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   uint64_t h = handle_of(handle);
+  const rgpu::shim::Route route = shim->route_handle(h, current_context());
   if (!shim->remove_handle(h, kind)) return CUDA_ERROR_INVALID_HANDLE;
-  shim->client().call_async(current_context(), [&](wire::Call::Builder c) { init(c).setHandle(h); });
+  route.client->call_async(route.ctx, [&](wire::Call::Builder c) { init(c).setHandle(h); });
   return CUDA_SUCCESS;
   API_END
 }
@@ -331,7 +364,9 @@ CUresult event_elapsed(float* ms, CUevent start, CUevent end) {
   if (!shim->has_handle(handle_of(start), HandleKind::kEvent) || !shim->has_handle(handle_of(end), HandleKind::kEvent)) {
     return CUDA_ERROR_INVALID_HANDLE;
   }
-  SyncResult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) {
+  const rgpu::shim::Route route = shim->route_handle(handle_of(start), ctx);
+  if (shim->route_handle(handle_of(end), ctx).server != route.server) return CUDA_ERROR_INVALID_HANDLE;
+  SyncResult r = route.client->call_sync(route.ctx, [&](wire::Call::Builder c) {
     auto p = c.initEventElapsedTime();
     p.setStart(handle_of(start));
     p.setEnd(handle_of(end));
@@ -441,9 +476,9 @@ RGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice 
   unsigned flags = 0;
   uint64_t h = shim->primary_handle(dev);
   if (shim->primary_retain(dev, &flags) == 1) {
-    shim->client().call_async(0, [&](wire::Call::Builder c) {
+    shim->route_device(dev).client->call_async(0, [&](wire::Call::Builder c) {
       auto p = c.initPrimaryCtxRetain();
-      p.setHandle(h);
+      p.setHandle(rgpu::shim::route::wire_context(h));
       p.setDevice(shim->server_ordinal(dev));
       p.setFlags(flags);
     });
@@ -546,9 +581,18 @@ RGPU_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t size) {
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   if (!dptr || size == 0) return CUDA_ERROR_INVALID_VALUE;
-  SyncResult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.setMemAlloc(size); });
-  if (r.result == CUDA_SUCCESS && r.values.size() == 1) *dptr = r.values[0];
-  return r.result;
+  Client& client = shim->client();
+  SyncResult r = client.call_sync(ctx, [&](wire::Call::Builder c) { c.setMemAlloc(size); });
+  if (r.result != CUDA_SUCCESS || r.values.size() != 1) return r.result;
+  const uint64_t p = r.values[0];
+  // With several servers the allocation is recorded for routing, unless its
+  // addresses overlap another server's: then it is given back and refused.
+  if (CUresult t = shim->track_allocation(rgpu::shim::route::server_of(ctx), p, size, ctx); t != CUDA_SUCCESS) {
+    (void)client.call_sync(ctx, [&](wire::Call::Builder c) { c.setMemFree(p); });
+    return t;
+  }
+  *dptr = p;
+  return CUDA_SUCCESS;
   API_END
 }
 
@@ -557,7 +601,10 @@ RGPU_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   if (dptr == 0) return CUDA_SUCCESS;
-  return shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.setMemFree(dptr); }).result;
+  const rgpu::shim::Route route = shim->route_pointer(dptr, ctx);
+  const CUresult r = route.client->call_sync(route.ctx, [&](wire::Call::Builder c) { c.setMemFree(dptr); }).result;
+  if (r == CUDA_SUCCESS) shim->untrack_allocation(dptr);
+  return r;
   API_END
 }
 
@@ -702,8 +749,10 @@ RGPU_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent event) {
   CONTEXT_OR_RETURN(shim, ctx);
   uint64_t h = handle_of(event);
   if (!shim->has_handle(h, HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
-  CUresult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.initEventSynchronize().setHandle(h); }).result;
-  CUresult copies = shim->client().wait_copy_outs(Client::kAnyStream);
+  const rgpu::shim::Route route = shim->route_handle(h, ctx);
+  CUresult r =
+      route.client->call_sync(route.ctx, [&](wire::Call::Builder c) { c.initEventSynchronize().setHandle(h); }).result;
+  CUresult copies = route.client->wait_copy_outs(Client::kAnyStream);
   return r != CUDA_SUCCESS ? r : copies;
   API_END
 }
@@ -714,11 +763,12 @@ RGPU_EXPORT CUresult CUDAAPI cuEventQuery(CUevent event) {
   CONTEXT_OR_RETURN(shim, ctx);
   uint64_t h = handle_of(event);
   if (!shim->has_handle(h, HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
-  CUresult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.initEventQuery().setHandle(h); }).result;
+  const rgpu::shim::Route route = shim->route_handle(h, ctx);
+  CUresult r = route.client->call_sync(route.ctx, [&](wire::Call::Builder c) { c.initEventQuery().setHandle(h); }).result;
   // Complete on the device is not yet complete here: async device-to-host
   // copies before the event may still be on their way (as cuEventSynchronize
   // waits for them, the query must not report done before they land).
-  if (r == CUDA_SUCCESS && shim->client().copy_outs_pending(Client::kAnyStream)) return CUDA_ERROR_NOT_READY;
+  if (r == CUDA_SUCCESS && route.client->copy_outs_pending(Client::kAnyStream)) return CUDA_ERROR_NOT_READY;
   return r;
   API_END
 }
@@ -742,7 +792,7 @@ RGPU_EXPORT CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytesize, unsigned
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   (void)ctx;
-  return shim->client().host_memory().allocate(bytesize, flags, pp);
+  return shim->host_memory().allocate(bytesize, flags, pp);
   API_END
 }
 
@@ -751,7 +801,7 @@ RGPU_EXPORT CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytesize) { ret
 RGPU_EXPORT CUresult CUDAAPI cuMemFreeHost(void* p) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
-  return shim->client().host_memory().free(p);
+  return shim->host_memory().free(p);
   API_END
 }
 
@@ -760,14 +810,14 @@ RGPU_EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void* p, size_t bytesize, unsi
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   (void)ctx;
-  return shim->client().host_memory().add(p, bytesize, flags);
+  return shim->host_memory().add(p, bytesize, flags);
   API_END
 }
 
 RGPU_EXPORT CUresult CUDAAPI cuMemHostUnregister(void* p) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
-  return shim->client().host_memory().remove(p);
+  return shim->host_memory().remove(p);
   API_END
 }
 
@@ -775,6 +825,6 @@ RGPU_EXPORT CUresult CUDAAPI cuMemHostGetFlags(unsigned int* flags, void* p) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   if (!flags) return CUDA_ERROR_INVALID_VALUE;
-  return shim->client().host_memory().find(p, flags, nullptr) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return shim->host_memory().find(p, flags, nullptr) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   API_END
 }

@@ -77,11 +77,12 @@ CUresult load_module(void** out, const void* image, HandleKind as = HandleKind::
   }
   fatbin::ContentHash hash = fatbin::content_hash(bytes);
   uint64_t handle = shim->mint_handle(HandleKind::kModule);
+  Client& client = shim->client();
   auto load = [&](bool with_image) {
     rgpu::transport::Bytes payload;
     bool as_payload = with_image && bytes.size() > Client::kInlineLimit;
     if (as_payload) payload = rgpu::transport::Bytes(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size());
-    return shim->client().call_sync(
+    return client.call_sync(
         ctx,
         [&](wire::Call::Builder c) {
           auto m = c.initModuleLoad();
@@ -100,7 +101,7 @@ CUresult load_module(void** out, const void* image, HandleKind as = HandleKind::
   const bool sent = r.result != CUDA_SUCCESS && r.need_image;
   if (sent) r = load(true);
   if (r.result != CUDA_SUCCESS) return r.result;
-  auto& stats = shim->client().stats();
+  auto& stats = client.stats();
   if (sent) {
     stats.modules_sent.fetch_add(1, std::memory_order_relaxed);
     stats.module_bytes_sent.fetch_add(bytes.size(), std::memory_order_relaxed);
@@ -118,8 +119,8 @@ CUresult unload_module(uint64_t handle) {
   SHIM_OR_RETURN(shim);
   handle = module_handle(handle);
   if (!shim->modules().remove_module(handle)) return CUDA_ERROR_INVALID_HANDLE;
-  shim->client().call_async(rgpu::shim::current_context(),
-                            [&](wire::Call::Builder c) { c.initModuleUnload().setHandle(handle); });
+  const rgpu::shim::Route route = shim->route_handle(handle, rgpu::shim::current_context());
+  route.client->call_async(route.ctx, [&](wire::Call::Builder c) { c.initModuleUnload().setHandle(handle); });
   return CUDA_SUCCESS;
   API_END
 }
@@ -135,9 +136,11 @@ CUresult get_function(void** out, uint64_t module, const char* name, HandleKind 
   if (!shim->modules().has_module(module)) return CUDA_ERROR_INVALID_HANDLE;
   auto kernel = shim->modules().kernel(module, name);
   if (!kernel) return CUDA_ERROR_NOT_FOUND;
-  uint64_t handle = shim->mint_handle(HandleKind::kFunction);
+  // The function lives where its module does.
+  const rgpu::shim::Route route = shim->route_handle(module, ctx);
+  uint64_t handle = shim->mint_handle(HandleKind::kFunction, route.server);
   shim->modules().add_function(handle, FunctionInfo{module, std::move(*kernel), {}});
-  shim->client().call_async(ctx, [&](wire::Call::Builder c) {
+  route.client->call_async(route.ctx, [&](wire::Call::Builder c) {
     auto g = c.initModuleGetFunction();
     g.setModule(module);
     g.setHandle(handle);
@@ -153,7 +156,9 @@ CUresult function_attributes(Shim* shim, uint64_t ctx, uint64_t f, FunctionInfo*
   f = function_handle(f);
   if (!shim->modules().function(f, info)) return CUDA_ERROR_INVALID_HANDLE;
   if (!info->attributes.empty()) return CUDA_SUCCESS;
-  SyncResult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) { c.initFuncGetAttributes().setHandle(f); });
+  const rgpu::shim::Route route = shim->route_handle(f, ctx);
+  SyncResult r =
+      route.client->call_sync(route.ctx, [&](wire::Call::Builder c) { c.initFuncGetAttributes().setHandle(f); });
   if (r.result != CUDA_SUCCESS) return r.result;
   std::vector<std::optional<int>> attrs;
   for (uint64_t v : r.values) {
@@ -229,7 +234,9 @@ CUresult launch(uint64_t f, const unsigned grid[3], const unsigned block[3], uns
   } else if (!k.params.empty()) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  shim->client().call_async(ctx, [&](wire::Call::Builder c) {
+  // On the function's server (its module's context, as the driver requires).
+  const rgpu::shim::Route route = shim->route_handle(f, ctx);
+  route.client->call_async(route.ctx, [&](wire::Call::Builder c) {
     auto l = c.initLaunchKernel();
     l.setFunction(f);
     l.setGridX(grid[0]);
@@ -271,7 +278,8 @@ CUresult launch_host_func(CUstream stream, CUhostFn fn, void* data, bool per_thr
   CONTEXT_OR_RETURN(shim, ctx);
   if (!fn) return CUDA_ERROR_INVALID_VALUE;
   STREAM_OR_RETURN(shim, stream, per_thread, s);
-  shim->client().host_func_async(ctx, s, fn, data);
+  const rgpu::shim::Route route = shim->route_handle(s, ctx);
+  route.client->host_func_async(route.ctx, s, fn, data);
   return CUDA_SUCCESS;
   API_END
 }
@@ -328,16 +336,20 @@ RGPU_EXPORT CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* byt
   if (!name) return CUDA_ERROR_INVALID_VALUE;
   const uint64_t m = module_handle(handle_of(module));
   if (!shim->modules().has_module(m)) return CUDA_ERROR_INVALID_HANDLE;
-  SyncResult r = shim->client().call_sync(ctx, [&](wire::Call::Builder c) {
+  const rgpu::shim::Route route = shim->route_handle(m, ctx);
+  SyncResult r = route.client->call_sync(route.ctx, [&](wire::Call::Builder c) {
     auto g = c.initModuleGetGlobal();
     g.setModule(m);
     g.setName(name);
   });
-  if (r.result == CUDA_SUCCESS && r.values.size() == 2) {
-    if (dptr) *dptr = r.values[0];
-    if (bytes) *bytes = r.values[1];
+  if (r.result != CUDA_SUCCESS || r.values.size() != 2) return r.result;
+  // A module variable is routed by its address like an allocation.
+  if (CUresult t = shim->track_allocation(route.server, r.values[0], r.values[1], route.ctx); t != CUDA_SUCCESS) {
+    return t;
   }
-  return r.result;
+  if (dptr) *dptr = r.values[0];
+  if (bytes) *bytes = r.values[1];
+  return CUDA_SUCCESS;
   API_END
 }
 
@@ -400,7 +412,8 @@ RGPU_EXPORT CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribu
   const uint64_t h = function_handle(handle_of(f));
   if (!shim->modules().function(h, nullptr)) return CUDA_ERROR_INVALID_HANDLE;
   shim->modules().set_attribute(h, attribute, value);
-  shim->client().call_async(ctx, [&](wire::Call::Builder c) {
+  const rgpu::shim::Route route = shim->route_handle(h, ctx);
+  route.client->call_async(route.ctx, [&](wire::Call::Builder c) {
     auto a = c.initFuncSetAttribute();
     a.setFunction(h);
     a.setAttribute(attribute);

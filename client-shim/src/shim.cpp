@@ -5,6 +5,7 @@
 
 #include "rgpu/common/log.h"
 #include "rgpu/protocol/auth.h"
+#include "visible_devices.h"
 
 namespace rgpu::shim {
 namespace {
@@ -22,7 +23,7 @@ void shutdown_at_exit() {
   Shim* shim = g_shim.exchange(nullptr);
   g_phase = Phase::kDeinitialized;
   if (shim) {
-    shim->client().flush();
+    shim->flush_all();
     delete shim;  // closes the session; the server frees what it held
   }
 }
@@ -64,26 +65,119 @@ thread_local std::vector<uint64_t> t_context_stack;
 
 }  // namespace
 
-Shim::Shim(std::unique_ptr<Client> client) : client_(std::move(client)) {
-  primary_refs_.assign(client_->devices().size(), 0);
-  primary_flags_.assign(client_->devices().size(), 0);
+Shim::Shim(std::vector<std::unique_ptr<Client>> clients, const std::optional<std::string>& visible)
+    : clients_(std::move(clients)), servers_(clients_.size()) {
+  // Each server's devices in turn, then CUDA_VISIBLE_DEVICES over all of them.
+  std::vector<DeviceInfo> all;
+  std::vector<size_t> all_server;
+  for (size_t s = 0; s < servers_; ++s) {
+    for (const DeviceInfo& d : clients_[s]->devices()) {
+      all.push_back(d);
+      all_server.push_back(s);
+    }
+  }
+  if (!visible) {
+    devices_ = std::move(all);
+    device_server_ = std::move(all_server);
+  } else {
+    std::vector<CUuuid> uuids;
+    for (const auto& d : all) uuids.push_back(d.uuid);
+    for (int i : select_visible(*visible, uuids)) {
+      devices_.push_back(all[static_cast<size_t>(i)]);
+      device_server_.push_back(all_server[static_cast<size_t>(i)]);
+    }
+    RGPU_INFO("visible devices=%zu of=%zu servers=%zu spec=\"%s\"", devices_.size(), all.size(), servers_,
+              visible->c_str());
+  }
+  primary_refs_.assign(devices_.size(), 0);
+  primary_flags_.assign(devices_.size(), 0);
 }
 
 const DeviceInfo* Shim::device(int ordinal) const {
   if (ordinal < 0 || ordinal >= device_count()) return nullptr;
-  return &client_->devices()[ordinal];
+  return &devices_[static_cast<size_t>(ordinal)];
+}
+
+void Shim::flush_all() {
+  for (auto& c : clients_) c->flush();
+}
+
+uint64_t Shim::some_context(size_t server) const {
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    if (device_server_[d] == server) return primary_handle(static_cast<int>(d));
+  }
+  // A server none of whose devices is visible: its first device.
+  return route::primary_context(server, 0);
+}
+
+Route Shim::route_handle(uint64_t h, uint64_t ctx) {
+  if (servers_ == 1) return Route{clients_[0].get(), ctx, 0};
+  if (h == 0 || (!protocol::is_minted(route::untag(h)) && !protocol::is_primary_context(route::untag(h)))) {
+    return route_current(ctx);
+  }
+  const size_t s = route::server_of(h);
+  if (s >= servers_) return route_current(ctx);
+  if (s == route::server_of(ctx) && ctx != 0) return Route{clients_[s].get(), ctx, s};
+  if (protocol::kind_of(h) == HandleKind::kContext) return Route{clients_[s].get(), h, s};
+  uint64_t own = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = handles_.find(h);
+    if (it != handles_.end() && route::server_of(it->second.ctx) == s) own = it->second.ctx;
+  }
+  return Route{clients_[s].get(), own != 0 ? own : some_context(s), s};
+}
+
+Route Shim::route_pointer(uint64_t p, uint64_t ctx) {
+  if (servers_ == 1) return Route{clients_[0].get(), ctx, 0};
+  auto range = allocations_.find(p);
+  if (!range) return route_current(ctx);
+  // In the allocation's own context: a server checks an address against
+  // the context's device, and the current context may be another device's.
+  return Route{clients_[range->server].get(), range->ctx != 0 ? range->ctx : ctx, range->server};
+}
+
+CUresult Shim::track_allocation(size_t server, uint64_t base, uint64_t size, uint64_t ctx) {
+  if (servers_ == 1) return CUDA_SUCCESS;
+  auto clash = allocations_.add(route::AllocationTable::Range{base, size, server, ctx});
+  if (!clash) return CUDA_SUCCESS;
+  RGPU_ERROR("device allocation refused: its addresses overlap another server's allocation server=%zu "
+             "base=0x%llx size=%llu other_server=%zu other_base=0x%llx other_size=%llu "
+             "(pointers are routed by address; see docs/transport.md)",
+             server, static_cast<unsigned long long>(base), static_cast<unsigned long long>(size), clash->server,
+             static_cast<unsigned long long>(clash->base), static_cast<unsigned long long>(clash->size));
+  return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+std::vector<std::byte> Shim::take_stage_buffer(size_t bytes) {
+  std::vector<std::byte> b;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stage_buffers_.empty()) {
+      b = std::move(stage_buffers_.back());
+      stage_buffers_.pop_back();
+    }
+  }
+  if (b.size() < bytes) b.resize(bytes);
+  return b;
+}
+
+void Shim::give_stage_buffer(std::vector<std::byte> buffer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stage_buffers_.size() < kKeptStageBuffers) stage_buffers_.push_back(std::move(buffer));
 }
 
 void Shim::add_handle(uint64_t h, HandleKind kind) {
+  const uint64_t ctx = current_context();
   std::lock_guard<std::mutex> lock(mu_);
-  handles_[h] = kind;
+  handles_[h] = HandleInfo{kind, ctx};
 }
 
 bool Shim::remove_handle(uint64_t h, HandleKind kind) {
   if (!protocol::is_kind(h, kind)) return false;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = handles_.find(h);
-  if (it == handles_.end() || it->second != kind) return false;
+  if (it == handles_.end() || it->second.kind != kind) return false;
   handles_.erase(it);
   handle_modes_.erase(h);
   return true;
@@ -117,7 +211,7 @@ bool Shim::has_handle(uint64_t h, HandleKind kind) {
   if (!protocol::is_kind(h, kind)) return false;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = handles_.find(h);
-  return it != handles_.end() && it->second == kind;
+  return it != handles_.end() && it->second.kind == kind;
 }
 
 void Shim::add_context(uint64_t h, ContextInfo info) {
@@ -186,23 +280,41 @@ CUresult initialize() {
       g_phase = Phase::kFailed;
       return;
     }
-    auto client = Client::connect(options);
-    if (!client.is_ok()) {
-      RGPU_ERROR("cannot initialise: %s", client.status().message().c_str());
-      g_init_result = client.status().kind() == ErrorKind::kDisconnected ? CUDA_ERROR_NO_DEVICE
-                                                                            : CUDA_ERROR_NOT_PERMITTED;
+    auto servers = route::parse_servers(options.server, &problem);
+    if (!servers) {
+      RGPU_ERROR("cannot initialise: %s", problem.c_str());
+      g_init_result = CUDA_ERROR_NO_DEVICE;
       g_phase = Phase::kFailed;
       return;
     }
+    // One session per server, opened now; CUDA_VISIBLE_DEVICES applies to
+    // all servers' devices together, so each session takes all of its own.
+    const std::optional<std::string> visible = options.visible_devices;
+    options.visible_devices.reset();
+    std::vector<std::unique_ptr<Client>> clients;
+    for (size_t i = 0; i < servers->size(); ++i) {
+      options.server = (*servers)[i];
+      auto client = Client::connect(options);
+      if (!client.is_ok()) {
+        RGPU_ERROR("cannot initialise: server %zu of %zu (%s): %s", i + 1, servers->size(), options.server.c_str(),
+                   client.status().message().c_str());
+        g_init_result = client.status().kind() == ErrorKind::kDisconnected ? CUDA_ERROR_NO_DEVICE
+                                                                              : CUDA_ERROR_NOT_PERMITTED;
+        g_phase = Phase::kFailed;
+        return;  // the sessions already open close here
+      }
+      clients.push_back(std::move(client.value()));
+    }
+    auto shim = std::make_unique<Shim>(std::move(clients), visible);
     // As a local driver: no visible device is cuInit's CUDA_ERROR_NO_DEVICE,
-    // and the session, of no use, closes at once.
-    if (client.value()->devices().empty()) {
+    // and the sessions, of no use, close at once.
+    if (shim->device_count() == 0) {
       RGPU_ERROR("cannot initialise: no device is visible (CUDA_VISIBLE_DEVICES)");
       g_init_result = CUDA_ERROR_NO_DEVICE;
       g_phase = Phase::kFailed;
       return;
     }
-    g_shim = new Shim(std::move(client.value()));
+    g_shim = shim.release();
     g_init_result = CUDA_SUCCESS;
     g_phase = Phase::kReady;
     std::atexit(shutdown_at_exit);

@@ -23,12 +23,14 @@ namespace {
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "usage: rgpu run [--server HOST:PORT] [--device cpu|cuda|auto] [--module-cache DIR]\n"
+               "usage: rgpu run [--server HOST:PORT[,HOST:PORT...]] [--device cpu|cuda|auto] [--module-cache DIR]\n"
                "                [--cpu-devices N] -- COMMAND [ARGS...]\n"
                "       rgpu --version\n"
                "\n"
                "run      runs COMMAND with rgpu's client library preloaded, so its CUDA calls go to\n"
-               "         rgpud. With --server (or RGPU_SERVER set) it uses that server; otherwise it\n"
+               "         rgpud. With --server (or RGPU_SERVER set) it uses that server, or those\n"
+               "         servers (a list, or --server given again: the program sees each one's\n"
+               "         devices in turn); otherwise it\n"
                "         starts an embedded rgpud on a free loopback port for the duration of\n"
                "         COMMAND (--device picks its device; auto: a GPU if there is one, else\n"
                "         rgpu's CPU device; --module-cache keeps its module images in DIR, so\n"
@@ -160,7 +162,8 @@ int run(int argc, char** argv) {
       ++i;
       break;
     } else if (arg == "--server" && i + 1 < argc) {
-      server_address = argv[++i];
+      // Given again, it adds servers to the list (RGPU_SERVER's comma-separated form).
+      server_address += (server_address.empty() ? "" : ",") + std::string(argv[++i]);
     } else if (arg == "--device" && i + 1 < argc) {
       device = argv[++i];
     } else if (arg == "--module-cache" && i + 1 < argc) {
