@@ -11,6 +11,7 @@ packages=(
   liblz4-dev libzstd-dev          # compressed fatbin entries
   libssl-dev                      # HMAC-SHA256 and nonces for authentication (libcrypto)
   libopenblas-dev                 # CPU BLAS of the cuBLAS stand-in (cpu-libs/cublas)
+  libtomlplusplus-dev             # rgpud --config FILE (TOML, header-only use)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev        # libFuzzer targets
   debootstrap patchelf            # the PyTorch test environment (scripts/torch-env.sh)

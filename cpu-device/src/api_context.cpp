@@ -189,6 +189,14 @@ extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetIsolationGr
   return with_context(ctx, [&](rgpu::cpudev::Context& context) { return context.set_group(group); });
 }
 
+extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetComputeShare(CUcontext ctx, float share) {
+  if (!(share > 0 && share <= 1)) return CUDA_ERROR_INVALID_VALUE;  // NaN fails too
+  return with_context(ctx, [&](rgpu::cpudev::Context& context) {
+    context.state()->compute_share.store(share);
+    return CUDA_SUCCESS;
+  });
+}
+
 extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxAbort(CUcontext ctx) {
   return with_context(ctx, [&](rgpu::cpudev::Context& context) {
     context.set_sticky(CUDA_ERROR_LAUNCH_FAILED);

@@ -26,6 +26,9 @@ struct ContextState {
   // Isolation group (rgpuCtxSetIsolationGroup): kernels of the context reach
   // only memory of this group. Fixed once the context owns memory.
   std::atomic<uint64_t> group{0};
+  // The share of the device's kernel workers its launches use at once
+  // (rgpuCtxSetComputeShare); 1: all of them.
+  std::atomic<float> compute_share{1.0f};
   // Where device printf text goes (rgpuCtxSetPrintfCallback); unset: stdout.
   std::mutex printf_mu;
   void (*printf_callback)(void* user, const char* text, size_t size) = nullptr;

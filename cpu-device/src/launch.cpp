@@ -98,7 +98,9 @@ CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const st
       Device* dev = d->device_of(addr);
       return dev && dev->memory->check(addr, size, group, &cache);
     };
-    env.pool = pool;
+    // A context with a compute share runs on that share of the workers.
+    SharedPool shared(pool, share_of_workers(state->compute_share.load(), pool->concurrency()));
+    env.pool = &shared;
     env.cancel = &state->cancel;
     if (uint64_t ms = d->config().kernel_timeout_ms) {
       env.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);

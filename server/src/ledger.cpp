@@ -14,9 +14,10 @@ uint64_t Ledger::bytes_held_by(uint64_t ctx) const {
 }
 
 bool Ledger::fits(uint64_t ctx, uint64_t size) const {
-  if (quota_ == 0) return true;
+  const uint64_t quota = this->quota(device_of(ctx));
+  if (quota == 0) return true;
   const uint64_t held = bytes_held_by(ctx);
-  return held <= quota_ && size <= quota_ - held;  // in use + size <= quota, without overflow
+  return held <= quota && size <= quota - held;  // in use + size <= quota, without overflow
 }
 
 void Ledger::count(uint64_t ctx, uint64_t size, bool add) {

@@ -221,11 +221,12 @@ void Session::execute(wire::Call::Reader call, transport::Message& message, bool
 }
 
 void Session::answer_for_quota(uint64_t ctx, InvokeOutcome* outcome) const {
-  if (ledger_.quota() == 0 || outcome->code != CUDA_SUCCESS) return;
+  const uint64_t quota = ledger_.quota(ledger_.device_of(ctx));
+  if (quota == 0 || outcome->code != CUDA_SUCCESS) return;
   protocol::ArgReader in(outcome->out);
   size_t device_free = 0, device_total = 0;
   if (!in.scalar(&device_free) || !in.scalar(&device_total)) return;
-  const uint64_t total = std::min<uint64_t>(ledger_.quota(), device_total);
+  const uint64_t total = std::min<uint64_t>(quota, device_total);
   const uint64_t held = ledger_.bytes_held_by(ctx);
   const uint64_t free = std::min<uint64_t>(held < total ? total - held : 0, device_free);
   protocol::ArgWriter out;
