@@ -191,8 +191,21 @@ extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetIsolationGr
 
 extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetComputeShare(CUcontext ctx, float share) {
   if (!(share > 0 && share <= 1)) return CUDA_ERROR_INVALID_VALUE;  // NaN fails too
-  return with_context(ctx, [&](rgpu::cpudev::Context& context) {
-    context.state()->compute_share.store(share);
+  using namespace rgpu::cpudev;
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    auto context = d->context(to_u64(ctx));
+    if (!context) return CUDA_ERROR_INVALID_CONTEXT;
+    auto state = context->state();
+    state->compute_share.store(share);
+    std::lock_guard<std::mutex> lock(state->share_mu);
+    if (state->fair) {
+      state->fair->set_share(state->fair_id, share);
+    } else {
+      state->fair = d->device(context->device())->fair;
+      state->fair_id = state->fair->add(share);
+    }
     return CUDA_SUCCESS;
   });
 }

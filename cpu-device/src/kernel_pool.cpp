@@ -1,6 +1,8 @@
 // KernelPool: job queue shared by the device's worker threads.
 #include "kernel_pool.h"
 
+#include <time.h>
+
 #include <algorithm>
 
 namespace rgpu::cpudev {
@@ -28,6 +30,25 @@ bool KernelPool::work_on(Job& job) {
     (*job.task)(i);
     if (job.finished.fetch_add(1) + 1 == job.n) last = true;
   }
+}
+
+int64_t thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+void SharedPool::run(unsigned n, const std::function<void(unsigned)>& task) {
+  const std::thread::id caller = std::this_thread::get_id();
+  pool_->run_limited(
+      n,
+      [&](unsigned i) {
+        if (std::this_thread::get_id() == caller) return task(i);
+        const int64_t before = thread_cpu_ns();
+        task(i);
+        helper_cpu_ns_.fetch_add(thread_cpu_ns() - before);
+      },
+      limit_);
 }
 
 unsigned share_of_workers(float share, unsigned workers) {

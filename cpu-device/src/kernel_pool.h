@@ -63,16 +63,23 @@ namespace rgpu::cpudev {
 
 // The view of a KernelPool one launch of a context with a compute share
 // gets: `limit` workers' worth of concurrency. Lives for one launch.
+// It also sums the CPU time the pool's threads spent on its tasks (the
+// launching thread measures its own), the kernel time a share is charged.
 class SharedPool final : public ptx::WorkerPool {
  public:
   SharedPool(KernelPool* pool, unsigned limit) : pool_(pool), limit_(limit == 0 ? 1 : limit) {}
   unsigned concurrency() const override { return limit_; }
-  void run(unsigned n, const std::function<void(unsigned)>& task) override { pool_->run_limited(n, task, limit_); }
+  void run(unsigned n, const std::function<void(unsigned)>& task) override;
+  int64_t helper_cpu_ns() const { return helper_cpu_ns_.load(); }
 
  private:
   KernelPool* const pool_;
   const unsigned limit_;
+  std::atomic<int64_t> helper_cpu_ns_{0};
 };
+
+// CPU time of the calling thread, in nanoseconds.
+int64_t thread_cpu_ns();
 
 // Workers of `pool` that a context with compute share `share` uses at once:
 // round(share * workers), at least 1, at most all.
