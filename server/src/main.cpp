@@ -16,6 +16,7 @@
 #include "rgpu/protocol/codec.h"
 #include "rgpu/server/server.h"
 #include "config_file.h"
+#include "mig.h"
 
 namespace {
 
@@ -295,6 +296,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rgpud: --listen wants HOST:PORT, got '%s'\n", options.listen.c_str());
     return 2;
   }
+  if (driver_path.empty() && device != "cpu") {
+    // MIG instances are devices of their own, opened by UUID: name them all
+    // before the driver starts (it enumerates what CUDA_VISIBLE_DEVICES says).
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    if (auto mig = rgpu::server::discover_mig(); mig.instances > 0 && visible == nullptr) {
+      std::string list;
+      for (const auto& id : mig.devices) list += (list.empty() ? "" : ",") + id;
+      setenv("CUDA_VISIBLE_DEVICES", list.c_str(), 1);
+      RGPU_INFO("mig instances=%zu devices=%zu: each instance is a device of its own, opened by uuid (%s)",
+                mig.instances, mig.devices.size(), list.c_str());
+    } else if (mig.instances > 0) {
+      RGPU_INFO("mig instances=%zu; CUDA_VISIBLE_DEVICES is set, so rgpud opens what it names", mig.instances);
+    }
+  }
   if (driver_path.empty()) {
     if (device == "auto") device = cuda_usable() ? "cuda" : "cpu";
     if (device == "cuda") {
@@ -334,6 +349,14 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  if (device == "cuda" && !options.slices.empty()) {
+    // Which mechanism holds the slices' compute shares (docs/sharing.md).
+    const bool mps = rgpu::server::mps_daemon_running();
+    const bool green = rgpu::server::driver_has_green_contexts(driver_path);
+    RGPU_INFO("compute shares by rgpud's timing of each slice's kernels (mps daemon=%s green contexts=%s: "
+              "detected, not used)",
+              mps ? "running" : "none", green ? "available" : "none");
+  }
   auto driver = rgpu::server::DriverTable::load(driver_path);
   if (!driver.is_ok()) {
     std::fprintf(stderr, "rgpud: %s\n", driver.status().message().c_str());

@@ -53,6 +53,7 @@ Result<std::shared_ptr<const ServerInfo>> query_devices(const DriverTable& cu, c
       }
     }
     d.ptx_only = cu.cpu_device();
+    info->fair_shares.push_back(std::make_shared<FairShare>(&FairShare::steady_now));
     RGPU_INFO("device index=%d name=\"%s\" memory=%zu", i, d.name.c_str(), total);
     info->devices.push_back(std::move(d));
   }

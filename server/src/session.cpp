@@ -527,13 +527,16 @@ CUresult Session::create_context(uint64_t handle, int device, unsigned flags) {
       return r;
     }
   }
-  // A slice's kernels use its share of the device's workers (the CPU device).
-  const float share = devices_[static_cast<size_t>(device)].share;
-  if (share < 1 && cu_.rgpuCtxSetComputeShare) {
-    if ((r = cu_.rgpuCtxSetComputeShare(ctx, share)) != CUDA_SUCCESS) {
+  // A slice's kernels get its share of the device: of the workers and their
+  // time on the CPU device, by rgpud's own timing of its launches elsewhere.
+  const Placement& place = devices_[static_cast<size_t>(device)];
+  if (place.share < 1 && cu_.rgpuCtxSetComputeShare) {
+    if ((r = cu_.rgpuCtxSetComputeShare(ctx, place.share)) != CUDA_SUCCESS) {
       cu_.cuCtxDestroy(ctx);
       return r;
     }
+  } else if (place.share < 1 && place.device < info_->fair_shares.size()) {
+    time_shares_[handle] = std::make_unique<TimeShare>(cu_, info_->fair_shares[place.device], place.share);
   }
   {
     std::lock_guard<std::mutex> lock(live_mu_);
@@ -544,6 +547,7 @@ CUresult Session::create_context(uint64_t handle, int device, unsigned flags) {
   r = add_handle(protocol::HandleKind::kContext, handle, ctx, 0, [this, handle](void* object) {
     auto c = static_cast<CUcontext>(object);
     ledger_.drop_context(handle);
+    time_shares_.erase(handle);  // its events live in the context
     {
       std::lock_guard<std::mutex> lock(live_mu_);
       std::erase(live_contexts_, c);

@@ -35,6 +35,7 @@
 #include "ledger.h"
 #include "module_cache.h"
 #include "staging_pool.h"
+#include "time_share.h"
 #include "rgpu/protocol/codec.h"
 #include "rgpu/server/driver_table.h"
 #include "rgpu/server/server.h"
@@ -58,6 +59,9 @@ struct ServerInfo {
   };
   std::vector<Device> devices;
   ServerLimits limits;
+  // Per device: the fair sharing of its compute among the contexts of its
+  // slices, where rgpud enforces shares itself (TimeShare).
+  std::vector<std::shared_ptr<FairShare>> fair_shares;
   // The remoted libraries' tables, shared by every session (null: none).
   std::shared_ptr<LibraryTables> libraries;
 };
@@ -289,6 +293,8 @@ class Session : public CallEnv {
   uint64_t call_ctx_ = 0;             // the context of the call running now
   CUresult destroy_result_ = CUDA_SUCCESS;  // of the last context destroyed through handles_
   std::deque<Staged> staging_;
+  // Contexts on slices with a share, on NVIDIA's driver: their launches' timing.
+  std::unordered_map<uint64_t, std::unique_ptr<TimeShare>> time_shares_;
   mutable bool used_per_thread_stream_ = false;  // lookup_stream() notes it
 
   // First error of an async call since the last reply.

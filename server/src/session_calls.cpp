@@ -652,9 +652,13 @@ CUresult Session::launch(uint64_t ctx, wire::Call::Launch::Reader in) {
   size_t size = params.size();
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<capnp::byte*>(params.begin()),
                    CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-  return cu_.cuLaunchKernel(f, in.getGridX(), in.getGridY(), in.getGridZ(), in.getBlockX(),
-                            in.getBlockY(), in.getBlockZ(), in.getSharedMem(), stream, nullptr,
-                            size > 0 ? extra : nullptr);
+  auto run = [&] {
+    return cu_.cuLaunchKernel(f, in.getGridX(), in.getGridY(), in.getGridZ(), in.getBlockX(), in.getBlockY(),
+                              in.getBlockZ(), in.getSharedMem(), stream, nullptr, size > 0 ? extra : nullptr);
+  };
+  // On a slice with a share, in the slice's turn (TimeShare).
+  if (auto ts = time_shares_.find(ctx); ts != time_shares_.end()) return ts->second->launch(stream, run);
+  return run();
 }
 
 CUresult Session::launch_host_func(uint64_t ctx, wire::Call::HostFunc::Reader in) {
