@@ -15,6 +15,7 @@ namespace rgpu::server {
 // the call's own context: a pointer of another context of the same session
 // is as foreign as another session's. Device addresses are unique across the
 // contexts of a process, so one ordered map finds the range holding a pointer.
+// Module images count against the quota too (charge_module).
 // The quota is per device (the session's own ordinals, so per slice):
 // allocations of all the session's contexts on one device count together; module globals never count (the module's image
 // holds them, see docs/security.md).
@@ -39,6 +40,10 @@ class Ledger {
   // quota of its device: in use + size <= quota. The one place the quota is
   // decided; every allocation path asks it before it allocates.
   bool fits(uint64_t ctx, uint64_t size) const;
+  // Counts a module image of `bytes`, loaded as `module` in `ctx`, against
+  // the quota of its device until drop_module(): false (nothing counted)
+  // when it does not fit or the module is counted already.
+  bool charge_module(uint64_t ctx, uint64_t module, uint64_t bytes);
   // Records an allocation of `ctx` (or a global of `module` in `ctx`). False
   // when it is empty or overlaps a range already recorded (a global asked for
   // twice, for one).
@@ -50,13 +55,14 @@ class Ledger {
   bool check(uint64_t ctx, uint64_t ptr, uint64_t size) const;
   // The range holding `ptr`, in any context of the session.
   std::optional<Range> find(uint64_t ptr) const;
-  // Bytes of allocations (not module globals) the session holds, in all and
-  // on the device of `ctx`.
+  // Bytes the session holds against its quotas (allocations and module
+  // images, not module globals), in all and on the device of `ctx`.
   uint64_t bytes_held() const { return bytes_held_; }
   uint64_t bytes_held_by(uint64_t ctx) const;
   uint64_t quota(uint32_t device) const { return device < quotas_.size() ? quotas_[device] : 0; }
   uint32_t device_of(uint64_t ctx) const;
-  // Drops every range of a context (and its binding), or every global of a module.
+  // Drops every range of a context (and its binding), or every global of a
+  // module and its image's charge.
   void drop_context(uint64_t ctx);
   void drop_module(uint64_t module);
   void clear();
@@ -67,7 +73,12 @@ class Ledger {
   const std::vector<uint64_t> quotas_;
   std::map<uint64_t, Range> ranges_;  // by base
   std::unordered_map<uint64_t, uint32_t> devices_;  // context -> device
-  std::unordered_map<uint32_t, uint64_t> held_;     // device -> bytes of allocations
+  std::unordered_map<uint32_t, uint64_t> held_;     // device -> bytes of allocations and images
+  struct Charge {
+    uint64_t ctx;
+    uint64_t bytes;
+  };
+  std::unordered_map<uint64_t, Charge> images_;  // module -> its image's charge
   uint64_t bytes_held_ = 0;
 };
 

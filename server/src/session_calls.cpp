@@ -628,12 +628,21 @@ Session::Outcome Session::load_module(wire::Call::Reader call, transport::Messag
     }
     image = module_cache_->insert(key, std::move(bytes));
   }
+  // The image is device memory the session holds as long as the module is loaded.
+  const uint64_t handle = in.getHandle();
+  if (!ledger_.charge_module(call.getCtx(), handle, image->size() - 1)) {
+    out.result = CUDA_ERROR_OUT_OF_MEMORY;
+    out.message = "module image past the session's memory quota";
+    return out;
+  }
   CUmodule module = nullptr;
   out.result = cu_.cuModuleLoadData(&module, image->data());
-  if (out.result != CUDA_SUCCESS) return out;
+  if (out.result != CUDA_SUCCESS) {
+    ledger_.drop_module(handle);
+    return out;
+  }
   // Unloading goes through the table: its functions first, then its globals
-  // leave the ledger, then the module, in its own context.
-  const uint64_t handle = in.getHandle();
+  // and image leave the ledger, then the module, in its own context.
   out.result = add_handle(protocol::HandleKind::kModule, handle, module, call.getCtx(),
                           [this, handle, ctx = context_object(call.getCtx())](void* object) {
                             ledger_.drop_module(handle);

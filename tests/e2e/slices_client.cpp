@@ -66,6 +66,33 @@ struct Runtime {
 };
 constexpr int kCudaErrorMemoryAllocation = 2;
 
+// Each thread of 64 blocks of 64 counts to n: a launch of a few tens of
+// milliseconds on the CPU device, all of it in the kernel.
+const char kBusyPtx[] = R"(
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry busy(.param .u64 out, .param .u32 n) {
+  .reg .u32 %r<6>;
+  .reg .u64 %rd<4>;
+  .reg .pred %p;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, 0;
+  mov.u32 %r3, %tid.x;
+LOOP:
+  add.u32 %r2, %r2, 1;
+  xor.b32 %r3, %r3, %r2;
+  setp.lt.u32 %p, %r2, %r1;
+  @%p bra LOOP;
+  mov.u32 %r4, %ctaid.x;
+  mul.wide.u32 %rd2, %r4, 4;
+  add.u64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r3;
+  ret;
+}
+)";
+
 int quota() {
   int count = 0;
   CHECK_CU(cuDeviceGetCount(&count));
@@ -107,39 +134,25 @@ int quota() {
       return fail("cudaMalloc one byte past the quota: " + std::to_string(e));
     }
     if (rt.free(p) != 0) return fail("cudaFree");
+    // A module's image counts too: what is left after loading one can be
+    // allocated, to the byte, and not one byte more.
+    CUmodule module;
+    CHECK_CU(cuModuleLoadData(&module, kBusyPtx));
+    CHECK_CU(cuMemGetInfo(&free_b, &total_b));
+    if (free_b >= total) return fail("the module image was not counted: free=" + std::to_string(free_b));
+    CHECK_CU(cuMemAlloc(&all, free_b));
+    r = cuMemAlloc(&one, 1);
+    if (r != CUDA_ERROR_OUT_OF_MEMORY) return fail(std::string("one byte past image and allocation: ") + err_name(r));
+    CHECK_CU(cuModuleUnload(module));
+    CHECK_CU(cuMemFree(all));
+    CHECK_CU(cuMemGetInfo(&free_b, &total_b));
+    if (free_b != total) return fail("free after unloading and freeing: " + std::to_string(free_b));
     std::printf("device=%d total=%zu uuid=%s\n", d, total, uuid_hex);
   }
   std::printf("ready count=%d\n", count);
   hold_until_stdin_closes();
   return 0;
 }
-
-// Each thread of 64 blocks of 64 counts to n: a launch of a few tens of
-// milliseconds on the CPU device, all of it in the kernel.
-const char kBusyPtx[] = R"(
-.version 7.0
-.target sm_70
-.address_size 64
-.visible .entry busy(.param .u64 out, .param .u32 n) {
-  .reg .u32 %r<6>;
-  .reg .u64 %rd<4>;
-  .reg .pred %p;
-  ld.param.u64 %rd1, [out];
-  ld.param.u32 %r1, [n];
-  mov.u32 %r2, 0;
-  mov.u32 %r3, %tid.x;
-LOOP:
-  add.u32 %r2, %r2, 1;
-  xor.b32 %r3, %r3, %r2;
-  setp.lt.u32 %p, %r2, %r1;
-  @%p bra LOOP;
-  mov.u32 %r4, %ctaid.x;
-  mul.wide.u32 %rd2, %r4, 4;
-  add.u64 %rd3, %rd1, %rd2;
-  st.global.u32 [%rd3], %r3;
-  ret;
-}
-)";
 
 int spin(unsigned iterations) {
   CUcontext ctx;
