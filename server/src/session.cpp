@@ -1,6 +1,7 @@
 // Session: executes one client's calls in order through the driver table.
 #include "session.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "rgpu/common/log.h"
