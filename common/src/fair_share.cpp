@@ -32,7 +32,7 @@ void FairShare::remove(uint64_t id) {
 }
 
 bool FairShare::active_locked(const Member& m, int64_t now) const {
-  return m.ever_active && now - m.last_active < options_.idle_ns;
+  return m.running > 0 || (m.ever_active && now - m.last_active < options_.idle_ns);
 }
 
 int64_t FairShare::delay(uint64_t id) {
@@ -56,10 +56,21 @@ int64_t FairShare::delay(uint64_t id) {
   return ahead > 0 ? static_cast<int64_t>(ahead) : 0;
 }
 
+void FairShare::start(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = members_.find(id);
+  if (it == members_.end()) return;
+  ++it->second.running;
+  it->second.last_active = now_();
+  it->second.ever_active = true;
+}
+
 void FairShare::charge(uint64_t id, int64_t kernel_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = members_.find(id);
-  if (it == members_.end() || kernel_ns <= 0) return;
+  if (it == members_.end()) return;
+  if (it->second.running > 0) --it->second.running;
+  if (kernel_ns <= 0) return;
   it->second.kernel_ns += kernel_ns;
   it->second.vtime += static_cast<double>(kernel_ns) / it->second.share;
   it->second.last_active = now_();

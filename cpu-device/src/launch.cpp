@@ -122,6 +122,7 @@ CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const st
         std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(wait, kShareWaitStep)));
       }
     }
+    if (fair) fair->start(fair_id);
     const int64_t cpu_before = fair ? thread_cpu_ns() : 0;
     env.cancel = &state->cancel;
     if (uint64_t ms = d->config().kernel_timeout_ms) {

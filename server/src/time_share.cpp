@@ -67,6 +67,7 @@ CUresult TimeShare::launch(CUstream stream, const std::function<CUresult()>& lau
     return r;
   }
   pending_.push_back(t);
+  fair_->start(member_);  // charged in collect()
   return r;
 }
 

@@ -23,6 +23,7 @@ std::vector<int> simulate(FairShare& fair, int64_t* now, const std::vector<uint6
     for (size_t k = 0; k < ids.size() && !ran; ++k) {
       const size_t i = (next + k) % ids.size();
       if (fair.delay(ids[i]) != 0) continue;
+      fair.start(ids[i]);
       *now += launch_ns;
       fair.charge(ids[i], launch_ns);
       ++launches[i];
@@ -60,6 +61,7 @@ TEST(FairShare, AMemberAloneIsNeverHeldBack) {
   const uint64_t slow = fair.add(0.1);
   for (int i = 0; i < 1000; ++i) {
     ASSERT_EQ(fair.delay(slow), 0);
+    fair.start(slow);
     now += 10 * kMs;
     fair.charge(slow, 10 * kMs);
   }
@@ -79,6 +81,22 @@ TEST(FairShare, AMemberAheadWaitsAboutAsLongAsItIsAhead) {
   EXPECT_EQ(fair.delay(a), 0);
 }
 
+TEST(FairShare, ALongLaunchKeepsItsMemberActive) {
+  int64_t now = 0;
+  FairShare fair([&] { return now; });
+  const uint64_t fast = fair.add(0.75), slow = fair.add(0.25);
+  ASSERT_EQ(fair.delay(slow), 0);
+  fair.start(slow);  // a launch far longer than the idle time
+  ASSERT_EQ(fair.delay(fast), 0);
+  fair.start(fast);
+  now += 100 * kMs;
+  fair.charge(fast, 100 * kMs);
+  now += 5000 * kMs;
+  EXPECT_GT(fair.delay(fast), 0) << "the slow one still runs: the fast one waits for it";
+  fair.charge(slow, 400 * kMs);  // 1600 ms of virtual time, past fast's 133
+  EXPECT_EQ(fair.delay(fast), 0);
+}
+
 TEST(FairShare, IdleTimeIsNotBanked) {
   int64_t now = 0;
   FairShare fair([&] { return now; });
@@ -86,6 +104,7 @@ TEST(FairShare, IdleTimeIsNotBanked) {
   // `busy` runs alone for a long time.
   for (int i = 0; i < 1000; ++i) {
     ASSERT_EQ(fair.delay(busy), 0);
+    fair.start(busy);
     now += kMs;
     fair.charge(busy, kMs);
   }

@@ -15,7 +15,8 @@ namespace rgpu {
 // smallest among the members active now. Over any stretch in which several
 // members keep the device busy, their kernel times therefore stay in the
 // ratio of their shares (to within one launch and the slack); a member alone
-// is never held back. A member that was idle for `idle` or more rejoins at
+// is never held back. A member is active while a launch of it runs and for
+// `idle` after its last launch; one that was idle rejoins at
 // the smallest active virtual time, so time it did not use is not banked.
 // The kernel time is whatever the caller measures: the CPU time of a
 // launch's threads on the CPU device, event time on a GPU.
@@ -40,7 +41,12 @@ class FairShare {
   // How long, in nanoseconds, member `id` should wait before its next
   // launch: 0 when it may start now. Marks it active. An unknown id: 0.
   int64_t delay(uint64_t id);
-  // Charges `kernel_ns` of kernel time to member `id` (a launch finished).
+  // Member `id` started a launch: it stays active until the launch is
+  // charged, however long it runs (a slow launch must not let the others
+  // run ahead unchecked).
+  void start(uint64_t id);
+  // Charges `kernel_ns` of kernel time to member `id` for a launch it
+  // started that has finished.
   void charge(uint64_t id, int64_t kernel_ns);
   // The member's virtual time and kernel time so far (tests, logs).
   double virtual_time(uint64_t id) const;
@@ -52,6 +58,7 @@ class FairShare {
     double vtime = 0;        // kernel ns / share
     int64_t kernel_ns = 0;
     int64_t last_active = 0;
+    int64_t running = 0;     // launches started and not yet charged
     bool ever_active = false;
   };
   bool active_locked(const Member& m, int64_t now) const;
