@@ -97,6 +97,10 @@ struct Resources {
   memoryBytes @1 :UInt64;   # device memory, all devices together
   leaseSeconds @2 :UInt32;  # how long the grant holds before it must be renewed
   lease @3 :Text;           # an opaque lease the pool issued (empty: none)
+  # The compute share of each device, 0 to 1: the least a request takes (0:
+  # no preference), the share of the device's compute the session's slices
+  # were cut with in a grant (0: a whole device, shared; docs/sharing.md).
+  computeShare @4 :Float32;
 }
 
 struct Envelope {

@@ -405,6 +405,11 @@ def _row(fn, style=DRIVER_STYLE):
                 L.append(f"  if (!valid_{p.value_type}(static_cast<long long>({n}_raw_)))")
                 L.append(f"    return refuse(kApi, {style.invalid}, \"{name}: {n} out of range\");")
                 L.append(f"  const {p.value_type} {n} = static_cast<{p.value_type}>({n}_raw_);")
+            if p.direction == "in" and p.ctype in ("CUdevice", "CUdevice_v1"):
+                # The session's ordinal (its slices, numbered from 0) becomes the server's.
+                bad = "CUDA_ERROR_INVALID_DEVICE" if style is DRIVER_STYLE else style.invalid
+                L.append(f"  if (!env_.device({n}, &{n}))")
+                L.append(f"    return refuse(kApi, {bad}, \"{name}: {n} is not a device of this session\");")
             if p.direction == "in":
                 call_args.append(n)
             else:

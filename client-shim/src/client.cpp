@@ -42,7 +42,7 @@ bool env_number(const char* name, uint64_t max, uint64_t* out) {
 }
 
 // A request from the environment overrides the caller's, field by field:
-// RGPU_REQUEST="devices=N,mem=SIZE" first, then RGPU_REQUEST_DEVICES and
+// RGPU_REQUEST="devices=N,mem=SIZE,share=F" first, then RGPU_REQUEST_DEVICES and
 // RGPU_REQUEST_MEMORY (a size: bytes, or 512M, 2G). A malformed request is
 // an error: running without the quota that was asked for would be worse.
 Status request_from_environment(Resources* request) {
@@ -51,6 +51,7 @@ Status request_from_environment(Resources* request) {
     if (!parsed.is_ok()) return invalid_argument("RGPU_REQUEST: " + parsed.status().message());
     if (parsed.value().devices != 0) request->devices = parsed.value().devices;
     if (parsed.value().memory_bytes != 0) request->memory_bytes = parsed.value().memory_bytes;
+    if (parsed.value().share != 0) request->share = parsed.value().share;
   }
   if (uint64_t n; env_number("RGPU_REQUEST_DEVICES", UINT32_MAX, &n)) request->devices = static_cast<uint32_t>(n);
   if (const char* text = std::getenv("RGPU_REQUEST_MEMORY"); text != nullptr && *text != '\0') {

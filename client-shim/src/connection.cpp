@@ -333,6 +333,7 @@ Status Connection::handshake(const ConnectionOptions& options) {
     request.setMemoryBytes(options.request.memory_bytes);
     request.setLeaseSeconds(options.request.lease_seconds);
     if (!options.request.lease.empty()) request.setLease(options.request.lease);
+    request.setComputeShare(options.request.share);
     auto words = protocol::encode(builder);
     if (Status s = send(protocol::as_bytes(words)); !s.is_ok()) return s;
   }
@@ -407,6 +408,7 @@ Status Connection::handshake(const ConnectionOptions& options) {
     s.granted.memory_bytes = granted.getMemoryBytes();
     s.granted.lease_seconds = granted.getLeaseSeconds();
     s.granted.lease = granted.getLease();
+    s.granted.share = granted.getComputeShare();
     s.driver_version = welcome.getDriverVersion();
     s.copy_pipeline_chunk = welcome.getCopyPipelineChunk();
     for (auto d : welcome.getDevices()) {

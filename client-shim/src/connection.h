@@ -41,6 +41,7 @@ struct Resources {
   uint64_t memory_bytes = 0;
   uint32_t lease_seconds = 0;
   std::string lease;  // opaque, issued by a pool
+  float share = 0;    // compute share of each device (0: none asked / a whole device)
 };
 
 struct ConnectionOptions {

@@ -2,6 +2,7 @@
 #include "rgpu/common/request_text.h"
 
 #include <cctype>
+#include <cstdlib>
 #include <string>
 
 namespace rgpu {
@@ -58,9 +59,29 @@ Result<uint64_t> parse_size(std::string_view text) {
   return value << shift;
 }
 
+Result<float> parse_share(std::string_view text) {
+  // Digits, at most one point, more digits: no sign, exponent, inf or nan.
+  bool point = false, digit = false;
+  for (char c : text) {
+    if (c == '.' && !point) {
+      point = true;
+    } else if (c >= '0' && c <= '9') {
+      digit = true;
+    } else {
+      digit = false;
+      break;
+    }
+  }
+  const double v = digit && text.size() < 32 ? std::strtod(std::string(text).c_str(), nullptr) : -1;
+  if (!(v > 0 && v <= 1)) {
+    return invalid_argument("'" + std::string(text) + "' is not a share: a decimal number above 0 and at most 1");
+  }
+  return static_cast<float>(v);
+}
+
 Result<RequestText> parse_request(std::string_view text) {
   RequestText request;
-  bool seen_devices = false, seen_mem = false;
+  bool seen_devices = false, seen_mem = false, seen_share = false;
   size_t at = 0;
   while (at <= text.size()) {
     size_t comma = text.find(',', at);
@@ -70,7 +91,7 @@ Result<RequestText> parse_request(std::string_view text) {
     const size_t eq = item.find('=');
     if (item.empty() || eq == std::string_view::npos || eq == 0 || eq + 1 == item.size()) {
       return invalid_argument("request item '" + std::string(item) +
-                              "' is not KEY=VALUE (expected devices=N,mem=SIZE)");
+                              "' is not KEY=VALUE (expected devices=N,mem=SIZE,share=F)");
     }
     const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
     if (key == "devices") {
@@ -88,9 +109,15 @@ Result<RequestText> parse_request(std::string_view text) {
       if (bytes.value() == 0) return invalid_argument("request item '" + std::string(item) + "': mem must be above 0");
       request.memory_bytes = bytes.value();
       seen_mem = true;
+    } else if (key == "share") {
+      if (seen_share) return invalid_argument("request names share= twice");
+      auto share = parse_share(value);
+      if (!share.is_ok()) return invalid_argument("request item '" + std::string(item) + "': " + share.status().message());
+      request.share = share.value();
+      seen_share = true;
     } else {
       return invalid_argument("request item '" + std::string(item) + "': unknown key '" + std::string(key) +
-                              "' (this build knows devices= and mem=)");
+                              "' (this build knows devices=, mem= and share=)");
     }
   }
   return request;

@@ -189,6 +189,27 @@ extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetIsolationGr
   return with_context(ctx, [&](rgpu::cpudev::Context& context) { return context.set_group(group); });
 }
 
+extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetComputeShare(CUcontext ctx, float share) {
+  if (!(share > 0 && share <= 1)) return CUDA_ERROR_INVALID_VALUE;  // NaN fails too
+  using namespace rgpu::cpudev;
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    auto context = d->context(to_u64(ctx));
+    if (!context) return CUDA_ERROR_INVALID_CONTEXT;
+    auto state = context->state();
+    state->compute_share.store(share);
+    std::lock_guard<std::mutex> lock(state->share_mu);
+    if (state->fair) {
+      state->fair->set_share(state->fair_id, share);
+    } else {
+      state->fair = d->device(context->device())->fair;
+      state->fair_id = state->fair->add(share);
+    }
+    return CUDA_SUCCESS;
+  });
+}
+
 extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxAbort(CUcontext ctx) {
   return with_context(ctx, [&](rgpu::cpudev::Context& context) {
     context.set_sticky(CUDA_ERROR_LAUNCH_FAILED);

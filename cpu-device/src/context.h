@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "rgpu/common/fair_share.h"
 #include "rgpu/cpudev/memory.h"
 #include "stream.h"
 
@@ -26,6 +27,17 @@ struct ContextState {
   // Isolation group (rgpuCtxSetIsolationGroup): kernels of the context reach
   // only memory of this group. Fixed once the context owns memory.
   std::atomic<uint64_t> group{0};
+  // The share of the device's kernel workers its launches use at once
+  // (rgpuCtxSetComputeShare); 1: all of them.
+  std::atomic<float> compute_share{1.0f};
+  // With a share: the device's fair sharing and the context's member id
+  // there (share_mu); launches wait their turn and are charged their CPU time.
+  std::mutex share_mu;
+  std::shared_ptr<FairShare> fair;
+  uint64_t fair_id = 0;
+  ~ContextState() {
+    if (fair) fair->remove(fair_id);
+  }
   // Where device printf text goes (rgpuCtxSetPrintfCallback); unset: stdout.
   std::mutex printf_mu;
   void (*printf_callback)(void* user, const char* text, size_t size) = nullptr;

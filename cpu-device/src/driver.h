@@ -40,6 +40,8 @@ struct Device {
   // (rgpuDeviceGetUtilization).
   ActivityClock kernels;
   ActivityClock copies;
+  // Fair sharing among the contexts given a compute share (rgpuCtxSetComputeShare).
+  const std::shared_ptr<FairShare> fair = std::make_shared<FairShare>(&FairShare::steady_now);
 };
 
 // Everything cuInit creates. Handles are never reused, so a stale handle is

@@ -1,6 +1,10 @@
 // KernelPool: job queue shared by the device's worker threads.
 #include "kernel_pool.h"
 
+#include <time.h>
+
+#include <algorithm>
+
 namespace rgpu::cpudev {
 
 KernelPool::KernelPool(unsigned threads) {
@@ -28,12 +32,45 @@ bool KernelPool::work_on(Job& job) {
   }
 }
 
-void KernelPool::run(unsigned n, const std::function<void(unsigned)>& task) {
+int64_t thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+void SharedPool::run(unsigned n, const std::function<void(unsigned)>& task) {
+  const std::thread::id caller = std::this_thread::get_id();
+  pool_->run_limited(
+      n,
+      [&](unsigned i) {
+        if (std::this_thread::get_id() == caller) return task(i);
+        const int64_t before = thread_cpu_ns();
+        task(i);
+        helper_cpu_ns_.fetch_add(thread_cpu_ns() - before);
+      },
+      limit_);
+}
+
+unsigned share_of_workers(float share, unsigned workers) {
+  if (!(share < 1)) return workers;  // 1, or not a number: all of them
+  const unsigned k = static_cast<unsigned>(share * static_cast<float>(workers) + 0.5f);
+  return std::clamp(k, 1u, workers == 0 ? 1u : workers);
+}
+
+std::shared_ptr<KernelPool::Job> KernelPool::joinable_locked() const {
+  for (auto& j : jobs_) {
+    if (j->next.load() < j->n && j->helpers < j->max_helpers) return j;
+  }
+  return nullptr;
+}
+
+void KernelPool::run_limited(unsigned n, const std::function<void(unsigned)>& task, unsigned limit) {
   if (n == 0) return;
   auto job = std::make_shared<Job>();
   job->n = n;
   job->task = &task;
-  if (n > 1) {
+  job->max_helpers = limit > 1 ? limit - 1 : 0;  // the caller works on it too
+  if (n > 1 && job->max_helpers > 0) {
     std::lock_guard lock(mu_);
     jobs_.push_back(job);
     work_cv_.notify_all();
@@ -55,25 +92,16 @@ void KernelPool::loop() {
     std::shared_ptr<Job> job;
     {
       std::unique_lock lock(mu_);
-      work_cv_.wait(lock, [&] {
-        if (stopping_) return true;
-        for (auto& j : jobs_) {
-          if (j->next.load() < j->n) return true;
-        }
-        return false;
-      });
+      work_cv_.wait(lock, [&] { return stopping_ || joinable_locked() != nullptr; });
       if (stopping_) return;
-      for (auto& j : jobs_) {
-        if (j->next.load() < j->n) {
-          job = j;
-          break;
-        }
-      }
+      job = joinable_locked();
+      if (job) ++job->helpers;
     }
-    if (job && work_on(*job)) {
-      std::lock_guard lock(mu_);
-      done_cv_.notify_all();
-    }
+    if (!job) continue;
+    const bool last = work_on(*job);
+    std::lock_guard lock(mu_);
+    --job->helpers;
+    if (last) done_cv_.notify_all();
   }
 }
 

@@ -1,7 +1,10 @@
 // Kernel launch checks and execution on the interpreter.
 #include "launch.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "rgpu/common/log.h"
 
@@ -22,6 +25,9 @@ bool sticky(ptx::Fault f) {
       return false;
   }
 }
+
+// A throttled launch looks again this often (nanoseconds) for its turn.
+constexpr int64_t kShareWaitStep = 1'000'000;
 
 }  // namespace
 
@@ -98,7 +104,26 @@ CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const st
       Device* dev = d->device_of(addr);
       return dev && dev->memory->check(addr, size, group, &cache);
     };
-    env.pool = pool;
+    // A context with a compute share runs on that share of the workers, and
+    // only when its turn comes (FairShare), so that shares hold even when
+    // the host's cores are busy with other work.
+    SharedPool shared(pool, share_of_workers(state->compute_share.load(), pool->concurrency()));
+    env.pool = &shared;
+    std::shared_ptr<FairShare> fair;
+    uint64_t fair_id = 0;
+    {
+      std::lock_guard<std::mutex> lock(state->share_mu);
+      fair = state->fair;
+      fair_id = state->fair_id;
+    }
+    if (fair) {
+      for (int64_t wait = fair->delay(fair_id); wait > 0; wait = fair->delay(fair_id)) {
+        if (state->cancel.load()) return CUDA_ERROR_LAUNCH_TIMEOUT;
+        std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(wait, kShareWaitStep)));
+      }
+    }
+    if (fair) fair->start(fair_id);
+    const int64_t cpu_before = fair ? thread_cpu_ns() : 0;
     env.cancel = &state->cancel;
     if (uint64_t ms = d->config().kernel_timeout_ms) {
       env.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
@@ -119,6 +144,7 @@ CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const st
       r = module->program().launch(kernel, shape.grid, shape.block, shape.shared_bytes, params.data(), params.size(),
                                    env);
     }
+    if (fair) fair->charge(fair_id, thread_cpu_ns() - cpu_before + shared.helper_cpu_ns());
     if (r.ok()) return CUDA_SUCCESS;
     auto code = static_cast<CUresult>(ptx::cuda_error_code(r.fault));
     RGPU_ERROR("cpudev kernel fault kernel=%s fault=%s address=0x%llx detail=\"%s\"", k.name.c_str(),

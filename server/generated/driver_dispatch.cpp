@@ -141,6 +141,8 @@ InvokeOutcome run_rgpuDeviceGetUtilization(CallEnv& env_, std::span<const std::b
   CUdevice dev{};
   rd_.scalar(&dev);
   if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "rgpuDeviceGetUtilization: undecodable arguments");
+  if (!env_.device(dev, &dev))
+    return refuse(kApi, CUDA_ERROR_INVALID_DEVICE, "rgpuDeviceGetUtilization: dev is not a device of this session");
   InvokeOutcome out_;
   out_.api = kApi;
   auto fn_ = env_.driver().rgpuDeviceGetUtilization;

@@ -29,6 +29,14 @@ class CallEnv {
   virtual const void* library_table(size_t index) const = 0;
   virtual const ServerLimits& limits() const = 0;
 
+  // The server's device for the session's device ordinal `ordinal` (the
+  // session sees only its slices, numbered from 0); false for an ordinal
+  // the session does not have. The default maps every ordinal to itself.
+  virtual bool device(CUdevice ordinal, CUdevice* out) const {
+    *out = ordinal;
+    return true;
+  }
+
   // The client handle of the context the call runs in (0: none); the row
   // runs with that context current.
   virtual uint64_t context() const = 0;

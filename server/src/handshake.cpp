@@ -45,6 +45,10 @@ std::string speaks(protocol::VersionRange range) {
 }  // namespace
 
 Result<Resources> grant(const Resources& request, const Offer& offer) {
+  if (!(request.share >= 0 && request.share <= 1)) {  // NaN fails both
+    return invalid_argument("the client asks for a compute share of " + std::to_string(request.share) +
+                            "; a share is from 0 to 1");
+  }
   if (request.devices > offer.devices) {
     return invalid_argument("the client asks for " + std::to_string(request.devices) + " devices; this server has " +
                             std::to_string(offer.devices));
@@ -144,6 +148,7 @@ Handshake::Step Handshake::on_hello(wire::Hello::Reader hello) {
   terms.requested.devices = request.getDevices();
   terms.requested.memory_bytes = request.getMemoryBytes();
   terms.requested.lease_seconds = request.getLeaseSeconds();
+  terms.requested.share = request.getComputeShare();
   if (!read_text(request.getLease(), &terms.requested.lease, kMaxLeaseText)) {
     return refuse("lease in hello longer than " + std::to_string(kMaxLeaseText) + " bytes");
   }

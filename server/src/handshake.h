@@ -22,6 +22,21 @@ struct Resources {
   uint64_t memory_bytes = 0;
   uint32_t lease_seconds = 0;
   std::string lease;  // opaque, issued by a pool; not checked yet
+  // The compute share of each device, 0 to 1: asked, the least acceptable
+  // (0: any); granted, the smallest share among the session's slices (0:
+  // whole devices only).
+  float share = 0;
+};
+
+// One device of a session, as the server admitted it (slices.h): which of
+// the server's devices it is, which slice of it, and the session's limits
+// there. The session numbers its devices from 0 in the order of its
+// placements.
+struct Placement {
+  uint32_t device = 0;  // the server's device ordinal
+  int slice = -1;       // the slice of that device; -1: the whole device, shared
+  uint64_t quota = 0;   // bytes of allocations the session may hold there (0: no limit)
+  float share = 1;      // of the device's compute
 };
 
 // What this server offers every session: the protocol versions and features
@@ -49,6 +64,9 @@ struct Terms {
   uint64_t features = 0;                  // the features both sides have
   Resources requested;
   Resources granted;
+  // The session's devices, filled in when the server admits it to slices;
+  // empty: every device of the server, with granted.memory_bytes as quota.
+  std::vector<Placement> devices;
 
   // Sets the welcome's version, range, features and grant. (Inline: the
   // session, which writes the welcome, is also built without this file's
@@ -63,6 +81,7 @@ struct Terms {
     out.setMemoryBytes(granted.memory_bytes);
     out.setLeaseSeconds(granted.lease_seconds);
     if (!granted.lease.empty()) out.setLease(granted.lease);
+    out.setComputeShare(granted.share);
   }
 };
 

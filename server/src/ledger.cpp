@@ -14,15 +14,23 @@ uint64_t Ledger::bytes_held_by(uint64_t ctx) const {
 }
 
 bool Ledger::fits(uint64_t ctx, uint64_t size) const {
-  if (quota_ == 0) return true;
+  const uint64_t quota = this->quota(device_of(ctx));
+  if (quota == 0) return true;
   const uint64_t held = bytes_held_by(ctx);
-  return held <= quota_ && size <= quota_ - held;  // in use + size <= quota, without overflow
+  return held <= quota && size <= quota - held;  // in use + size <= quota, without overflow
 }
 
 void Ledger::count(uint64_t ctx, uint64_t size, bool add) {
   uint64_t& held = held_[device_of(ctx)];
   held = add ? held + size : held - size;
   bytes_held_ = add ? bytes_held_ + size : bytes_held_ - size;
+}
+
+bool Ledger::charge_module(uint64_t ctx, uint64_t module, uint64_t bytes) {
+  if (module == 0 || images_.count(module) != 0 || !fits(ctx, bytes)) return false;
+  images_[module] = Charge{ctx, bytes};
+  count(ctx, bytes, true);
+  return true;
 }
 
 bool Ledger::add(uint64_t ctx, uint64_t base, uint64_t size, uint64_t module) {
@@ -73,6 +81,10 @@ void Ledger::drop_context(uint64_t ctx) {
 }
 
 void Ledger::drop_module(uint64_t module) {
+  if (auto it = images_.find(module); it != images_.end()) {
+    count(it->second.ctx, it->second.bytes, false);
+    images_.erase(it);
+  }
   for (auto it = ranges_.begin(); it != ranges_.end();) {
     it = module != 0 && it->second.module == module ? ranges_.erase(it) : std::next(it);
   }
@@ -82,6 +94,7 @@ void Ledger::clear() {
   ranges_.clear();
   devices_.clear();
   held_.clear();
+  images_.clear();
   bytes_held_ = 0;
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 namespace rgpu::server {
 
@@ -14,8 +15,9 @@ namespace rgpu::server {
 // the call's own context: a pointer of another context of the same session
 // is as foreign as another session's. Device addresses are unique across the
 // contexts of a process, so one ordered map finds the range holding a pointer.
-// The quota is per device: allocations of all the session's contexts on one
-// device count together; module globals never count (the module's image
+// Module images count against the quota too (charge_module).
+// The quota is per device (the session's own ordinals, so per slice):
+// allocations of all the session's contexts on one device count together; module globals never count (the module's image
 // holds them, see docs/security.md).
 // Thread-safety: none; the session uses it only under its execution lock.
 class Ledger {
@@ -27,9 +29,9 @@ class Ledger {
     uint64_t module = 0;  // a module global's module handle (0: an allocation)
   };
 
-  // `quota`: the bytes of allocations the session may hold on each device
-  // (0: no limit).
-  explicit Ledger(uint64_t quota = 0) : quota_(quota) {}
+  // `quotas[d]`: the bytes of allocations the session may hold on its
+  // device d (0, or a device past the list: no limit).
+  explicit Ledger(std::vector<uint64_t> quotas = {}) : quotas_(std::move(quotas)) {}
 
   // Says which device context `ctx` lives on; allocations of a context never
   // bound count on device 0.
@@ -38,6 +40,10 @@ class Ledger {
   // quota of its device: in use + size <= quota. The one place the quota is
   // decided; every allocation path asks it before it allocates.
   bool fits(uint64_t ctx, uint64_t size) const;
+  // Counts a module image of `bytes`, loaded as `module` in `ctx`, against
+  // the quota of its device until drop_module(): false (nothing counted)
+  // when it does not fit or the module is counted already.
+  bool charge_module(uint64_t ctx, uint64_t module, uint64_t bytes);
   // Records an allocation of `ctx` (or a global of `module` in `ctx`). False
   // when it is empty or overlaps a range already recorded (a global asked for
   // twice, for one).
@@ -49,13 +55,14 @@ class Ledger {
   bool check(uint64_t ctx, uint64_t ptr, uint64_t size) const;
   // The range holding `ptr`, in any context of the session.
   std::optional<Range> find(uint64_t ptr) const;
-  // Bytes of allocations (not module globals) the session holds, in all and
-  // on the device of `ctx`.
+  // Bytes the session holds against its quotas (allocations and module
+  // images, not module globals), in all and on the device of `ctx`.
   uint64_t bytes_held() const { return bytes_held_; }
   uint64_t bytes_held_by(uint64_t ctx) const;
-  uint64_t quota() const { return quota_; }
+  uint64_t quota(uint32_t device) const { return device < quotas_.size() ? quotas_[device] : 0; }
   uint32_t device_of(uint64_t ctx) const;
-  // Drops every range of a context (and its binding), or every global of a module.
+  // Drops every range of a context (and its binding), or every global of a
+  // module and its image's charge.
   void drop_context(uint64_t ctx);
   void drop_module(uint64_t module);
   void clear();
@@ -63,10 +70,15 @@ class Ledger {
  private:
   void count(uint64_t ctx, uint64_t size, bool add);
 
-  const uint64_t quota_;
+  const std::vector<uint64_t> quotas_;
   std::map<uint64_t, Range> ranges_;  // by base
   std::unordered_map<uint64_t, uint32_t> devices_;  // context -> device
-  std::unordered_map<uint32_t, uint64_t> held_;     // device -> bytes of allocations
+  std::unordered_map<uint32_t, uint64_t> held_;     // device -> bytes of allocations and images
+  struct Charge {
+    uint64_t ctx;
+    uint64_t bytes;
+  };
+  std::unordered_map<uint64_t, Charge> images_;  // module -> its image's charge
   uint64_t bytes_held_ = 0;
 };
 

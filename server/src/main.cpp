@@ -15,6 +15,8 @@
 #include "rgpu/server/driver_table.h"
 #include "rgpu/protocol/codec.h"
 #include "rgpu/server/server.h"
+#include "config_file.h"
+#include "mig.h"
 
 namespace {
 
@@ -24,6 +26,8 @@ void usage(FILE* out) {
                "             [--auth-file FILE] [--insecure] [--log-level error|warn|info|debug|trace]\n"
                "             [--module-cache DIR] [--module-cache-mem BYTES] [--poll-us US]\n"
                "             [--limit NAME=VALUE]... [--shutdown-timeout SECONDS] [--library NAME=PATH]...\n"
+               "             [--slices DEV:SIZE@SHARE[,SIZE@SHARE...]]... [--max-sessions-per-slice N]\n"
+               "             [--config FILE]\n"
                "\n"
                "  --listen HOST:PORT  address to accept clients on (default 127.0.0.1:0: a free port)\n"
                "  --device KIND       cuda: the system libcuda.so.1; cpu: rgpu's CPU device;\n"
@@ -46,6 +50,14 @@ void usage(FILE* out) {
                "  --session-memory SIZE  the most device memory one session may hold on each\n"
                "                      device (e.g. 512M, 2G; default 0: no limit); a client asks for\n"
                "                      less with RGPU_REQUEST=mem=SIZE, more is refused at connect\n"
+               "  --slices DEV:SIZE@SHARE[,SIZE@SHARE...]  cut device DEV into slices, each with SIZE\n"
+               "                      of memory (an exact quota) and SHARE (0 to 1) of its compute,\n"
+               "                      e.g. 0:2G@0.5,1G@0.25,1G@0.25; repeat for more devices. A session\n"
+               "                      sees only the slices it was admitted to (docs/sharing.md)\n"
+               "  --max-sessions-per-slice N  sessions one slice holds at once (default: 1 for a\n"
+               "                      configured slice, any number for a whole device)\n"
+               "  --config FILE       read these options from a TOML file (docs/sharing.md); options\n"
+               "                      after it on the command line override it\n"
                "  --poll-us US        how long the transport thread keeps polling after a message\n"
                "                      before it sleeps (default 30): longer saves wakeups, costs CPU\n"
                "  --limit NAME=VALUE  one of the per-client limits (docs/security.md, \"Limits\"):\n"
@@ -151,7 +163,42 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (arg == "--listen") {
+    if (arg == "--config") {
+      const std::string path = value("--config");
+      auto config = rgpu::server::load_config(path);
+      if (!config.is_ok()) {
+        std::fprintf(stderr, "rgpud: %s\n", config.status().message().c_str());
+        return 2;
+      }
+      const rgpu::server::ConfigFile& c = config.value();
+      if (c.device) device = *c.device;
+      if (c.cpu_devices) {
+        if (*c.cpu_devices < 1 || *c.cpu_devices > kMaxCpuDevices) {
+          std::fprintf(stderr, "rgpud: %s: cpu-devices wants a number from 1 to %d\n", path.c_str(), kMaxCpuDevices);
+          return 2;
+        }
+        cpu_devices = static_cast<int>(*c.cpu_devices);
+      }
+      if (c.session_memory) options.session_memory = *c.session_memory;
+      if (c.max_sessions_per_slice) {
+        if (*c.max_sessions_per_slice < 1 || *c.max_sessions_per_slice > UINT32_MAX) {
+          std::fprintf(stderr, "rgpud: %s: max-sessions-per-slice wants a number from 1\n", path.c_str());
+          return 2;
+        }
+        options.max_sessions_per_slice = static_cast<uint32_t>(*c.max_sessions_per_slice);
+      }
+      options.slices.insert(options.slices.end(), c.slices.begin(), c.slices.end());
+    } else if (arg == "--slices") {
+      options.slices.push_back(value("--slices"));
+    } else if (arg == "--max-sessions-per-slice") {
+      uint64_t v = 0;
+      const std::string text = value("--max-sessions-per-slice");
+      if (!parse_u64(text, &v) || v < 1 || v > UINT32_MAX) {
+        std::fprintf(stderr, "rgpud: --max-sessions-per-slice wants a number from 1, got '%s'\n", text.c_str());
+        return 2;
+      }
+      options.max_sessions_per_slice = static_cast<uint32_t>(v);
+    } else if (arg == "--listen") {
       options.listen = value("--listen");
     } else if (arg == "--device") {
       device = value("--device");
@@ -249,6 +296,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rgpud: --listen wants HOST:PORT, got '%s'\n", options.listen.c_str());
     return 2;
   }
+  if (driver_path.empty() && device != "cpu") {
+    // MIG instances are devices of their own, opened by UUID: name them all
+    // before the driver starts (it enumerates what CUDA_VISIBLE_DEVICES says).
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    if (auto mig = rgpu::server::discover_mig(); mig.instances > 0 && visible == nullptr) {
+      std::string list;
+      for (const auto& id : mig.devices) list += (list.empty() ? "" : ",") + id;
+      setenv("CUDA_VISIBLE_DEVICES", list.c_str(), 1);
+      RGPU_INFO("mig instances=%zu devices=%zu: each instance is a device of its own, opened by uuid (%s)",
+                mig.instances, mig.devices.size(), list.c_str());
+    } else if (mig.instances > 0) {
+      RGPU_INFO("mig instances=%zu; CUDA_VISIBLE_DEVICES is set, so rgpud opens what it names", mig.instances);
+    }
+  }
   if (driver_path.empty()) {
     if (device == "auto") device = cuda_usable() ? "cuda" : "cpu";
     if (device == "cuda") {
@@ -288,6 +349,14 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  if (device == "cuda" && !options.slices.empty()) {
+    // Which mechanism holds the slices' compute shares (docs/sharing.md).
+    const bool mps = rgpu::server::mps_daemon_running();
+    const bool green = rgpu::server::driver_has_green_contexts(driver_path);
+    RGPU_INFO("compute shares by rgpud's timing of each slice's kernels (mps daemon=%s green contexts=%s: "
+              "detected, not used)",
+              mps ? "running" : "none", green ? "available" : "none");
+  }
   auto driver = rgpu::server::DriverTable::load(driver_path);
   if (!driver.is_ok()) {
     std::fprintf(stderr, "rgpud: %s\n", driver.status().message().c_str());

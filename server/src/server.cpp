@@ -14,6 +14,7 @@
 #include "rgpu/common/thread_set.h"
 #include "handshake.h"
 #include "session.h"
+#include "slices.h"
 
 namespace rgpu::server {
 namespace {
@@ -52,20 +53,37 @@ Result<std::shared_ptr<const ServerInfo>> query_devices(const DriverTable& cu, c
       }
     }
     d.ptx_only = cu.cpu_device();
+    info->fair_shares.push_back(std::make_shared<FairShare>(&FairShare::steady_now));
     RGPU_INFO("device index=%d name=\"%s\" memory=%zu", i, d.name.c_str(), total);
     info->devices.push_back(std::move(d));
   }
   return std::shared_ptr<const ServerInfo>(std::move(info));
 }
 
-// What every session is offered: every device of this server, and at most
-// `session_memory` bytes on each (0: no limit).
-Offer make_offer(const ServerInfo& info, uint64_t session_memory) {
+// What a session may ask for at most: as many devices as there are slices,
+// and at most `session_memory` bytes on each (0: no limit) or, with
+// configured slices, the largest slice. The slice table decides the rest
+// when the session is admitted.
+Offer make_offer(const SliceTable& slices, uint64_t session_memory) {
   Offer offer;
-  offer.devices = static_cast<uint32_t>(info.devices.size());
-  for (const auto& d : info.devices) offer.device_memory = std::max(offer.device_memory, d.total_mem);
-  offer.memory_limit = session_memory;
+  const auto slots = slices.slots();
+  offer.devices = static_cast<uint32_t>(slots.size());
+  for (const auto& s : slots) offer.device_memory = std::max(offer.device_memory, s.memory);
+  offer.memory_limit = slices.sliced() ? 0 : session_memory;
   return offer;
+}
+
+// The grant's summary of a session's placements: the smallest quota (0 when
+// any device has none) and the smallest share of a configured slice (0: only
+// whole devices).
+void summarize(const std::vector<Placement>& devices, Resources* granted) {
+  granted->devices = static_cast<uint32_t>(devices.size());
+  granted->memory_bytes = devices.empty() ? 0 : UINT64_MAX;
+  granted->share = 0;
+  for (const Placement& p : devices) {
+    granted->memory_bytes = std::min(granted->memory_bytes, p.quota);
+    if (p.slice >= 0) granted->share = granted->share == 0 ? p.share : std::min(granted->share, p.share);
+  }
 }
 
 // One accepted connection: its handshake until it is welcomed, then its
@@ -88,11 +106,12 @@ class ServerImpl final : public Server {
  public:
   ServerImpl(std::shared_ptr<const DriverTable> driver, std::shared_ptr<const ServerInfo> info,
              std::shared_ptr<transport::Transport> transport, std::shared_ptr<ModuleCache> module_cache,
-             protocol::auth::KeyRing keys, uint64_t session_memory)
+             protocol::auth::KeyRing keys, uint64_t session_memory, std::shared_ptr<SliceTable> slices)
       : driver_(std::move(driver)),
         info_(std::move(info)),
         limits_(info_->limits),
-        offer_(make_offer(*info_, session_memory)),
+        slices_(std::move(slices)),
+        offer_(make_offer(*slices_, session_memory)),
         keys_(std::move(keys)),
         transport_(std::move(transport)),
         module_cache_(std::move(module_cache)) {
@@ -235,6 +254,15 @@ class ServerImpl final : public Server {
       refuse(peer, why, Handshake::refusal(why));
       return;
     }
+    // Free slices that fit the request, held until the session is gone.
+    auto admitted = slices_->admit(step.client.terms.requested);
+    if (!admitted.is_ok()) {
+      const std::string why = "cannot grant the request: " + admitted.status().message();
+      refuse(peer, why, Handshake::refusal(why));
+      return;
+    }
+    step.client.terms.devices = std::move(admitted.value().first);
+    summarize(step.client.terms.devices, &step.client.terms.granted);
     // Only an authenticated peer gets the limits a session needs.
     transport::ReceiveLimits open;
     open.max_header = limits_.max_message_bytes;
@@ -242,7 +270,7 @@ class ServerImpl final : public Server {
     open.max_parked_bytes = limits_.max_parked_bytes;
     peer.connection->set_receive_limits(open);
     auto session = std::make_shared<Session>(peer.id, std::move(step.client), driver_, info_, module_cache_,
-                                             peer.connection);
+                                             peer.connection, std::move(admitted.value().second));
     session->welcome(step.server_proof);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -309,6 +337,7 @@ class ServerImpl final : public Server {
   const std::shared_ptr<const DriverTable> driver_;
   const std::shared_ptr<const ServerInfo> info_;
   const ServerLimits& limits_;
+  const std::shared_ptr<SliceTable> slices_;
   const Offer offer_;
   const protocol::auth::KeyRing keys_;
   std::shared_ptr<transport::Transport> transport_;
@@ -326,6 +355,28 @@ class ServerImpl final : public Server {
   std::atomic<uint64_t> next_id_{1};
   std::thread gatekeeper_;
 };
+
+// The slices of --slices, checked against the devices, each logged once.
+Result<std::shared_ptr<SliceTable>> make_slices(const ServerInfo& info, const ServerOptions& options) {
+  SharingOptions sharing;
+  for (const std::string& text : options.slices) {
+    auto cut = parse_slicing(text);
+    if (!cut.is_ok()) return cut.status();
+    sharing.slicing.push_back(std::move(cut.value()));
+  }
+  sharing.max_sessions_per_slice = options.max_sessions_per_slice;
+  sharing.session_memory = options.session_memory;
+  std::vector<uint64_t> memory;
+  for (const auto& d : info.devices) memory.push_back(d.total_mem);
+  auto table = SliceTable::make(memory, sharing);
+  if (!table.is_ok()) return table.status();
+  if (table.value()->sliced()) {
+    for (const auto& s : table.value()->slots()) {
+      RGPU_INFO("slice %s max_sessions=%u", SliceTable::describe(s).c_str(), s.max_sessions);
+    }
+  }
+  return table;
+}
 
 }  // namespace
 
@@ -365,8 +416,11 @@ Result<std::unique_ptr<Server>> Server::start(std::shared_ptr<const DriverTable>
   if (options.session_memory != 0) {
     RGPU_INFO("session memory quota bytes=%llu", static_cast<unsigned long long>(options.session_memory));
   }
+  auto slices = make_slices(*info.value(), options);
+  if (!slices.is_ok()) return slices.status();
   auto server = std::make_unique<ServerImpl>(std::move(driver), std::move(info.value()), std::move(transport),
-                                             std::move(modules.value()), options.keys, options.session_memory);
+                                             std::move(modules.value()), options.keys, options.session_memory,
+                                             std::move(slices.value()));
   if (Status s = server->listen(options.listen); !s.is_ok()) return s;
   return std::unique_ptr<Server>(std::move(server));
 }

@@ -1,6 +1,7 @@
 // Session: executes one client's calls in order through the driver table.
 #include "session.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "rgpu/common/log.h"
@@ -44,13 +45,40 @@ constexpr uint64_t kCopyPipelineChunk = 4u << 20;
 // a client's next call usually follows its reply within microseconds.
 constexpr auto kExecutorSpin = std::chrono::microseconds(20);
 
+// A session admitted without slices (the fuzzer's) sees every device of the
+// server, with the grant's quota on each.
+std::vector<Placement> session_devices(const ClientIdentity& client, const ServerInfo& info) {
+  if (!client.terms.devices.empty()) return client.terms.devices;
+  std::vector<Placement> all(info.devices.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    all[i].device = static_cast<uint32_t>(i);
+    all[i].quota = client.terms.granted.memory_bytes;
+  }
+  return all;
+}
+
+std::vector<uint64_t> quotas_of(const std::vector<Placement>& devices) {
+  std::vector<uint64_t> quotas;
+  for (const Placement& p : devices) quotas.push_back(p.quota);
+  return quotas;
+}
+
+// A slice's UUID: its device's with byte 8 marked by the slice's number, so
+// that CUDA_VISIBLE_DEVICES can name each slice and none is its device's.
+CUuuid slice_uuid(CUuuid uuid, int slice) {
+  if (slice >= 0) uuid.bytes[8] = static_cast<char>(uuid.bytes[8] ^ (0x80 | (slice & 0x7f)));
+  return uuid;
+}
+
 }  // namespace
 
 Session::Session(uint64_t id, ClientIdentity client, std::shared_ptr<const DriverTable> driver,
                  std::shared_ptr<const ServerInfo> info, std::shared_ptr<ModuleCache> modules,
-                 std::shared_ptr<transport::Connection> connection)
-    : id_(id),
+                 std::shared_ptr<transport::Connection> connection, std::shared_ptr<const Admission> admission)
+    : admission_(std::move(admission)),
+      id_(id),
       client_(std::move(client)),
+      devices_(session_devices(client_, *info)),
       driver_(std::move(driver)),
       cu_(*driver_),
       info_(std::move(info)),
@@ -60,7 +88,7 @@ Session::Session(uint64_t id, ClientIdentity client, std::shared_ptr<const Drive
       bulk_direct_(cu_.cpu_device() || connection_->supports_cuda_memory()),
       limits_(info_->limits),
       handles_(info_->limits.max_handles),
-      ledger_(client_.terms.granted.memory_bytes) {
+      ledger_(quotas_of(devices_)) {
   executor_ = std::thread([this] { run_executor(); });
   executor_id_ = executor_.get_id();  // before any message can arrive
 }
@@ -250,28 +278,35 @@ void Session::welcome(const std::vector<uint8_t>& server_proof) {
   }
   welcome.setDriverVersion(info_->driver_version);
   welcome.setCopyPipelineChunk(bulk_direct_ ? 0 : kCopyPipelineChunk);
-  auto devices = welcome.initDevices(static_cast<unsigned>(info_->devices.size()));
-  for (size_t i = 0; i < info_->devices.size(); ++i) {
-    const auto& d = info_->devices[i];
+  auto devices = welcome.initDevices(static_cast<unsigned>(devices_.size()));
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    const Placement& place = devices_[i];
+    const auto& d = info_->devices.at(place.device);
     auto out = devices[i];
-    out.setName(d.name);
-    out.setUuid(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(d.uuid.bytes), sizeof d.uuid.bytes));
+    out.setName(place.slice < 0 ? d.name : d.name + " (slice " + std::to_string(place.slice) + ")");
+    const CUuuid uuid = slice_uuid(d.uuid, place.slice);
+    out.setUuid(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(uuid.bytes), sizeof uuid.bytes));
     // With a quota the session's device is the quota's size (cuDeviceTotalMem,
     // cudaGetDeviceProperties and NVML agree with cuMemGetInfo).
-    const uint64_t quota = ledger_.quota();
+    const uint64_t quota = place.quota;
     out.setTotalMem(quota != 0 && quota < d.total_mem ? quota : d.total_mem);
     out.setPtxOnly(d.ptx_only);
     auto attrs = out.initAttributes(static_cast<unsigned>(d.attributes.size()));
     auto missing = out.initAttributeMissing(static_cast<unsigned>(d.attribute_missing.size()));
     for (size_t a = 0; a < d.attributes.size(); ++a) attrs.set(a, d.attributes[a]);
     for (size_t a = 0; a < d.attribute_missing.size(); ++a) missing.set(a, d.attribute_missing[a]);
+    // A slice has its share of the multiprocessors, at least one.
+    if (place.share < 1 && CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT < d.attributes.size()) {
+      const int sms = d.attributes[CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT];
+      attrs.set(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, std::max(1, static_cast<int>(sms * place.share + 0.5f)));
+    }
   }
   RGPU_INFO("session accepted id=%llu tenant=%s peer=%s pid=%u host=%s program=%s protocol=%u features=0x%llx "
-            "devices=%u memory_quota=%llu bulk_path=%s",
+            "devices=%zu slices=\"%s\" memory_quota=%llu bulk_path=%s",
             static_cast<unsigned long long>(id_), client_.tenant.c_str(), connection_->peer().c_str(), client_.pid,
             client_.hostname.c_str(), client_.program.c_str(), client_.terms.version,
-            static_cast<unsigned long long>(client_.terms.features), client_.terms.granted.devices,
-            static_cast<unsigned long long>(ledger_.quota()),
+            static_cast<unsigned long long>(client_.terms.features), devices_.size(), placements_text().c_str(),
+            static_cast<unsigned long long>(client_.terms.granted.memory_bytes),
             !bulk_direct_      ? "staged (no device memory support in the transport)"
             : cu_.cpu_device() ? "direct (CPU device memory is host memory)"
                                : "gpudirect (the transport moves CUDA memory)");
@@ -296,6 +331,22 @@ void Session::handle_batch(wire::Batch::Reader batch, transport::Message& messag
   for (unsigned i = 0; i < calls.size(); ++i) {
     execute(calls[i].getCall(), message, i + 1 == calls.size());
   }
+}
+
+std::string Session::placements_text() const {
+  std::string text;
+  for (const Placement& p : devices_) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(p.device);
+    if (p.slice >= 0) text += "." + std::to_string(p.slice);
+  }
+  return text;
+}
+
+bool Session::device(CUdevice ordinal, CUdevice* out) const {
+  if (ordinal < 0 || static_cast<size_t>(ordinal) >= devices_.size()) return false;
+  *out = static_cast<CUdevice>(devices_[static_cast<size_t>(ordinal)].device);
+  return true;
 }
 
 const void* Session::library_table(size_t index) const {
@@ -460,8 +511,10 @@ CUresult Session::create_context(uint64_t handle, int device, unsigned flags) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (!handle_room()) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUdevice server_device = 0;
+  if (!this->device(device, &server_device)) return CUDA_ERROR_INVALID_DEVICE;
   CUdevice dev;
-  CUresult r = cu_.cuDeviceGet(&dev, device);
+  CUresult r = cu_.cuDeviceGet(&dev, server_device);
   if (r != CUDA_SUCCESS) return r;
   CUcontext ctx = nullptr;
   // Each session gets contexts of its own (never the shared primary context),
@@ -475,6 +528,17 @@ CUresult Session::create_context(uint64_t handle, int device, unsigned flags) {
       return r;
     }
   }
+  // A slice's kernels get its share of the device: of the workers and their
+  // time on the CPU device, by rgpud's own timing of its launches elsewhere.
+  const Placement& place = devices_[static_cast<size_t>(device)];
+  if (place.share < 1 && cu_.rgpuCtxSetComputeShare) {
+    if ((r = cu_.rgpuCtxSetComputeShare(ctx, place.share)) != CUDA_SUCCESS) {
+      cu_.cuCtxDestroy(ctx);
+      return r;
+    }
+  } else if (place.share < 1 && place.device < info_->fair_shares.size()) {
+    time_shares_[handle] = std::make_unique<TimeShare>(cu_, info_->fair_shares[place.device], place.share);
+  }
   {
     std::lock_guard<std::mutex> lock(live_mu_);
     live_contexts_.push_back(ctx);
@@ -484,6 +548,7 @@ CUresult Session::create_context(uint64_t handle, int device, unsigned flags) {
   r = add_handle(protocol::HandleKind::kContext, handle, ctx, 0, [this, handle](void* object) {
     auto c = static_cast<CUcontext>(object);
     ledger_.drop_context(handle);
+    time_shares_.erase(handle);  // its events live in the context
     {
       std::lock_guard<std::mutex> lock(live_mu_);
       std::erase(live_contexts_, c);

@@ -35,12 +35,15 @@
 #include "ledger.h"
 #include "module_cache.h"
 #include "staging_pool.h"
+#include "time_share.h"
 #include "rgpu/protocol/codec.h"
 #include "rgpu/server/driver_table.h"
 #include "rgpu/server/server.h"
 #include "rgpu/transport/transport.h"
 
 namespace rgpu::server {
+
+class Admission;  // slices.h
 
 // What the server tells every accepted client about itself.
 struct ServerInfo {
@@ -56,6 +59,9 @@ struct ServerInfo {
   };
   std::vector<Device> devices;
   ServerLimits limits;
+  // Per device: the fair sharing of its compute among the contexts of its
+  // slices, where rgpud enforces shares itself (TimeShare).
+  std::vector<std::shared_ptr<FairShare>> fair_shares;
   // The remoted libraries' tables, shared by every session (null: none).
   std::shared_ptr<LibraryTables> libraries;
 };
@@ -74,9 +80,12 @@ struct ServerInfo {
 // the device.
 class Session : public CallEnv {
  public:
+  // `admission`: the slices the session holds (client.terms.devices), kept
+  // until it has freed everything on the device; null without slices.
   Session(uint64_t id, ClientIdentity client, std::shared_ptr<const DriverTable> driver,
           std::shared_ptr<const ServerInfo> info, std::shared_ptr<ModuleCache> modules,
-          std::shared_ptr<transport::Connection> connection);
+          std::shared_ptr<transport::Connection> connection,
+          std::shared_ptr<const Admission> admission = nullptr);
   ~Session() override;
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -102,6 +111,7 @@ class Session : public CallEnv {
   const void* library_table(size_t index) const override;
   const ServerLimits& limits() const override { return limits_; }
   uint64_t context() const override { return call_ctx_; }
+  bool device(CUdevice ordinal, CUdevice* out) const override;
   bool device_range(uint64_t ptr, uint64_t size) const override { return ledger_.check(call_ctx_, ptr, size); }
   void* find(protocol::HandleKind kind, uint64_t handle) const override { return handles_.find(kind, handle); }
   bool stream(uint64_t handle, CUstream* out) const override {
@@ -165,6 +175,8 @@ class Session : public CallEnv {
   // reports of a malformed message among them) fails the session.
   template <class Fn>
   void guarded(const char* where, Fn&& fn);
+  // "0,1.2": the server's device (and slice) of each of the session's devices, for logs.
+  std::string placements_text() const;
   // Logs why and closes the connection; teardown follows from its close.
   void fail(const std::string& reason);
   // Whether the session may hold one more handle (logs once when not).
@@ -223,10 +235,14 @@ class Session : public CallEnv {
   // released at once and the CUresult says why.
   CUresult add_handle(protocol::HandleKind kind, uint64_t handle, void* object, uint64_t parent,
                       HandleTable::Destroy destroy);
+  // A context on the session's device `device` (its ordinal, mapped to the
+  // server's device; on a slice with a share below 1, limited to that share
+  // where the driver can, see docs/sharing.md).
   CUresult create_context(uint64_t handle, int device, unsigned flags);
-  // With a memory quota, rewrites a successful cuMemGetInfo's answer for the
-  // device of `ctx`: total = the quota (at most the device's), free = total
-  // minus what the session holds there (at most what the device has free).
+  // With a memory quota on the device of `ctx`, rewrites a successful
+  // cuMemGetInfo's answer: total = the quota (at most the device's), free =
+  // total minus what the session holds there (at most what the device has
+  // free).
   void answer_for_quota(uint64_t ctx, InvokeOutcome* outcome) const;
   Outcome load_module(wire::Call::Reader call, transport::Message& message);
   CUresult launch(uint64_t ctx, wire::Call::Launch::Reader launch);
@@ -236,8 +252,14 @@ class Session : public CallEnv {
   void host_func_done(uint64_t id);
   CUresult destroy_context(uint64_t handle);
 
+  // First, so that the slices are given back last, once the device memory
+  // they account for is free.
+  const std::shared_ptr<const Admission> admission_;
   const uint64_t id_;
   const ClientIdentity client_;
+  // The session's devices, by its ordinal: its slices, or every device of
+  // the server (with the grant's quota) when it was admitted without them.
+  const std::vector<Placement> devices_;
   const std::shared_ptr<const DriverTable> driver_;
   const DriverTable& cu_;
   const std::shared_ptr<const ServerInfo> info_;
@@ -271,6 +293,8 @@ class Session : public CallEnv {
   uint64_t call_ctx_ = 0;             // the context of the call running now
   CUresult destroy_result_ = CUDA_SUCCESS;  // of the last context destroyed through handles_
   std::deque<Staged> staging_;
+  // Contexts on slices with a share, on NVIDIA's driver: their launches' timing.
+  std::unordered_map<uint64_t, std::unique_ptr<TimeShare>> time_shares_;
   mutable bool used_per_thread_stream_ = false;  // lookup_stream() notes it
 
   // First error of an async call since the last reply.

@@ -221,11 +221,12 @@ void Session::execute(wire::Call::Reader call, transport::Message& message, bool
 }
 
 void Session::answer_for_quota(uint64_t ctx, InvokeOutcome* outcome) const {
-  if (ledger_.quota() == 0 || outcome->code != CUDA_SUCCESS) return;
+  const uint64_t quota = ledger_.quota(ledger_.device_of(ctx));
+  if (quota == 0 || outcome->code != CUDA_SUCCESS) return;
   protocol::ArgReader in(outcome->out);
   size_t device_free = 0, device_total = 0;
   if (!in.scalar(&device_free) || !in.scalar(&device_total)) return;
-  const uint64_t total = std::min<uint64_t>(ledger_.quota(), device_total);
+  const uint64_t total = std::min<uint64_t>(quota, device_total);
   const uint64_t held = ledger_.bytes_held_by(ctx);
   const uint64_t free = std::min<uint64_t>(held < total ? total - held : 0, device_free);
   protocol::ArgWriter out;
@@ -627,12 +628,21 @@ Session::Outcome Session::load_module(wire::Call::Reader call, transport::Messag
     }
     image = module_cache_->insert(key, std::move(bytes));
   }
+  // The image is device memory the session holds as long as the module is loaded.
+  const uint64_t handle = in.getHandle();
+  if (!ledger_.charge_module(call.getCtx(), handle, image->size() - 1)) {
+    out.result = CUDA_ERROR_OUT_OF_MEMORY;
+    out.message = "module image past the session's memory quota";
+    return out;
+  }
   CUmodule module = nullptr;
   out.result = cu_.cuModuleLoadData(&module, image->data());
-  if (out.result != CUDA_SUCCESS) return out;
+  if (out.result != CUDA_SUCCESS) {
+    ledger_.drop_module(handle);
+    return out;
+  }
   // Unloading goes through the table: its functions first, then its globals
-  // leave the ledger, then the module, in its own context.
-  const uint64_t handle = in.getHandle();
+  // and image leave the ledger, then the module, in its own context.
   out.result = add_handle(protocol::HandleKind::kModule, handle, module, call.getCtx(),
                           [this, handle, ctx = context_object(call.getCtx())](void* object) {
                             ledger_.drop_module(handle);
@@ -651,9 +661,13 @@ CUresult Session::launch(uint64_t ctx, wire::Call::Launch::Reader in) {
   size_t size = params.size();
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<capnp::byte*>(params.begin()),
                    CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-  return cu_.cuLaunchKernel(f, in.getGridX(), in.getGridY(), in.getGridZ(), in.getBlockX(),
-                            in.getBlockY(), in.getBlockZ(), in.getSharedMem(), stream, nullptr,
-                            size > 0 ? extra : nullptr);
+  auto run = [&] {
+    return cu_.cuLaunchKernel(f, in.getGridX(), in.getGridY(), in.getGridZ(), in.getBlockX(), in.getBlockY(),
+                              in.getBlockZ(), in.getSharedMem(), stream, nullptr, size > 0 ? extra : nullptr);
+  };
+  // On a slice with a share, in the slice's turn (TimeShare).
+  if (auto ts = time_shares_.find(ctx); ts != time_shares_.end()) return ts->second->launch(stream, run);
+  return run();
 }
 
 CUresult Session::launch_host_func(uint64_t ctx, wire::Call::HostFunc::Reader in) {

@@ -45,6 +45,20 @@ TEST(ParseRequest, DevicesAndMemory) {
   EXPECT_EQ(r.value().memory_bytes, 0u);
 }
 
+TEST(ParseRequest, Share) {
+  auto r = parse_request("devices=2,mem=1G,share=0.25");
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r.value().devices, 2u);
+  EXPECT_FLOAT_EQ(r.value().share, 0.25f);
+  r = parse_request("share=1");
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_FLOAT_EQ(r.value().share, 1.0f);
+  r = parse_request("share=.5");
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_FLOAT_EQ(r.value().share, 0.5f);
+  EXPECT_EQ(parse_request("devices=1").value().share, 0.0f) << "not asked for";
+}
+
 TEST(ParseRequest, BadItemsAreNamed) {
   struct Case {
     const char* text;
@@ -61,7 +75,14 @@ TEST(ParseRequest, BadItemsAreNamed) {
       {"devices=4294967296", "devices wants a whole number from 1"},
       {"mem=0", "mem must be above 0"},
       {"mem=lots", "'lots' is not a size"},
-      {"share=0.5", "unknown key 'share'"},
+      {"share=0", "is not a share"},
+      {"share=1.5", "is not a share"},
+      {"share=-0.5", "is not a share"},
+      {"share=1e-1", "is not a share"},
+      {"share=nan", "is not a share"},
+      {"share=.", "is not a share"},
+      {"share=0.5,share=0.5", "share= twice"},
+      {"speed=1", "unknown key 'speed'"},
       {"devices=1,devices=2", "devices= twice"},
       {"mem=1G,mem=2G", "mem= twice"},
       {"Mem=1G", "unknown key 'Mem'"},

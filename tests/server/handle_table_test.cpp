@@ -165,5 +165,29 @@ TEST(LedgerTest, ContextsAndModulesDropTheirRanges) {
   EXPECT_EQ(ledger.bytes_held(), 0u);
 }
 
+TEST(LedgerTest, QuotasArePerDeviceAndCountModuleImages) {
+  Ledger ledger({0x1000, 0});  // device 0: 4 KiB; device 1: no limit
+  const uint64_t a = minted(HandleKind::kContext, 1), b = minted(HandleKind::kContext, 2);
+  const uint64_t m = minted(HandleKind::kModule, 1), n = minted(HandleKind::kModule, 2);
+  ledger.bind_context(a, 0);
+  ledger.bind_context(b, 1);
+  EXPECT_EQ(ledger.quota(0), 0x1000u);
+  EXPECT_EQ(ledger.quota(1), 0u);
+  EXPECT_EQ(ledger.quota(7), 0u);
+  ASSERT_TRUE(ledger.charge_module(a, m, 0x400));  // an image counts against device 0
+  EXPECT_FALSE(ledger.charge_module(a, m, 1)) << "counted once";
+  EXPECT_TRUE(ledger.fits(a, 0xc00));
+  EXPECT_FALSE(ledger.fits(a, 0xc01));
+  EXPECT_FALSE(ledger.charge_module(a, n, 0xc01));
+  EXPECT_TRUE(ledger.fits(b, uint64_t{1} << 40)) << "device 1 has no limit";
+  ASSERT_TRUE(ledger.add(a, 0x10000, 0xc00));
+  EXPECT_FALSE(ledger.fits(a, 1));
+  EXPECT_EQ(ledger.bytes_held_by(a), 0x1000u);
+  ledger.drop_module(m);  // unloading frees the image's bytes
+  EXPECT_EQ(ledger.bytes_held_by(a), 0xc00u);
+  EXPECT_TRUE(ledger.fits(a, 0x400));
+  EXPECT_FALSE(ledger.fits(a, 0x401));
+}
+
 }  // namespace
 }  // namespace rgpu::server

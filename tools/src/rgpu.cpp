@@ -15,6 +15,7 @@
 
 #include "find_real.h"
 #include "rgpu/protocol/auth.h"
+#include "rgpu/common/request_text.h"
 #include "static_cudart.h"
 
 namespace fs = std::filesystem;
@@ -24,7 +25,7 @@ namespace {
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: rgpu run [--server HOST:PORT[,HOST:PORT...]] [--device cpu|cuda|auto] [--module-cache DIR]\n"
-               "                [--cpu-devices N] -- COMMAND [ARGS...]\n"
+               "                [--cpu-devices N] [--gpus N] [--mem SIZE] [--share F] -- COMMAND [ARGS...]\n"
                "       rgpu --version\n"
                "\n"
                "run      runs COMMAND with rgpu's client library preloaded, so its CUDA calls go to\n"
@@ -37,6 +38,10 @@ void usage(FILE* out) {
                "         that a second run sends none; --cpu-devices gives its CPU device N\n"
                "         devices). The embedded rgpud accepts only\n"
                "         COMMAND: it gets a fresh random key that rgpu hands to COMMAND alone.\n"
+               "         --gpus N, --mem SIZE (per device) and --share F (0 to 1, the compute\n"
+               "         share of each device) ask the server for that many slices that fit\n"
+               "         (RGPU_REQUEST=\"devices=N,mem=SIZE,share=F\", which they replace;\n"
+               "         docs/sharing.md).\n"
                "\n"
                "environment: RGPU_SERVER, RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE, RGPU_TENANT,\n"
                "             RGPU_LOG_LEVEL, RGPU_MODULE_CACHE, RGPU_STATS, UCX_TLS (transport choice)\n");
@@ -154,6 +159,7 @@ int run(int argc, char** argv) {
   std::string device = "auto";
   std::string module_cache;
   std::string cpu_devices;  // passed on to the embedded rgpud, which checks it
+  std::string request;      // --gpus, --mem, --share as RGPU_REQUEST items
   if (const char* dir = std::getenv("RGPU_MODULE_CACHE")) module_cache = dir;
   int i = 0;
   for (; i < argc; ++i) {
@@ -170,6 +176,9 @@ int run(int argc, char** argv) {
       module_cache = argv[++i];
     } else if (arg == "--cpu-devices" && i + 1 < argc) {
       cpu_devices = argv[++i];
+    } else if ((arg == "--gpus" || arg == "--mem" || arg == "--share") && i + 1 < argc) {
+      const char* key = arg == "--gpus" ? "devices=" : arg == "--mem" ? "mem=" : "share=";
+      request += (request.empty() ? "" : ",") + std::string(key) + argv[++i];
     } else if (arg == "--help" || arg == "-h") {
       usage(stdout);
       return 0;
@@ -185,6 +194,13 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "rgpu run: no command given\n");
     usage(stderr);
     return 2;
+  }
+  if (!request.empty()) {
+    auto parsed = rgpu::parse_request(request);  // the client reads it the same way
+    if (!parsed.is_ok()) {
+      std::fprintf(stderr, "rgpu run: %s\n", parsed.status().message().c_str());
+      return 2;
+    }
   }
   if (device != "auto" && device != "cpu" && device != "cuda") {
     std::fprintf(stderr, "rgpu run: --device must be cpu, cuda or auto\n");
@@ -232,6 +248,7 @@ int run(int argc, char** argv) {
     setenv("LD_PRELOAD", preload.c_str(), 1);
     setenv("LD_LIBRARY_PATH", libpath.c_str(), 1);
     setenv("RGPU_SERVER", server_address.c_str(), 1);
+    if (!request.empty()) setenv("RGPU_REQUEST", request.c_str(), 1);
     if (!embedded_key.empty()) {
       unsetenv("RGPU_AUTH_TOKEN_FILE");
       unsetenv("RGPU_TENANT");

@@ -197,6 +197,8 @@ InvokeOutcome run_cuDeviceGetUuid_v2(CallEnv& env_, std::span<const std::byte> a
   if (uuid_n_ > kMaxOutBytes)
     return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuDeviceGetUuid_v2: uuid too long");
   std::vector<uint64_t> uuid_s_((uuid_n_ + 7) / 8 + 1);  // 8-aligned
+  if (!env_.device(dev, &dev))
+    return refuse(kApi, CUDA_ERROR_INVALID_DEVICE, "cuDeviceGetUuid_v2: dev is not a device of this session");
   InvokeOutcome out_;
   out_.api = kApi;
   auto fn_ = env_.driver().cuDeviceGetUuid_v2;

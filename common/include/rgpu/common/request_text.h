@@ -16,13 +16,19 @@ namespace rgpu {
 // error that quotes the text.
 Result<uint64_t> parse_size(std::string_view text);
 
+// A compute share: a plain decimal number above 0 and at most 1 ("0.25",
+// "1", ".5"); anything else is an error that quotes the text.
+Result<float> parse_share(std::string_view text);
+
 // A request for resources, as RGPU_REQUEST spells it: comma-separated
-// key=value items, "devices=N" and "mem=SIZE" (per device, parse_size's
-// form), each at most once. An unknown key, a repeated one, an empty value or
+// key=value items, "devices=N", "mem=SIZE" (per device, parse_size's
+// form) and "share=F" (the compute share of each device, a decimal number
+// above 0 and at most 1), each at most once. An unknown key, a repeated one, an empty value or
 // a bad number is an error naming the item. Zero in a field: not asked for.
 struct RequestText {
   uint32_t devices = 0;
   uint64_t memory_bytes = 0;
+  float share = 0;
 };
 Result<RequestText> parse_request(std::string_view text);
 

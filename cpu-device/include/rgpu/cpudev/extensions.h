@@ -35,6 +35,15 @@ CUresult rgpuCtxSetIsolationGroup(CUcontext ctx, unsigned long long group);
 // context stays valid until cuCtxDestroy. Thread-safe.
 CUresult rgpuCtxAbort(CUcontext ctx);
 
+// Limits the kernels of `ctx` to `share` (above 0, at most 1) of the
+// device's kernel workers: each launch runs its blocks on at most
+// max(1, round(share * workers)) threads at once, the launching thread
+// included, so that contexts of several slices of one device divide its
+// cores by their shares (docs/sharing.md). Launches already running keep
+// their limit. CUDA_ERROR_INVALID_VALUE for a share outside (0, 1],
+// CUDA_ERROR_INVALID_CONTEXT for an unknown context. Thread-safe.
+CUresult rgpuCtxSetComputeShare(CUcontext ctx, float share);
+
 // NVML's utilization rates of device `dev`, measured over the last sample
 // period (the second before the call, at least 7/8 of it; see
 // docs/cpu-device.md): *gpu is the percentage of that time during which one

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "rgpu/common/status.h"
 #include "rgpu/protocol/auth.h"
@@ -55,6 +56,12 @@ struct ServerOptions {
   // A file per remoted library name ("cublas") that rgpud loads instead of
   // NVIDIA's library or rgpu's CPU stand-in (--library NAME=PATH).
   std::map<std::string, std::string> libraries;
+  // Cuts of devices into slices, each "DEV:SIZE@SHARE[,SIZE@SHARE...]"
+  // (--slices; docs/sharing.md). A device without cuts is one whole slice.
+  std::vector<std::string> slices;
+  // Sessions one slice may hold at once (--max-sessions-per-slice); 0: one
+  // per configured slice, any number on a whole device.
+  uint32_t max_sessions_per_slice = 0;
 };
 
 // Whether `host` (as in --listen) names only this machine: 127.0.0.0/8,

@@ -1,0 +1,242 @@
+// Slices end to end (docs/sharing.md): rgpud with two CPU devices cut into
+// slices, clients as separate processes through rgpu's client library, on
+// loopback, every wait bounded. Five clients hold their slices at once, each
+// sees only its own, numbered from 0, with the quota as its memory, and a
+// sixth is refused; two sessions with shares 0.75 and 0.25 of one device
+// get their kernels through in that ratio.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+// A child process: stdin a pipe we close to stop it, stdout and stderr
+// captured together.
+struct Child {
+  pid_t pid = -1;
+  int in = -1;
+  int out = -1;
+  int status = -1;  // once it exited
+  std::string text;
+
+  static std::unique_ptr<Child> spawn(std::vector<std::string> argv, std::vector<std::string> env) {
+    int to[2], from[2];
+    if (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0) std::abort();
+    auto c = std::make_unique<Child>();
+    c->pid = fork();
+    if (c->pid == 0) {
+      dup2(to[0], 0);
+      dup2(from[1], 1);
+      dup2(from[1], 2);
+      close(to[0]);
+      close(to[1]);
+      close(from[0]);
+      close(from[1]);
+      for (auto& e : env) putenv(e.data());
+      std::vector<char*> args;
+      for (auto& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    close(to[0]);
+    close(from[1]);
+    c->in = to[1];
+    c->out = from[0];
+    fcntl(c->out, F_SETFL, O_NONBLOCK);
+    return c;
+  }
+
+  // Reads what has arrived, waiting up to `ms` for something.
+  bool pump(int ms) {
+    pollfd p{out, POLLIN, 0};
+    if (poll(&p, 1, ms) <= 0) return false;
+    char buf[4096];
+    const ssize_t n = read(out, buf, sizeof buf);
+    if (n > 0) text.append(buf, static_cast<size_t>(n));
+    return n > 0;
+  }
+
+  bool wait_for(const std::string& needle, std::chrono::seconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (text.find(needle) == std::string::npos && Clock::now() < deadline) pump(50);
+    return text.find(needle) != std::string::npos;
+  }
+
+  void close_stdin() {
+    if (in >= 0) close(in);
+    in = -1;
+  }
+
+  // Closes stdin and waits for the exit status (-1: not within the limit).
+  int finish(std::chrono::seconds limit) {
+    close_stdin();
+    if (pid < 0) return status;  // finished before
+    const auto deadline = Clock::now() + limit;
+    while (Clock::now() < deadline) {
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        while (pump(0)) {
+        }
+        return status;
+      }
+      pump(20);
+    }
+    return -1;
+  }
+
+  ~Child() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    if (in >= 0) close(in);
+    if (out >= 0) close(out);
+  }
+};
+
+// The number after `key` in the last line of `text` that has it (-1: none).
+long long last_value(const std::string& text, const std::string& key) {
+  const size_t at = text.rfind(key);
+  return at == std::string::npos ? -1 : std::atoll(text.c_str() + at + key.size());
+}
+
+class Slices : public ::testing::Test {
+ protected:
+  void start_server(std::vector<std::string> args, std::vector<std::string> env) {
+    std::vector<std::string> argv = {std::string(RGPU_BIN_DIR) + "/rgpud", "--listen", "127.0.0.1:0", "--device", "cpu"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    env.push_back("UCX_TLS=tcp");
+    server_ = Child::spawn(argv, env);
+    ASSERT_TRUE(server_->wait_for("listening on ", std::chrono::seconds(30))) << server_->text;
+    ASSERT_TRUE(server_->wait_for(" driver=", std::chrono::seconds(5))) << server_->text;
+    const size_t at = server_->text.find("listening on ") + 13;
+    address_ = server_->text.substr(at, server_->text.find(' ', at) - at);
+  }
+
+  std::unique_ptr<Child> client(const std::vector<std::string>& args, const std::string& request = "") {
+    std::vector<std::string> argv = {std::string(RGPU_BIN_DIR) + "/slices_client"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const std::string lib = RGPU_CLIENT_LIBRARY;
+    std::vector<std::string> env = {"LD_PRELOAD=" + lib, "RGPU_SERVER=" + address_, "UCX_TLS=tcp",
+                                    "LD_LIBRARY_PATH=" + lib.substr(0, lib.rfind('/')) + "/rgpu",
+                                    "RGPU_CONNECT_TIMEOUT_MS=5000"};
+    if (!request.empty()) env.push_back("RGPU_REQUEST=" + request);
+    return Child::spawn(argv, env);
+  }
+
+  std::unique_ptr<Child> server_;
+  std::string address_;
+};
+
+// Device 0: 384M@0.5, 256M@0.25, 128M@0.25; device 1: 512M@0.5, 256M@0.25,
+// 128M@0.25. One client asks for two devices of 384M; four more ask for
+// nothing and get one slice each; then nothing is free.
+TEST_F(Slices, FiveClientsSeeOnlyTheirSlicesAndASixthIsRefused) {
+  start_server({"--cpu-devices", "2", "--slices", "0:384M@0.5,256M@0.25,128M@0.25", "--slices",
+                "1:512M@0.5,256M@0.25,128M@0.25"},
+               {"RGPU_CPU_DEVICE_MEMORY=1G", "RGPU_CPU_THREADS=1"});
+  std::vector<std::unique_ptr<Child>> clients;
+  clients.push_back(client({"quota"}, "devices=2,mem=384M"));
+  ASSERT_TRUE(clients[0]->wait_for("ready", std::chrono::seconds(60))) << clients[0]->text;
+  for (int i = 0; i < 4; ++i) clients.push_back(client({"quota"}));
+  for (auto& c : clients) ASSERT_TRUE(c->wait_for("ready", std::chrono::seconds(60))) << c->text;
+
+  // The two-device client: its slices on distinct devices, ordinals 0 and 1.
+  EXPECT_EQ(last_value(clients[0]->text, "ready count="), 2) << clients[0]->text;
+  EXPECT_EQ(last_value(clients[0]->text, "device=0 total="), static_cast<long long>(384 * kMiB));
+  EXPECT_EQ(last_value(clients[0]->text, "device=1 total="), static_cast<long long>(512 * kMiB));
+  // The others: one slice each, device 0, together the four slices left.
+  std::multiset<long long> totals;
+  for (size_t i = 1; i < clients.size(); ++i) {
+    EXPECT_EQ(last_value(clients[i]->text, "ready count="), 1) << clients[i]->text;
+    totals.insert(last_value(clients[i]->text, "device=0 total="));
+  }
+  const std::multiset<long long> want = {256 * kMiB, 256 * kMiB, 128 * kMiB, 128 * kMiB};
+  EXPECT_EQ(totals, want);
+  // Every slice has a UUID of its own.
+  std::set<std::string> uuids;
+  for (auto& c : clients) {
+    for (size_t at = c->text.find("uuid="); at != std::string::npos; at = c->text.find("uuid=", at + 1)) {
+      uuids.insert(c->text.substr(at + 5, 32));
+    }
+  }
+  EXPECT_EQ(uuids.size(), 6u);
+
+  // Nothing is free: a sixth is refused, saying what it asked and what is free.
+  auto sixth = client({"quota"});
+  const int status = sixth->finish(std::chrono::seconds(60));
+  ASSERT_TRUE(WIFEXITED(status)) << status << sixth->text;
+  EXPECT_EQ(WEXITSTATUS(status), 3) << sixth->text;
+  EXPECT_NE(sixth->text.find("no free slices fit: asked for 1 device(s); free: nothing"), std::string::npos)
+      << sixth->text;
+
+  // A slice is free again once its session ends.
+  ASSERT_EQ(clients[4]->finish(std::chrono::seconds(30)), 0) << clients[4]->text;
+  auto again = client({"quota"});
+  ASSERT_TRUE(again->wait_for("ready", std::chrono::seconds(60))) << again->text;
+  EXPECT_EQ(last_value(again->text, "device=0 total="), last_value(clients[4]->text, "device=0 total="));
+  EXPECT_EQ(again->finish(std::chrono::seconds(30)), 0) << again->text;
+  for (auto& c : clients) EXPECT_EQ(c->finish(std::chrono::seconds(30)), 0) << c->text;
+}
+
+// Two slices of one device with shares 0.75 and 0.25 (of four kernel
+// workers: three and one). Both run the same kernel over and over; over a
+// window in which both run, measured in the slower one's completed launches,
+// the faster completes three times as many, within 15%. No time is asserted.
+TEST_F(Slices, ComputeSharesDivideTheDevice) {
+  start_server({"--cpu-devices", "1", "--slices", "0:256M@0.75,256M@0.25"},
+               {"RGPU_CPU_DEVICE_MEMORY=1G", "RGPU_CPU_THREADS=4"});
+  auto fast = client({"spin", "3000"}, "share=0.75");
+  auto slow = client({"spin", "3000"}, "share=0.25");
+  // Both running: each has completed launches.
+  ASSERT_TRUE(fast->wait_for("launches=2\n", std::chrono::seconds(120))) << fast->text;
+  ASSERT_TRUE(slow->wait_for("launches=2\n", std::chrono::seconds(120))) << slow->text;
+  // The window opens and closes at completions of the slower session, so
+  // its count is exact; the faster one's is read at the same moments.
+  constexpr long long kWindow = 24;
+  auto read_both = [&] {
+    while (fast->pump(0) || slow->pump(0)) {
+    }
+  };
+  read_both();
+  for (int i = 0; i < 120 && !slow->pump(1000); ++i) {  // up to the next completion of the slow one
+  }
+  fast->pump(0);
+  const long long slow0 = last_value(slow->text, "launches=");
+  const long long fast0 = last_value(fast->text, "launches=");
+  const auto deadline = Clock::now() + std::chrono::seconds(300);
+  long long slow1 = slow0;
+  while (slow1 < slow0 + kWindow && Clock::now() < deadline) {
+    slow->pump(50);
+    slow1 = last_value(slow->text, "launches=");
+    while (fast->pump(0)) {
+    }
+  }
+  const long long fast1 = last_value(fast->text, "launches=");
+  ASSERT_GE(slow1, slow0 + kWindow) << "the slow session stalled";
+  const double ratio = static_cast<double>(fast1 - fast0) / static_cast<double>(slow1 - slow0);
+  std::printf("compute share ratio %.3f (fast %lld, slow %lld launches in the window)\n", ratio, fast1 - fast0,
+              slow1 - slow0);
+  EXPECT_NEAR(ratio, 3.0, 0.45);
+  EXPECT_EQ(fast->finish(std::chrono::seconds(60)), 0) << fast->text;
+  EXPECT_EQ(slow->finish(std::chrono::seconds(60)), 0) << slow->text;
+}
+
+}  // namespace
