@@ -1,6 +1,8 @@
 // Session: executes one client's calls in order through the driver table.
 #include "session.h"
 
+#include <pthread.h>
+
 #include <cstring>
 
 #include "rgpu/common/log.h"
@@ -60,7 +62,9 @@ Session::Session(uint64_t id, ClientIdentity client, std::shared_ptr<const Drive
       bulk_direct_(cu_.cpu_device() || connection_->supports_cuda_memory()),
       limits_(info_->limits),
       handles_(info_->limits.max_handles),
-      ledger_(client_.terms.granted.memory_bytes) {
+      ledger_(client_.terms.granted.memory_bytes),
+      pollers_(info_->pollers ? info_->pollers
+                              : std::make_shared<DevicePollers>(driver_, info_->devices.size(), PollerOptions{1})) {
   executor_ = std::thread([this] { run_executor(); });
   executor_id_ = executor_.get_id();  // before any message can arrive
 }
@@ -76,9 +80,13 @@ Session::~Session() {
     for (CUcontext ctx : live_contexts_) cu_.rgpuCtxAbort(ctx);
   }
   if (executor_.joinable()) executor_.join();
-  completions_.stop();
+  // No continuation of this session runs after this; the ones dropped keep
+  // their buffers until the contexts are gone (release_all).
+  cancelled_ = pollers_->cancel(id_);
+  pending_watches_.store(0);
   connection_->close();
   release_all();
+  cancelled_.clear();
   RGPU_INFO("session closed id=%llu", static_cast<unsigned long long>(id_));
 }
 
@@ -197,6 +205,7 @@ void Session::close() {
 }
 
 void Session::run_executor() {
+  pthread_setname_np(pthread_self(), "rgpud-session");
   Executing executing;
   auto has_work = [&] { return closing_ || !inbox_.empty(); };
   for (;;) {
@@ -512,6 +521,8 @@ CUresult Session::destroy_context(uint64_t handle) {
   if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   // The device must be done with staged host buffers before they go.
   if (set_current(ctx) == CUDA_SUCCESS) cu_.cuCtxSynchronize();
+  // Its watches are complete now: answered here, before their events go.
+  pollers_->drain(id_, ctx);
   reap_staging(true);
   destroy_result_ = CUDA_SUCCESS;
   handles_.remove(protocol::HandleKind::kContext, handle);
