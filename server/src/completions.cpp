@@ -46,6 +46,7 @@ size_t Poller::pending() const {
 
 CUresult Poller::query(Watch& w, Current* current) {
   if (w.preset != CUDA_SUCCESS) return w.preset;
+  if (w.events.empty() && w.client_event == nullptr) return CUDA_SUCCESS;
   if (current != nullptr && (current->ctx != w.ctx || current->epoch != context_epoch_)) {
     // A context the thread had current may have been destroyed and its
     // address reused since: the epoch says when to ask again.

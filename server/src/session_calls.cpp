@@ -950,7 +950,11 @@ bool Session::context_watch(uint64_t ctx, Watch* watch, CUresult* first_error, C
       continue;
     }
     CUevent done = completion_event(s, result);
-    if (done == nullptr) return true;  // *result says why
+    if (done == nullptr) {  // *result says why
+      for (CUevent e : watch->events) cu_.cuEventDestroy(e);
+      watch->events.clear();
+      return true;
+    }
     watch->events.push_back(done);
     if (s != CU_STREAM_PER_THREAD) watch->streams.push_back(s);
   }
