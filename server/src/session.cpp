@@ -144,7 +144,12 @@ void Session::post(transport::Message message) {
     if (!decoded) return;
     // Not on a thread that is in the middle of a call (an executor, or an
     // inline batch) that drives the transport while it waits for a transfer.
-    const Inline how = t_executing ? Inline::kNo : runs_inline(*decoded, message);
+    Inline how = t_executing ? Inline::kNo : runs_inline(*decoded, message);
+    // Near its limit of pending watches the session's waits go to the
+    // executor, which may wait itself (an inline batch may not).
+    if (pending_watches_.load(std::memory_order_relaxed) + kMaxInlineCalls >= limits_.max_session_waits) {
+      how = Inline::kNo;
+    }
     if (how != Inline::kNo) {
       // Nothing queued and nobody executing: run it here, saving the handoff
       // to the executor on the round trip of a quick synchronous call.

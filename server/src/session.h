@@ -159,6 +159,7 @@ class Session : public CallEnv {
   // only calls that never block on device work and never name the
   // per-thread stream (which belongs to the executor thread).
   enum class Inline { kNo, kYes, kIfIdle };  // kIfIdle: when its context is idle
+  static constexpr size_t kMaxInlineCalls = 8;  // the most calls of a batch run inline
   static Inline runs_inline(const protocol::Decoded& decoded, const transport::Message& message);
   // Whether every stream of context `ctx` is idle, without blocking.
   bool context_idle(uint64_t ctx);
@@ -203,6 +204,8 @@ class Session : public CallEnv {
   // client handle); its continuation runs on a poller thread. False past the
   // session's limit of pending watches (nothing registered).
   bool add_watch(uint64_t ctx, Watch watch);
+  // Whether add_watch() would take one more now.
+  bool watch_room() const;
   void send_reply(uint64_t call_id, Outcome outcome);
   // A reply with a status code of `api` (a generated call's, or a refusal).
   void send_api_reply(uint64_t call_id, const InvokeOutcome& outcome);

@@ -104,7 +104,7 @@ Session::Inline Session::runs_inline(const protocol::Decoded& decoded, const tra
     }
   }
   if (message.payload) return Inline::kNo;  // bulk data of anything else: the executor receives it
-  if (calls.size() == 0 || calls.size() > 8) return Inline::kNo;
+  if (calls.size() == 0 || calls.size() > kMaxInlineCalls) return Inline::kNo;
   for (auto entry : calls) {
     auto call = entry.getCall();
     switch (call.which()) {
@@ -872,6 +872,9 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
       CUstream s;
       r = lookup_stream(ctx, in.getStream(), &s);
       if (r == CUDA_SUCCESS) r = check_range(ctx, in.getSrc(), in.getSize());
+      // Past the session's limit of pending completions the copy is refused
+      // before it is issued, as one past its bytes in flight is.
+      if (r == CUDA_SUCCESS && !watch_room()) r = CUDA_ERROR_OUT_OF_MEMORY;
       if (r == CUDA_SUCCESS && in.getSize() > 0) {
         pending.buffer = staging_pool_.acquire(in.getSize());
         r = pending.buffer ? cu_.cuMemcpyDtoHAsync(pending.buffer.get(), in.getSrc(), in.getSize(), s)
@@ -961,14 +964,23 @@ bool Session::context_watch(uint64_t ctx, Watch* watch, CUresult* first_error, C
   return !watch->events.empty() || watch->ctx_synchronize;
 }
 
+bool Session::watch_room() const {
+  // Only the executor may be refused, to wait itself: a batch run inline
+  // holds the transport's thread, which must never block on device work
+  // (post() keeps batches from running inline near the limit).
+  return pending_watches_.load(std::memory_order_relaxed) < limits_.max_session_waits ||
+         std::this_thread::get_id() != executor_id_;
+}
+
 bool Session::add_watch(uint64_t ctx, Watch watch) {
-  if (pending_watches_.load(std::memory_order_relaxed) >= limits_.max_session_waits) return false;
+  if (!watch_room()) return false;
   const uint32_t device = ledger_.device_of(ctx);
   pending_watches_.fetch_add(1, std::memory_order_relaxed);
   watch.owner = id_;
   watch.done = [this, done = std::move(watch.done)](CUresult r) {
-    done(r);
+    // Before the answer goes: a client that saw it may rightly send more.
     pending_watches_.fetch_sub(1, std::memory_order_relaxed);
+    done(r);
   };
   pollers_->of(static_cast<int>(device)).add(std::move(watch));
   return true;
@@ -997,16 +1009,16 @@ void Session::queue_copy_out(uint64_t ctx, uint64_t stream, PendingCopyOut pendi
   watch.done = [this, p](CUresult waited) { complete_copy_out(*p, waited); };
   std::vector<CUevent> events = watch.events;
   if (!add_watch(ctx, std::move(watch))) {
-    // Past the session's limit of watches: the copy fails, as with too many
-    // bytes in flight; its event goes once the copy is over.
-    if (!events.empty()) {
-      cu_.cuEventSynchronize(events[0]);
-      cu_.cuEventDestroy(events[0]);
+    // Past the session's limit of watches (a copy that failed when issued;
+    // a good one was refused before): answered now. Had it been issued, its
+    // buffer would go with its event, once the device is done with it.
+    if (!events.empty()) staging_.push_back(Staged{events[0], std::move(p->buffer)});
+    if (p->result == CUDA_SUCCESS) {
+      p->result = CUDA_ERROR_OUT_OF_MEMORY;
+      record_async_error(p->call_id, p->result);
     }
     p->buffer.reset();
     p->size = 0;
-    p->result = CUDA_ERROR_OUT_OF_MEMORY;
-    record_async_error(p->call_id, p->result);
     complete_copy_out(*p, p->result);
   }
 }
