@@ -51,14 +51,16 @@ struct Watch {
 struct PollerOptions {
   size_t threads = 2;                       // threads of one poller (>= 1)
   std::chrono::microseconds spin{50};       // polls back to back after news
-  std::chrono::microseconds first_sleep{10};
-  std::chrono::microseconds max_sleep{1000};  // the sleeps grow up to this
+  // Then sleeps of a sixteenth of the time waited, within these bounds.
+  std::chrono::microseconds first_sleep{5};
+  std::chrono::microseconds max_sleep{1000};
 };
 
 // A fixed set of threads that polls every pending watch of one device with
 // cuEventQuery and runs the continuations of the finished ones. One thread
 // polls at a time, spinning briefly after a watch arrives or finishes, then
-// sleeping in doubling steps up to max_sleep; the others run continuations
+// sleeping in steps that grow with the time waited, up to max_sleep (so a
+// completion is noticed a few percent late at most); the others run continuations
 // (a reply that is a large payload blocks its thread until it is sent). At
 // most one continuation of an owner runs at a time, so a client that does
 // not read its replies holds one poller thread, not all.
