@@ -80,11 +80,13 @@ Session::~Session() {
     for (CUcontext ctx : live_contexts_) cu_.rgpuCtxAbort(ctx);
   }
   if (executor_.joinable()) executor_.join();
+  // Closed first, so that a continuation blocked sending to a client that
+  // reads nothing fails at once rather than hold up the cancel.
+  connection_->close();
   // No continuation of this session runs after this; the ones dropped keep
   // their buffers until the contexts are gone (release_all).
   cancelled_ = pollers_->cancel(id_);
   pending_watches_.store(0);
-  connection_->close();
   release_all();
   cancelled_.clear();
   RGPU_INFO("session closed id=%llu", static_cast<unsigned long long>(id_));
