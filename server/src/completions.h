@@ -36,7 +36,9 @@ struct Watch {
   CUevent client_event = nullptr;
   // Borrowed streams whose errors the result reports once the events are
   // complete (cuStreamQuery, not waiting for work queued since); the owner
-  // must forget() one before destroying it.
+  // must forget() one before destroying it. With one event per stream (the
+  // event after each stream's work), every stream idle also completes the
+  // watch: seen sooner, and never later than the events.
   std::vector<CUstream> streams;
   // Ends with a cuCtxSynchronize in `ctx` (blocking the poller thread): for
   // the rare wait whose streams cannot all be watched by events.
