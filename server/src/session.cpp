@@ -34,6 +34,13 @@ class Executing {
   const bool was_;
 };
 
+bool has_context_synchronize(const protocol::Decoded& decoded) {
+  for (auto entry : decoded.envelope().getBatch().getCalls()) {
+    if (entry.getCall().isCtxSynchronize()) return true;
+  }
+  return false;
+}
+
 // Idle staging buffers a session keeps for reuse.
 constexpr size_t kStagingCache = size_t{256} << 20;
 
@@ -163,6 +170,9 @@ void Session::post(transport::Message message) {
           if (closing_) return;
           idle = inbox_.empty();
         }
+        // A context synchronize must watch the executor's per-thread stream,
+        // which only the executor can name.
+        if (used_per_thread_stream_ && has_context_synchronize(*decoded)) idle = false;
         Executing executing;
         if (idle && how == Inline::kIfIdle) {
           const uint64_t ctx = decoded->envelope().getBatch().getCalls()[0].getCall().getCtx();
