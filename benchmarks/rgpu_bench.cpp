@@ -149,6 +149,13 @@ int latency(const rgpu::bench::Args& args) {
   ops.push_back(time_op("ctx_synchronize", warmup, iters, [] { CHECK(cu.cuCtxSynchronize()); }));
   ops.push_back(time_op("mem_get_info", warmup, iters, [&] { CHECK(cu.cuMemGetInfo(&free_bytes, &total)); }));
   ops.push_back(time_op("memcpy_dtoh_4b", warmup, iters, [&] { CHECK(cu.cuMemcpyDtoH(&host, d, 4)); }));
+  // A synchronize that waits for work: an empty kernel, then its stream's
+  // synchronize, which a server answers once the kernel is done.
+  CUfunction empty = kernel("rgpu-bench-kernels.ptx", "empty_kernel");
+  ops.push_back(time_op("launch_stream_synchronize", warmup, iters, [&] {
+    CHECK(cu.cuLaunchKernel(empty, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr));
+    CHECK(cu.cuStreamSynchronize(nullptr));
+  }));
   CHECK(cu.cuMemFree(d));
   Json j = header("latency", args);
   j.add_array("ops", ops);

@@ -28,6 +28,7 @@ void usage(FILE* out) {
                "             [--limit NAME=VALUE]... [--shutdown-timeout SECONDS] [--library NAME=PATH]...\n"
                "             [--slices DEV:SIZE@SHARE[,SIZE@SHARE...]]... [--max-sessions-per-slice N]\n"
                "             [--config FILE]\n"
+               "             [--session-inflight-bytes SIZE] [--session-waits N] [--poller-threads N]\n"
                "\n"
                "  --listen HOST:PORT  address to accept clients on (default 127.0.0.1:0: a free port)\n"
                "  --device KIND       cuda: the system libcuda.so.1; cpu: rgpu's CPU device;\n"
@@ -58,12 +59,22 @@ void usage(FILE* out) {
                "                      configured slice, any number for a whole device)\n"
                "  --config FILE       read these options from a TOML file (docs/sharing.md); options\n"
                "                      after it on the command line override it\n"
+               "  --session-inflight-bytes SIZE  host bytes one session's async copies may hold\n"
+               "                      in flight on the server (e.g. 64M; default 1G); a copy past\n"
+               "                      it fails with CUDA_ERROR_OUT_OF_MEMORY, the session goes on\n"
+               "  --session-waits N   waits and copy completions one session may have pending at\n"
+               "                      once (default 4096); past it a synchronize is served on the\n"
+               "                      session's own thread, one at a time, and an async\n"
+               "                      device-to-host copy fails with CUDA_ERROR_OUT_OF_MEMORY\n"
+               "  --poller-threads N  threads of each device's completion poller, which finishes\n"
+               "                      the waits and copies of every session on the device (1 to\n"
+               "                      64, default 2); a session itself has one thread\n"
                "  --poll-us US        how long the transport thread keeps polling after a message\n"
                "                      before it sleeps (default 30): longer saves wakeups, costs CPU\n"
                "  --limit NAME=VALUE  one of the per-client limits (docs/security.md, \"Limits\"):\n"
                "                      hello-timeout-ms, hello-bytes, unauthenticated, sessions,\n"
                "                      message-bytes, parked-frames, parked-bytes, handles,\n"
-               "                      module-bytes, inflight-bytes\n"
+               "                      module-bytes, inflight-bytes, waits\n"
                "  --shutdown-timeout SECONDS  on SIGTERM or SIGINT, how long the sessions' teardown\n"
                "                      may take before rgpud exits anyway (default 10)\n"
                "\n"
@@ -99,6 +110,7 @@ std::string apply_limit(const std::string& spec, rgpu::server::ServerLimits* lim
   else if (name == "handles") limits->max_handles = v;
   else if (name == "module-bytes") limits->max_module_bytes = v;
   else if (name == "inflight-bytes") limits->max_inflight_bytes = v;
+  else if (name == "waits") limits->max_session_waits = v;
   else return "--limit: unknown limit '" + name + "'";
   return "";
 }
@@ -270,6 +282,31 @@ int main(int argc, char** argv) {
         return 2;
       }
       options.session_memory = bytes.value();
+    } else if (arg == "--session-inflight-bytes") {
+      const std::string v = value("--session-inflight-bytes");
+      auto bytes = rgpu::parse_size(v);
+      if (!bytes.is_ok() || bytes.value() == 0) {
+        std::fprintf(stderr, "rgpud: --session-inflight-bytes wants a positive size (e.g. 64M), got '%s'\n",
+                     v.c_str());
+        return 2;
+      }
+      options.limits.max_inflight_bytes = bytes.value();
+    } else if (arg == "--session-waits") {
+      uint64_t n = 0;
+      const std::string v = value("--session-waits");
+      if (!parse_u64(v, &n) || n == 0) {
+        std::fprintf(stderr, "rgpud: --session-waits wants a positive whole number, got '%s'\n", v.c_str());
+        return 2;
+      }
+      options.limits.max_session_waits = n;
+    } else if (arg == "--poller-threads") {
+      uint64_t n = 0;
+      const std::string v = value("--poller-threads");
+      if (!parse_u64(v, &n) || n == 0 || n > 64) {
+        std::fprintf(stderr, "rgpud: --poller-threads wants a number from 1 to 64, got '%s'\n", v.c_str());
+        return 2;
+      }
+      options.poller_threads = n;
     } else if (arg == "--log-level") {
       rgpu::log::Level level;
       std::string v = value("--log-level");

@@ -13,6 +13,7 @@
 #include "rgpu/common/log.h"
 #include "rgpu/common/thread_set.h"
 #include "handshake.h"
+#include "reaper.h"
 #include "session.h"
 #include "slices.h"
 
@@ -306,7 +307,7 @@ class ServerImpl final : public Server {
     RGPU_INFO("session ending id=%llu tenant=%s reason=\"%s\"", static_cast<unsigned long long>(id),
               session->client().tenant.c_str(), why.to_string().c_str());
     session->close();
-    reapers_.spawn([s = std::move(session)]() mutable {
+    reapers_.post([s = std::move(session)]() mutable {
       // Let any in-flight callback drop its temporary reference first.
       for (int i = 0; i < 5000 && s.use_count() > 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       s.reset();
@@ -351,7 +352,9 @@ class ServerImpl final : public Server {
   std::unordered_map<uint64_t, std::shared_ptr<Peer>> peers_;
   std::unordered_map<uint64_t, std::shared_ptr<Peer>> pending_;
   std::unordered_map<uint64_t, std::shared_ptr<Session>> sessions_;
-  ThreadSet reapers_;
+  // Tears down ended sessions, on at most a few threads at once.
+  static constexpr size_t kReaperThreads = 2;
+  Reaper reapers_{kReaperThreads};
   std::atomic<uint64_t> next_id_{1};
   std::thread gatekeeper_;
 };
@@ -413,6 +416,10 @@ Result<std::unique_ptr<Server>> Server::start(std::shared_ptr<const DriverTable>
   }
   auto info = query_devices(*driver, options);
   if (!info.is_ok()) return info.status();
+  // One completion poller per device, shared by its sessions (set here, where
+  // the driver's owner is at hand, before anything else shares the info).
+  std::const_pointer_cast<ServerInfo>(info.value())->pollers = std::make_shared<DevicePollers>(
+      driver, info.value()->devices.size(), PollerOptions{std::max<size_t>(1, options.poller_threads)});
   if (options.session_memory != 0) {
     RGPU_INFO("session memory quota bytes=%llu", static_cast<unsigned long long>(options.session_memory));
   }

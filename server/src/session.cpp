@@ -1,6 +1,8 @@
 // Session: executes one client's calls in order through the driver table.
 #include "session.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -32,6 +34,13 @@ class Executing {
  private:
   const bool was_;
 };
+
+bool has_context_synchronize(const protocol::Decoded& decoded) {
+  for (auto entry : decoded.envelope().getBatch().getCalls()) {
+    if (entry.getCall().isCtxSynchronize()) return true;
+  }
+  return false;
+}
 
 // Idle staging buffers a session keeps for reuse.
 constexpr size_t kStagingCache = size_t{256} << 20;
@@ -88,7 +97,9 @@ Session::Session(uint64_t id, ClientIdentity client, std::shared_ptr<const Drive
       bulk_direct_(cu_.cpu_device() || connection_->supports_cuda_memory()),
       limits_(info_->limits),
       handles_(info_->limits.max_handles),
-      ledger_(quotas_of(devices_)) {
+      ledger_(quotas_of(devices_)),
+      pollers_(info_->pollers ? info_->pollers
+                              : std::make_shared<DevicePollers>(driver_, info_->devices.size(), PollerOptions{1})) {
   executor_ = std::thread([this] { run_executor(); });
   executor_id_ = executor_.get_id();  // before any message can arrive
 }
@@ -104,9 +115,15 @@ Session::~Session() {
     for (CUcontext ctx : live_contexts_) cu_.rgpuCtxAbort(ctx);
   }
   if (executor_.joinable()) executor_.join();
-  completions_.stop();
+  // Closed first, so that a continuation blocked sending to a client that
+  // reads nothing fails at once rather than hold up the cancel.
   connection_->close();
+  // No continuation of this session runs after this; the ones dropped keep
+  // their buffers until the contexts are gone (release_all).
+  cancelled_ = pollers_->cancel(id_);
+  pending_watches_.store(0);
   release_all();
+  cancelled_.clear();
   RGPU_INFO("session closed id=%llu", static_cast<unsigned long long>(id_));
 }
 
@@ -164,7 +181,12 @@ void Session::post(transport::Message message) {
     if (!decoded) return;
     // Not on a thread that is in the middle of a call (an executor, or an
     // inline batch) that drives the transport while it waits for a transfer.
-    const Inline how = t_executing ? Inline::kNo : runs_inline(*decoded, message);
+    Inline how = t_executing ? Inline::kNo : runs_inline(*decoded, message);
+    // Near its limit of pending watches the session's waits go to the
+    // executor, which may wait itself (an inline batch may not).
+    if (pending_watches_.load(std::memory_order_relaxed) + kMaxInlineCalls >= limits_.max_session_waits) {
+      how = Inline::kNo;
+    }
     if (how != Inline::kNo) {
       // Nothing queued and nobody executing: run it here, saving the handoff
       // to the executor on the round trip of a quick synchronous call.
@@ -176,6 +198,9 @@ void Session::post(transport::Message message) {
           if (closing_) return;
           idle = inbox_.empty();
         }
+        // A context synchronize must watch the executor's per-thread stream,
+        // which only the executor can name.
+        if (used_per_thread_stream_ && has_context_synchronize(*decoded)) idle = false;
         Executing executing;
         if (idle && how == Inline::kIfIdle) {
           const uint64_t ctx = decoded->envelope().getBatch().getCalls()[0].getCall().getCtx();
@@ -225,6 +250,7 @@ void Session::close() {
 }
 
 void Session::run_executor() {
+  pthread_setname_np(pthread_self(), "rgpud-session");
   Executing executing;
   auto has_work = [&] { return closing_ || !inbox_.empty(); };
   for (;;) {
@@ -577,6 +603,8 @@ CUresult Session::destroy_context(uint64_t handle) {
   if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   // The device must be done with staged host buffers before they go.
   if (set_current(ctx) == CUDA_SUCCESS) cu_.cuCtxSynchronize();
+  // Its watches are complete now: answered here, before their events go.
+  pollers_->drain(id_, ctx);
   reap_staging(true);
   destroy_result_ = CUDA_SUCCESS;
   handles_.remove(protocol::HandleKind::kContext, handle);

@@ -6,8 +6,11 @@
 //     call and runs it, holding exec_mu_;
 //   - the handle table (handle_table.h): the client's handles, with parents;
 //   - the ledger (ledger.h): device memory by owning context;
-//   - completions (completions.h): waiter threads and copy-out lanes, which
-//     finish blocking waits off the executor and send their answers.
+//   - the device's completion poller (completions.h), shared with the other
+//     sessions on the device: blocking waits and deferred copies are
+//     registered with it as (events to watch, continuation), and it sends
+//     their answers once the events complete; the session has no thread of
+//     its own besides its executor.
 // The table and the ledger are touched only under exec_mu_; completions and
 // the reply path take their own locks.
 #pragma once
@@ -64,6 +67,9 @@ struct ServerInfo {
   std::vector<std::shared_ptr<FairShare>> fair_shares;
   // The remoted libraries' tables, shared by every session (null: none).
   std::shared_ptr<LibraryTables> libraries;
+  // The completion pollers of the devices, shared by every session (null: a
+  // session makes its own, as the session fuzzer's do).
+  std::shared_ptr<DevicePollers> pollers;
 };
 
 // A session owns everything one authenticated client created: contexts (and
@@ -163,6 +169,7 @@ class Session : public CallEnv {
   // only calls that never block on device work and never name the
   // per-thread stream (which belongs to the executor thread).
   enum class Inline { kNo, kYes, kIfIdle };  // kIfIdle: when its context is idle
+  static constexpr size_t kMaxInlineCalls = 8;  // the most calls of a batch run inline
   static Inline runs_inline(const protocol::Decoded& decoded, const transport::Message& message);
   // Whether every stream of context `ctx` is idle, without blocking.
   bool context_idle(uint64_t ctx);
@@ -195,11 +202,22 @@ class Session : public CallEnv {
   bool defer_copy(wire::Call::Reader call, transport::Message& message);
   CUresult execute_async(wire::Call::Reader call, transport::Message& message);
 
-  // Blocking waits (stream/event/context synchronize) run on their own thread
-  // unless already complete, so the executor keeps accepting calls.
-  void wait_then_reply(uint64_t call_id, uint64_t ctx, std::function<CUresult()> wait);
-  static constexpr size_t kMaxWaiterThreads = 32;
-  static constexpr size_t kCompletionLanes = 8;
+  // A blocking wait (stream/event/context synchronize) not complete yet: the
+  // reply goes from the device's poller once `watch` completes, so the
+  // executor keeps accepting calls. Past the session's limit of watches,
+  // `wait` runs here instead (the client is then served one wait at a time).
+  void wait_then_reply(uint64_t call_id, uint64_t ctx, Watch watch, CUresult first_error,
+                       const std::function<CUresult()>& wait);
+  // Fills `watch` for a context synchronize of `ctx` (current): an event
+  // after the work of each busy stream. An error found on an idle stream
+  // goes to *first_error. False when the context is idle.
+  bool context_watch(uint64_t ctx, Watch* watch, CUresult* first_error, CUresult* result);
+  // Registers `watch` with the poller of the device of context `ctx` (a
+  // client handle); its continuation runs on a poller thread. False past the
+  // session's limit of pending watches (nothing registered).
+  bool add_watch(uint64_t ctx, Watch watch);
+  // Whether add_watch() would take one more now.
+  bool watch_room() const;
   void send_reply(uint64_t call_id, Outcome outcome);
   // A reply with a status code of `api` (a generated call's, or a refusal).
   void send_api_reply(uint64_t call_id, const InvokeOutcome& outcome);
@@ -210,11 +228,11 @@ class Session : public CallEnv {
   // with *result set when it cannot be made (never a silently unrecorded one:
   // an event never recorded counts as complete).
   CUevent completion_event(CUstream stream, CUresult* result);
-  // Async device-to-host copies are answered in order per stream, on the
-  // stream's completion lane, so a copy behind a long kernel on one stream
-  // rarely holds up another stream's.
-  void queue_copy_out(uint64_t stream, PendingCopyOut pending);
-  void complete_copy_out(PendingCopyOut& p);
+  // Async device-to-host copies are answered in order per stream, by the
+  // poller, so a copy behind a long kernel on one stream never holds up
+  // another stream's.
+  void queue_copy_out(uint64_t ctx, uint64_t stream, PendingCopyOut pending);
+  void complete_copy_out(PendingCopyOut& p, CUresult waited);
   void reap_staging(bool wait_all);
   void release_all();
 
@@ -315,8 +333,13 @@ class Session : public CallEnv {
   std::condition_variable host_funcs_cv_;
   std::map<uint64_t, std::unique_ptr<HostFuncWait>> host_funcs_;
 
-  // Waiter threads and the completion lanes of async device-to-host copies.
-  Completions completions_{kMaxWaiterThreads, kCompletionLanes};
+  // The devices' pollers, and this session's watches registered with them
+  // (counted: a limit bounds what a client can make the pollers hold).
+  const std::shared_ptr<DevicePollers> pollers_;
+  std::atomic<size_t> pending_watches_{0};
+  // Watches dropped at teardown: kept until the contexts are gone, since
+  // their continuations may own buffers the device is still writing.
+  std::vector<Watch> cancelled_;
 
   std::thread executor_;
 };

@@ -1,4 +1,4 @@
-// Session: the calls themselves, sync and async, and the threads that wait.
+// Session: the calls themselves, sync and async, and their waits.
 #include <algorithm>
 #include <cstring>
 
@@ -104,7 +104,7 @@ Session::Inline Session::runs_inline(const protocol::Decoded& decoded, const tra
     }
   }
   if (message.payload) return Inline::kNo;  // bulk data of anything else: the executor receives it
-  if (calls.size() == 0 || calls.size() > 8) return Inline::kNo;
+  if (calls.size() == 0 || calls.size() > kMaxInlineCalls) return Inline::kNo;
   for (auto entry : calls) {
     auto call = entry.getCall();
     switch (call.which()) {
@@ -267,8 +267,9 @@ void Session::execute_known(wire::Call::Reader call, transport::Message& message
     return;
   }
   if (is_wait(call)) {
-    // Complete already? Answer now. Otherwise wait on another thread.
+    // Complete already? Answer now. Otherwise the device's poller answers.
     CUresult ready = CUDA_ERROR_NOT_READY;
+    CUresult first_error = CUDA_SUCCESS;
     std::function<CUresult()> wait;
     const uint64_t call_ctx = call.getCtx();
     CUresult r = make_current(call_ctx);
@@ -276,10 +277,11 @@ void Session::execute_known(wire::Call::Reader call, transport::Message& message
       send_reply(id, Outcome{r});
       return;
     }
-    CUcontext ctx = context_object(call_ctx);
+    Watch watch;
+    watch.ctx = context_object(call_ctx);
     switch (call.which()) {
       case wire::Call::CTX_SYNCHRONIZE:
-        if (context_idle(call_ctx)) ready = CUDA_SUCCESS;
+        if (!context_watch(call_ctx, &watch, &first_error, &r)) ready = first_error;
         wait = [this] { return cu_.cuCtxSynchronize(); };
         break;
       case wire::Call::STREAM_SYNCHRONIZE: {
@@ -287,13 +289,22 @@ void Session::execute_known(wire::Call::Reader call, transport::Message& message
         if ((r = lookup_stream(call_ctx, call.getStreamSynchronize().getHandle(), &s)) != CUDA_SUCCESS) break;
         ready = cu_.cuStreamQuery(s);
         wait = [this, s] { return cu_.cuStreamSynchronize(s); };
+        if (ready != CUDA_ERROR_NOT_READY) break;
+        if (CUevent done = completion_event(s, &r)) watch.events.push_back(done);
+        // The per-thread stream is another on the poller's thread: its
+        // errors come with the next wait on it instead.
+        if (s != CU_STREAM_PER_THREAD) watch.streams.push_back(s);
         break;
       }
       case wire::Call::EVENT_SYNCHRONIZE: {
         CUevent e;
-        if ((r = lookup_event(call.getEventSynchronize().getHandle(), &e)) != CUDA_SUCCESS) break;
+        const uint64_t handle = call.getEventSynchronize().getHandle();
+        if ((r = lookup_event(handle, &e)) != CUDA_SUCCESS) break;
         ready = cu_.cuEventQuery(e);
         wait = [this, e] { return cu_.cuEventSynchronize(e); };
+        // Queried in its own context (waits may cross contexts).
+        watch.ctx = context_object(handles_.parent(protocol::HandleKind::kEvent, handle));
+        watch.client_event = e;
         break;
       }
       default:
@@ -304,7 +315,7 @@ void Session::execute_known(wire::Call::Reader call, transport::Message& message
     } else if (ready != CUDA_ERROR_NOT_READY) {
       send_reply(id, Outcome{ready});
     } else {
-      wait_then_reply(id, reinterpret_cast<uint64_t>(ctx), std::move(wait));
+      wait_then_reply(id, call_ctx, std::move(watch), first_error, wait);
     }
     return;
   }
@@ -358,9 +369,21 @@ bool Session::defer_copy(wire::Call::Reader call, transport::Message& message) {
   }
   // The reply goes when the stream gets there; meanwhile this session's
   // other calls (other threads of the client) go on.
-  completions_.run_wait([this, id, ctx = context_object(ctx), done, outcome, staged] {
-    CUresult result = set_current(ctx);
-    if (result == CUDA_SUCCESS) result = cu_.cuEventSynchronize(done);
+  Watch watch;
+  watch.ctx = context_object(ctx);
+  watch.events.push_back(done);
+  watch.done = [this, id, outcome, staged](CUresult result) {
+    staged->reset();
+    outcome->result = result;
+    if (result != CUDA_SUCCESS) {
+      outcome->data.reset();
+      outcome->data_size = 0;
+    }
+    send_reply(id, std::move(*outcome));
+  };
+  if (!add_watch(ctx, std::move(watch))) {
+    // Past the session's limit of watches: wait here (back-pressure).
+    CUresult result = cu_.cuEventSynchronize(done);
     cu_.cuEventDestroy(done);
     staged->reset();
     outcome->result = result;
@@ -369,7 +392,7 @@ bool Session::defer_copy(wire::Call::Reader call, transport::Message& message) {
       outcome->data_size = 0;
     }
     send_reply(id, std::move(*outcome));
-  });
+  }
   return true;
 }
 
@@ -757,7 +780,7 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
   if ((r = make_current(ctx)) != CUDA_SUCCESS) {
     if (call.which() == wire::Call::MEMCPY_DTO_H) {
       // The client waits for every async copy-out: always answer it.
-      queue_copy_out(call.getMemcpyDtoH().getStream(), PendingCopyOut{call.getId(), 0, nullptr, {}, 0, r});
+      queue_copy_out(ctx, call.getMemcpyDtoH().getStream(), PendingCopyOut{call.getId(), 0, nullptr, {}, 0, r});
     }
     return r;
   }
@@ -793,8 +816,10 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
       if (!handle_room()) return CUDA_ERROR_OUT_OF_MEMORY;
       CUstream s = nullptr;
       if ((r = cu_.cuStreamCreateWithPriority(&s, in.getFlags(), in.getPriority())) != CUDA_SUCCESS) return r;
-      return add_handle(HandleKind::kStream, in.getHandle(), s, ctx,
-                        [this](void* object) { destroy_result_ = cu_.cuStreamDestroy(static_cast<CUstream>(object)); });
+      return add_handle(HandleKind::kStream, in.getHandle(), s, ctx, [this](void* object) {
+        pollers_->forget(id_, object);  // no watch may look at it any more
+        destroy_result_ = cu_.cuStreamDestroy(static_cast<CUstream>(object));
+      });
     }
     case wire::Call::EVENT_CREATE: {
       auto in = call.getEventCreate();
@@ -804,8 +829,10 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
       if (!handle_room()) return CUDA_ERROR_OUT_OF_MEMORY;
       CUevent e = nullptr;
       if ((r = cu_.cuEventCreate(&e, in.getFlags())) != CUDA_SUCCESS) return r;
-      return add_handle(HandleKind::kEvent, in.getHandle(), e, ctx,
-                        [this](void* object) { destroy_result_ = cu_.cuEventDestroy(static_cast<CUevent>(object)); });
+      return add_handle(HandleKind::kEvent, in.getHandle(), e, ctx, [this](void* object) {
+        pollers_->forget(id_, object);  // no watch may look at it any more
+        destroy_result_ = cu_.cuEventDestroy(static_cast<CUevent>(object));
+      });
     }
     case wire::Call::EVENT_RECORD: {
       CUevent e;
@@ -859,6 +886,9 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
       CUstream s;
       r = lookup_stream(ctx, in.getStream(), &s);
       if (r == CUDA_SUCCESS) r = check_range(ctx, in.getSrc(), in.getSize());
+      // Past the session's limit of pending completions the copy is refused
+      // before it is issued, as one past its bytes in flight is.
+      if (r == CUDA_SUCCESS && !watch_room()) r = CUDA_ERROR_OUT_OF_MEMORY;
       if (r == CUDA_SUCCESS && in.getSize() > 0) {
         pending.buffer = staging_pool_.acquire(in.getSize());
         r = pending.buffer ? cu_.cuMemcpyDtoHAsync(pending.buffer.get(), in.getSrc(), in.getSize(), s)
@@ -872,7 +902,7 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
         pending.size = 0;
         pending.result = r;
       }
-      queue_copy_out(in.getStream(), std::move(pending));
+      queue_copy_out(ctx, in.getStream(), std::move(pending));
       return r;
     }
     case wire::Call::MEMCPY_DTO_D: {
@@ -914,26 +944,104 @@ CUevent Session::completion_event(CUstream stream, CUresult* result) {
   return done;
 }
 
-void Session::wait_then_reply(uint64_t call_id, uint64_t ctx, std::function<CUresult()> wait) {
-  completions_.run_wait([this, call_id, ctx, wait = std::move(wait)] {
-    CUresult r = set_current(reinterpret_cast<CUcontext>(ctx));
-    if (r == CUDA_SUCCESS) r = wait();
-    send_reply(call_id, Outcome{r});
-  });
-}
-
-void Session::queue_copy_out(uint64_t stream, PendingCopyOut pending) {
-  auto p = std::make_shared<PendingCopyOut>(std::move(pending));
-  completions_.queue(stream, [this, p] { complete_copy_out(*p); });
-}
-
-void Session::complete_copy_out(PendingCopyOut& p) {
-  CUresult r = p.result;
-  if (r == CUDA_SUCCESS && p.done) {
-    r = set_current(reinterpret_cast<CUcontext>(p.ctx));
-    if (r == CUDA_SUCCESS) r = cu_.cuEventSynchronize(p.done);
-    cu_.cuEventDestroy(p.done);
+bool Session::context_watch(uint64_t ctx, Watch* watch, CUresult* first_error, CUresult* result) {
+  // The streams context_idle() looks at; an event after each busy one's work.
+  std::vector<CUstream> streams{nullptr};
+  for (uint64_t stream : handles_.children(ctx, protocol::HandleKind::kStream)) {
+    streams.push_back(static_cast<CUstream>(handles_.find(protocol::HandleKind::kStream, stream)));
   }
+  if (used_per_thread_stream_) {
+    if (std::this_thread::get_id() == executor_id_) {
+      streams.push_back(CU_STREAM_PER_THREAD);
+    } else {
+      // Another thread's per-thread stream cannot be named here (an inline
+      // batch): the poller ends with a context synchronize instead.
+      watch->ctx_synchronize = true;
+    }
+  }
+  for (CUstream s : streams) {
+    const CUresult q = cu_.cuStreamQuery(s);
+    if (q == CUDA_SUCCESS) continue;
+    if (q != CUDA_ERROR_NOT_READY) {
+      if (*first_error == CUDA_SUCCESS) *first_error = q;
+      continue;
+    }
+    CUevent done = completion_event(s, result);
+    if (done == nullptr) {  // *result says why
+      for (CUevent e : watch->events) cu_.cuEventDestroy(e);
+      watch->events.clear();
+      return true;
+    }
+    watch->events.push_back(done);
+    if (s != CU_STREAM_PER_THREAD) watch->streams.push_back(s);
+  }
+  return !watch->events.empty() || watch->ctx_synchronize;
+}
+
+bool Session::watch_room() const {
+  // Only the executor may be refused, to wait itself: a batch run inline
+  // holds the transport's thread, which must never block on device work
+  // (post() keeps batches from running inline near the limit).
+  return pending_watches_.load(std::memory_order_relaxed) < limits_.max_session_waits ||
+         std::this_thread::get_id() != executor_id_;
+}
+
+bool Session::add_watch(uint64_t ctx, Watch watch) {
+  if (!watch_room()) return false;
+  // The ledger knows the session's ordinal of the context; the pollers are
+  // the server's devices'.
+  const uint32_t slot = ledger_.device_of(ctx);
+  const uint32_t device = slot < devices_.size() ? devices_[slot].device : 0;
+  pending_watches_.fetch_add(1, std::memory_order_relaxed);
+  watch.owner = id_;
+  watch.done = [this, done = std::move(watch.done)](CUresult r) {
+    // Before the answer goes: a client that saw it may rightly send more.
+    pending_watches_.fetch_sub(1, std::memory_order_relaxed);
+    done(r);
+  };
+  pollers_->of(static_cast<int>(device)).add(std::move(watch));
+  return true;
+}
+
+void Session::wait_then_reply(uint64_t call_id, uint64_t ctx, Watch watch, CUresult first_error,
+                              const std::function<CUresult()>& wait) {
+  std::vector<CUevent> events = watch.events;
+  watch.done = [this, call_id, first_error](CUresult r) {
+    send_reply(call_id, Outcome{first_error != CUDA_SUCCESS ? first_error : r});
+  };
+  if (add_watch(ctx, std::move(watch))) return;
+  // Past the session's limit of watches: this wait runs here.
+  for (CUevent e : events) cu_.cuEventDestroy(e);
+  const CUresult r = wait();
+  send_reply(call_id, Outcome{first_error != CUDA_SUCCESS ? first_error : r});
+}
+
+void Session::queue_copy_out(uint64_t ctx, uint64_t stream, PendingCopyOut pending) {
+  auto p = std::make_shared<PendingCopyOut>(std::move(pending));
+  Watch watch;
+  watch.ctx = reinterpret_cast<CUcontext>(p->ctx);
+  watch.order = stream + 1;  // 0 is "no order"
+  if (p->done != nullptr) watch.events.push_back(p->done);
+  p->done = nullptr;  // the watch's now
+  watch.done = [this, p](CUresult waited) { complete_copy_out(*p, waited); };
+  std::vector<CUevent> events = watch.events;
+  if (!add_watch(ctx, std::move(watch))) {
+    // Past the session's limit of watches (a copy that failed when issued;
+    // a good one was refused before): answered now. Had it been issued, its
+    // buffer would go with its event, once the device is done with it.
+    if (!events.empty()) staging_.push_back(Staged{events[0], std::move(p->buffer)});
+    if (p->result == CUDA_SUCCESS) {
+      p->result = CUDA_ERROR_OUT_OF_MEMORY;
+      record_async_error(p->call_id, p->result);
+    }
+    p->buffer.reset();
+    p->size = 0;
+    complete_copy_out(*p, p->result);
+  }
+}
+
+void Session::complete_copy_out(PendingCopyOut& p, CUresult waited) {
+  CUresult r = p.result != CUDA_SUCCESS ? p.result : waited;
   capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
   auto done = builder.initRoot<wire::Envelope>().initCopyDone();
   done.setId(p.call_id);

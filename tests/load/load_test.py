@@ -8,7 +8,12 @@ the baseline. A round passes when its clients report 0 wrong results and 0
 errors and all exit 0 in time, the server is still running and goes idle
 again in time, and (for rounds after the warm-up) the server's VmRSS is at
 most max(baseline * (1 + rss_tolerance), baseline + rss_slack_kib) and its
-thread count is back to the baseline's. The slack covers the allocator's own
+thread count is back to the baseline's. The server's thread count is also
+sampled while the clients run; with --thread-bound PER,EXTRA a round after
+the warm-up fails when its peak goes past baseline + PER * clients + EXTRA
+(the bound of docs/performance.md, "Server threads": one executor per
+session, the idle server's threads, and at most two reapers of ended
+sessions). --warmup-clients makes the warm-up round smaller. The slack covers the allocator's own
 warm-up, which goes on for a few rounds on a server whose baseline is small
 (about 15 MiB on the CPU device: +1.3 MiB over five rounds, then flat). Prints a table, writes a JSON summary (--json), and ends with the
 line "P passed, F failed" (rounds). Exit status 0 only when none failed.
@@ -87,12 +92,12 @@ def wait_idle(pid, limit_s, want_threads=None):
 class Server:
     """rgpud on 127.0.0.1, a free port, the CPU device. Its stderr goes to a log file."""
 
-    def __init__(self, bin_dir, log_path, device_memory):
+    def __init__(self, bin_dir, log_path, device_memory, extra_args=()):
         env = dict(os.environ, RGPU_CPU_DEVICE_MEMORY=device_memory)
         env.pop("LD_PRELOAD", None)
         self.log = open(log_path, "w")
         self.proc = subprocess.Popen(
-            [os.path.join(bin_dir, "rgpud"), "--listen", "127.0.0.1:0", "--device", "cpu"],
+            [os.path.join(bin_dir, "rgpud"), "--listen", "127.0.0.1:0", "--device", "cpu"] + list(extra_args),
             stdout=subprocess.PIPE, stderr=self.log, env=env, text=True)
         lines = queue.Queue()
         threading.Thread(target=lambda: [lines.put(l) for l in self.proc.stdout], daemon=True).start()
@@ -149,22 +154,47 @@ def run_client(argv, timeout_s, log_path, results, index):
     results[index] = (status, report)
 
 
-def run_round(args, server, number, log_dir):
+class ThreadWatch:
+    """Samples a process's thread count every `period` seconds until stopped;
+    keeps the peak."""
+
+    def __init__(self, pid, period=0.02):
+        self.pid, self.period, self.peak = pid, period, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                self.peak = max(self.peak, len(os.listdir(f"/proc/{self.pid}/task")))
+            except OSError:
+                return  # the process is gone
+            self._stop.wait(self.period)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+def run_round(args, server, number, log_dir, clients):
     argv_of = lambda i: [os.path.join(args.bin_dir, "rgpu"), "run", "--server", server.address, "--",
                          args.client, "--seconds", str(args.seconds), "--seed", str(number * 1000 + i),
                          "--threads", str(args.threads)] + args.client_arg
     timeout_s = args.seconds + args.grace
-    results = [None] * args.clients
+    results = [None] * clients
+    watch = ThreadWatch(server.proc.pid)
     threads = []
-    for i in range(args.clients):
+    for i in range(clients):
         log = os.path.join(log_dir, f"round{number}-client{i}.log")
         t = threading.Thread(target=run_client, args=(argv_of(i), timeout_s, log, results, i))
         t.start()
         threads.append(t)
     for t in threads:
         t.join()
-    row = {"round": number, "clients": args.clients, "calls": 0, "wrong": 0, "errors": 0,
-           "contexts": 0, "verified_bytes": 0, "problems": []}
+    row = {"round": number, "clients": clients, "calls": 0, "wrong": 0, "errors": 0,
+           "contexts": 0, "verified_bytes": 0, "problems": [], "peak_threads": watch.stop()}
     for i, (status, report) in enumerate(results):
         if report is not None:
             for key in ("calls", "wrong", "errors", "contexts", "verified_bytes"):
@@ -197,26 +227,38 @@ def main():
     p.add_argument("--idle-timeout", type=float, default=60)
     p.add_argument("--device-memory", default="16G", help="RGPU_CPU_DEVICE_MEMORY for rgpud")
     p.add_argument("--client-arg", action="append", default=[], help="one more argument for every client")
+    p.add_argument("--warmup-clients", type=int, help="clients of the warm-up round (default --clients)")
+    p.add_argument("--thread-bound", help="PER,EXTRA: fail a round after the warm-up whose peak of server "
+                   "threads passes the idle baseline + PER * clients + EXTRA")
+    p.add_argument("--server-arg", action="append", default=[], help="one more argument for rgpud")
     p.add_argument("--json", help="write the summary here")
     p.add_argument("--log-dir", help="client and server logs (default: a new temporary folder)")
     args = p.parse_args()
     log_dir = args.log_dir or tempfile.mkdtemp(prefix="rgpu-load-")
     os.makedirs(log_dir, exist_ok=True)
 
-    server = Server(args.bin_dir, os.path.join(log_dir, "rgpud.log"), args.device_memory)
+    server = Server(args.bin_dir, os.path.join(log_dir, "rgpud.log"), args.device_memory, args.server_arg)
     pid = server.proc.pid
     print(f"rgpud pid={pid} address={server.address} logs={log_dir}", flush=True)
-    fmt = "{:>5} {:>7} {:>10} {:>6} {:>6} {:>9} {:>7} {:>9}  {}"
-    print(fmt.format("round", "clients", "calls", "wrong", "errors", "rss_kib", "threads", "contexts", "result"))
+    fmt = "{:>5} {:>7} {:>10} {:>6} {:>6} {:>9} {:>7} {:>11} {:>9}  {}"
+    print(fmt.format("round", "clients", "calls", "wrong", "errors", "rss_kib", "threads", "peak_thread",
+                     "contexts", "result"))
     rows, baseline = [], None
     try:
         for number in range(args.rounds):
-            row = run_round(args, server, number, log_dir)
+            clients = args.warmup_clients if number == 0 and args.warmup_clients else args.clients
+            row = run_round(args, server, number, log_dir, clients)
             failures = []
             if row["wrong"]:
                 failures.append(f"wrong={row['wrong']}")
             if row["errors"]:
                 failures.append(f"errors={row['errors']}")
+            if args.thread_bound and baseline is not None:
+                per, extra = (int(x) for x in args.thread_bound.split(","))
+                bound = baseline["threads"] + per * clients + extra
+                row["thread_bound"] = bound
+                if row["peak_threads"] > bound:
+                    failures.append(f"peak threads {row['peak_threads']} > {bound}")
             if not server.alive():
                 failures.append("rgpud exited")
                 row.update(rss_kib=None, threads=None)
@@ -240,7 +282,8 @@ def main():
             label = f"{number}{'w' if number == 0 else ''}"
             print(fmt.format(label, row["clients"], row["calls"], row["wrong"], row["errors"],
                              row["rss_kib"] if row["rss_kib"] is not None else "-",
-                             row["threads"] if row["threads"] is not None else "-", row["contexts"],
+                             row["threads"] if row["threads"] is not None else "-", row["peak_threads"],
+                             row["contexts"],
                              "ok" if not failures else "FAIL " + "; ".join(failures)), flush=True)
             for problem in row["problems"][:5]:
                 print(f"      {problem}")

@@ -33,10 +33,16 @@ struct ServerLimits {
   uint64_t max_parked_bytes = uint64_t{256} << 20;
   // Per session: handles of every kind (contexts, streams, events, modules,
   // functions), the bytes of one module image, and the host bytes the server
-  // holds for the session's copies in flight.
+  // holds for the session's copies in flight (past them an async copy fails
+  // with CUDA_ERROR_OUT_OF_MEMORY).
   size_t max_handles = 65536;
   uint64_t max_module_bytes = uint64_t{512} << 20;
   uint64_t max_inflight_bytes = uint64_t{1} << 30;
+  // Per session: waits and copy completions registered with the device's
+  // poller at once. Past it a wait runs on the session's executor (the
+  // client is served one at a time) and an async device-to-host copy fails
+  // with CUDA_ERROR_OUT_OF_MEMORY.
+  size_t max_session_waits = 4096;
 };
 
 struct ServerOptions {
@@ -50,6 +56,9 @@ struct ServerOptions {
   std::string module_cache_dir;
   uint64_t module_cache_memory = uint64_t{1} << 30;
   ServerLimits limits;
+  // Threads of each device's completion poller, which finishes every
+  // session's waits and deferred copies on that device (--poller-threads).
+  size_t poller_threads = 2;
   // The most device memory one session may hold on each device, in bytes
   // (--session-memory); a session's own request may be smaller. 0: no limit.
   uint64_t session_memory = 0;
