@@ -36,9 +36,10 @@ RGPU_EXPORT cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
     if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUDNN_STATUS_EXECUTION_FAILED;
     if (!handle) return CUDNN_STATUS_BAD_PARAM;
     const uint64_t handle_w_ = shim->mint_handle(static_cast<HandleKind>(20));
+    const ::rgpu::shim::Route route_ = shim->route_current(ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cudnnCreate(args_, handle_w_);
-    shim->client().call_async(ctx_, invoke(calls::k_cudnnCreate, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cudnnCreate, args_.bytes(), false));
     shim->add_handle(handle_w_, static_cast<HandleKind>(20));
     *handle = reinterpret_cast<cudnnHandle_t>(static_cast<uintptr_t>(handle_w_));
     return static_cast<cudnnStatus_t>(0);
@@ -54,9 +55,10 @@ RGPU_EXPORT cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
     if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUDNN_STATUS_EXECUTION_FAILED;
     const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
     if (!shim->remove_handle(handle_w_, static_cast<HandleKind>(20))) return CUDNN_STATUS_BAD_PARAM;
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cudnnDestroy(args_, handle_w_);
-    shim->client().call_async(ctx_, invoke(calls::k_cudnnDestroy, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cudnnDestroy, args_.bytes(), false));
     return static_cast<cudnnStatus_t>(0);
   } catch (...) {
     return CUDNN_STATUS_EXECUTION_FAILED;
@@ -71,9 +73,10 @@ RGPU_EXPORT cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stre
     const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
     uint64_t streamId_w_ = 0;
     if (::rgpu::shim::stream_handle(shim, streamId, false, &streamId_w_) != CUDA_SUCCESS) return CUDNN_STATUS_BAD_PARAM;
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cudnnSetStream(args_, handle_w_, streamId_w_);
-    shim->client().call_async(ctx_, invoke(calls::k_cudnnSetStream, args_.bytes(), false));
+    route_.client->call_async(route_.ctx, invoke(calls::k_cudnnSetStream, args_.bytes(), false));
     return static_cast<cudnnStatus_t>(0);
   } catch (...) {
     return CUDNN_STATUS_EXECUTION_FAILED;
