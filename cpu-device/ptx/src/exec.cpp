@@ -33,6 +33,10 @@ struct Warp {
   uint32_t index = 0;
   uint32_t exited = 0;
   uint32_t blocked = 0;     // lanes waiting at a barrier
+  // Warp-sync instructions (Kind::kWarpSync): lanes waiting there for the
+  // rest of their membermask, and lanes released to go on without them.
+  uint32_t parked = 0;
+  uint32_t excused = 0;
   bool done = false;
   bool at_barrier = false;
   std::vector<Frame> frames;
@@ -64,7 +68,7 @@ struct Worker {
   explicit Worker(LaunchState& s) : st(s) {}
 
   // The value of special register `id` for lane l of warp w.
-  uint32_t special(const Warp& w, uint32_t id, uint32_t l) const {
+  uint64_t special(const Warp& w, uint32_t id, uint32_t l) const {
     const Dim3& b = st.block;
     uint32_t t = w.index * 32 + l;
     switch (id) {
@@ -91,6 +95,15 @@ struct Worker {
       case kSmId: return 0;
       case kNSmId: return 1;
       case kGridId: return 1;
+      case kDynamicSmem: return st.dynamic_shared_bytes;
+      case kTotalSmem: return st.user_shared_bytes;
+      case kAggrSmem: return st.user_shared_bytes + kReservedSmemBytes;
+      case kReservedBegin:
+      case kReserved0: return st.reserved_offset;
+      case kReserved1: return st.reserved_offset + kReservedSmemBytes / 2;
+      case kReservedEnd: return st.reserved_offset + kReservedSmemBytes;
+      case kReservedCap: return kReservedSmemBytes;
+      case kOne: return 1;
       default: return 0;
     }
   }
@@ -141,7 +154,16 @@ struct Worker {
 
   static void regroup(Warp& w, Frame& f) {
     for (uint32_t m = f.cur_mask; m; m &= m - 1) f.pc[__builtin_ctz(m)] = f.cur_pc;
-    uint32_t ready = f.live & ~w.blocked;
+    uint32_t ready = f.live & ~w.blocked & ~w.parked;
+    if (!ready && (f.live & w.parked)) {
+      // Every lane that could still come waits at a barrier or is parked at
+      // a warp-sync point: the missing lanes cannot arrive (they wait at
+      // bar.sync, or passed the point), so the parked lanes go on with the
+      // lanes that are there.
+      w.excused |= f.live & w.parked;
+      w.parked &= ~f.live;
+      ready = f.live & ~w.blocked;
+    }
     f.cur_mask = 0;
     f.wait_min = kNoPc;
     if (!ready) return;
@@ -458,6 +480,43 @@ struct Worker {
           f.cur_mask = 0;
           regroup(w, f);
           break;
+        case Kind::kWarpSync: {
+          // Lanes parked here earlier join the group; the group waits until
+          // every non-exited lane of its membermask is here too.
+          uint32_t here = f.cur_mask;
+          for (uint32_t r = w.parked & f.live & ~here; r; r &= r - 1)
+            if (f.pc[__builtin_ctz(r)] == f.cur_pc) here |= 1u << __builtin_ctz(r);
+          uint32_t g = here;
+          if (in.guard != kNoSlot) {
+            const uint64_t* gp = x.reg(in.guard);
+            g = 0;
+            for_lanes(here, [&](int l) { g |= static_cast<uint32_t>((gp[l] & 1) ^ in.guard_neg) << l; });
+          }
+          if (g) {
+            const uint64_t* mm = x.reg(in.target);
+            uint32_t need = 0;
+            for_lanes(g, [&](int l) { need |= static_cast<uint32_t>(mm[l]); });
+            if ((need & f.live & ~here) && !(g & w.excused)) {
+              for (uint32_t r = here; r; r &= r - 1) {
+                int l = __builtin_ctz(r);
+                f.pc[l] = (g >> l) & 1 ? f.cur_pc : f.cur_pc + 1;
+              }
+              w.parked |= g;
+              f.cur_mask = 0;
+              regroup(w, f);
+              break;
+            }
+            w.parked &= ~here;
+            w.excused &= ~here;
+            if (in.fn) {
+              in.fn(x, in, g);
+              if (x.fault != Fault::kNone) return Stop::kFault;
+            }
+          }
+          f.cur_mask = here;
+          ++f.cur_pc;
+          break;
+        }
         case Kind::kTrap:
           if (m == 0) {
             ++f.cur_pc;
@@ -480,6 +539,8 @@ struct Worker {
     w.index = index;
     w.exited = 0;
     w.blocked = 0;
+    w.parked = 0;
+    w.excused = 0;
     w.done = false;
     w.at_barrier = false;
     w.depth = 1;
