@@ -323,13 +323,26 @@ struct Worker {
         for (const auto& cp : cs.rets)
           memcpy(x.lparams + static_cast<size_t>(l) * x.lparam_stride + cp.to, &ret, std::min<uint32_t>(4, cp.size));
       } else if (cs.builtin == 2) {
-        std::string msg, file, func;
-        read_string(arg64(l, 0), &msg);
-        read_string(arg64(l, 1), &file);
-        read_string(arg64(l, 3), &func);
-        uint32_t line = static_cast<uint32_t>(arg64(l, 2));
-        return fault(Fault::kTrap, "device assertion failed: " + msg + " (" + file + ":" + std::to_string(line) + " in " +
-                                       func + ")");
+        // Every failing thread of the group prints its line, then the launch traps.
+        std::string first;
+        for (uint32_t q = r; q; q &= q - 1) {
+          int k = __builtin_ctz(q);
+          std::string msg, file, func;
+          read_string(arg64(k, 0), &msg);
+          read_string(arg64(k, 1), &file);
+          read_string(arg64(k, 3), &func);
+          uint32_t line = static_cast<uint32_t>(arg64(k, 2));
+          std::string text = file + ":" + std::to_string(line) + ": " + func + ": block: [" +
+                             std::to_string(w.ctaid[0]) + "," + std::to_string(w.ctaid[1]) + "," +
+                             std::to_string(w.ctaid[2]) + "], thread: [" + std::to_string(special(w, kTidX, k)) + "," +
+                             std::to_string(special(w, kTidY, k)) + "," + std::to_string(special(w, kTidZ, k)) +
+                             "] Assertion `" + msg + "` failed.\n";
+          if (st.env->error_sink) st.env->error_sink(text);
+          else fwrite(text.data(), 1, text.size(), stderr);
+          if (first.empty())
+            first = "device assertion failed: " + msg + " (" + file + ":" + std::to_string(line) + " in " + func + ")";
+        }
+        return fault(Fault::kTrap, first);
       }
     }
     return true;
