@@ -486,6 +486,21 @@ inline void warp_masks(const int* in, int* out, int threads) {
   }
 }
 
+// cg_tiles: per 64-thread tile of a block: sum, the value of the tile's
+// thread 5, any value above 900 (+ 2 * the tile's index in the block).
+inline void cg_tiles(const int* in, int* out, int threads, int block) {
+  for (int i = 0; i < threads; ++i) {
+    int t = i % block, base = i - (t & 63), sum = 0, any = 0;
+    for (int k = 0; k < 64; ++k) {
+      sum += in[base + k];
+      any |= in[base + k] > 900;
+    }
+    out[3 * i] = sum;
+    out[3 * i + 1] = in[base + 5];
+    out[3 * i + 2] = any + 2 * (t / 64);
+  }
+}
+
 // special_regs: what the CPU device answers for the special registers.
 // block_reduce: per block count/and/or of the predicates, per thread dot products.
 inline void block_reduce(const int* in, int* out, int* dots, int blocks, int block) {

@@ -2,6 +2,8 @@
 // different masks) and for PTX's special registers, for every target
 // architecture of the sweep; plus the scheduler's waiting at warp-sync
 // points and the messages for names the device does not have.
+#include <chrono>
+
 #include "harness.h"
 #include "reference.h"
 
@@ -87,6 +89,25 @@ TEST_P(WarpSpecial, SpecialRegisters) {
     EXPECT_EQ(out64[4 * i + 1], 0u);
     EXPECT_EQ(out64[4 * i + 2], 1u);
   }
+}
+
+// Tiles of 64 threads: two warps share the tile's scratch in the reserved
+// shared memory and wait for each other there.
+TEST_P(WarpSpecial, CooperativeGroupsTilesOfTwoWarps) {
+  Module m = load("cg_tiles");
+  ASSERT_TRUE(m.ok());
+  const int blocks = 3, block = 256, threads = blocks * block;
+  auto in = random_vector<int>(threads, -1000, 1000, 44);
+  std::vector<int> out(3 * threads, 0), want(3 * threads);
+  DeviceTable mem;
+  auto args = m.args("cg_tiles");
+  args.add(mem.add(in)).add(mem.add(out));
+  LaunchEnv env;
+  env.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  LaunchResult r = m.launch("cg_tiles", {blocks}, {block}, args, mem, 0, env);
+  ASSERT_TRUE(r.ok()) << r.message;
+  tk::cg_tiles(in.data(), want.data(), threads, block);
+  EXPECT_EQ(out, want);
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, WarpSpecial, ::testing::Values("sm_75", "sm_80", "sm_86", "sm_89", "sm_90"));

@@ -51,7 +51,7 @@ struct Warp {
   uint8_t red_mode = 0;
 };
 
-enum class Stop { kDone, kBarrier, kFault };
+enum class Stop { kDone, kBarrier, kFault, kYield };
 
 struct Worker {
   LaunchState& st;
@@ -393,9 +393,11 @@ struct Worker {
             m = pm;
           }
           executed += lane_count(m);
-          if (--until_check == 0 && !watchdog()) {
+          if (--until_check == 0) {
             f.cur_pc = pc;
-            return Stop::kFault;
+            if (!watchdog()) return Stop::kFault;
+            // The instruction at pc runs when the warp resumes.
+            if (st.warps_per_block > 1) return Stop::kYield;
           }
           if (m) {
             op.fn(x, op, m);
@@ -418,7 +420,10 @@ struct Worker {
         m = pm;
       }
       executed += lane_count(m);
-      if (--until_check == 0 && !watchdog()) return Stop::kFault;
+      if (--until_check == 0) {
+        if (!watchdog()) return Stop::kFault;
+        if (st.warps_per_block > 1) return Stop::kYield;
+      }
       switch (in.kind) {
         case Kind::kOp:
           if (m) {
@@ -593,7 +598,7 @@ struct Worker {
     red_all = true;
     red_any = false;
     for (;;) {
-      bool all_done = true;
+      bool all_done = true, yielded = false;
       for (uint32_t i = 0; i < st.warps_per_block; ++i) {
         Warp& w = warps[i];
         if (w.done || w.at_barrier) {
@@ -603,8 +608,12 @@ struct Worker {
         Stop s = run_warp(w);
         if (s == Stop::kFault) return false;
         if (s == Stop::kBarrier) all_done = false;
+        if (s == Stop::kYield) all_done = false, yielded = true;
       }
       if (all_done) return true;
+      // A warp that used its turn (16384 instructions) goes on after the
+      // others had theirs, so a warp spinning on another warp's flag lets it run.
+      if (yielded) continue;
       uint32_t keep_count = red_count;
       bool keep_all = red_all, keep_any = red_any;
       red_count = 0;
