@@ -115,6 +115,7 @@ struct Envelope {
     deviceOutput @7 :Data;  # device printf text (server to client), for the client's stdout
     challenge @8 :Challenge;        # server to client, before the welcome
     authenticate @9 :Authenticate;  # client to server, the answer to the challenge
+    deviceError @10 :Data;  # failed device asserts' messages (server to client), for the client's stderr
   }
 }
 

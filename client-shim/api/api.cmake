@@ -30,6 +30,7 @@ set(RGPU_SHIM_RUNTIME_SOURCES
     ${_rgpu_shim_dir}/src/runtime/device.cpp
     ${_rgpu_shim_dir}/src/runtime/memory.cpp
     ${_rgpu_shim_dir}/src/runtime/stream.cpp
+    ${_rgpu_shim_dir}/src/runtime/stream_attr.cpp
     ${_rgpu_shim_dir}/src/runtime/launch.cpp
     ${_rgpu_shim_dir}/src/runtime/capture.cpp
     ${_rgpu_shim_dir}/src/runtime/mempool.cpp

@@ -358,6 +358,11 @@ def parse_enums(text):
         values = {k: v for k, v in values.items() if "FORCE_INT" not in k and "FORCE_DWORD" not in k}
         if ok and values:
             enums[m.group(2)] = values
+    # Aliases of an enum typedef (typedef CUlaunchAttributeID CUstreamAttrID;)
+    # take its values.
+    for m in re.finditer(r"\btypedef\s+(\w+)\s+(\w+)\s*;", text):
+        if m.group(1) in enums and m.group(2) not in enums:
+            enums[m.group(2)] = enums[m.group(1)]
     return enums
 
 

@@ -118,6 +118,100 @@ RGPU_EXPORT CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t*
   API_END
 }
 
+RGPU_EXPORT CUresult CUDAAPI cuStreamSetAttribute(CUstream hStream, CUstreamAttrID attr, const CUstreamAttrValue* param) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  if (!param && (sizeof(CUstreamAttrValue)) != 0) return CUDA_ERROR_INVALID_VALUE;
+  STREAM_OR_RETURN(shim, hStream, false, hStream_w_);
+  const ::rgpu::shim::Route route_ = shim->route_handle(hStream_w_, ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuStreamSetAttribute(args_, hStream_w_, attr, param);
+  std::vector<std::byte> reply_(calls::kMaxReply_cuStreamSetAttribute);
+  uint64_t got_ = 0;
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuStreamSetAttribute, args_.bytes(), true), {},
+      ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+  if (r_.result != CUDA_SUCCESS) return r_.result;
+  ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+  if (!calls::unpack_cuStreamSetAttribute(reply_reader_, hStream_w_, attr, param)) return CUDA_ERROR_UNKNOWN;
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuStreamGetAttribute(CUstream hStream, CUstreamAttrID attr, CUstreamAttrValue* value) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  STREAM_OR_RETURN(shim, hStream, false, hStream_w_);
+  const ::rgpu::shim::Route route_ = shim->route_handle(hStream_w_, ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuStreamGetAttribute(args_, hStream_w_, attr, value);
+  std::vector<std::byte> reply_(calls::kMaxReply_cuStreamGetAttribute);
+  uint64_t got_ = 0;
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuStreamGetAttribute, args_.bytes(), true), {},
+      ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+  if (r_.result != CUDA_SUCCESS) return r_.result;
+  ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+  if (!calls::unpack_cuStreamGetAttribute(reply_reader_, hStream_w_, attr, value)) return CUDA_ERROR_UNKNOWN;
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuCtxResetPersistingL2Cache(void) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  const ::rgpu::shim::Route route_ = shim->route_current(ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuCtxResetPersistingL2Cache(args_);
+  std::vector<std::byte> reply_(calls::kMaxReply_cuCtxResetPersistingL2Cache);
+  uint64_t got_ = 0;
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuCtxResetPersistingL2Cache, args_.bytes(), true), {},
+      ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+  if (r_.result != CUDA_SUCCESS) return r_.result;
+  ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+  if (!calls::unpack_cuCtxResetPersistingL2Cache(reply_reader_)) return CUDA_ERROR_UNKNOWN;
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuProfilerStart(void) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  const ::rgpu::shim::Route route_ = shim->route_current(ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuProfilerStart(args_);
+  std::vector<std::byte> reply_(calls::kMaxReply_cuProfilerStart);
+  uint64_t got_ = 0;
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuProfilerStart, args_.bytes(), true), {},
+      ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+  if (r_.result != CUDA_SUCCESS) return r_.result;
+  ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+  if (!calls::unpack_cuProfilerStart(reply_reader_)) return CUDA_ERROR_UNKNOWN;
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuProfilerStop(void) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  const ::rgpu::shim::Route route_ = shim->route_current(ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuProfilerStop(args_);
+  std::vector<std::byte> reply_(calls::kMaxReply_cuProfilerStop);
+  uint64_t got_ = 0;
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuProfilerStop, args_.bytes(), true), {},
+      ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+  if (r_.result != CUDA_SUCCESS) return r_.result;
+  ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+  if (!calls::unpack_cuProfilerStop(reply_reader_)) return CUDA_ERROR_UNKNOWN;
+  return CUDA_SUCCESS;
+  API_END
+}
+
 RGPU_EXPORT CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction hfunc) {
   API_BEGIN
   SHIM_OR_RETURN(shim);

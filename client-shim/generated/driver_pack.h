@@ -70,6 +70,58 @@ inline bool unpack_cuMemGetAddressRange_v2(::rgpu::protocol::ArgReader& r_, [[ma
   return r_.finish();
 }
 
+// cuStreamSetAttribute: sync
+inline constexpr uint32_t k_cuStreamSetAttribute = 7;
+inline constexpr uint64_t kMaxReply_cuStreamSetAttribute = 0;
+inline void pack_cuStreamSetAttribute(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t hStream, [[maybe_unused]] CUstreamAttrID attr, [[maybe_unused]] const CUstreamAttrValue* param) {
+  w_.u64(hStream);
+  w_.scalar(attr);
+  w_.buffer(param, param ? static_cast<uint64_t>(sizeof(CUstreamAttrValue)) : 0);
+}
+inline bool unpack_cuStreamSetAttribute(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t hStream, [[maybe_unused]] CUstreamAttrID attr, [[maybe_unused]] const CUstreamAttrValue* param) {
+  return r_.finish();
+}
+
+// cuStreamGetAttribute: sync
+inline constexpr uint32_t k_cuStreamGetAttribute = 8;
+inline constexpr uint64_t kMaxReply_cuStreamGetAttribute = 8 + ::rgpu::protocol::padded_arg_size(sizeof(CUstreamAttrValue));
+inline void pack_cuStreamGetAttribute(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t hStream, [[maybe_unused]] CUstreamAttrID attr, [[maybe_unused]] CUstreamAttrValue* value) {
+  w_.u64(hStream);
+  w_.scalar(attr);
+}
+inline bool unpack_cuStreamGetAttribute(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t hStream, [[maybe_unused]] CUstreamAttrID attr, [[maybe_unused]] CUstreamAttrValue* value) {
+  { std::span<const std::byte> b_; if (!r_.buffer(&b_, static_cast<uint64_t>(sizeof(CUstreamAttrValue)))) return false;
+    if (value && !b_.empty()) std::memcpy(value, b_.data(), b_.size()); }
+  return r_.finish();
+}
+
+// cuCtxResetPersistingL2Cache: sync
+inline constexpr uint32_t k_cuCtxResetPersistingL2Cache = 9;
+inline constexpr uint64_t kMaxReply_cuCtxResetPersistingL2Cache = 0;
+inline void pack_cuCtxResetPersistingL2Cache(::rgpu::protocol::ArgWriter& w_) {
+}
+inline bool unpack_cuCtxResetPersistingL2Cache(::rgpu::protocol::ArgReader& r_) {
+  return r_.finish();
+}
+
+// cuProfilerStart: sync
+inline constexpr uint32_t k_cuProfilerStart = 10;
+inline constexpr uint64_t kMaxReply_cuProfilerStart = 0;
+inline void pack_cuProfilerStart(::rgpu::protocol::ArgWriter& w_) {
+}
+inline bool unpack_cuProfilerStart(::rgpu::protocol::ArgReader& r_) {
+  return r_.finish();
+}
+
+// cuProfilerStop: sync
+inline constexpr uint32_t k_cuProfilerStop = 11;
+inline constexpr uint64_t kMaxReply_cuProfilerStop = 0;
+inline void pack_cuProfilerStop(::rgpu::protocol::ArgWriter& w_) {
+}
+inline bool unpack_cuProfilerStop(::rgpu::protocol::ArgReader& r_) {
+  return r_.finish();
+}
+
 // cuFuncGetName: sync
 inline constexpr uint32_t k_cuFuncGetName = 4;
 inline constexpr uint64_t kMaxReply_cuFuncGetName = 8 + kMaxOutBytes;

@@ -44,7 +44,6 @@ RGPU_SHIM_EXPORT int cuCtxGetId() noexcept { return rgpu::shim::report_unimpleme
 RGPU_SHIM_EXPORT int cuCtxGetLimit() noexcept { return rgpu::shim::report_unimplemented("cuCtxGetLimit"); }
 RGPU_SHIM_EXPORT int cuCtxGetSharedMemConfig() noexcept { return rgpu::shim::report_unimplemented("cuCtxGetSharedMemConfig"); }
 RGPU_SHIM_EXPORT int cuCtxRecordEvent() noexcept { return rgpu::shim::report_unimplemented("cuCtxRecordEvent"); }
-RGPU_SHIM_EXPORT int cuCtxResetPersistingL2Cache() noexcept { return rgpu::shim::report_unimplemented("cuCtxResetPersistingL2Cache"); }
 RGPU_SHIM_EXPORT int cuCtxSetCacheConfig() noexcept { return rgpu::shim::report_unimplemented("cuCtxSetCacheConfig"); }
 RGPU_SHIM_EXPORT int cuCtxSetFlags() noexcept { return rgpu::shim::report_unimplemented("cuCtxSetFlags"); }
 RGPU_SHIM_EXPORT int cuCtxSetLimit() noexcept { return rgpu::shim::report_unimplemented("cuCtxSetLimit"); }
@@ -404,8 +403,6 @@ RGPU_SHIM_EXPORT int cuPointerGetAttribute() noexcept { return rgpu::shim::repor
 RGPU_SHIM_EXPORT int cuPointerGetAttributes() noexcept { return rgpu::shim::report_unimplemented("cuPointerGetAttributes"); }
 RGPU_SHIM_EXPORT int cuPointerSetAttribute() noexcept { return rgpu::shim::report_unimplemented("cuPointerSetAttribute"); }
 RGPU_SHIM_EXPORT int cuProfilerInitialize() noexcept { return rgpu::shim::report_unimplemented("cuProfilerInitialize"); }
-RGPU_SHIM_EXPORT int cuProfilerStart() noexcept { return rgpu::shim::report_unimplemented("cuProfilerStart"); }
-RGPU_SHIM_EXPORT int cuProfilerStop() noexcept { return rgpu::shim::report_unimplemented("cuProfilerStop"); }
 RGPU_SHIM_EXPORT int cuSignalExternalSemaphoresAsync() noexcept { return rgpu::shim::report_unimplemented("cuSignalExternalSemaphoresAsync"); }
 RGPU_SHIM_EXPORT int cuSignalExternalSemaphoresAsync_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuSignalExternalSemaphoresAsync_ptsz"); }
 RGPU_SHIM_EXPORT int cuStreamAddCallback() noexcept { return rgpu::shim::report_unimplemented("cuStreamAddCallback"); }
@@ -426,7 +423,6 @@ RGPU_SHIM_EXPORT int cuStreamCopyAttributes() noexcept { return rgpu::shim::repo
 RGPU_SHIM_EXPORT int cuStreamCopyAttributes_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamCopyAttributes_ptsz"); }
 RGPU_SHIM_EXPORT int cuStreamEndCapture() noexcept { return rgpu::shim::report_unimplemented("cuStreamEndCapture"); }
 RGPU_SHIM_EXPORT int cuStreamEndCapture_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamEndCapture_ptsz"); }
-RGPU_SHIM_EXPORT int cuStreamGetAttribute() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetAttribute"); }
 RGPU_SHIM_EXPORT int cuStreamGetAttribute_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetAttribute_ptsz"); }
 RGPU_SHIM_EXPORT int cuStreamGetCaptureInfo() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetCaptureInfo"); }
 RGPU_SHIM_EXPORT int cuStreamGetCaptureInfo_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetCaptureInfo_ptsz"); }
@@ -449,7 +445,6 @@ RGPU_SHIM_EXPORT int cuStreamGetPriority() noexcept { return rgpu::shim::report_
 RGPU_SHIM_EXPORT int cuStreamGetPriority_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetPriority_ptsz"); }
 RGPU_SHIM_EXPORT int cuStreamIsCapturing() noexcept { return rgpu::shim::report_unimplemented("cuStreamIsCapturing"); }
 RGPU_SHIM_EXPORT int cuStreamIsCapturing_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamIsCapturing_ptsz"); }
-RGPU_SHIM_EXPORT int cuStreamSetAttribute() noexcept { return rgpu::shim::report_unimplemented("cuStreamSetAttribute"); }
 RGPU_SHIM_EXPORT int cuStreamSetAttribute_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamSetAttribute_ptsz"); }
 RGPU_SHIM_EXPORT int cuStreamUpdateCaptureDependencies() noexcept { return rgpu::shim::report_unimplemented("cuStreamUpdateCaptureDependencies"); }
 RGPU_SHIM_EXPORT int cuStreamUpdateCaptureDependencies_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamUpdateCaptureDependencies_ptsz"); }

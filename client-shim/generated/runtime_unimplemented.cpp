@@ -19,7 +19,6 @@ RGPU_SHIM_EXPORT int cudaArrayGetSparseProperties() noexcept { return rgpu::shim
 RGPU_SHIM_EXPORT int cudaChooseDevice() noexcept { return rgpu::shim::report_unimplemented("cudaChooseDevice"); }
 RGPU_SHIM_EXPORT int cudaCreateSurfaceObject() noexcept { return rgpu::shim::report_unimplemented("cudaCreateSurfaceObject"); }
 RGPU_SHIM_EXPORT int cudaCreateTextureObject() noexcept { return rgpu::shim::report_unimplemented("cudaCreateTextureObject"); }
-RGPU_SHIM_EXPORT int cudaCtxResetPersistingL2Cache() noexcept { return rgpu::shim::report_unimplemented("cudaCtxResetPersistingL2Cache"); }
 RGPU_SHIM_EXPORT int cudaDestroyExternalMemory() noexcept { return rgpu::shim::report_unimplemented("cudaDestroyExternalMemory"); }
 RGPU_SHIM_EXPORT int cudaDestroyExternalSemaphore() noexcept { return rgpu::shim::report_unimplemented("cudaDestroyExternalSemaphore"); }
 RGPU_SHIM_EXPORT int cudaDestroySurfaceObject() noexcept { return rgpu::shim::report_unimplemented("cudaDestroySurfaceObject"); }
@@ -272,16 +271,12 @@ RGPU_SHIM_EXPORT int cudaStreamBeginCaptureToGraph() noexcept { return rgpu::shi
 RGPU_SHIM_EXPORT int cudaStreamBeginCaptureToGraph_ptsz() noexcept { return rgpu::shim::report_unimplemented("cudaStreamBeginCaptureToGraph_ptsz"); }
 RGPU_SHIM_EXPORT int cudaStreamCopyAttributes() noexcept { return rgpu::shim::report_unimplemented("cudaStreamCopyAttributes"); }
 RGPU_SHIM_EXPORT int cudaStreamCopyAttributes_ptsz() noexcept { return rgpu::shim::report_unimplemented("cudaStreamCopyAttributes_ptsz"); }
-RGPU_SHIM_EXPORT int cudaStreamGetAttribute() noexcept { return rgpu::shim::report_unimplemented("cudaStreamGetAttribute"); }
-RGPU_SHIM_EXPORT int cudaStreamGetAttribute_ptsz() noexcept { return rgpu::shim::report_unimplemented("cudaStreamGetAttribute_ptsz"); }
 RGPU_SHIM_EXPORT int cudaStreamGetDevice() noexcept { return rgpu::shim::report_unimplemented("cudaStreamGetDevice"); }
 RGPU_SHIM_EXPORT int cudaStreamGetDevice_ptsz() noexcept { return rgpu::shim::report_unimplemented("cudaStreamGetDevice_ptsz"); }
 RGPU_SHIM_EXPORT int cudaStreamGetFlags() noexcept { return rgpu::shim::report_unimplemented("cudaStreamGetFlags"); }
 RGPU_SHIM_EXPORT int cudaStreamGetFlags_ptsz() noexcept { return rgpu::shim::report_unimplemented("cudaStreamGetFlags_ptsz"); }
 RGPU_SHIM_EXPORT int cudaStreamGetId() noexcept { return rgpu::shim::report_unimplemented("cudaStreamGetId"); }
 RGPU_SHIM_EXPORT int cudaStreamGetId_ptsz() noexcept { return rgpu::shim::report_unimplemented("cudaStreamGetId_ptsz"); }
-RGPU_SHIM_EXPORT int cudaStreamSetAttribute() noexcept { return rgpu::shim::report_unimplemented("cudaStreamSetAttribute"); }
-RGPU_SHIM_EXPORT int cudaStreamSetAttribute_ptsz() noexcept { return rgpu::shim::report_unimplemented("cudaStreamSetAttribute_ptsz"); }
 RGPU_SHIM_EXPORT int cudaStreamUpdateCaptureDependencies() noexcept { return rgpu::shim::report_unimplemented("cudaStreamUpdateCaptureDependencies"); }
 RGPU_SHIM_EXPORT int cudaStreamUpdateCaptureDependencies_ptsz() noexcept { return rgpu::shim::report_unimplemented("cudaStreamUpdateCaptureDependencies_ptsz"); }
 RGPU_SHIM_EXPORT int cudaUserObjectCreate() noexcept { return rgpu::shim::report_unimplemented("cudaUserObjectCreate"); }

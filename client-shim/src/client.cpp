@@ -99,6 +99,11 @@ Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options,
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   };
+  events.device_error = [](std::string_view text) {
+    std::fflush(stdout);  // after the kernel's printf output, as on a GPU
+    std::fwrite(text.data(), 1, text.size(), stderr);
+    std::fflush(stderr);
+  };
   auto connection = Connection::open(co, std::move(transport), std::move(events));
   if (!connection.is_ok()) return connection.status();
   client->connection_ = std::move(connection.value());

@@ -117,6 +117,13 @@ void Connection::Inbox::on_message(transport::Message message) {
       }
       return;
     }
+    case wire::Envelope::DEVICE_ERROR: {
+      auto text = envelope.getDeviceError();
+      if (events.device_error) {
+        events.device_error(std::string_view(reinterpret_cast<const char*>(text.begin()), text.size()));
+      }
+      return;
+    }
     case wire::Envelope::HOST_FUNC_CALL:
       if (events.host_func_call) events.host_func_call(envelope.getHostFuncCall().getId());
       return;

@@ -90,6 +90,7 @@ class Connection {
   struct Events {
     std::function<void(uint64_t id)> host_func_call;         // HostFuncCall: the stream waits for it
     std::function<void(std::string_view text)> device_output;  // device printf text
+    std::function<void(std::string_view text)> device_error;   // failed device asserts' messages
   };
 
   // Connects over `transport` and completes the handshake.

@@ -184,6 +184,17 @@ extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetPrintfCallb
   });
 }
 
+extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetErrorOutputCallback(
+    CUcontext ctx, void (*callback)(void* user, const char* text, size_t size), void* user) {
+  return with_context(ctx, [&](rgpu::cpudev::Context& context) {
+    auto state = context.state();
+    std::lock_guard<std::mutex> lock(state->printf_mu);
+    state->error_callback = callback;
+    state->error_user = user;
+    return CUDA_SUCCESS;
+  });
+}
+
 extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetIsolationGroup(CUcontext ctx,
                                                                                    unsigned long long group) {
   return with_context(ctx, [&](rgpu::cpudev::Context& context) { return context.set_group(group); });

@@ -226,9 +226,9 @@ int value(CUdevice_attribute attr, const Config& cfg, int ordinal) {
     case CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED:
       return 0;
     case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE:
-      return 0;
+      return kMaxPersistingL2Bytes;
     case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE:
-      return 0;
+      return kMaxAccessPolicyWindowBytes;
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
       return 0;
     case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK:

@@ -42,6 +42,10 @@ struct ContextState {
   std::mutex printf_mu;
   void (*printf_callback)(void* user, const char* text, size_t size) = nullptr;
   void* printf_user = nullptr;
+  // Where failed device asserts' messages go (rgpuCtxSetErrorOutputCallback,
+  // guarded by printf_mu); unset: stderr.
+  void (*error_callback)(void* user, const char* text, size_t size) = nullptr;
+  void* error_user = nullptr;
 };
 
 // A context of one device. Owns its streams (the legacy NULL stream and the

@@ -5,4 +5,5 @@
 
 #pragma GCC visibility push(default)
 #include <cuda.h>
+#include <cudaProfiler.h>
 #pragma GCC visibility pop

@@ -134,6 +134,10 @@ CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const st
         void* user = state->printf_user;
         env.printf_sink = [cb, user](std::string_view text) { cb(user, text.data(), text.size()); };
       }
+      if (auto* cb = state->error_callback) {
+        void* user = state->error_user;
+        env.error_sink = [cb, user](std::string_view text) { cb(user, text.data(), text.size()); };
+      }
     }
     const ptx::KernelInfo& k = module->program().kernels()[static_cast<size_t>(kernel)];
     RGPU_TRACE("cpudev launch kernel=%s grid=%ux%ux%u block=%ux%ux%u", k.name.c_str(), shape.grid.x, shape.grid.y,

@@ -2,6 +2,7 @@
 // with sequence numbers that other streams and events wait on.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -50,7 +51,24 @@ class Stream : public std::enable_shared_from_this<Stream> {
   int device() const { return device_; }
   Kind kind() const { return kind_; }
   unsigned flags() const { return flags_; }
-  int priority() const { return priority_; }
+  int priority() const { return priority_.load(std::memory_order_relaxed); }
+  void set_priority(int p) { priority_.store(p, std::memory_order_relaxed); }
+  // Attributes set by cuStreamSetAttribute: hints this device does not need
+  // (every access goes to host memory), kept so that they read back.
+  struct Attributes {
+    CUaccessPolicyWindow window{};
+    CUsynchronizationPolicy sync_policy = CU_SYNC_POLICY_AUTO;
+    CUlaunchMemSyncDomainMap domain_map{0, 1};
+    CUlaunchMemSyncDomain domain = CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT;
+  };
+  Attributes attributes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return attributes_;
+  }
+  void set_attributes(const Attributes& a) {
+    std::lock_guard<std::mutex> lock(mu_);
+    attributes_ = a;
+  }
   // True for streams that synchronize with the legacy NULL stream.
   bool blocking() const { return kind_ == Kind::kPerThread || (kind_ == Kind::kUser && !(flags_ & CU_STREAM_NON_BLOCKING)); }
 
@@ -103,9 +121,10 @@ class Stream : public std::enable_shared_from_this<Stream> {
   const int device_;
   const Kind kind_;
   const unsigned flags_;
-  const int priority_;
+  std::atomic<int> priority_;
 
   mutable std::mutex mu_;
+  Attributes attributes_;  // guarded by mu_
   mutable std::condition_variable done_cv_;
   std::deque<Op> queue_;
   // The head operation once taken from queue_; touched only by the thread

@@ -27,6 +27,14 @@ using ::rgpu::server::dispatch::refuse;
 constexpr auto kApi = ::rgpu::wire::Api::DRIVER;
 using rgpu::apigen::driver::kMaxOutBytes;
 
+bool valid_CUstreamAttrID(long long v) {
+  static constexpr long long kValues[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16};
+  for (long long k : kValues) {
+    if (k == v) return true;
+  }
+  return false;
+}
+
 InvokeOutcome run_cuCtxGetFlags(CallEnv& env_, std::span<const std::byte> args_) {
   ::rgpu::protocol::ArgReader rd_(args_);
   unsigned int flags{};
@@ -110,6 +118,100 @@ InvokeOutcome run_cuMemGetAddressRange_v2(CallEnv& env_, std::span<const std::by
   return out_;
 }
 
+InvokeOutcome run_cuStreamSetAttribute(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t hStream_h_ = 0;
+  rd_.u64(&hStream_h_);
+  std::underlying_type_t<CUstreamAttrID> attr_raw_{};
+  rd_.scalar(&attr_raw_);
+  std::span<const std::byte> param_b_;
+  rd_.buffer(&param_b_, args_.size());
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamSetAttribute: undecodable arguments");
+  CUstream hStream = nullptr;
+  if (!env_.stream(hStream_h_, &hStream))
+    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuStreamSetAttribute: hStream is not a stream");
+  if (!valid_CUstreamAttrID(static_cast<long long>(attr_raw_)))
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamSetAttribute: attr out of range");
+  const CUstreamAttrID attr = static_cast<CUstreamAttrID>(attr_raw_);
+  const uint64_t param_n_ = param_b_.size();
+  if (true && param_n_ != static_cast<uint64_t>(sizeof(CUstreamAttrValue)))
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamSetAttribute: param has the wrong length");
+  std::vector<uint64_t> param_s_((param_n_ + 7) / 8 + 1);  // 8-aligned
+  if (param_n_ != 0) std::memcpy(param_s_.data(), param_b_.data(), param_n_);
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuStreamSetAttribute;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuStreamSetAttribute: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(hStream, attr, static_cast<const CUstreamAttrValue *>(static_cast<void*>(param_s_.data()))));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  return out_;
+}
+
+InvokeOutcome run_cuStreamGetAttribute(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t hStream_h_ = 0;
+  rd_.u64(&hStream_h_);
+  std::underlying_type_t<CUstreamAttrID> attr_raw_{};
+  rd_.scalar(&attr_raw_);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamGetAttribute: undecodable arguments");
+  CUstream hStream = nullptr;
+  if (!env_.stream(hStream_h_, &hStream))
+    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuStreamGetAttribute: hStream is not a stream");
+  if (!valid_CUstreamAttrID(static_cast<long long>(attr_raw_)))
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamGetAttribute: attr out of range");
+  const CUstreamAttrID attr = static_cast<CUstreamAttrID>(attr_raw_);
+  const uint64_t value_n_ = true ? static_cast<uint64_t>(sizeof(CUstreamAttrValue)) : 0;
+  if (value_n_ > kMaxOutBytes)
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamGetAttribute: value too long");
+  std::vector<uint64_t> value_s_((value_n_ + 7) / 8 + 1);  // 8-aligned
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuStreamGetAttribute;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuStreamGetAttribute: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(hStream, attr, static_cast<CUstreamAttrValue *>(static_cast<void*>(value_s_.data()))));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  ::rgpu::protocol::ArgWriter w_;
+  w_.buffer(value_s_.data(), value_n_);
+  out_.out = w_.take();
+  return out_;
+}
+
+InvokeOutcome run_cuCtxResetPersistingL2Cache(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuCtxResetPersistingL2Cache: undecodable arguments");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuCtxResetPersistingL2Cache;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuCtxResetPersistingL2Cache: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_());
+  if (out_.code != CUDA_SUCCESS) return out_;
+  return out_;
+}
+
+InvokeOutcome run_cuProfilerStart(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuProfilerStart: undecodable arguments");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuProfilerStart;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuProfilerStart: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_());
+  if (out_.code != CUDA_SUCCESS) return out_;
+  return out_;
+}
+
+InvokeOutcome run_cuProfilerStop(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuProfilerStop: undecodable arguments");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuProfilerStop;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuProfilerStop: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_());
+  if (out_.code != CUDA_SUCCESS) return out_;
+  return out_;
+}
+
 InvokeOutcome run_cuFuncGetName(CallEnv& env_, std::span<const std::byte> args_) {
   ::rgpu::protocol::ArgReader rd_(args_);
   uint64_t hfunc_h_ = 0;
@@ -161,6 +263,11 @@ const DispatchRow kRows[] = {
     {"cuCtxGetStreamPriorityRange", kApi, 3, true, true, &run_cuCtxGetStreamPriorityRange},
     {"cuMemGetInfo_v2", kApi, 1, true, true, &run_cuMemGetInfo_v2},
     {"cuMemGetAddressRange_v2", kApi, 2, true, true, &run_cuMemGetAddressRange_v2},
+    {"cuStreamSetAttribute", kApi, 7, true, false, &run_cuStreamSetAttribute},
+    {"cuStreamGetAttribute", kApi, 8, true, false, &run_cuStreamGetAttribute},
+    {"cuCtxResetPersistingL2Cache", kApi, 9, true, true, &run_cuCtxResetPersistingL2Cache},
+    {"cuProfilerStart", kApi, 10, true, true, &run_cuProfilerStart},
+    {"cuProfilerStop", kApi, 11, true, true, &run_cuProfilerStop},
     {"cuFuncGetName", kApi, 4, true, true, &run_cuFuncGetName},
     {"rgpuDeviceGetUtilization", kApi, 6, true, true, &run_rgpuDeviceGetUtilization},
 };
@@ -173,8 +280,13 @@ const DispatchRow* find_driver_row(uint32_t function) {
     case 3: return &kRows[1];
     case 1: return &kRows[2];
     case 2: return &kRows[3];
-    case 4: return &kRows[4];
-    case 6: return &kRows[5];
+    case 7: return &kRows[4];
+    case 8: return &kRows[5];
+    case 9: return &kRows[6];
+    case 10: return &kRows[7];
+    case 11: return &kRows[8];
+    case 4: return &kRows[9];
+    case 6: return &kRows[10];
     default: return nullptr;
   }
 }

@@ -584,6 +584,7 @@ CUresult Session::create_context(uint64_t handle, int device, unsigned flags) {
   if (r != CUDA_SUCCESS) return r;
   ledger_.bind_context(handle, static_cast<uint32_t>(device));
   if (cu_.rgpuCtxSetPrintfCallback) cu_.rgpuCtxSetPrintfCallback(ctx, &Session::device_output, this);
+  if (cu_.rgpuCtxSetErrorOutputCallback) cu_.rgpuCtxSetErrorOutputCallback(ctx, &Session::device_error, this);
   return CUDA_SUCCESS;
 }
 
@@ -594,6 +595,16 @@ void Session::device_output(void* session, const char* text, size_t size) {
   capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
   builder.initRoot<wire::Envelope>().setDeviceOutput(
       kj::arrayPtr(reinterpret_cast<const capnp::byte*>(text), size));
+  auto words = protocol::encode(builder);
+  (void)self->connection_->send(protocol::as_bytes(words));
+}
+
+// A failed device assert's message, for the client's stderr; sent before the
+// launch's failure can be reported, as device_output is.
+void Session::device_error(void* session, const char* text, size_t size) {
+  auto* self = static_cast<Session*>(session);
+  capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
+  builder.initRoot<wire::Envelope>().setDeviceError(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(text), size));
   auto words = protocol::encode(builder);
   (void)self->connection_->send(protocol::as_bytes(words));
 }

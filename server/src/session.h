@@ -267,6 +267,7 @@ class Session : public CallEnv {
   CUresult launch_host_func(uint64_t ctx, wire::Call::HostFunc::Reader host_func);
   static void CUDA_CB host_func_trampoline(void* wait);
   static void device_output(void* session, const char* text, size_t size);
+  static void device_error(void* session, const char* text, size_t size);
   void host_func_done(uint64_t id);
   CUresult destroy_context(uint64_t handle);
 

@@ -3,7 +3,8 @@
 set(RGPU_KERNEL_CORPUS
   elementwise matmul reduce scan histogram transpose stencil f64_math f16_math printf
   dynamic_shared params vote device_funcs math_funcs atomics conversions warp_ops
-  divergence local_array bits assert_trap warp_sm80 block_reduce math_more)
+  divergence local_array bits assert_trap warp_sm80 block_reduce math_more warp_masks special_regs
+  cg_tiles)
 set(RGPU_KERNEL_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 # rgpu_add_ptx_corpus(<target> <outdir> <arch>...): a target that builds

@@ -433,6 +433,75 @@ inline void warp_sm80(const int* in, int* out, int threads) {
   }
 }
 
+// warp_masks: groups by (v & 3), each reducing/voting/shuffling within itself.
+inline void warp_masks(const int* in, int* out, int threads) {
+  for (int i = 0; i < threads; ++i) {
+    int lane = i & 31, base = i - lane, v = in[i];
+    int* o = out + 14 * i;
+    unsigned group = 0;
+    for (int l = 0; l < 32; ++l)
+      if ((in[base + l] & 3) == (v & 3)) group |= 1u << l;
+    int sum = 0, mn = v, mx = v, leader = -1;
+    unsigned orv = 0, ballot = 0, m4 = 0;
+    bool all = true, any = false, nonneg_all = true, nonneg_any = false, same4 = true;
+    for (int l = 0; l < 32; ++l) {
+      if (!(group >> l & 1)) continue;
+      int x = in[base + l];
+      if (leader < 0) leader = l, m4 = static_cast<unsigned>(x & 4);
+      sum += x;
+      mn = std::min(mn, x);
+      mx = std::max(mx, x);
+      orv |= static_cast<unsigned>(x);
+      if (x > 0) ballot |= 1u << l;
+      all = all && x > -500;
+      any = any || x > 900;
+      nonneg_all = nonneg_all && x >= 0;
+      nonneg_any = nonneg_any || x >= 0;
+      same4 = same4 && static_cast<unsigned>(x & 4) == m4;
+    }
+    o[0] = sum;
+    o[1] = mn;
+    o[2] = mx;
+    o[3] = static_cast<int>(orv);
+    o[4] = static_cast<int>(ballot);
+    o[5] = all + 2 * any + 4 * (nonneg_all || !nonneg_any);
+    o[6] = same4 ? static_cast<int>(group) : 0;
+    o[7] = same4;
+    o[8] = in[base + leader];
+    o[9] = static_cast<int>(group);
+    unsigned b10 = 0;
+    for (int l = lane & 1; l < 32; l += 2)
+      if ((lane & 1) ? in[base + l] > 0 : in[base + l] < 0) b10 |= 1u << l;
+    o[10] = static_cast<int>(b10);
+    o[11] = lane < 16 ? 2 * in[i + 16] : in[i - 16];
+    if (lane < 24) {
+      unsigned b12 = 0;
+      for (int l = lane < 8 ? 0 : 8; l < (lane < 8 ? 8 : 24); ++l)
+        if (in[base + l] > 0) b12 |= 1u << l;
+      o[12] = static_cast<int>(b12);
+    } else {
+      o[12] = static_cast<int>(0xff000000u);
+    }
+    o[13] = lane < 8 ? -1 : lane == 31 ? v : in[i + 1];
+  }
+}
+
+// cg_tiles: per 64-thread tile of a block: sum, the value of the tile's
+// thread 5, any value above 900 (+ 2 * the tile's index in the block).
+inline void cg_tiles(const int* in, int* out, int threads, int block) {
+  for (int i = 0; i < threads; ++i) {
+    int t = i % block, base = i - (t & 63), sum = 0, any = 0;
+    for (int k = 0; k < 64; ++k) {
+      sum += in[base + k];
+      any |= in[base + k] > 900;
+    }
+    out[3 * i] = sum;
+    out[3 * i + 1] = in[base + 5];
+    out[3 * i + 2] = any + 2 * (t / 64);
+  }
+}
+
+// special_regs: what the CPU device answers for the special registers.
 // block_reduce: per block count/and/or of the predicates, per thread dot products.
 inline void block_reduce(const int* in, int* out, int* dots, int blocks, int block) {
   for (int b = 0; b < blocks; ++b) {

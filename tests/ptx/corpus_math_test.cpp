@@ -333,6 +333,6 @@ TEST_P(CorpusMath, BarrierReductionsAndDotProducts) {
   EXPECT_EQ(dots, wdots);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, CorpusMath, ::testing::Values("sm_75", "sm_80", "sm_90"));
+INSTANTIATE_TEST_SUITE_P(Archs, CorpusMath, ::testing::Values("sm_75", "sm_80", "sm_86", "sm_89", "sm_90"));
 
 }  // namespace rgpu::ptx::testing

@@ -210,6 +210,6 @@ TEST_P(Corpus, DynamicSharedMemory) {
   EXPECT_EQ(r.fault, Fault::kIllegalAddress) << r.message;
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, Corpus, ::testing::Values("sm_75", "sm_80", "sm_90"));
+INSTANTIATE_TEST_SUITE_P(Archs, Corpus, ::testing::Values("sm_75", "sm_80", "sm_86", "sm_89", "sm_90"));
 
 }  // namespace rgpu::ptx::testing

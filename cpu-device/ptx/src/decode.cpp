@@ -25,7 +25,42 @@ const SpecialName kSpecials[] = {
     {"%lanemask_eq", kLanemaskEq}, {"%lanemask_le", kLanemaskLe}, {"%lanemask_lt", kLanemaskLt},
     {"%lanemask_ge", kLanemaskGe}, {"%lanemask_gt", kLanemaskGt}, {"%smid", kSmId},
     {"%nsmid", kNSmId},      {"%gridid", kGridId},
+    {"%dynamic_smem_size", kDynamicSmem}, {"%total_smem_size", kTotalSmem}, {"%aggr_smem_size", kAggrSmem},
+    {"%reserved_smem_offset_begin", kReservedBegin}, {"%reserved_smem_offset_end", kReservedEnd},
+    {"%reserved_smem_offset_cap", kReservedCap}, {"%reserved_smem_offset_0", kReserved0},
+    {"%reserved_smem_offset_1", kReserved1},
+    // Launches have no clusters here: every block is a cluster of one, so
+    // the cluster grid is the block grid.
+    {"%clusterid.x", kCtaidX}, {"%clusterid.y", kCtaidY}, {"%clusterid.z", kCtaidZ},
+    {"%nclusterid.x", kNctaidX}, {"%nclusterid.y", kNctaidY}, {"%nclusterid.z", kNctaidZ},
+    {"%cluster_ctaid.x", kZero}, {"%cluster_ctaid.y", kZero}, {"%cluster_ctaid.z", kZero},
+    {"%cluster_nctaid.x", kOne}, {"%cluster_nctaid.y", kOne}, {"%cluster_nctaid.z", kOne},
+    {"%cluster_ctarank", kZero}, {"%cluster_nctarank", kOne}, {"%is_explicit_cluster", kZero},
+    // Not part of a device graph; no cooperative-launch workspace.
+    {"%current_graph_exec", kZero},
 };
+
+// %envreg0..31 (driver-defined, zero here: cooperative groups reads a zero
+// grid workspace as "not a cooperative launch") and the performance
+// counters %pm0..7, %pm0_64..%pm7_64 (no counters: zero).
+bool zero_special(const std::string& n) {
+  auto num = [&](size_t from, size_t to, int max) {
+    if (to <= from || to - from > 2) return false;
+    int v = 0;
+    for (size_t i = from; i < to; ++i) {
+      if (n[i] < '0' || n[i] > '9') return false;
+      v = v * 10 + (n[i] - '0');
+    }
+    return (to - from == 1 || n[from] != '0') && v <= max;
+  };
+  if (n.rfind("%envreg", 0) == 0) return num(7, n.size(), 31);
+  if (n.rfind("%pm", 0) == 0) {
+    size_t end = n.size();
+    if (end > 6 && n.compare(end - 3, 3, "_64") == 0) end -= 3;
+    return end == 4 && num(3, 4, 7);
+  }
+  return false;
+}
 
 // A name visible in a function body.
 struct Sym {
@@ -218,9 +253,14 @@ class FunctionDecoder {
         }
         for (const auto& sp : kSpecials)
           if (o.name == sp.name) {
+            if (sp.id >= kAggrSmem && sp.id <= kReserved1) u_.reserved_smem = true;
             *slot = init_slot(SlotInit::Kind::kSpecial, sp.id, 0);
             return Status::ok();
           }
+        if (zero_special(o.name)) {
+          *slot = init_slot(SlotInit::Kind::kSpecial, kZero, 0);
+          return Status::ok();
+        }
         if (o.name == "WARP_SZ") {  // PTX's predefined constant: the warp size
           *slot = imm_slot(32);
           return Status::ok();
@@ -232,6 +272,12 @@ class FunctionDecoder {
           return value(o, line, slot, generic_symbols);
         }
         if (funcs_.count(o.name)) return err(line, "function addresses are not supported (" + o.name + ")");
+        if (o.name == "%tid" || o.name == "%ntid" || o.name == "%ctaid" || o.name == "%nctaid" ||
+            o.name == "%clusterid" || o.name == "%nclusterid" || o.name == "%cluster_ctaid" ||
+            o.name == "%cluster_nctaid")
+          return err(line, "special register " + o.name + " read as a whole vector is not supported (read .x, .y, .z)");
+        if (!o.name.empty() && o.name[0] == '%')
+          return err(line, "unknown register or special register " + o.name);
         return err(line, "unknown name " + o.name);
       }
       default: return err(line, "unexpected operand");
@@ -498,6 +544,15 @@ Status FunctionDecoder::instruction(const ast::Instruction& ai, Inst& in) {
       in.a = ps->index;
       in.aux = p.negated ? 1 : 0;
     }
+    return Status::ok();
+  }
+  if ((b == "bar" || b == "barrier") && t.has("warp")) {
+    // bar.warp.sync membermask: waits for the mask's lanes (see exec.cpp).
+    if (Status s = need(1); !s.is_ok()) return s;
+    if (Status s = value(ops[0], ai.line, &in.a); !s.is_ok()) return s;
+    in.kind = Kind::kWarpSync;
+    in.target = in.a;
+    in.fn = nullptr;
     return Status::ok();
   }
   if (b == "bar" || b == "membar" || b == "fence" || b == "nanosleep" || b == "prefetch" || b == "prefetchu" ||

@@ -33,6 +33,10 @@ struct Warp {
   uint32_t index = 0;
   uint32_t exited = 0;
   uint32_t blocked = 0;     // lanes waiting at a barrier
+  // Warp-sync instructions (Kind::kWarpSync): lanes waiting there for the
+  // rest of their membermask, and lanes released to go on without them.
+  uint32_t parked = 0;
+  uint32_t excused = 0;
   bool done = false;
   bool at_barrier = false;
   std::vector<Frame> frames;
@@ -47,7 +51,7 @@ struct Warp {
   uint8_t red_mode = 0;
 };
 
-enum class Stop { kDone, kBarrier, kFault };
+enum class Stop { kDone, kBarrier, kFault, kYield };
 
 struct Worker {
   LaunchState& st;
@@ -64,7 +68,7 @@ struct Worker {
   explicit Worker(LaunchState& s) : st(s) {}
 
   // The value of special register `id` for lane l of warp w.
-  uint32_t special(const Warp& w, uint32_t id, uint32_t l) const {
+  uint64_t special(const Warp& w, uint32_t id, uint32_t l) const {
     const Dim3& b = st.block;
     uint32_t t = w.index * 32 + l;
     switch (id) {
@@ -91,6 +95,15 @@ struct Worker {
       case kSmId: return 0;
       case kNSmId: return 1;
       case kGridId: return 1;
+      case kDynamicSmem: return st.dynamic_shared_bytes;
+      case kTotalSmem: return st.user_shared_bytes;
+      case kAggrSmem: return st.user_shared_bytes + kReservedSmemBytes;
+      case kReservedBegin:
+      case kReserved0: return st.reserved_offset;
+      case kReserved1: return st.reserved_offset + kReservedSmemBytes / 2;
+      case kReservedEnd: return st.reserved_offset + kReservedSmemBytes;
+      case kReservedCap: return kReservedSmemBytes;
+      case kOne: return 1;
       default: return 0;
     }
   }
@@ -141,7 +154,16 @@ struct Worker {
 
   static void regroup(Warp& w, Frame& f) {
     for (uint32_t m = f.cur_mask; m; m &= m - 1) f.pc[__builtin_ctz(m)] = f.cur_pc;
-    uint32_t ready = f.live & ~w.blocked;
+    uint32_t ready = f.live & ~w.blocked & ~w.parked;
+    if (!ready && (f.live & w.parked)) {
+      // Every lane that could still come waits at a barrier or is parked at
+      // a warp-sync point: the missing lanes cannot arrive (they wait at
+      // bar.sync, or passed the point), so the parked lanes go on with the
+      // lanes that are there.
+      w.excused |= f.live & w.parked;
+      w.parked &= ~f.live;
+      ready = f.live & ~w.blocked;
+    }
     f.cur_mask = 0;
     f.wait_min = kNoPc;
     if (!ready) return;
@@ -301,13 +323,26 @@ struct Worker {
         for (const auto& cp : cs.rets)
           memcpy(x.lparams + static_cast<size_t>(l) * x.lparam_stride + cp.to, &ret, std::min<uint32_t>(4, cp.size));
       } else if (cs.builtin == 2) {
-        std::string msg, file, func;
-        read_string(arg64(l, 0), &msg);
-        read_string(arg64(l, 1), &file);
-        read_string(arg64(l, 3), &func);
-        uint32_t line = static_cast<uint32_t>(arg64(l, 2));
-        return fault(Fault::kTrap, "device assertion failed: " + msg + " (" + file + ":" + std::to_string(line) + " in " +
-                                       func + ")");
+        // Every failing thread of the group prints its line, then the launch traps.
+        std::string first;
+        for (uint32_t q = r; q; q &= q - 1) {
+          int k = __builtin_ctz(q);
+          std::string msg, file, func;
+          read_string(arg64(k, 0), &msg);
+          read_string(arg64(k, 1), &file);
+          read_string(arg64(k, 3), &func);
+          uint32_t line = static_cast<uint32_t>(arg64(k, 2));
+          std::string text = file + ":" + std::to_string(line) + ": " + func + ": block: [" +
+                             std::to_string(w.ctaid[0]) + "," + std::to_string(w.ctaid[1]) + "," +
+                             std::to_string(w.ctaid[2]) + "], thread: [" + std::to_string(special(w, kTidX, k)) + "," +
+                             std::to_string(special(w, kTidY, k)) + "," + std::to_string(special(w, kTidZ, k)) +
+                             "] Assertion `" + msg + "` failed.\n";
+          if (st.env->error_sink) st.env->error_sink(text);
+          else fwrite(text.data(), 1, text.size(), stderr);
+          if (first.empty())
+            first = "device assertion failed: " + msg + " (" + file + ":" + std::to_string(line) + " in " + func + ")";
+        }
+        return fault(Fault::kTrap, first);
       }
     }
     return true;
@@ -358,9 +393,11 @@ struct Worker {
             m = pm;
           }
           executed += lane_count(m);
-          if (--until_check == 0 && !watchdog()) {
+          if (--until_check == 0) {
             f.cur_pc = pc;
-            return Stop::kFault;
+            if (!watchdog()) return Stop::kFault;
+            // The instruction at pc runs when the warp resumes.
+            if (st.warps_per_block > 1) return Stop::kYield;
           }
           if (m) {
             op.fn(x, op, m);
@@ -383,7 +420,10 @@ struct Worker {
         m = pm;
       }
       executed += lane_count(m);
-      if (--until_check == 0 && !watchdog()) return Stop::kFault;
+      if (--until_check == 0) {
+        if (!watchdog()) return Stop::kFault;
+        if (st.warps_per_block > 1) return Stop::kYield;
+      }
       switch (in.kind) {
         case Kind::kOp:
           if (m) {
@@ -458,6 +498,43 @@ struct Worker {
           f.cur_mask = 0;
           regroup(w, f);
           break;
+        case Kind::kWarpSync: {
+          // Lanes parked here earlier join the group; the group waits until
+          // every non-exited lane of its membermask is here too.
+          uint32_t here = f.cur_mask;
+          for (uint32_t r = w.parked & f.live & ~here; r; r &= r - 1)
+            if (f.pc[__builtin_ctz(r)] == f.cur_pc) here |= 1u << __builtin_ctz(r);
+          uint32_t g = here;
+          if (in.guard != kNoSlot) {
+            const uint64_t* gp = x.reg(in.guard);
+            g = 0;
+            for_lanes(here, [&](int l) { g |= static_cast<uint32_t>((gp[l] & 1) ^ in.guard_neg) << l; });
+          }
+          if (g) {
+            const uint64_t* mm = x.reg(in.target);
+            uint32_t need = 0;
+            for_lanes(g, [&](int l) { need |= static_cast<uint32_t>(mm[l]); });
+            if ((need & f.live & ~here) && !(g & w.excused)) {
+              for (uint32_t r = here; r; r &= r - 1) {
+                int l = __builtin_ctz(r);
+                f.pc[l] = (g >> l) & 1 ? f.cur_pc : f.cur_pc + 1;
+              }
+              w.parked |= g;
+              f.cur_mask = 0;
+              regroup(w, f);
+              break;
+            }
+            w.parked &= ~here;
+            w.excused &= ~here;
+            if (in.fn) {
+              in.fn(x, in, g);
+              if (x.fault != Fault::kNone) return Stop::kFault;
+            }
+          }
+          f.cur_mask = here;
+          ++f.cur_pc;
+          break;
+        }
         case Kind::kTrap:
           if (m == 0) {
             ++f.cur_pc;
@@ -480,6 +557,8 @@ struct Worker {
     w.index = index;
     w.exited = 0;
     w.blocked = 0;
+    w.parked = 0;
+    w.excused = 0;
     w.done = false;
     w.at_barrier = false;
     w.depth = 1;
@@ -519,7 +598,7 @@ struct Worker {
     red_all = true;
     red_any = false;
     for (;;) {
-      bool all_done = true;
+      bool all_done = true, yielded = false;
       for (uint32_t i = 0; i < st.warps_per_block; ++i) {
         Warp& w = warps[i];
         if (w.done || w.at_barrier) {
@@ -529,8 +608,12 @@ struct Worker {
         Stop s = run_warp(w);
         if (s == Stop::kFault) return false;
         if (s == Stop::kBarrier) all_done = false;
+        if (s == Stop::kYield) all_done = false, yielded = true;
       }
       if (all_done) return true;
+      // A warp that used its turn (16384 instructions) goes on after the
+      // others had theirs, so a warp spinning on another warp's flag lets it run.
+      if (yielded) continue;
       uint32_t keep_count = red_count;
       bool keep_all = red_all, keep_any = red_any;
       red_count = 0;

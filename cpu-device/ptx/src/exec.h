@@ -20,7 +20,10 @@ struct LaunchState {
   const LaunchEnv* env = nullptr;
   Dim3 grid, block;
   uint32_t warps_per_block = 0;
-  uint32_t shared_bytes = 0;      // static + dynamic, per block
+  uint32_t shared_bytes = 0;      // static + dynamic + reserved, per block
+  uint32_t user_shared_bytes = 0;  // static + dynamic
+  uint32_t dynamic_shared_bytes = 0;
+  uint32_t reserved_offset = 0;    // start of the reserved region (kReservedSmemBytes)
   uint32_t local_stride = 0;      // per thread
   const uint8_t* params = nullptr;
   uint32_t params_size = 0;

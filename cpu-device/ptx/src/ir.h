@@ -25,7 +25,10 @@ struct Inst;
 using Handler = void (*)(ExecCtx&, const Inst&, uint32_t mask);
 
 // What the scheduler must do around an instruction; kOp just calls fn.
-enum class Kind : uint8_t { kOp, kBra, kCall, kRet, kExit, kBar, kTrap, kUnsupported, kExtern, kNop };
+// kWarpSync: an instruction with a membermask (bar.warp.sync, and shfl/vote/
+// match/redux/elect .sync, whose fn then runs once the mask's lanes are
+// there; `target` is the membermask's slot).
+enum class Kind : uint8_t { kOp, kBra, kCall, kRet, kExit, kBar, kTrap, kUnsupported, kExtern, kNop, kWarpSync };
 
 // Memory state space of an access, resolved at decode time.
 enum class Mem : uint8_t { kGlobal, kShared, kLocal, kConst, kParamKernel, kParamLocal, kGeneric };
@@ -67,8 +70,17 @@ struct SlotInit {
 enum Special : uint32_t {
   kTidX, kTidY, kTidZ, kNtidX, kNtidY, kNtidZ, kCtaidX, kCtaidY, kCtaidZ,
   kNctaidX, kNctaidY, kNctaidZ, kLaneId, kWarpId, kNWarpId, kLanemaskEq, kLanemaskLe,
-  kLanemaskLt, kLanemaskGe, kLanemaskGt, kSmId, kNSmId, kGridId, kSpecialCount
+  kLanemaskLt, kLanemaskGe, kLanemaskGt, kSmId, kNSmId, kGridId,
+  // Shared memory sizes and the reserved region (after the user's shared
+  // memory, kReservedSmemBytes long; _0 and _1 split it in two halves).
+  kDynamicSmem, kTotalSmem, kAggrSmem, kReservedBegin, kReservedEnd, kReservedCap, kReserved0, kReserved1,
+  kZero, kOne,  // registers whose value is fixed on this device (envregs, pm counters, clusters of one)
+  kSpecialCount
 };
+
+// Shared memory the device reserves per block for system software
+// (cooperative groups' scratch for tiles wider than a warp).
+inline constexpr uint32_t kReservedSmemBytes = 1024;
 
 // A call from one function to another (or to a known extern: vprintf).
 struct CallSite {
@@ -105,6 +117,7 @@ struct KernelUnit {
   std::vector<uint32_t> shared_offset;  // per module variable, for the kShared ones it reaches
   uint32_t dyn_shared_base = 0;         // offset of .extern .shared in a block's shared memory
   std::string unsupported;              // first instruction reachable that cannot run
+  bool reserved_smem = false;           // reads %reserved_smem_* or %aggr_smem_size
 };
 
 struct ProgramImpl {

@@ -147,7 +147,12 @@ LaunchResult Program::launch(int kernel_index, Dim3 grid, Dim3 block, uint32_t d
   st.grid = grid;
   st.block = block;
   st.warps_per_block = static_cast<uint32_t>((block.count() + 31) / 32);
-  st.shared_bytes = static_cast<uint32_t>(shared);
+  st.user_shared_bytes = static_cast<uint32_t>(shared);
+  st.dynamic_shared_bytes = dynamic_shared_bytes;
+  st.reserved_offset = static_cast<uint32_t>((shared + 15) / 16 * 16);
+  // The reserved region exists only for kernels that ask where it is, so
+  // that an access just past the user's shared memory still faults in others.
+  st.shared_bytes = unit.reserved_smem ? st.reserved_offset + kReservedSmemBytes : st.user_shared_bytes;
   st.local_stride = (k.local_bytes + 15) / 16 * 16;
   st.params = static_cast<const uint8_t*>(params);
   st.params_size = static_cast<uint32_t>(std::min<size_t>(params_size, 1u << 20));

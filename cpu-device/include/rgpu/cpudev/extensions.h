@@ -15,6 +15,13 @@ extern "C" {
 CUresult rgpuCtxSetPrintfCallback(CUcontext ctx, void (*callback)(void* user, const char* text, size_t size),
                                   void* user);
 
+// The messages of failed device asserts in kernels of `ctx` ("file:line:
+// function: block: [..], thread: [..] Assertion `expr` failed.", one line per
+// failing thread) go to `callback` instead of stderr, so a server can forward
+// them to the client's stderr. A null callback restores stderr. Thread-safe.
+CUresult rgpuCtxSetErrorOutputCallback(CUcontext ctx, void (*callback)(void* user, const char* text, size_t size),
+                                       void* user);
+
 // Puts `ctx` in isolation group `group`. Contexts never given one are in
 // group 0. A kernel of a context in group G loads, stores and atomically
 // accesses only allocations made by contexts of group G and the globals of

@@ -120,6 +120,10 @@ struct LaunchEnv {
   MemoryChecker checker;
   // Empty: printf output is written to stdout.
   PrintfSink printf_sink;
+  // Where a failed device assert's message goes, one line per failing
+  // thread as a GPU prints it ("file:line: function: block: [x,y,z], thread:
+  // [x,y,z] Assertion `expr` failed."). Empty: stderr.
+  PrintfSink error_sink;
   // Blocks are spread over a pool: `pool` if set, else `workers` threads
   // started for this launch (0: one per hardware thread).
   WorkerPool* pool = nullptr;
