@@ -64,6 +64,9 @@ CUresult memcpy_htod(CUdeviceptr dst, const void* src, size_t size, CUstream str
   CONTEXT_OR_RETURN(shim, ctx);
   if (size > 0 && !src) return CUDA_ERROR_INVALID_VALUE;
   STREAM_OR_RETURN(shim, stream, per_thread, s);
+  if (async) {
+    if (CUresult e = rgpu::shim::refuse_if_capturing(shim, ctx, s); e != CUDA_SUCCESS) return e;
+  }
   auto fill = [&](wire::Call::Builder call) {
     auto in = call.initMemcpyHtoD();
     in.setDst(dst);
@@ -95,6 +98,7 @@ CUresult memcpy_dtoh(void* dst, CUdeviceptr src, size_t size, CUstream stream, b
   if (size > 0 && !dst) return CUDA_ERROR_INVALID_VALUE;
   STREAM_OR_RETURN(shim, stream, per_thread, s);
   if (async) {
+    if (CUresult e = rgpu::shim::refuse_if_capturing(shim, ctx, s); e != CUDA_SUCCESS) return e;
     shim->client().copy_out_async(ctx, src, dst, size, s);
     return CUDA_SUCCESS;
   }

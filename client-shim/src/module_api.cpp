@@ -271,6 +271,7 @@ CUresult launch_host_func(CUstream stream, CUhostFn fn, void* data, bool per_thr
   CONTEXT_OR_RETURN(shim, ctx);
   if (!fn) return CUDA_ERROR_INVALID_VALUE;
   STREAM_OR_RETURN(shim, stream, per_thread, s);
+  if (CUresult e = rgpu::shim::refuse_if_capturing(shim, ctx, s); e != CUDA_SUCCESS) return e;
   shim->client().host_func_async(ctx, s, fn, data);
   return CUDA_SUCCESS;
   API_END
