@@ -330,8 +330,7 @@ CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph h
     if (flags & ~kKnown) return CUDA_ERROR_INVALID_VALUE;
     auto g = d->graphs().graph(u64(hGraph));
     if (!g) return CUDA_ERROR_INVALID_VALUE;
-    auto e = std::make_shared<GraphExec>();
-    e->context = g->context();
+    auto e = std::make_shared<GraphExec>(g->context(), g->user_objects());
     // Insertion order is topological: a replay runs the nodes in it.
     for (GraphNode* n : g->nodes()) {
       GraphNode step = *n;
@@ -393,10 +392,76 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream h) {
           break;
         default:
           if (!step.work) break;
-          if (!ctx->enqueue(s, {}, step.work, step.kind, step.type)) return capture_refusal();
+          // Each step keeps the executable graph (and the user objects it
+          // holds) alive until it ran, even if it is destroyed meanwhile.
+          auto run = [e, work = &step.work] { return (*work)(); };
+          if (!ctx->enqueue(s, {}, run, step.kind, step.type)) return capture_refusal();
       }
     }
     return CUDA_SUCCESS;
+  });
+}
+
+CUresult CUDAAPI cuUserObjectCreate(CUuserObject* out, void* ptr, CUhostFn destroy, unsigned int initialRefcount,
+                                    unsigned int flags) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    if (!out || !destroy || initialRefcount == 0 || flags != CU_USER_OBJECT_NO_DESTRUCTOR_SYNC) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    auto o = std::make_shared<UserObject>(&d->graphs(), ptr, destroy, initialRefcount);
+    *out = to_handle<CUuserObject>(d->graphs().add_user_object(std::move(o)));
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult CUDAAPI cuUserObjectRetain(CUuserObject object, unsigned int count) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    auto o = d->graphs().user_object(u64(object));
+    if (!o || count == 0) return CUDA_ERROR_INVALID_VALUE;
+    o->retain(count);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult CUDAAPI cuUserObjectRelease(CUuserObject object, unsigned int count) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    auto o = d->graphs().user_object(u64(object));
+    if (!o || count == 0) return CUDA_ERROR_INVALID_VALUE;
+    o->release(count);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult CUDAAPI cuGraphRetainUserObject(CUgraph graph, CUuserObject object, unsigned int count, unsigned int flags) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    auto g = d->graphs().graph(u64(graph));
+    auto o = d->graphs().user_object(u64(object));
+    if (!g || !o || count == 0 || (flags & ~static_cast<unsigned>(CU_GRAPH_USER_OBJECT_MOVE))) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    // MOVE hands over the caller's references; otherwise the graph takes new ones.
+    if (!(flags & CU_GRAPH_USER_OBJECT_MOVE)) o->retain(count);
+    g->user_objects().add(o, count);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult CUDAAPI cuGraphReleaseUserObject(CUgraph graph, CUuserObject object, unsigned int count) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    auto g = d->graphs().graph(u64(graph));
+    auto o = d->graphs().user_object(u64(object));
+    if (!g || !o || count == 0) return CUDA_ERROR_INVALID_VALUE;
+    return g->user_objects().drop(o, count) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   });
 }
 

@@ -58,6 +58,42 @@ std::vector<std::pair<GraphNode*, GraphNode*>> Graph::edges() const {
   return out;
 }
 
+void UserObject::release(uint64_t n) {
+  uint64_t before = refs_.load();
+  do {
+    if (n > before) n = before;
+  } while (!refs_.compare_exchange_weak(before, before - n));
+  if (before != 0 && before == n) {
+    if (destroy_) destroy_(ptr_);
+    tables_->remove_user_object(this);
+  }
+}
+
+UserObjectRefs::UserObjectRefs(const UserObjectRefs& other) {
+  std::lock_guard lock(other.mu_);
+  held_ = other.held_;
+  for (auto& [o, n] : held_) o->retain(n);
+}
+
+UserObjectRefs::~UserObjectRefs() {
+  for (auto& [o, n] : held_) o->release(n);
+}
+
+void UserObjectRefs::add(const std::shared_ptr<UserObject>& o, uint64_t n) {
+  std::lock_guard lock(mu_);
+  held_[o] += n;
+}
+
+bool UserObjectRefs::drop(const std::shared_ptr<UserObject>& o, uint64_t n) {
+  std::unique_lock lock(mu_);
+  auto it = held_.find(o);
+  if (it == held_.end() || it->second < n) return false;
+  if ((it->second -= n) == 0) held_.erase(it);
+  lock.unlock();
+  o->release(n);
+  return true;
+}
+
 Capture::Member* Capture::member(const Stream* s) {
   for (auto& m : members) {
     if (m.stream.lock().get() == s) return &m;
@@ -79,8 +115,13 @@ std::shared_ptr<Graph> GraphTables::graph(uint64_t handle) const {
 }
 
 bool GraphTables::remove_graph(uint64_t handle) {
+  std::shared_ptr<Graph> last;  // destroyed outside the lock: it releases user objects
   std::lock_guard lock(mu_);
-  return graphs_.erase(handle) == 1;
+  auto it = graphs_.find(handle);
+  if (it == graphs_.end()) return false;
+  last = std::move(it->second);
+  graphs_.erase(it);
+  return true;
 }
 
 uint64_t GraphTables::add_exec(std::shared_ptr<GraphExec> e) {
@@ -97,8 +138,13 @@ std::shared_ptr<GraphExec> GraphTables::exec(uint64_t handle) const {
 }
 
 bool GraphTables::remove_exec(uint64_t handle) {
+  std::shared_ptr<GraphExec> last;  // destroyed outside the lock, as above
   std::lock_guard lock(mu_);
-  return execs_.erase(handle) == 1;
+  auto it = execs_.find(handle);
+  if (it == execs_.end()) return false;
+  last = std::move(it->second);
+  execs_.erase(it);
+  return true;
 }
 
 GraphNode* GraphTables::node(uint64_t handle) const {
@@ -108,6 +154,29 @@ GraphNode* GraphTables::node(uint64_t handle) const {
     if (g->owns(reinterpret_cast<const GraphNode*>(handle))) return reinterpret_cast<GraphNode*>(handle);
   }
   return nullptr;
+}
+
+uint64_t GraphTables::add_user_object(std::shared_ptr<UserObject> o) {
+  std::lock_guard lock(mu_);
+  auto h = reinterpret_cast<uint64_t>(o.get());
+  users_[h] = std::move(o);
+  return h;
+}
+
+std::shared_ptr<UserObject> GraphTables::user_object(uint64_t handle) const {
+  std::lock_guard lock(mu_);
+  auto it = users_.find(handle);
+  return it == users_.end() ? nullptr : it->second;
+}
+
+void GraphTables::remove_user_object(const UserObject* o) {
+  std::shared_ptr<UserObject> last;  // destroyed outside the lock
+  std::lock_guard lock(mu_);
+  auto it = users_.find(reinterpret_cast<uint64_t>(o));
+  if (it != users_.end()) {
+    last = std::move(it->second);
+    users_.erase(it);
+  }
 }
 
 std::shared_ptr<Capture> GraphTables::begin_capture(CUstreamCaptureMode mode, std::shared_ptr<Stream> origin,

@@ -33,6 +33,44 @@ struct GraphNode {
   Graph* graph = nullptr;
 };
 
+class GraphTables;
+
+// A user object (cuUserObjectCreate): `destroy(ptr)` runs when its last
+// reference goes, whether the program's or a graph's. Libraries tie to it
+// what a captured graph must keep alive (the CPU cuBLAS stand-in: its jobs).
+// Lifetime: in the driver's table until the last reference goes. Thread
+// safety: thread-safe.
+class UserObject {
+ public:
+  UserObject(GraphTables* tables, void* ptr, CUhostFn destroy, uint64_t refs)
+      : tables_(tables), ptr_(ptr), destroy_(destroy), refs_(refs) {}
+  void retain(uint64_t n) { refs_.fetch_add(n); }
+  // Drops n references (no more than it has); the last one runs destroy.
+  void release(uint64_t n);
+
+ private:
+  GraphTables* const tables_;
+  void* const ptr_;
+  const CUhostFn destroy_;
+  std::atomic<uint64_t> refs_;
+};
+
+// References to user objects, released when the holder goes.
+class UserObjectRefs {
+ public:
+  UserObjectRefs() = default;
+  UserObjectRefs(const UserObjectRefs& other);
+  UserObjectRefs& operator=(const UserObjectRefs&) = delete;
+  ~UserObjectRefs();
+  void add(const std::shared_ptr<UserObject>& o, uint64_t n);
+  // False when fewer than n are held.
+  bool drop(const std::shared_ptr<UserObject>& o, uint64_t n);
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::shared_ptr<UserObject>, uint64_t> held_;
+};
+
 // A graph of one context: nodes in the order they were added, which is a
 // topological order (a node depends only on nodes added before it).
 // Lifetime: owned by the driver's table (CUgraph is its address); the nodes
@@ -51,8 +89,11 @@ class Graph {
   std::vector<GraphNode*> leaves() const;
   // Every edge as (from, to).
   std::vector<std::pair<GraphNode*, GraphNode*>> edges() const;
+  // User objects the graph (and every executable graph made from it) keeps.
+  UserObjectRefs& user_objects() { return users_; }
 
  private:
+  UserObjectRefs users_;
   const uint64_t context_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<GraphNode>> nodes_;
@@ -62,8 +103,10 @@ class Graph {
 // independent of the graph it came from.
 // Lifetime: owned by the driver's table. Thread safety: immutable.
 struct GraphExec {
+  GraphExec(uint64_t ctx, const UserObjectRefs& graph_users) : context(ctx), users(graph_users) {}
   uint64_t context = 0;
   std::vector<GraphNode> steps;  // deps cleared
+  UserObjectRefs users;          // the graph's, as it was instantiated
 };
 
 // One capture sequence: the graph it builds, the mode it began with, the
@@ -107,6 +150,9 @@ class GraphTables {
   bool remove_exec(uint64_t handle);
   // The node behind a handle, when it belongs to a live graph.
   GraphNode* node(uint64_t handle) const;
+  uint64_t add_user_object(std::shared_ptr<UserObject> o);
+  std::shared_ptr<UserObject> user_object(uint64_t handle) const;
+  void remove_user_object(const UserObject* o);
 
   std::shared_ptr<Capture> begin_capture(CUstreamCaptureMode mode, std::shared_ptr<Stream> origin,
                                          uint64_t context);
@@ -117,6 +163,7 @@ class GraphTables {
   mutable std::mutex mu_;
   std::map<uint64_t, std::shared_ptr<Graph>> graphs_;
   std::map<uint64_t, std::shared_ptr<GraphExec>> execs_;
+  std::map<uint64_t, std::shared_ptr<UserObject>> users_;
   std::vector<std::shared_ptr<Capture>> active_;
   uint64_t next_capture_id_ = 1;
 };

@@ -267,5 +267,28 @@ TEST_F(CpuDeviceGraph, ExplicitGraphRunsItsNodesInDependencyOrder) {
   CU_OK(cu.cuGraphExecDestroy(exec));
 }
 
+void CUDA_CB count_destroy(void* p) { static_cast<std::atomic<int>*>(p)->fetch_add(100); }
+
+TEST_F(CpuDeviceGraph, UserObjectsLiveAsLongAsTheGraphAndItsExecutables) {
+  std::atomic<int> state{0};
+  CUgraph graph;
+  CU_OK(cu.cuGraphCreate(&graph, 0));
+  CUuserObject owner;
+  CU_OK(cu.cuUserObjectCreate(&owner, &state, &count_destroy, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+  CU_OK(cu.cuGraphRetainUserObject(graph, owner, 1, CU_GRAPH_USER_OBJECT_MOVE));
+  CUDA_HOST_NODE_PARAMS host{&count_up, &state};
+  CUgraphNode node;
+  CU_OK(cu.cuGraphAddHostNode(&node, graph, nullptr, 0, &host));
+  CUgraphExec exec;
+  CU_OK(cu.cuGraphInstantiateWithFlags(&exec, graph, 0));
+  CU_OK(cu.cuGraphDestroy(graph));
+  EXPECT_EQ(0, state.load());  // the executable graph still holds it
+  CU_OK(cu.cuGraphLaunch(exec, s1_));
+  CU_OK(cu.cuStreamSynchronize(s1_));
+  EXPECT_EQ(1, state.load());
+  CU_OK(cu.cuGraphExecDestroy(exec));
+  EXPECT_EQ(101, state.load());
+}
+
 }  // namespace
 }  // namespace rgpu::cpudev::test
