@@ -261,8 +261,9 @@ RGPU_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, s
   CONTEXT_OR_RETURN(shim, ctx);
   CUdevice dev;
   if (!handle || flags != 0 || !device_prop(shim, prop, &dev)) return CUDA_ERROR_INVALID_VALUE;
-  // Shareable handles (file descriptors, fabric) cannot cross the network.
-  if (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE) return CUDA_ERROR_NOT_SUPPORTED;
+  // Shareable handles (file descriptors, fabric) cannot cross the network:
+  // a request for one is accepted (PyTorch makes it) but never honoured;
+  // exporting the chunk is not supported.
   SyncResult r = graph_call(shim, ctx, GraphOp::kMemCreate, {static_cast<uint64_t>(dev), size});
   if (r.result == CUDA_SUCCESS && r.values.size() == 1) *handle = r.values[0];
   return r.result;

@@ -59,7 +59,8 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, 
     RGPU_CU_TRY(enter(&d, &ctx));
     if (!handle || flags != 0 || !valid_prop(d, prop)) return CUDA_ERROR_INVALID_VALUE;
     if (size == 0 || size % kGranularity != 0) return CUDA_ERROR_INVALID_VALUE;
-    if (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE) return CUDA_ERROR_NOT_SUPPORTED;
+    // A shareable handle type may be asked for (PyTorch does); exporting one
+    // is not supported, so the request changes nothing.
     auto r = d->device(prop->location.id)->memory->create_physical(size, ctx->handle(), ctx->memory_group());
     if (!r) return to_cu(r.status());
     *handle = *r;

@@ -63,8 +63,15 @@ Result<std::unique_ptr<DeviceMemory>> DeviceMemory::create(uint64_t capacity) {
   if (capacity == 0 || !round_up(capacity, page_size(), &rounded)) {
     return invalid_argument("device memory capacity must be positive");
   }
-  uint64_t virtual_size = rounded * kVirtualFactor;
-  void* p = mmap(nullptr, rounded + virtual_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  // A smaller virtual area when the address space cannot hold the full one.
+  uint64_t virtual_size = 0;
+  void* p = MAP_FAILED;
+  for (uint64_t factor : {kVirtualFactor, uint64_t{4}, uint64_t{1}}) {
+    if (rounded > (UINT64_MAX >> 1) / (factor + 1)) continue;
+    virtual_size = rounded * factor;
+    p = mmap(nullptr, rounded + virtual_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED) break;
+  }
   if (p == MAP_FAILED) {
     int err = errno;
     RGPU_ERROR("cpudev reserve failed bytes=%llu errno=%d", static_cast<unsigned long long>(rounded), err);

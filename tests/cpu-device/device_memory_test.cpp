@@ -32,7 +32,7 @@ TEST(DeviceMemory, CheckAcceptsOnlyRangesInsideOneLiveAllocation) {
   // The virtual area (cuMemAddressReserve) follows the capacity.
   EXPECT_TRUE(mem.in_range(mem.base() + mem.capacity()));
   EXPECT_FALSE(mem.check(mem.base() + mem.capacity(), 1));
-  EXPECT_FALSE(mem.in_range(mem.base() + mem.capacity() * (1 + DeviceMemory::kVirtualFactor)));
+  EXPECT_FALSE(mem.in_range(mem.base() + mem.capacity() * (1 + DeviceMemory::kVirtualFactor) + 4096));
   auto f = mem.find(pb + 10);
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(pb, f->base);

@@ -38,7 +38,9 @@ struct Allocation {
 // that checked a range while pinned never touches an unmapped page.
 //
 // Beside it, an address area of kVirtualFactor times the capacity serves
-// virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap):
+// virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap);
+// address space only, as allocators such as PyTorch's expandable segments
+// reserve more than the device holds, once per pool:
 // physical chunks count against the capacity when created, and a mapped,
 // accessible range is checked like an allocation, adjacent mappings of one
 // group forming one range (an access may span the chunks of a segment).
@@ -108,7 +110,7 @@ class DeviceMemory {
   bool in_range(uint64_t addr) const { return addr >= base_ && addr - base_ < capacity_ + virtual_size_; }
 
   // ---- virtual memory management (memory_vmm.cpp) ----
-  static constexpr uint64_t kVirtualFactor = 4;
+  static constexpr uint64_t kVirtualFactor = 64;
   // Reserves `size` bytes (a multiple of `align`, itself a power of two
   // multiple of the page; 0: the page) of the virtual area, at `hint` when
   // that range is free. kOverloaded when no room.
