@@ -108,7 +108,7 @@ CUresult Context::check_wait(const std::shared_ptr<Stream>& stream) {
     set_capture_refusal(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   }
-  if (stream->kind() != Stream::Kind::kLegacy) return CUDA_SUCCESS;
+  if (stream->kind() != Stream::Kind::kLegacy || !GraphTables::any_active()) return CUDA_SUCCESS;
   std::vector<std::shared_ptr<Capture>> implicit;
   {
     std::lock_guard lock(mu_);

@@ -101,6 +101,8 @@ Capture::Member* Capture::member(const Stream* s) {
   return nullptr;
 }
 
+std::atomic<int> GraphTables::active_count_{0};
+
 uint64_t GraphTables::add_graph(std::shared_ptr<Graph> g) {
   std::lock_guard lock(mu_);
   auto h = reinterpret_cast<uint64_t>(g.get());
@@ -190,12 +192,15 @@ std::shared_ptr<Capture> GraphTables::begin_capture(CUstreamCaptureMode mode, st
   std::lock_guard lock(mu_);
   c->id = next_capture_id_++;
   active_.push_back(c);
+  active_count_.fetch_add(1, std::memory_order_release);
   return c;
 }
 
 void GraphTables::end_capture(const Capture* c) {
   std::lock_guard lock(mu_);
+  size_t before = active_.size();
   active_.erase(std::remove_if(active_.begin(), active_.end(), [c](auto& a) { return a.get() == c; }), active_.end());
+  active_count_.fetch_sub(static_cast<int>(before - active_.size()), std::memory_order_release);
 }
 
 std::vector<std::shared_ptr<Capture>> GraphTables::active() const {
@@ -252,6 +257,7 @@ void capture_invalidate(const std::shared_ptr<Capture>& c) {
 }
 
 CUresult capture_check_unsafe(GraphTables& tables) {
+  if (!GraphTables::any_active()) return CUDA_SUCCESS;
   CUstreamCaptureMode mode = thread_capture_mode();
   if (mode == CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_SUCCESS;
   std::thread::id self = std::this_thread::get_id();

@@ -158,6 +158,9 @@ class GraphTables {
                                          uint64_t context);
   void end_capture(const Capture* c);
   std::vector<std::shared_ptr<Capture>> active() const;
+  // Whether any capture is in progress in this library (lock free): lets
+  // every operation on the legacy stream skip the capture checks.
+  static bool any_active() { return active_count_.load(std::memory_order_acquire) != 0; }
 
  private:
   mutable std::mutex mu_;
@@ -165,6 +168,7 @@ class GraphTables {
   std::map<uint64_t, std::shared_ptr<GraphExec>> execs_;
   std::map<uint64_t, std::shared_ptr<UserObject>> users_;
   std::vector<std::shared_ptr<Capture>> active_;
+  static std::atomic<int> active_count_;  // active_.size() of every table
   uint64_t next_capture_id_ = 1;
 };
 
