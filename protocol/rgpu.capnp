@@ -228,6 +228,7 @@ struct Call {
     funcSetAttribute @34 :FuncAttribute; # async
     launchHostFunc @35 :HostFunc;        # async: the function runs on the client
     invoke @36 :Invoke;                  # a generated call: sync or async as wantsReply says
+    graph @38 :GraphCall;                # sync: stream capture, graphs, virtual memory
   }
   # Whether the client waits for a Reply with this id. A call the server
   # cannot run that wants one is answered "not supported" at once.
@@ -289,6 +290,16 @@ struct Call {
   struct FuncAttribute { function @0 :UInt64; attribute @1 :Int32; value @2 :Int32; }
   struct HostFunc { stream @0 :UInt64; id @1 :UInt64; }
   # The generic call record of a generated call.
+  # Stream capture, graphs and virtual memory management (docs/protocol.md):
+  # `op` is a GraphOp's value, `args` its arguments in the order the client
+  # and rgpud's session_graphs.cpp agree on; results come back in values.
+  # Graph, executable graph and memory handles are the server's own values,
+  # checked against the session's tables before use, like device pointers.
+  struct GraphCall {
+    op @0 :UInt16;
+    args @1 :List(UInt64);
+  }
+
   struct Invoke {
     api @0 :Api;
     function @1 :UInt32;    # the function's ordinal in its API's lock file

@@ -110,9 +110,7 @@ RGPU_SHIM_EXPORT int cuGraphBatchMemOpNodeSetParams() noexcept { return rgpu::sh
 RGPU_SHIM_EXPORT int cuGraphChildGraphNodeGetGraph() noexcept { return rgpu::shim::report_unimplemented("cuGraphChildGraphNodeGetGraph"); }
 RGPU_SHIM_EXPORT int cuGraphClone() noexcept { return rgpu::shim::report_unimplemented("cuGraphClone"); }
 RGPU_SHIM_EXPORT int cuGraphConditionalHandleCreate() noexcept { return rgpu::shim::report_unimplemented("cuGraphConditionalHandleCreate"); }
-RGPU_SHIM_EXPORT int cuGraphCreate() noexcept { return rgpu::shim::report_unimplemented("cuGraphCreate"); }
 RGPU_SHIM_EXPORT int cuGraphDebugDotPrint() noexcept { return rgpu::shim::report_unimplemented("cuGraphDebugDotPrint"); }
-RGPU_SHIM_EXPORT int cuGraphDestroy() noexcept { return rgpu::shim::report_unimplemented("cuGraphDestroy"); }
 RGPU_SHIM_EXPORT int cuGraphDestroyNode() noexcept { return rgpu::shim::report_unimplemented("cuGraphDestroyNode"); }
 RGPU_SHIM_EXPORT int cuGraphEventRecordNodeGetEvent() noexcept { return rgpu::shim::report_unimplemented("cuGraphEventRecordNodeGetEvent"); }
 RGPU_SHIM_EXPORT int cuGraphEventRecordNodeSetEvent() noexcept { return rgpu::shim::report_unimplemented("cuGraphEventRecordNodeSetEvent"); }
@@ -120,7 +118,6 @@ RGPU_SHIM_EXPORT int cuGraphEventWaitNodeGetEvent() noexcept { return rgpu::shim
 RGPU_SHIM_EXPORT int cuGraphEventWaitNodeSetEvent() noexcept { return rgpu::shim::report_unimplemented("cuGraphEventWaitNodeSetEvent"); }
 RGPU_SHIM_EXPORT int cuGraphExecBatchMemOpNodeSetParams() noexcept { return rgpu::shim::report_unimplemented("cuGraphExecBatchMemOpNodeSetParams"); }
 RGPU_SHIM_EXPORT int cuGraphExecChildGraphNodeSetParams() noexcept { return rgpu::shim::report_unimplemented("cuGraphExecChildGraphNodeSetParams"); }
-RGPU_SHIM_EXPORT int cuGraphExecDestroy() noexcept { return rgpu::shim::report_unimplemented("cuGraphExecDestroy"); }
 RGPU_SHIM_EXPORT int cuGraphExecEventRecordNodeSetEvent() noexcept { return rgpu::shim::report_unimplemented("cuGraphExecEventRecordNodeSetEvent"); }
 RGPU_SHIM_EXPORT int cuGraphExecEventWaitNodeSetEvent() noexcept { return rgpu::shim::report_unimplemented("cuGraphExecEventWaitNodeSetEvent"); }
 RGPU_SHIM_EXPORT int cuGraphExecExternalSemaphoresSignalNodeSetParams() noexcept { return rgpu::shim::report_unimplemented("cuGraphExecExternalSemaphoresSignalNodeSetParams"); }
@@ -140,12 +137,10 @@ RGPU_SHIM_EXPORT int cuGraphExternalSemaphoresWaitNodeGetParams() noexcept { ret
 RGPU_SHIM_EXPORT int cuGraphExternalSemaphoresWaitNodeSetParams() noexcept { return rgpu::shim::report_unimplemented("cuGraphExternalSemaphoresWaitNodeSetParams"); }
 RGPU_SHIM_EXPORT int cuGraphGetEdges() noexcept { return rgpu::shim::report_unimplemented("cuGraphGetEdges"); }
 RGPU_SHIM_EXPORT int cuGraphGetEdges_v2() noexcept { return rgpu::shim::report_unimplemented("cuGraphGetEdges_v2"); }
-RGPU_SHIM_EXPORT int cuGraphGetNodes() noexcept { return rgpu::shim::report_unimplemented("cuGraphGetNodes"); }
 RGPU_SHIM_EXPORT int cuGraphGetRootNodes() noexcept { return rgpu::shim::report_unimplemented("cuGraphGetRootNodes"); }
 RGPU_SHIM_EXPORT int cuGraphHostNodeGetParams() noexcept { return rgpu::shim::report_unimplemented("cuGraphHostNodeGetParams"); }
 RGPU_SHIM_EXPORT int cuGraphHostNodeSetParams() noexcept { return rgpu::shim::report_unimplemented("cuGraphHostNodeSetParams"); }
 RGPU_SHIM_EXPORT int cuGraphInstantiate() noexcept { return rgpu::shim::report_unimplemented("cuGraphInstantiate"); }
-RGPU_SHIM_EXPORT int cuGraphInstantiateWithFlags() noexcept { return rgpu::shim::report_unimplemented("cuGraphInstantiateWithFlags"); }
 RGPU_SHIM_EXPORT int cuGraphInstantiateWithParams() noexcept { return rgpu::shim::report_unimplemented("cuGraphInstantiateWithParams"); }
 RGPU_SHIM_EXPORT int cuGraphInstantiateWithParams_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuGraphInstantiateWithParams_ptsz"); }
 RGPU_SHIM_EXPORT int cuGraphInstantiate_v2() noexcept { return rgpu::shim::report_unimplemented("cuGraphInstantiate_v2"); }
@@ -156,8 +151,6 @@ RGPU_SHIM_EXPORT int cuGraphKernelNodeGetParams_v2() noexcept { return rgpu::shi
 RGPU_SHIM_EXPORT int cuGraphKernelNodeSetAttribute() noexcept { return rgpu::shim::report_unimplemented("cuGraphKernelNodeSetAttribute"); }
 RGPU_SHIM_EXPORT int cuGraphKernelNodeSetParams() noexcept { return rgpu::shim::report_unimplemented("cuGraphKernelNodeSetParams"); }
 RGPU_SHIM_EXPORT int cuGraphKernelNodeSetParams_v2() noexcept { return rgpu::shim::report_unimplemented("cuGraphKernelNodeSetParams_v2"); }
-RGPU_SHIM_EXPORT int cuGraphLaunch() noexcept { return rgpu::shim::report_unimplemented("cuGraphLaunch"); }
-RGPU_SHIM_EXPORT int cuGraphLaunch_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuGraphLaunch_ptsz"); }
 RGPU_SHIM_EXPORT int cuGraphMemAllocNodeGetParams() noexcept { return rgpu::shim::report_unimplemented("cuGraphMemAllocNodeGetParams"); }
 RGPU_SHIM_EXPORT int cuGraphMemFreeNodeGetParams() noexcept { return rgpu::shim::report_unimplemented("cuGraphMemFreeNodeGetParams"); }
 RGPU_SHIM_EXPORT int cuGraphMemcpyNodeGetParams() noexcept { return rgpu::shim::report_unimplemented("cuGraphMemcpyNodeGetParams"); }
@@ -177,8 +170,6 @@ RGPU_SHIM_EXPORT int cuGraphReleaseUserObject() noexcept { return rgpu::shim::re
 RGPU_SHIM_EXPORT int cuGraphRemoveDependencies() noexcept { return rgpu::shim::report_unimplemented("cuGraphRemoveDependencies"); }
 RGPU_SHIM_EXPORT int cuGraphRemoveDependencies_v2() noexcept { return rgpu::shim::report_unimplemented("cuGraphRemoveDependencies_v2"); }
 RGPU_SHIM_EXPORT int cuGraphRetainUserObject() noexcept { return rgpu::shim::report_unimplemented("cuGraphRetainUserObject"); }
-RGPU_SHIM_EXPORT int cuGraphUpload() noexcept { return rgpu::shim::report_unimplemented("cuGraphUpload"); }
-RGPU_SHIM_EXPORT int cuGraphUpload_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuGraphUpload_ptsz"); }
 RGPU_SHIM_EXPORT int cuGraphicsMapResources() noexcept { return rgpu::shim::report_unimplemented("cuGraphicsMapResources"); }
 RGPU_SHIM_EXPORT int cuGraphicsMapResources_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuGraphicsMapResources_ptsz"); }
 RGPU_SHIM_EXPORT int cuGraphicsResourceGetMappedMipmappedArray() noexcept { return rgpu::shim::report_unimplemented("cuGraphicsResourceGetMappedMipmappedArray"); }
@@ -236,8 +227,6 @@ RGPU_SHIM_EXPORT int cuLogsDumpToFile() noexcept { return rgpu::shim::report_uni
 RGPU_SHIM_EXPORT int cuLogsDumpToMemory() noexcept { return rgpu::shim::report_unimplemented("cuLogsDumpToMemory"); }
 RGPU_SHIM_EXPORT int cuLogsRegisterCallback() noexcept { return rgpu::shim::report_unimplemented("cuLogsRegisterCallback"); }
 RGPU_SHIM_EXPORT int cuLogsUnregisterCallback() noexcept { return rgpu::shim::report_unimplemented("cuLogsUnregisterCallback"); }
-RGPU_SHIM_EXPORT int cuMemAddressFree() noexcept { return rgpu::shim::report_unimplemented("cuMemAddressFree"); }
-RGPU_SHIM_EXPORT int cuMemAddressReserve() noexcept { return rgpu::shim::report_unimplemented("cuMemAddressReserve"); }
 RGPU_SHIM_EXPORT int cuMemAdvise() noexcept { return rgpu::shim::report_unimplemented("cuMemAdvise"); }
 RGPU_SHIM_EXPORT int cuMemAdvise_v2() noexcept { return rgpu::shim::report_unimplemented("cuMemAdvise_v2"); }
 RGPU_SHIM_EXPORT int cuMemAlloc() noexcept { return rgpu::shim::report_unimplemented("cuMemAlloc"); }
@@ -251,7 +240,6 @@ RGPU_SHIM_EXPORT int cuMemAllocPitch() noexcept { return rgpu::shim::report_unim
 RGPU_SHIM_EXPORT int cuMemAllocPitch_v2() noexcept { return rgpu::shim::report_unimplemented("cuMemAllocPitch_v2"); }
 RGPU_SHIM_EXPORT int cuMemBatchDecompressAsync() noexcept { return rgpu::shim::report_unimplemented("cuMemBatchDecompressAsync"); }
 RGPU_SHIM_EXPORT int cuMemBatchDecompressAsync_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuMemBatchDecompressAsync_ptsz"); }
-RGPU_SHIM_EXPORT int cuMemCreate() noexcept { return rgpu::shim::report_unimplemented("cuMemCreate"); }
 RGPU_SHIM_EXPORT int cuMemDiscardAndPrefetchBatchAsync() noexcept { return rgpu::shim::report_unimplemented("cuMemDiscardAndPrefetchBatchAsync"); }
 RGPU_SHIM_EXPORT int cuMemDiscardAndPrefetchBatchAsync_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuMemDiscardAndPrefetchBatchAsync_ptsz"); }
 RGPU_SHIM_EXPORT int cuMemDiscardBatchAsync() noexcept { return rgpu::shim::report_unimplemented("cuMemDiscardBatchAsync"); }
@@ -262,8 +250,6 @@ RGPU_SHIM_EXPORT int cuMemFreeAsync() noexcept { return rgpu::shim::report_unimp
 RGPU_SHIM_EXPORT int cuMemFreeAsync_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuMemFreeAsync_ptsz"); }
 RGPU_SHIM_EXPORT int cuMemGetAccess() noexcept { return rgpu::shim::report_unimplemented("cuMemGetAccess"); }
 RGPU_SHIM_EXPORT int cuMemGetAddressRange() noexcept { return rgpu::shim::report_unimplemented("cuMemGetAddressRange"); }
-RGPU_SHIM_EXPORT int cuMemGetAllocationGranularity() noexcept { return rgpu::shim::report_unimplemented("cuMemGetAllocationGranularity"); }
-RGPU_SHIM_EXPORT int cuMemGetAllocationPropertiesFromHandle() noexcept { return rgpu::shim::report_unimplemented("cuMemGetAllocationPropertiesFromHandle"); }
 RGPU_SHIM_EXPORT int cuMemGetDefaultMemPool() noexcept { return rgpu::shim::report_unimplemented("cuMemGetDefaultMemPool"); }
 RGPU_SHIM_EXPORT int cuMemGetHandleForAddressRange() noexcept { return rgpu::shim::report_unimplemented("cuMemGetHandleForAddressRange"); }
 RGPU_SHIM_EXPORT int cuMemGetInfo() noexcept { return rgpu::shim::report_unimplemented("cuMemGetInfo"); }
@@ -272,7 +258,6 @@ RGPU_SHIM_EXPORT int cuMemHostGetDevicePointer() noexcept { return rgpu::shim::r
 RGPU_SHIM_EXPORT int cuMemHostGetDevicePointer_v2() noexcept { return rgpu::shim::report_unimplemented("cuMemHostGetDevicePointer_v2"); }
 RGPU_SHIM_EXPORT int cuMemHostRegister() noexcept { return rgpu::shim::report_unimplemented("cuMemHostRegister"); }
 RGPU_SHIM_EXPORT int cuMemImportFromShareableHandle() noexcept { return rgpu::shim::report_unimplemented("cuMemImportFromShareableHandle"); }
-RGPU_SHIM_EXPORT int cuMemMap() noexcept { return rgpu::shim::report_unimplemented("cuMemMap"); }
 RGPU_SHIM_EXPORT int cuMemMapArrayAsync() noexcept { return rgpu::shim::report_unimplemented("cuMemMapArrayAsync"); }
 RGPU_SHIM_EXPORT int cuMemMapArrayAsync_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuMemMapArrayAsync_ptsz"); }
 RGPU_SHIM_EXPORT int cuMemPoolCreate() noexcept { return rgpu::shim::report_unimplemented("cuMemPoolCreate"); }
@@ -294,11 +279,7 @@ RGPU_SHIM_EXPORT int cuMemPrefetchBatchAsync() noexcept { return rgpu::shim::rep
 RGPU_SHIM_EXPORT int cuMemPrefetchBatchAsync_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuMemPrefetchBatchAsync_ptsz"); }
 RGPU_SHIM_EXPORT int cuMemRangeGetAttribute() noexcept { return rgpu::shim::report_unimplemented("cuMemRangeGetAttribute"); }
 RGPU_SHIM_EXPORT int cuMemRangeGetAttributes() noexcept { return rgpu::shim::report_unimplemented("cuMemRangeGetAttributes"); }
-RGPU_SHIM_EXPORT int cuMemRelease() noexcept { return rgpu::shim::report_unimplemented("cuMemRelease"); }
-RGPU_SHIM_EXPORT int cuMemRetainAllocationHandle() noexcept { return rgpu::shim::report_unimplemented("cuMemRetainAllocationHandle"); }
-RGPU_SHIM_EXPORT int cuMemSetAccess() noexcept { return rgpu::shim::report_unimplemented("cuMemSetAccess"); }
 RGPU_SHIM_EXPORT int cuMemSetMemPool() noexcept { return rgpu::shim::report_unimplemented("cuMemSetMemPool"); }
-RGPU_SHIM_EXPORT int cuMemUnmap() noexcept { return rgpu::shim::report_unimplemented("cuMemUnmap"); }
 RGPU_SHIM_EXPORT int cuMemcpy2D() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy2D"); }
 RGPU_SHIM_EXPORT int cuMemcpy2DAsync() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy2DAsync"); }
 RGPU_SHIM_EXPORT int cuMemcpy2DAsync_v2() noexcept { return rgpu::shim::report_unimplemented("cuMemcpy2DAsync_v2"); }
@@ -417,18 +398,12 @@ RGPU_SHIM_EXPORT int cuStreamBeginCapture() noexcept { return rgpu::shim::report
 RGPU_SHIM_EXPORT int cuStreamBeginCaptureToGraph() noexcept { return rgpu::shim::report_unimplemented("cuStreamBeginCaptureToGraph"); }
 RGPU_SHIM_EXPORT int cuStreamBeginCaptureToGraph_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamBeginCaptureToGraph_ptsz"); }
 RGPU_SHIM_EXPORT int cuStreamBeginCapture_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamBeginCapture_ptsz"); }
-RGPU_SHIM_EXPORT int cuStreamBeginCapture_v2() noexcept { return rgpu::shim::report_unimplemented("cuStreamBeginCapture_v2"); }
-RGPU_SHIM_EXPORT int cuStreamBeginCapture_v2_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamBeginCapture_v2_ptsz"); }
 RGPU_SHIM_EXPORT int cuStreamCopyAttributes() noexcept { return rgpu::shim::report_unimplemented("cuStreamCopyAttributes"); }
 RGPU_SHIM_EXPORT int cuStreamCopyAttributes_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamCopyAttributes_ptsz"); }
-RGPU_SHIM_EXPORT int cuStreamEndCapture() noexcept { return rgpu::shim::report_unimplemented("cuStreamEndCapture"); }
-RGPU_SHIM_EXPORT int cuStreamEndCapture_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamEndCapture_ptsz"); }
 RGPU_SHIM_EXPORT int cuStreamGetAttribute_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetAttribute_ptsz"); }
 RGPU_SHIM_EXPORT int cuStreamGetCaptureInfo() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetCaptureInfo"); }
 RGPU_SHIM_EXPORT int cuStreamGetCaptureInfo_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetCaptureInfo_ptsz"); }
-RGPU_SHIM_EXPORT int cuStreamGetCaptureInfo_v2() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetCaptureInfo_v2"); }
 RGPU_SHIM_EXPORT int cuStreamGetCaptureInfo_v2_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetCaptureInfo_v2_ptsz"); }
-RGPU_SHIM_EXPORT int cuStreamGetCaptureInfo_v3() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetCaptureInfo_v3"); }
 RGPU_SHIM_EXPORT int cuStreamGetCaptureInfo_v3_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetCaptureInfo_v3_ptsz"); }
 RGPU_SHIM_EXPORT int cuStreamGetCtx() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetCtx"); }
 RGPU_SHIM_EXPORT int cuStreamGetCtx_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetCtx_ptsz"); }
@@ -443,8 +418,6 @@ RGPU_SHIM_EXPORT int cuStreamGetId() noexcept { return rgpu::shim::report_unimpl
 RGPU_SHIM_EXPORT int cuStreamGetId_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetId_ptsz"); }
 RGPU_SHIM_EXPORT int cuStreamGetPriority() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetPriority"); }
 RGPU_SHIM_EXPORT int cuStreamGetPriority_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetPriority_ptsz"); }
-RGPU_SHIM_EXPORT int cuStreamIsCapturing() noexcept { return rgpu::shim::report_unimplemented("cuStreamIsCapturing"); }
-RGPU_SHIM_EXPORT int cuStreamIsCapturing_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamIsCapturing_ptsz"); }
 RGPU_SHIM_EXPORT int cuStreamSetAttribute_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamSetAttribute_ptsz"); }
 RGPU_SHIM_EXPORT int cuStreamUpdateCaptureDependencies() noexcept { return rgpu::shim::report_unimplemented("cuStreamUpdateCaptureDependencies"); }
 RGPU_SHIM_EXPORT int cuStreamUpdateCaptureDependencies_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamUpdateCaptureDependencies_ptsz"); }
@@ -511,7 +484,6 @@ RGPU_SHIM_EXPORT int cuTexRefSetMipmapFilterMode() noexcept { return rgpu::shim:
 RGPU_SHIM_EXPORT int cuTexRefSetMipmapLevelBias() noexcept { return rgpu::shim::report_unimplemented("cuTexRefSetMipmapLevelBias"); }
 RGPU_SHIM_EXPORT int cuTexRefSetMipmapLevelClamp() noexcept { return rgpu::shim::report_unimplemented("cuTexRefSetMipmapLevelClamp"); }
 RGPU_SHIM_EXPORT int cuTexRefSetMipmappedArray() noexcept { return rgpu::shim::report_unimplemented("cuTexRefSetMipmappedArray"); }
-RGPU_SHIM_EXPORT int cuThreadExchangeStreamCaptureMode() noexcept { return rgpu::shim::report_unimplemented("cuThreadExchangeStreamCaptureMode"); }
 RGPU_SHIM_EXPORT int cuUserObjectCreate() noexcept { return rgpu::shim::report_unimplemented("cuUserObjectCreate"); }
 RGPU_SHIM_EXPORT int cuUserObjectRelease() noexcept { return rgpu::shim::report_unimplemented("cuUserObjectRelease"); }
 RGPU_SHIM_EXPORT int cuUserObjectRetain() noexcept { return rgpu::shim::report_unimplemented("cuUserObjectRetain"); }

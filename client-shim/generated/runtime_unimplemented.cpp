@@ -96,16 +96,13 @@ RGPU_SHIM_EXPORT int cudaGraphAddNode() noexcept { return rgpu::shim::report_uni
 RGPU_SHIM_EXPORT int cudaGraphChildGraphNodeGetGraph() noexcept { return rgpu::shim::report_unimplemented("cudaGraphChildGraphNodeGetGraph"); }
 RGPU_SHIM_EXPORT int cudaGraphClone() noexcept { return rgpu::shim::report_unimplemented("cudaGraphClone"); }
 RGPU_SHIM_EXPORT int cudaGraphConditionalHandleCreate() noexcept { return rgpu::shim::report_unimplemented("cudaGraphConditionalHandleCreate"); }
-RGPU_SHIM_EXPORT int cudaGraphCreate() noexcept { return rgpu::shim::report_unimplemented("cudaGraphCreate"); }
 RGPU_SHIM_EXPORT int cudaGraphDebugDotPrint() noexcept { return rgpu::shim::report_unimplemented("cudaGraphDebugDotPrint"); }
-RGPU_SHIM_EXPORT int cudaGraphDestroy() noexcept { return rgpu::shim::report_unimplemented("cudaGraphDestroy"); }
 RGPU_SHIM_EXPORT int cudaGraphDestroyNode() noexcept { return rgpu::shim::report_unimplemented("cudaGraphDestroyNode"); }
 RGPU_SHIM_EXPORT int cudaGraphEventRecordNodeGetEvent() noexcept { return rgpu::shim::report_unimplemented("cudaGraphEventRecordNodeGetEvent"); }
 RGPU_SHIM_EXPORT int cudaGraphEventRecordNodeSetEvent() noexcept { return rgpu::shim::report_unimplemented("cudaGraphEventRecordNodeSetEvent"); }
 RGPU_SHIM_EXPORT int cudaGraphEventWaitNodeGetEvent() noexcept { return rgpu::shim::report_unimplemented("cudaGraphEventWaitNodeGetEvent"); }
 RGPU_SHIM_EXPORT int cudaGraphEventWaitNodeSetEvent() noexcept { return rgpu::shim::report_unimplemented("cudaGraphEventWaitNodeSetEvent"); }
 RGPU_SHIM_EXPORT int cudaGraphExecChildGraphNodeSetParams() noexcept { return rgpu::shim::report_unimplemented("cudaGraphExecChildGraphNodeSetParams"); }
-RGPU_SHIM_EXPORT int cudaGraphExecDestroy() noexcept { return rgpu::shim::report_unimplemented("cudaGraphExecDestroy"); }
 RGPU_SHIM_EXPORT int cudaGraphExecEventRecordNodeSetEvent() noexcept { return rgpu::shim::report_unimplemented("cudaGraphExecEventRecordNodeSetEvent"); }
 RGPU_SHIM_EXPORT int cudaGraphExecEventWaitNodeSetEvent() noexcept { return rgpu::shim::report_unimplemented("cudaGraphExecEventWaitNodeSetEvent"); }
 RGPU_SHIM_EXPORT int cudaGraphExecExternalSemaphoresSignalNodeSetParams() noexcept { return rgpu::shim::report_unimplemented("cudaGraphExecExternalSemaphoresSignalNodeSetParams"); }
@@ -125,12 +122,9 @@ RGPU_SHIM_EXPORT int cudaGraphExternalSemaphoresSignalNodeSetParams() noexcept {
 RGPU_SHIM_EXPORT int cudaGraphExternalSemaphoresWaitNodeGetParams() noexcept { return rgpu::shim::report_unimplemented("cudaGraphExternalSemaphoresWaitNodeGetParams"); }
 RGPU_SHIM_EXPORT int cudaGraphExternalSemaphoresWaitNodeSetParams() noexcept { return rgpu::shim::report_unimplemented("cudaGraphExternalSemaphoresWaitNodeSetParams"); }
 RGPU_SHIM_EXPORT int cudaGraphGetEdges() noexcept { return rgpu::shim::report_unimplemented("cudaGraphGetEdges"); }
-RGPU_SHIM_EXPORT int cudaGraphGetNodes() noexcept { return rgpu::shim::report_unimplemented("cudaGraphGetNodes"); }
 RGPU_SHIM_EXPORT int cudaGraphGetRootNodes() noexcept { return rgpu::shim::report_unimplemented("cudaGraphGetRootNodes"); }
 RGPU_SHIM_EXPORT int cudaGraphHostNodeGetParams() noexcept { return rgpu::shim::report_unimplemented("cudaGraphHostNodeGetParams"); }
 RGPU_SHIM_EXPORT int cudaGraphHostNodeSetParams() noexcept { return rgpu::shim::report_unimplemented("cudaGraphHostNodeSetParams"); }
-RGPU_SHIM_EXPORT int cudaGraphInstantiate() noexcept { return rgpu::shim::report_unimplemented("cudaGraphInstantiate"); }
-RGPU_SHIM_EXPORT int cudaGraphInstantiateWithFlags() noexcept { return rgpu::shim::report_unimplemented("cudaGraphInstantiateWithFlags"); }
 RGPU_SHIM_EXPORT int cudaGraphInstantiateWithParams() noexcept { return rgpu::shim::report_unimplemented("cudaGraphInstantiateWithParams"); }
 RGPU_SHIM_EXPORT int cudaGraphInstantiateWithParams_ptsz() noexcept { return rgpu::shim::report_unimplemented("cudaGraphInstantiateWithParams_ptsz"); }
 RGPU_SHIM_EXPORT int cudaGraphKernelNodeCopyAttributes() noexcept { return rgpu::shim::report_unimplemented("cudaGraphKernelNodeCopyAttributes"); }
@@ -138,8 +132,6 @@ RGPU_SHIM_EXPORT int cudaGraphKernelNodeGetAttribute() noexcept { return rgpu::s
 RGPU_SHIM_EXPORT int cudaGraphKernelNodeGetParams() noexcept { return rgpu::shim::report_unimplemented("cudaGraphKernelNodeGetParams"); }
 RGPU_SHIM_EXPORT int cudaGraphKernelNodeSetAttribute() noexcept { return rgpu::shim::report_unimplemented("cudaGraphKernelNodeSetAttribute"); }
 RGPU_SHIM_EXPORT int cudaGraphKernelNodeSetParams() noexcept { return rgpu::shim::report_unimplemented("cudaGraphKernelNodeSetParams"); }
-RGPU_SHIM_EXPORT int cudaGraphLaunch() noexcept { return rgpu::shim::report_unimplemented("cudaGraphLaunch"); }
-RGPU_SHIM_EXPORT int cudaGraphLaunch_ptsz() noexcept { return rgpu::shim::report_unimplemented("cudaGraphLaunch_ptsz"); }
 RGPU_SHIM_EXPORT int cudaGraphMemAllocNodeGetParams() noexcept { return rgpu::shim::report_unimplemented("cudaGraphMemAllocNodeGetParams"); }
 RGPU_SHIM_EXPORT int cudaGraphMemFreeNodeGetParams() noexcept { return rgpu::shim::report_unimplemented("cudaGraphMemFreeNodeGetParams"); }
 RGPU_SHIM_EXPORT int cudaGraphMemcpyNodeGetParams() noexcept { return rgpu::shim::report_unimplemented("cudaGraphMemcpyNodeGetParams"); }
@@ -159,8 +151,6 @@ RGPU_SHIM_EXPORT int cudaGraphNodeSetParams() noexcept { return rgpu::shim::repo
 RGPU_SHIM_EXPORT int cudaGraphReleaseUserObject() noexcept { return rgpu::shim::report_unimplemented("cudaGraphReleaseUserObject"); }
 RGPU_SHIM_EXPORT int cudaGraphRemoveDependencies() noexcept { return rgpu::shim::report_unimplemented("cudaGraphRemoveDependencies"); }
 RGPU_SHIM_EXPORT int cudaGraphRetainUserObject() noexcept { return rgpu::shim::report_unimplemented("cudaGraphRetainUserObject"); }
-RGPU_SHIM_EXPORT int cudaGraphUpload() noexcept { return rgpu::shim::report_unimplemented("cudaGraphUpload"); }
-RGPU_SHIM_EXPORT int cudaGraphUpload_ptsz() noexcept { return rgpu::shim::report_unimplemented("cudaGraphUpload_ptsz"); }
 RGPU_SHIM_EXPORT int cudaGraphicsEGLRegisterImage() noexcept { return rgpu::shim::report_unimplemented("cudaGraphicsEGLRegisterImage"); }
 RGPU_SHIM_EXPORT int cudaGraphicsGLRegisterBuffer() noexcept { return rgpu::shim::report_unimplemented("cudaGraphicsGLRegisterBuffer"); }
 RGPU_SHIM_EXPORT int cudaGraphicsGLRegisterImage() noexcept { return rgpu::shim::report_unimplemented("cudaGraphicsGLRegisterImage"); }

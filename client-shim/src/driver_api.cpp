@@ -68,6 +68,9 @@ CUresult memcpy_htod(CUdeviceptr dst, const void* src, size_t size, CUstream str
   const rgpu::shim::Route route = shim->route_pointer(dst, ctx);
   Client& client = *route.client;
   ctx = route.ctx;
+  if (async) {
+    if (CUresult e = rgpu::shim::refuse_if_capturing(shim, ctx, s); e != CUDA_SUCCESS) return e;
+  }
   auto fill = [&](wire::Call::Builder call) {
     auto in = call.initMemcpyHtoD();
     in.setDst(dst);
@@ -102,6 +105,7 @@ CUresult memcpy_dtoh(void* dst, CUdeviceptr src, size_t size, CUstream stream, b
   Client& client = *route.client;
   ctx = route.ctx;
   if (async) {
+    if (CUresult e = rgpu::shim::refuse_if_capturing(shim, ctx, s); e != CUDA_SUCCESS) return e;
     client.copy_out_async(ctx, src, dst, size, s);
     return CUDA_SUCCESS;
   }

@@ -149,6 +149,7 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
     std::shared_ptr<Context> ctx;
     CUresult r = enter(&d, &ctx);
     if (!ctx) return r;
+    RGPU_CU_TRY(capture_check_unsafe(d->graphs()));
     return ctx->synchronize();
   });
 }

@@ -68,8 +68,8 @@ CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData)
     uint64_t seq = ctx->enqueue(s, {}, [fn, userData] {
       fn(userData);
       return CUDA_SUCCESS;
-    }, OpKind::kHost);
-    return seq ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    }, OpKind::kHost, CU_GRAPH_NODE_TYPE_HOST);
+    return seq ? CUDA_SUCCESS : capture_refusal();
   });
 }
 

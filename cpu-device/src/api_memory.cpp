@@ -79,6 +79,7 @@ extern "C" {
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
   return with_context([&](Driver* d, const std::shared_ptr<Context>& ctx) {
     if (!dptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+    RGPU_CU_TRY(capture_check_unsafe(d->graphs()));
     auto r = d->device(ctx->device())->memory->allocate(bytesize, ctx->handle(), ctx->memory_group());
     if (!r) return r.status().kind() == rgpu::ErrorKind::kInvalidArgument ? CUDA_ERROR_INVALID_VALUE
                                                                           : CUDA_ERROR_OUT_OF_MEMORY;
@@ -90,6 +91,7 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
 CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   return with_context([&](Driver* d, const std::shared_ptr<Context>& ctx) {
     if (dptr == 0) return CUDA_SUCCESS;
+    RGPU_CU_TRY(capture_check_unsafe(d->graphs()));
     Device* dev = d->device_of(dptr);
     if (!dev) return CUDA_ERROR_INVALID_VALUE;
     return dev->memory->release(dptr, ctx->copy_group()).is_ok() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;

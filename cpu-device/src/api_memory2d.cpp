@@ -91,13 +91,18 @@ CUresult copy2d(const CUDA_MEMCPY2D* p, CUstream h, bool sync) {
       }
       return CUDA_SUCCESS;
     };
-    if (!sync) return ctx->enqueue(stream, {}, op) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (!sync) {
+      return ctx->enqueue(stream, {}, op, OpKind::kDevice, CU_GRAPH_NODE_TYPE_MEMCPY) ? CUDA_SUCCESS
+                                                                                     : capture_refusal();
+    }
+    RGPU_CU_TRY(capture_check_unsafe(d->graphs()));
+    RGPU_CU_TRY(ctx->check_wait(stream));
     auto result = std::make_shared<CUresult>(CUDA_SUCCESS);
     uint64_t seq = ctx->enqueue(stream, {}, [op, result] {
       *result = op();
       return CUDA_SUCCESS;
     });
-    if (!seq) return CUDA_ERROR_INVALID_HANDLE;
+    if (!seq) return capture_refusal();
     stream->wait(seq);
     return *result;
   });

@@ -57,6 +57,7 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream h) {
     std::shared_ptr<Context> ctx;
     std::shared_ptr<Stream> s;
     RGPU_CU_TRY(lookup_stream(h, &d, &ctx, &s));
+    RGPU_CU_TRY(ctx->check_wait(s));
     if (s->kind() == Stream::Kind::kLegacy) {
       // Waiting on the legacy stream waits for the blocking streams too.
       uint64_t seq = ctx->enqueue(s, {}, nullptr);
@@ -75,6 +76,7 @@ CUresult CUDAAPI cuStreamQuery(CUstream h) {
     std::shared_ptr<Context> ctx;
     std::shared_ptr<Stream> s;
     RGPU_CU_TRY(lookup_stream(h, &d, &ctx, &s));
+    RGPU_CU_TRY(ctx->check_wait(s));
     if (!s->idle()) return CUDA_ERROR_NOT_READY;
     CUresult st = ctx->sticky();
     return st != CUDA_SUCCESS ? st : s->take_error();
@@ -90,9 +92,14 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent hEvent, unsigned int flag
     if (flags & ~static_cast<unsigned>(CU_EVENT_WAIT_EXTERNAL)) return CUDA_ERROR_INVALID_VALUE;
     auto e = d->event(to_u64(hEvent));
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    std::vector<GraphNode*> tail;
+    if (auto c = e->captured(&tail)) return capture_join(c, s, tail);
+    // A capturing stream does not wait for work outside its capture: a graph
+    // has no edge to it (see docs/cpu-device.md).
+    if (s->capture()) return CUDA_SUCCESS;
     Dependency dep = e->dependency();
     if (dep.stream.expired()) return CUDA_SUCCESS;  // never recorded, or already complete
-    return ctx->enqueue(s, {dep}, nullptr) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    return ctx->enqueue(s, {dep}, nullptr) ? CUDA_SUCCESS : capture_refusal();
   });
 }
 
@@ -142,13 +149,14 @@ CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream h) {
     std::shared_ptr<Stream> s;
     RGPU_CU_TRY(lookup_stream(h, &d, &ctx, &s));
     if (ctx->handle() != e->context()) return CUDA_ERROR_INVALID_HANDLE;
+    if (auto c = s->capture()) return capture_record_event(c, s, e);
     bool ok = e->record(s, [&](uint64_t generation) {
       return ctx->enqueue(s, {}, [e, generation] {
         e->complete(generation, Clock::now());
         return CUDA_SUCCESS;
       });
     });
-    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    return ok ? CUDA_SUCCESS : capture_refusal();
   });
 }
 
@@ -169,8 +177,8 @@ CUresult CUDAAPI cuStreamAddCallback(CUstream h, CUstreamCallback callback, void
     uint64_t seq = ctx->enqueue(s, {}, [callback, userData, h, state] {
       callback(h, static_cast<CUresult>(state->sticky.load()), userData);
       return CUDA_SUCCESS;
-    }, OpKind::kHost);
-    return seq ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    }, OpKind::kHost, CU_GRAPH_NODE_TYPE_HOST);
+    return seq ? CUDA_SUCCESS : capture_refusal();
   });
 }
 

@@ -1,6 +1,8 @@
 // Context streams, legacy-stream ordering and teardown.
 #include "context.h"
 
+#include "graph.h"
+
 namespace rgpu::cpudev {
 
 Context::Context(Scheduler* scheduler, uint64_t handle, int device, unsigned flags, bool primary)
@@ -78,7 +80,9 @@ void Context::reap_locked() {
 }
 
 uint64_t Context::enqueue(const std::shared_ptr<Stream>& stream, std::vector<Dependency> deps, Work work,
-                          OpKind kind) {
+                          OpKind kind, CUgraphNodeType type) {
+  if (auto c = stream->capture()) return capture_record(c, stream.get(), std::move(work), kind, type);
+  if (stream->kind() == Stream::Kind::kLegacy && check_wait(stream) != CUDA_SUCCESS) return 0;
   std::lock_guard lock(mu_);
   auto add = [&deps](const std::shared_ptr<Stream>& s) {
     uint64_t last = s->last_enqueued();
@@ -98,7 +102,30 @@ uint64_t Context::enqueue(const std::shared_ptr<Stream>& stream, std::vector<Dep
   return stream->enqueue(std::move(deps), std::move(work), kind);
 }
 
+CUresult Context::check_wait(const std::shared_ptr<Stream>& stream) {
+  if (auto c = stream->capture()) {
+    capture_invalidate(c);
+    set_capture_refusal(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  if (stream->kind() != Stream::Kind::kLegacy || !GraphTables::any_active()) return CUDA_SUCCESS;
+  std::vector<std::shared_ptr<Capture>> implicit;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& s : all_streams_locked()) {
+      if (s->blocking() || s->kind() == Stream::Kind::kPerThread) {
+        if (auto c = s->capture()) implicit.push_back(std::move(c));
+      }
+    }
+  }
+  if (implicit.empty()) return CUDA_SUCCESS;
+  for (auto& c : implicit) capture_invalidate(c);
+  set_capture_refusal(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+  return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+}
+
 bool Context::run_now_if_idle(const std::shared_ptr<Stream>& stream, const Work& work, CUresult* result) {
+  if (stream->capture()) return false;
   std::lock_guard lock(mu_);
   // Every enqueue goes through mu_, so nothing can be added while we look.
   auto busy = [](const std::shared_ptr<Stream>& s) { return !s->idle(); };

@@ -94,8 +94,17 @@ class Context {
   // on the legacy stream waits for all earlier work of the blocking streams,
   // and an operation on a blocking stream waits for earlier legacy work.
   // Returns the operation's sequence number, 0 if the stream is closed.
+  // On a capturing stream the work is recorded as a node of type `type`
+  // instead (graph.h), `deps` and the legacy ordering are not used, and the
+  // number returned is only nonzero; an operation on the legacy stream while
+  // a blocking stream captures invalidates that capture and returns 0.
+  // After a 0, capture_refusal() says why.
   uint64_t enqueue(const std::shared_ptr<Stream>& stream, std::vector<Dependency> deps, Work work,
-                   OpKind kind = OpKind::kDevice);
+                   OpKind kind = OpKind::kDevice, CUgraphNodeType type = CU_GRAPH_NODE_TYPE_KERNEL);
+  // Whether the caller may wait for `stream` now: not while it captures
+  // (STREAM_CAPTURE_UNSUPPORTED), nor for the legacy stream while a blocking
+  // stream captures (STREAM_CAPTURE_IMPLICIT); either invalidates the capture.
+  CUresult check_wait(const std::shared_ptr<Stream>& stream);
   // Runs `work` on the calling thread, sets *result and returns true, when
   // `stream` and everything an operation enqueued on it would wait for are
   // idle: it is then ordered exactly as if enqueued, without the handoff to

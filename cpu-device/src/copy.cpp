@@ -13,11 +13,14 @@ constexpr size_t kRunNowBytes = 64 * 1024;
 
 // Runs an operation on `stream`: asynchronously, or waiting for it and
 // returning its own result.
-CUresult submit(const std::shared_ptr<Context>& ctx, const std::shared_ptr<Stream>& stream,
-                std::function<CUresult()> op, bool sync, size_t size) {
+// A synchronous one is refused while capture rules forbid waiting (graph.h).
+CUresult submit(Driver* d, const std::shared_ptr<Context>& ctx, const std::shared_ptr<Stream>& stream,
+                std::function<CUresult()> op, bool sync, size_t size, CUgraphNodeType type) {
   if (!sync) {
-    return ctx->enqueue(stream, {}, std::move(op)) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    return ctx->enqueue(stream, {}, std::move(op), OpKind::kDevice, type) ? CUDA_SUCCESS : capture_refusal();
   }
+  RGPU_CU_TRY(capture_check_unsafe(d->graphs()));
+  RGPU_CU_TRY(ctx->check_wait(stream));
   CUresult now = CUDA_SUCCESS;
   if (size <= kRunNowBytes && ctx->run_now_if_idle(stream, op, &now)) return now;
   auto result = std::make_shared<CUresult>(CUDA_SUCCESS);
@@ -25,7 +28,7 @@ CUresult submit(const std::shared_ptr<Context>& ctx, const std::shared_ptr<Strea
     *result = op();
     return CUDA_SUCCESS;  // reported to the caller, not as an asynchronous error
   });
-  if (!seq) return CUDA_ERROR_INVALID_HANDLE;
+  if (!seq) return capture_refusal();
   stream->wait(seq);
   return *result;
 }
@@ -64,7 +67,7 @@ CUresult enqueue_copy(Driver* d, const std::shared_ptr<Context>& current, CUstre
   // Counted on the device written, else the one read (devices live as long as d).
   Device* dev = d->device_of(dst.memory ? dst.addr : src.addr);
   ActivityClock* busy = dev ? &dev->copies : nullptr;
-  return submit(ctx, stream, [dst, src, size, busy]() -> CUresult {
+  return submit(d, ctx, stream, [dst, src, size, busy]() -> CUresult {
     ActivityClock::Span copying(busy);
     // Pinned, a range that is still live now stays mapped until we finish.
     DeviceMemory::Pin p1 = dst.memory ? dst.memory->pin() : DeviceMemory::Pin();
@@ -72,7 +75,7 @@ CUresult enqueue_copy(Driver* d, const std::shared_ptr<Context>& current, CUstre
     if (!still_valid(dst, size) || !still_valid(src, size)) return CUDA_ERROR_INVALID_VALUE;
     std::memmove(reinterpret_cast<void*>(dst.addr), reinterpret_cast<const void*>(src.addr), size);
     return CUDA_SUCCESS;
-  }, sync, size);
+  }, sync, size, CU_GRAPH_NODE_TYPE_MEMCPY);
 }
 
 CUresult enqueue_memset(Driver* d, const std::shared_ptr<Context>& current, CUstream h, uint64_t dst,
@@ -88,7 +91,7 @@ CUresult enqueue_memset(Driver* d, const std::shared_ptr<Context>& current, CUst
   if (size == 0) return CUDA_SUCCESS;
   Device* dev = d->device_of(side.addr);
   ActivityClock* busy = dev ? &dev->copies : nullptr;
-  return submit(ctx, stream, [side, value, elem, count, size, busy]() -> CUresult {
+  return submit(d, ctx, stream, [side, value, elem, count, size, busy]() -> CUresult {
     ActivityClock::Span writing(busy);
     DeviceMemory::Pin pin = side.memory->pin();
     if (!still_valid(side, size)) return CUDA_ERROR_INVALID_VALUE;
@@ -102,7 +105,7 @@ CUresult enqueue_memset(Driver* d, const std::shared_ptr<Context>& current, CUst
       for (size_t i = 0; i < count; ++i) p[i] = value;
     }
     return CUDA_SUCCESS;
-  }, sync, size);
+  }, sync, size, CU_GRAPH_NODE_TYPE_MEMSET);
 }
 
 }  // namespace rgpu::cpudev

@@ -96,6 +96,7 @@ std::shared_ptr<Context> Driver::unregister_locked(uint64_t handle) {
 void Driver::teardown(const std::shared_ptr<Context>& ctx) {
   ctx->shutdown();
   size_t freed = devices_[static_cast<size_t>(ctx->device())]->memory->release_owner(ctx->handle());
+  devices_[static_cast<size_t>(ctx->device())]->memory->release_virtual_owner(ctx->handle());
   RGPU_DEBUG("cpudev context destroyed ctx=0x%llx allocations_freed=%zu",
              static_cast<unsigned long long>(ctx->handle()), freed);
 }

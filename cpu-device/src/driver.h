@@ -14,6 +14,7 @@
 #include "config.h"
 #include "context.h"
 #include "event.h"
+#include "graph.h"
 #include "kernel_pool.h"
 #include "module.h"
 #include "program_cache.h"
@@ -97,6 +98,8 @@ class Driver {
   KernelPool* pool(int device);
   // Parsed programs, shared by every module load of this driver.
   ProgramCache& programs() { return programs_; }
+  // Graphs, executable graphs and captures in progress.
+  GraphTables& graphs() { return graphs_; }
 
  private:
   explicit Driver(const Config& config)
@@ -120,6 +123,7 @@ class Driver {
   std::map<uint64_t, std::shared_ptr<Event>> events_;
   std::map<uint64_t, std::shared_ptr<Module>> modules_;
   std::map<uint64_t, std::shared_ptr<Function>> functions_;
+  GraphTables graphs_;
 };
 
 }  // namespace rgpu::cpudev

@@ -14,7 +14,21 @@ bool Event::record(const std::shared_ptr<Stream>& stream, const std::function<ui
   stream_ = stream;
   seq_ = seq;
   completed_ = false;
+  captured_.reset();
+  captured_tail_.clear();
   return true;
+}
+
+void Event::set_captured(std::shared_ptr<Capture> c, std::vector<GraphNode*> tail) {
+  std::lock_guard lock(mu_);
+  captured_ = std::move(c);
+  captured_tail_ = std::move(tail);
+}
+
+std::shared_ptr<Capture> Event::captured(std::vector<GraphNode*>* tail) const {
+  std::lock_guard lock(mu_);
+  if (tail) *tail = captured_tail_;
+  return captured_;
 }
 
 void Event::complete(uint64_t generation, Clock::time_point when) {

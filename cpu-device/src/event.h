@@ -5,12 +5,15 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "stream.h"
 
 namespace rgpu::cpudev {
 
 using Clock = std::chrono::steady_clock;
+struct Capture;
+struct GraphNode;
 
 // An event of one context. Each record replaces the previous one; the event
 // completes when its stream reaches the record, which then stamps the time.
@@ -41,6 +44,11 @@ class Event {
   void wait() const;
   // The time of the latest record, when it has completed.
   bool time(Clock::time_point* out) const;
+  // A record made while its stream was capturing: no operation, only the
+  // capture and the nodes a stream waiting for the event comes after. A
+  // later record() forgets it.
+  void set_captured(std::shared_ptr<Capture> c, std::vector<GraphNode*> tail);
+  std::shared_ptr<Capture> captured(std::vector<GraphNode*>* tail) const;
 
  private:
   const uint64_t handle_;
@@ -52,6 +60,8 @@ class Event {
   uint64_t seq_ = 0;
   bool completed_ = false;
   Clock::time_point time_{};
+  std::shared_ptr<Capture> captured_;
+  std::vector<GraphNode*> captured_tail_;
 };
 
 }  // namespace rgpu::cpudev

@@ -159,7 +159,7 @@ CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const st
     }
     return code;
   });
-  return seq ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  return seq ? CUDA_SUCCESS : capture_refusal();
 }
 
 }  // namespace rgpu::cpudev

@@ -63,21 +63,31 @@ Result<std::unique_ptr<DeviceMemory>> DeviceMemory::create(uint64_t capacity) {
   if (capacity == 0 || !round_up(capacity, page_size(), &rounded)) {
     return invalid_argument("device memory capacity must be positive");
   }
-  void* p = mmap(nullptr, rounded, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  // A smaller virtual area when the address space cannot hold the full one.
+  uint64_t virtual_size = 0;
+  void* p = MAP_FAILED;
+  for (uint64_t factor : {kVirtualFactor, uint64_t{4}, uint64_t{1}}) {
+    if (rounded > (UINT64_MAX >> 1) / (factor + 1)) continue;
+    virtual_size = rounded * factor;
+    p = mmap(nullptr, rounded + virtual_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED) break;
+  }
   if (p == MAP_FAILED) {
     int err = errno;
     RGPU_ERROR("cpudev reserve failed bytes=%llu errno=%d", static_cast<unsigned long long>(rounded), err);
     return overloaded("cannot reserve " + std::to_string(rounded) + " bytes of address space: " +
                       std::strerror(err));
   }
-  return std::unique_ptr<DeviceMemory>(new DeviceMemory(reinterpret_cast<uint64_t>(p), rounded));
+  return std::unique_ptr<DeviceMemory>(new DeviceMemory(reinterpret_cast<uint64_t>(p), rounded, virtual_size));
 }
 
-DeviceMemory::DeviceMemory(uint64_t base, uint64_t capacity) : base_(base), capacity_(capacity) {
+DeviceMemory::DeviceMemory(uint64_t base, uint64_t capacity, uint64_t virtual_size)
+    : base_(base), capacity_(capacity), virtual_size_(virtual_size) {
   free_[0] = capacity;
+  virtual_free_[base + capacity] = virtual_size;
 }
 
-DeviceMemory::~DeviceMemory() { munmap(reinterpret_cast<void*>(base_), capacity_); }
+DeviceMemory::~DeviceMemory() { munmap(reinterpret_cast<void*>(base_), capacity_ + virtual_size_); }
 
 Result<uint64_t> DeviceMemory::allocate(uint64_t size, uint64_t owner, uint64_t group) {
   if (size == 0) return invalid_argument("allocation size is 0");
@@ -146,6 +156,8 @@ void DeviceMemory::reclaim_locked() const {
     void* p = reinterpret_cast<void*>(a.base);
     madvise(p, a.mapped, MADV_DONTNEED);
     mprotect(p, a.mapped, PROT_NONE);
+    // An unmapped virtual range: its chunk's bytes are counted elsewhere.
+    if (a.base - base_ >= capacity_) continue;
     uint64_t offset = a.base - base_;
     uint64_t length = a.mapped;
     // Coalesce with the neighbours in the free list.
@@ -177,6 +189,10 @@ void DeviceMemory::unpin() const {
 
 bool DeviceMemory::check(uint64_t addr, uint64_t size, uint64_t group) const {
   std::shared_lock lock(mu_);
+  if (addr - base_ >= capacity_) {
+    uint64_t lo, hi;
+    return check_mapped_locked(addr, size, group, &lo, &hi);
+  }
   auto it = live_.upper_bound(addr);
   if (it == live_.begin()) return false;
   --it;
@@ -201,21 +217,35 @@ bool DeviceMemory::check(uint64_t addr, uint64_t size, uint64_t group, CheckCach
     cache->group = group;
   }
   std::shared_lock lock(mu_);
-  auto it = live_.upper_bound(addr);
-  if (it == live_.begin()) return false;
-  --it;
-  const Allocation& a = it->second;
-  if (group != kAnyGroup && a.group != group) return false;
-  uint64_t off = addr - a.base;
-  if (off >= a.size || size > a.size - off) return false;
-  cache->lo[cache->next] = a.base;
-  cache->hi[cache->next] = a.base + a.size;
+  uint64_t lo = 0, hi = 0;
+  if (addr - base_ >= capacity_) {
+    if (!check_mapped_locked(addr, size, group, &lo, &hi)) return false;
+  } else {
+    auto it = live_.upper_bound(addr);
+    if (it == live_.begin()) return false;
+    --it;
+    const Allocation& a = it->second;
+    if (group != kAnyGroup && a.group != group) return false;
+    uint64_t off = addr - a.base;
+    if (off >= a.size || size > a.size - off) return false;
+    lo = a.base;
+    hi = a.base + a.size;
+  }
+  cache->lo[cache->next] = lo;
+  cache->hi[cache->next] = hi;
   cache->next = (cache->next + 1) % CheckCache::kEntries;
   return true;
 }
 
 std::optional<Allocation> DeviceMemory::find(uint64_t addr) const {
   std::shared_lock lock(mu_);
+  if (addr - base_ >= capacity_) {
+    auto m = mappings_.upper_bound(addr);
+    if (m == mappings_.begin()) return std::nullopt;
+    --m;
+    if (addr - m->first >= m->second.size) return std::nullopt;
+    return Allocation{m->first, m->second.size, m->second.size, 0, m->second.group, m->second.handle};
+  }
   auto it = live_.upper_bound(addr);
   if (it == live_.begin()) return std::nullopt;
   --it;

@@ -198,4 +198,14 @@ void Stream::finish(CUresult r) {
   if (more) scheduler_->ready(shared_from_this());
 }
 
+std::shared_ptr<Capture> Stream::capture() const {
+  std::lock_guard lock(mu_);
+  return capture_;
+}
+
+void Stream::set_capture(std::shared_ptr<Capture> c) {
+  std::lock_guard lock(mu_);
+  capture_ = std::move(c);
+}
+
 }  // namespace rgpu::cpudev

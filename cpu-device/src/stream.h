@@ -17,6 +17,8 @@
 
 namespace rgpu::cpudev {
 
+struct Capture;
+
 // "Wait until `stream` has completed its operation number `seq`." A stream
 // that no longer exists has completed everything it was given.
 struct Dependency {
@@ -91,6 +93,10 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // dependency on another context's stream may never complete).
   void abandon_waits();
 
+  // The capture sequence this stream records into (graph.h), or null.
+  std::shared_ptr<Capture> capture() const;
+  void set_capture(std::shared_ptr<Capture> c);
+
   // Scheduler side: runs the next operation if its dependencies are met,
   // else parks the stream until they are. Called on a worker, only for a
   // stream that was handed to Scheduler::ready().
@@ -138,6 +144,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   uint64_t completed_ = 0;
   bool closed_ = false;
   CUresult error_ = CUDA_SUCCESS;
+  std::shared_ptr<Capture> capture_;
 };
 
 }  // namespace rgpu::cpudev

@@ -650,6 +650,7 @@ void Session::release_all() {
   for (uint64_t h : contexts) {
     if (set_current(context_object(h)) == CUDA_SUCCESS) cu_.cuCtxSynchronize();
   }
+  release_graphs();  // before the contexts that own them
   for (uint64_t h : contexts) {
     set_current(context_object(h));  // for its children's destroy calls
     destroy_result_ = CUDA_SUCCESS;

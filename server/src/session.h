@@ -36,6 +36,7 @@
 #include "handshake.h"
 #include "library_tables.h"
 #include "ledger.h"
+#include "session_graphs.h"
 #include "module_cache.h"
 #include "staging_pool.h"
 #include "time_share.h"
@@ -270,6 +271,14 @@ class Session : public CallEnv {
   static void device_error(void* session, const char* text, size_t size);
   void host_func_done(uint64_t id);
   CUresult destroy_context(uint64_t handle);
+  // Stream capture, graphs and virtual memory (session_graphs.cpp).
+  CUresult graph_call(uint64_t ctx, wire::Call::GraphCall::Reader in, std::vector<uint64_t>* values);
+  // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidating the capture, when
+  // `s` captures: for work with client-side effects (docs/compatibility.md).
+  CUresult refuse_if_capturing(CUstream s);
+  // Re-adds the ledger segments of the reservation at `base`.
+  void sync_segments(uint64_t base);
+  void release_graphs();
 
   // First, so that the slices are given back last, once the device memory
   // they account for is free.
@@ -309,6 +318,7 @@ class Session : public CallEnv {
   // Executor state (exec_mu_).
   HandleTable handles_;
   Ledger ledger_;
+  SessionGraphs graphs_;
   uint64_t call_ctx_ = 0;             // the context of the call running now
   CUresult destroy_result_ = CUDA_SUCCESS;  // of the last context destroyed through handles_
   std::deque<Staged> staging_;

@@ -36,6 +36,7 @@ bool is_sync(wire::Call::Reader call) {
     case wire::Call::MODULE_LOAD:
     case wire::Call::MODULE_GET_GLOBAL:
     case wire::Call::FUNC_GET_ATTRIBUTES:
+    case wire::Call::GRAPH:
       return true;
     case wire::Call::MEMCPY_HTO_D: return !call.getMemcpyHtoD().getAsync();
     case wire::Call::MEMCPY_DTO_H: return !call.getMemcpyDtoH().getAsync();
@@ -71,7 +72,7 @@ bool retired_call(wire::Call::Which which) {
   return which == wire::Call::MEM_GET_INFO || which == wire::Call::MEM_GET_ADDRESS_RANGE;
 }
 
-bool known_call(wire::Call::Which which) { return which <= wire::Call::INVOKE && !retired_call(which); }
+bool known_call(wire::Call::Which which) { return which <= wire::Call::GRAPH && !retired_call(which); }
 
 }  // namespace
 
@@ -445,6 +446,9 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
       if (out.result == CUDA_SUCCESS) out.values = {ptr};
       break;
     }
+    case wire::Call::GRAPH:
+      out.result = graph_call(ctx, call.getGraph(), &out.values);
+      break;
     case wire::Call::MEM_FREE: {
       if (!needs_ctx()) break;
       uint64_t ptr = call.getMemFree();
@@ -696,6 +700,7 @@ CUresult Session::launch(uint64_t ctx, wire::Call::Launch::Reader in) {
 CUresult Session::launch_host_func(uint64_t ctx, wire::Call::HostFunc::Reader in) {
   CUstream stream;
   if (CUresult r = lookup_stream(ctx, in.getStream(), &stream); r != CUDA_SUCCESS) return r;
+  if (CUresult r = refuse_if_capturing(stream); r != CUDA_SUCCESS) return r;
   HostFuncWait* wait;
   {
     std::lock_guard<std::mutex> lock(host_funcs_mu_);
@@ -857,6 +862,7 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
       CUstream s;
       if ((r = lookup_stream(ctx, in.getStream(), &s)) != CUDA_SUCCESS) return r;
       if ((r = check_range(ctx, in.getDst(), in.getSize())) != CUDA_SUCCESS) return r;
+      if ((r = refuse_if_capturing(s)) != CUDA_SUCCESS) return r;
       SourceBytes src;
       r = source_bytes(in, call.getPayloadBytes(), message, true, true, staging_pool_, &src);
       if (r == CUDA_ERROR_OUT_OF_MEMORY && !staging_.empty()) {
@@ -889,6 +895,7 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
       // Past the session's limit of pending completions the copy is refused
       // before it is issued, as one past its bytes in flight is.
       if (r == CUDA_SUCCESS && !watch_room()) r = CUDA_ERROR_OUT_OF_MEMORY;
+      if (r == CUDA_SUCCESS) r = refuse_if_capturing(s);
       if (r == CUDA_SUCCESS && in.getSize() > 0) {
         pending.buffer = staging_pool_.acquire(in.getSize());
         r = pending.buffer ? cu_.cuMemcpyDtoHAsync(pending.buffer.get(), in.getSrc(), in.getSize(), s)

@@ -29,7 +29,10 @@ TEST(DeviceMemory, CheckAcceptsOnlyRangesInsideOneLiveAllocation) {
   EXPECT_TRUE(mem.check(pb + 4999, 1));
   EXPECT_FALSE(mem.check(pa, pb - pa + 10));  // spans two allocations
   EXPECT_TRUE(mem.in_range(pa));
-  EXPECT_FALSE(mem.in_range(mem.base() + mem.capacity()));
+  // The virtual area (cuMemAddressReserve) follows the capacity.
+  EXPECT_TRUE(mem.in_range(mem.base() + mem.capacity()));
+  EXPECT_FALSE(mem.check(mem.base() + mem.capacity(), 1));
+  EXPECT_FALSE(mem.in_range(mem.base() + mem.capacity() * (1 + DeviceMemory::kVirtualFactor) + 4096));
   auto f = mem.find(pb + 10);
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(pb, f->base);

@@ -484,8 +484,10 @@ TEST_F(Driver, ProcAddressAndUnimplementedEntryPoints) {
   const void* table = nullptr;
   CUuuid id{};
   EXPECT_EQ(cuGetExportTable(&table, &id), CUDA_ERROR_NOT_SUPPORTED);
-  CUgraph graph;
-  EXPECT_EQ(cuGraphCreate(&graph, 0), CUDA_ERROR_NOT_SUPPORTED);
+  CUgraph graph, clone;
+  ASSERT_CU(cuGraphCreate(&graph, 0));
+  EXPECT_EQ(cuGraphClone(&clone, graph), CUDA_ERROR_NOT_SUPPORTED);  // a stub
+  ASSERT_CU(cuGraphDestroy(graph));
   const char* name = nullptr;
   ASSERT_CU(cuGetErrorName(CUDA_ERROR_INVALID_VALUE, &name));
   EXPECT_STREQ(name, "CUDA_ERROR_INVALID_VALUE");

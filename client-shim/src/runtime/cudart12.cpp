@@ -56,14 +56,9 @@ static_assert(0 RGPU_CUDA12_POINTER_ATTRIBUTES_ONLY12(RGPU_COUNT) == 0, "fill th
 #undef RGPU_COUNT
 
 cudaError_t old_capture_info(cudaStream_t s, cudaStreamCaptureStatus* status, unsigned long long* id,
-                             cudaGraph_t* graph, const cudaGraphNode_t** deps, size_t* count) {
+                             cudaGraph_t* graph, const cudaGraphNode_t** deps, size_t* count, bool per_thread) {
   RT_BEGIN
-  if (cudaError_t e = capture_status(s, status); e != cudaSuccess) return record(e);
-  (void)id;  // defined only while capturing
-  if (graph) *graph = nullptr;
-  if (deps) *deps = nullptr;
-  if (count) *count = 0;
-  return cudaSuccess;
+  return record(capture_info(s, per_thread, status, id, graph, deps, nullptr, count));
   RT_END
 }
 
@@ -95,22 +90,22 @@ RGPU_RT_EXPORT cudaError_t rgpu_cudart12_cudaPointerGetAttributes(c12::cudaPoint
 // CUDA 11's three-argument form, which libcudart.so.12 still exports.
 RGPU_RT_EXPORT cudaError_t rgpu_cudart12_cudaStreamGetCaptureInfo(cudaStream_t s, cudaStreamCaptureStatus* status,
                                                                   unsigned long long* id) {
-  return old_capture_info(s, status, id, nullptr, nullptr, nullptr);
+  return old_capture_info(s, status, id, nullptr, nullptr, nullptr, false);
 }
 RGPU_RT_EXPORT cudaError_t rgpu_cudart12_cudaStreamGetCaptureInfo_ptsz(cudaStream_t s,
                                                                        cudaStreamCaptureStatus* status,
                                                                        unsigned long long* id) {
-  return old_capture_info(s, status, id, nullptr, nullptr, nullptr);
+  return old_capture_info(s, status, id, nullptr, nullptr, nullptr, true);
 }
 RGPU_RT_EXPORT cudaError_t cudaStreamGetCaptureInfo_v2(cudaStream_t s, cudaStreamCaptureStatus* status,
                                                        unsigned long long* id, cudaGraph_t* graph,
                                                        const cudaGraphNode_t** deps, size_t* count) {
-  return old_capture_info(s, status, id, graph, deps, count);
+  return old_capture_info(s, status, id, graph, deps, count, false);
 }
 RGPU_RT_EXPORT cudaError_t cudaStreamGetCaptureInfo_v2_ptsz(cudaStream_t s, cudaStreamCaptureStatus* status,
                                                             unsigned long long* id, cudaGraph_t* graph,
                                                             const cudaGraphNode_t** deps, size_t* count) {
-  return old_capture_info(s, status, id, graph, deps, count);
+  return old_capture_info(s, status, id, graph, deps, count, true);
 }
 
 // ---- versions: a CUDA 12 program runs on CUDA 12's runtime ---------------------------

@@ -173,8 +173,12 @@ cudaError_t check_device(int device);
 // records and returns cudaErrorNotSupported.
 cudaError_t refuse(const char* name);
 
-// The calling thread's view of stream capture (capture.cpp): rgpu never
-// captures, so every stream reports cudaStreamCaptureStatusNone.
+// A stream's capture state, from the driver (capture.cpp); the outputs other
+// than the status are written only while it captures. Before the runtime has
+// a device nothing captures.
+CUresult capture_info(cudaStream_t s, bool per_thread, cudaStreamCaptureStatus* status, unsigned long long* id,
+                      cudaGraph_t* graph, const cudaGraphNode_t** deps, const cudaGraphEdgeData** edges,
+                      size_t* count);
 cudaError_t capture_status(cudaStream_t s, cudaStreamCaptureStatus* status);
 
 // Initialises the driver session and makes the calling thread's device's

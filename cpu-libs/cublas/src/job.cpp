@@ -146,6 +146,25 @@ cublasStatus_t submit(std::unique_ptr<Job> job, CUstream stream) {
     RGPU_WARN("cpu cublas: enqueue failed cu_error=%d", static_cast<int>(r));
     if (!queued) return CUBLAS_STATUS_EXECUTION_FAILED;  // the job dies here
   }
+  // Captured into a graph, the steps run again at every replay: the job then
+  // lives as long as the graph and its executable copies, not one run.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (r == CUDA_SUCCESS && cuStreamIsCapturing(stream, &capture) == CUDA_SUCCESS &&
+      capture == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+    CUgraph graph = nullptr;
+    CUuserObject owner = nullptr;
+    if (cuStreamGetCaptureInfo(stream, &capture, nullptr, &graph, nullptr, nullptr, nullptr) == CUDA_SUCCESS &&
+        cuUserObjectCreate(&owner, raw, release_job, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC) == CUDA_SUCCESS) {
+      if (cuGraphRetainUserObject(graph, owner, 1, CU_GRAPH_USER_OBJECT_MOVE) != CUDA_SUCCESS) {
+        RGPU_ERROR("cpu cublas: job leaked, the capture's graph refused it");
+      }
+      job.release();
+      return CUBLAS_STATUS_SUCCESS;
+    }
+    RGPU_ERROR("cpu cublas: job leaked, no user object for the capture");
+    job.release();
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
   if (cuLaunchHostFunc(stream, release_job, raw) != CUDA_SUCCESS) {
     // Steps already queued may still use it: keep it alive rather than free
     // it under them.

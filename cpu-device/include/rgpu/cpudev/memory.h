@@ -37,6 +37,14 @@ struct Allocation {
 // (MADV_DONTNEED + PROT_NONE) and reused only when no Pin is alive, so code
 // that checked a range while pinned never touches an unmapped page.
 //
+// Beside it, an address area of kVirtualFactor times the capacity serves
+// virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap);
+// address space only, as allocators such as PyTorch's expandable segments
+// reserve more than the device holds, once per pool:
+// physical chunks count against the capacity when created, and a mapped,
+// accessible range is checked like an allocation, adjacent mappings of one
+// group forming one range (an access may span the chunks of a segment).
+//
 // Lifetime: owned by its device; outlives every Pin taken from it.
 // Thread safety: every method is safe to call concurrently.
 class DeviceMemory {
@@ -97,8 +105,40 @@ class DeviceMemory {
   bool check(uint64_t addr, uint64_t size, uint64_t group, CheckCache* cache) const;
   // The live allocation containing addr, if any.
   std::optional<Allocation> find(uint64_t addr) const;
-  // True when addr lies in this device's reserved range (live or not).
-  bool in_range(uint64_t addr) const { return addr >= base_ && addr - base_ < capacity_; }
+  // True when addr lies in this device's reserved range (live or not),
+  // virtual area included.
+  bool in_range(uint64_t addr) const { return addr >= base_ && addr - base_ < capacity_ + virtual_size_; }
+
+  // ---- virtual memory management (memory_vmm.cpp) ----
+  static constexpr uint64_t kVirtualFactor = 64;
+  // Reserves `size` bytes (a multiple of `align`, itself a power of two
+  // multiple of the page; 0: the page) of the virtual area, at `hint` when
+  // that range is free. kOverloaded when no room.
+  Result<uint64_t> reserve(uint64_t size, uint64_t align, uint64_t hint);
+  // Frees a reservation, given exactly; kInvalidArgument when it is not one
+  // or still has mappings.
+  Status unreserve(uint64_t addr, uint64_t size);
+  // A physical chunk of `size` bytes (page multiple), counted against the
+  // capacity; returns its handle (never 0, never reused). Reference 1.
+  Result<uint64_t> create_physical(uint64_t size, uint64_t owner, uint64_t group);
+  // Drops a reference (cuMemRelease); the chunk is freed when none is left
+  // and it is not mapped.
+  Status release_physical(uint64_t handle);
+  // The size of a live chunk; nullopt when not one of this memory's.
+  std::optional<uint64_t> physical_size(uint64_t handle) const;
+  // Maps all of chunk `handle` at `addr` (inside one reservation, not
+  // mapped yet; `size` must be the chunk's size; a chunk maps once).
+  Status map(uint64_t addr, uint64_t size, uint64_t handle);
+  // Unmaps the mappings [addr, addr + size) covers, which must be whole.
+  Status unmap(uint64_t addr, uint64_t size);
+  // Makes the mappings in [addr, addr + size) accessible or not.
+  Status set_access(uint64_t addr, uint64_t size, bool access);
+  // Whether the mapping holding addr is accessible; nullopt when unmapped.
+  std::optional<bool> access(uint64_t addr) const;
+  // The chunk mapped at addr, with one more reference (cuMemRetainAllocationHandle).
+  std::optional<uint64_t> retain_mapped(uint64_t addr);
+  // Drops every chunk, mapping and reservation of `owner`.
+  void release_virtual_owner(uint64_t owner);
 
   Pin pin() const { return Pin(this); }
 
@@ -109,13 +149,41 @@ class DeviceMemory {
   size_t live_count() const;
 
  private:
-  DeviceMemory(uint64_t base, uint64_t capacity);
+  DeviceMemory(uint64_t base, uint64_t capacity, uint64_t virtual_size);
   // Returns pending frees to the free list; requires mu_ held exclusively.
   void reclaim_locked() const;
   void unpin() const;
 
+  struct Mapping {
+    uint64_t size = 0;
+    uint64_t handle = 0;
+    uint64_t group = 0;
+    bool access = false;
+  };
+  struct Physical {
+    uint64_t size = 0;
+    uint64_t owner = 0;
+    uint64_t group = 0;
+    uint64_t refs = 1;
+    uint64_t mapped_at = 0;  // 0: not mapped
+  };
+  struct Reservation {
+    uint64_t size = 0;
+    uint64_t owner = 0;
+  };
+  // The accessible mapped range holding [addr, addr + size), joined across
+  // adjacent mappings of one group; requires mu_ held.
+  bool check_mapped_locked(uint64_t addr, uint64_t size, uint64_t group, uint64_t* lo, uint64_t* hi) const;
+  void free_physical_locked(std::map<uint64_t, Physical>::iterator it);
+  Status unmap_locked(uint64_t addr, uint64_t size);
+
   const uint64_t base_;
   const uint64_t capacity_;
+  const uint64_t virtual_size_;
+  std::map<uint64_t, uint64_t> virtual_free_;     // address -> length
+  std::map<uint64_t, Reservation> reservations_;  // by address
+  std::map<uint64_t, Mapping> mappings_;          // by address
+  std::map<uint64_t, Physical> physical_;         // by handle
   mutable std::shared_mutex mu_;
   std::map<uint64_t, Allocation> live_;                // by base
   mutable std::map<uint64_t, uint64_t> free_;          // offset -> length
