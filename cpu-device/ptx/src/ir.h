@@ -107,6 +107,10 @@ struct KernelUnit {
   std::string unsupported;              // first instruction reachable that cannot run
 };
 
+namespace jit {
+struct ProgramJit;
+}
+
 struct ProgramImpl {
   std::string text;  // the module's PTX; `ast` views it
   ast::Module ast;   // signatures and located bodies
@@ -125,6 +129,8 @@ struct ProgramImpl {
     Status status;
   };
   std::unique_ptr<Lazy[]> lazy;
+  // The compiled path's code for this program's kernels (src/jit), when built with it.
+  std::shared_ptr<jit::ProgramJit> jit;
 };
 
 struct LaunchState;
