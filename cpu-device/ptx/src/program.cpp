@@ -164,7 +164,10 @@ LaunchResult Program::launch(int kernel_index, Dim3 grid, Dim3 block, uint32_t d
   std::function<void()> work = [&st] { run_worker(st); };
   bool compiled = false;
 #ifdef RGPU_PTX_JIT
-  if (p.jit && jit::enabled(env)) {
+  jit::Policy policy = p.jit ? jit::policy(env) : jit::Policy::kOff;
+  if (policy == jit::Policy::kAlways ||
+      (policy == jit::Policy::kHot && p.jit->interpreted[static_cast<size_t>(kernel_index)].load(
+                                          std::memory_order_relaxed) >= jit::kHotInstructions)) {
     if (const jit::CompiledKernel* ck = jit::kernel_code(p, *p.jit, kernel_index, unit)) {
       work = [&st, ck] { jit::run_worker(st, *ck); };
       compiled = true;
@@ -198,6 +201,10 @@ LaunchResult Program::launch(int kernel_index, Dim3 grid, Dim3 block, uint32_t d
   }
   r.thread_instructions = st.instructions.load();
   r.compiled = compiled;
+#ifdef RGPU_PTX_JIT
+  if (!compiled && p.jit)
+    p.jit->interpreted[static_cast<size_t>(kernel_index)].fetch_add(r.thread_instructions, std::memory_order_relaxed);
+#endif
   if (!r.ok()) RGPU_DEBUG("ptx launch fault kernel=%s fault=%s msg=\"%s\"", k.name.c_str(), fault_name(r.fault), r.message.c_str());
   return r;
 }

@@ -43,6 +43,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -89,7 +90,7 @@ std::shared_ptr<Engine> make_engine(std::string* err) {
     *err = take_error(jtmb.takeError());
     return nullptr;
   }
-  jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Less);
   auto tm = jtmb->createTargetMachine();
   if (!tm) {
     *err = take_error(tm.takeError());
@@ -138,7 +139,7 @@ enum class Op : uint8_t {
   kPAnd, kPOr, kPXor, kPNot,
   kSetp, kCvt,
   kFAdd, kFSub, kFMul, kFFma, kFDiv, kFNeg, kFAbs,
-  kLd, kSt,
+  kLd, kSt, kCvta,
 };
 
 struct Native {
@@ -193,6 +194,12 @@ Native classify(const OpText& o, const Inst& in) {
     if (in.a == kNoSlot) return n;
     n.vec = vec;
     n.op = st ? Op::kSt : Op::kLd;
+    return n;
+  }
+  if (b == "cvta") {
+    if (plain && in.d != kNoSlot && in.a != kNoSlot && (in.space == Mem::kGlobal || in.space == Mem::kShared) &&
+        (in.size == 4 || in.size == 8))
+      n.op = Op::kCvta;
     return n;
   }
   if (b == "mov") {
@@ -297,26 +304,11 @@ Native classify(const OpText& o, const Inst& in) {
   return n;
 }
 
-// Bits of the value an op writes to its destination (64: may be wide).
-// mov and selp copy whole slots: they are as wide as their sources.
-uint32_t result_bits(const Native& n) {
-  switch (n.op) {
-    case Op::kSetp: case Op::kPAnd: case Op::kPOr: case Op::kPXor: case Op::kPNot: return 1;
-    case Op::kMulWide: case Op::kMadWide: return ty_size(n.t) * 16;
-    case Op::kLd: return is_signed_ty(n.t) ? 64 : ty_size(n.t) * 8;
-    case Op::kCvt: return ty_size(n.t) * 8;
-    default: return ty_size(n.t) * 8;
-  }
-}
-
-struct Field {
-  size_t off;
-};
 constexpr size_t kOffRegs = offsetof(WarpHead, regs);
 constexpr size_t kOffCurPc = offsetof(WarpHead, cur_pc);
 constexpr size_t kOffCurMask = offsetof(WarpHead, cur_mask);
 constexpr size_t kOffWaitMin = offsetof(WarpHead, wait_min);
-constexpr size_t kOffResume = offsetof(WarpHead, resume);
+constexpr size_t kOffFresh = offsetof(WarpHead, fresh);
 constexpr size_t kOffExecuted = offsetof(WarpHead, executed);
 constexpr size_t kOffBudget = offsetof(WarpHead, budget);
 constexpr size_t kOffShared = offsetof(WarpHead, shared);
@@ -335,6 +327,10 @@ class Gen {
     ptr = B.getPtrTy();
   }
 
+  // Whether slot s is folded into the code as a constant (its SlotInit
+  // need not be written). Valid after build().
+  bool is_const(uint32_t s) const { return const_[s]; }
+
   // Empty on success, else why the kernel is not compiled.
   std::string build(const std::string& name) {
     const auto& code = fn_.code;
@@ -347,12 +343,14 @@ class Gen {
     F = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, M);
     F->addFnAttr(llvm::Attribute::NoUnwind);
     W = F->getArg(0);
+    {
+      llvm::MDBuilder md(C);
+      llvm::MDNode* domain = md.createAnonymousAliasScopeDomain("rgpu");
+      regs_scope_ = llvm::MDNode::get(C, {md.createAnonymousAliasScope(domain, "regs")});
+      mem_scope_ = llvm::MDNode::get(C, {md.createAnonymousAliasScope(domain, "memory")});
+    }
     BasicBlock* entry = BasicBlock::Create(C, "entry", F);
     B.SetInsertPoint(entry);
-    // Allocas for the slots that are not constants.
-    slot_.assign(fn_.num_slots, nullptr);
-    for (uint32_t s = 0; s < fn_.num_slots; ++s)
-      if (used_[s] && !const_[s]) slot_[s] = B.CreateAlloca(vty(narrow_[s] ? 32 : 64), nullptr, "r" + std::to_string(s));
     mask_a = B.CreateAlloca(i32, nullptr, "mask");
     wait_a = B.CreateAlloca(i32, nullptr, "wait");
     budget_a = B.CreateAlloca(i64, nullptr, "budget");
@@ -364,25 +362,20 @@ class Gen {
     kparam_size_ = B.CreateLoad(i64, field(kOffKparamSize));
     B.CreateStore(B.CreateLoad(i64, field(kOffBudget)), budget_a);
     B.CreateStore(B.getInt64(0), exec_a);
-    // Fresh warp: only initialized slots hold values. Resumed after a
-    // barrier: every slot was written back.
-    Value* resume = B.CreateICmpNE(B.CreateLoad(i32, field(kOffResume)), B.getInt32(0));
-    BasicBlock* fresh = BasicBlock::Create(C, "fresh", F);
-    BasicBlock* resumed = BasicBlock::Create(C, "resumed", F);
     dispatch_ = BasicBlock::Create(C, "dispatch", F);
-    B.CreateCondBr(resume, resumed, fresh);
-    B.SetInsertPoint(fresh);
-    std::vector<bool> inited(fn_.num_slots, false);
-    for (const SlotInit& si : fn_.inits) inited[si.slot] = true;
-    for (uint32_t s = 0; s < fn_.num_slots; ++s)
-      if (slot_[s]) B.CreateStore(inited[s] ? load_reg(s) : llvm::Constant::getNullValue(vty(narrow_[s] ? 32 : 64)), slot_[s]);
-    B.CreateBr(dispatch_);
-    B.SetInsertPoint(resumed);
-    for (uint32_t s = 0; s < fn_.num_slots; ++s)
-      if (slot_[s]) B.CreateStore(load_reg(s), slot_[s]);
-    B.CreateBr(dispatch_);
+    {
+      // A fresh warp: every lane at pc 0, nothing waiting; no need to ask
+      // the scheduler.
+      BasicBlock* fresh = BasicBlock::Create(C, "fresh", F);
+      B.CreateCondBr(B.CreateICmpNE(B.CreateLoad(i32, field(kOffFresh)), B.getInt32(0)), fresh, dispatch_);
+      B.SetInsertPoint(fresh);
+      B.CreateStore(B.getInt32(0), field(kOffFresh));
+      B.CreateStore(B.CreateLoad(i32, field(kOffCurMask)), mask_a);
+      B.CreateStore(B.getInt32(kNoPc), wait_a);
+      fresh_ = B.GetInsertBlock();
+    }
 
-    // Exits: with the registers written back (barrier) or not (done, fault).
+    // Exits (registers live in the warp's register file all along).
     leave_ = BasicBlock::Create(C, "leave", F);
     leave_store_ = BasicBlock::Create(C, "leave_barrier", F);
     B.SetInsertPoint(leave_);
@@ -392,9 +385,6 @@ class Gen {
     B.CreateStore(B.CreateLoad(i64, budget_a), field(kOffBudget));
     B.CreateRet(leave_code_);
     B.SetInsertPoint(leave_store_);
-    for (uint32_t s = 0; s < fn_.num_slots; ++s)
-      if (slot_[s]) store_reg(s);
-    B.CreateStore(B.getInt32(1), field(kOffResume));
     leave_code_->addIncoming(B.getInt32(kRunBarrier), B.GetInsertBlock());
     B.CreateBr(leave_);
 
@@ -402,6 +392,8 @@ class Gen {
     bb_.assign(n, nullptr);
     for (size_t pc = 0; pc < n; ++pc)
       if (leader_[pc]) bb_[pc] = BasicBlock::Create(C, "pc" + std::to_string(pc), F);
+    B.SetInsertPoint(fresh_);
+    B.CreateBr(bb_[0]);
 
     B.SetInsertPoint(dispatch_);
     Value* next = B.CreateCall(helper_ty({ptr}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_schedule)), {W});
@@ -443,11 +435,12 @@ class Gen {
   Value* W = nullptr;
   Value *regs_ = nullptr, *shared_ = nullptr, *kparams_ = nullptr, *shared_size_ = nullptr, *kparam_size_ = nullptr;
   llvm::AllocaInst *mask_a = nullptr, *wait_a = nullptr, *budget_a = nullptr, *exec_a = nullptr;
-  std::vector<llvm::AllocaInst*> slot_;
-  std::vector<bool> narrow_, used_, const_, leader_;
+  llvm::MDNode *regs_scope_ = nullptr, *mem_scope_ = nullptr;
+  std::vector<bool> used_, const_, leader_;
   std::vector<uint64_t> const_val_;
   std::vector<Native> natives_;
   std::vector<BasicBlock*> bb_;
+  BasicBlock* fresh_ = nullptr;
   BasicBlock *dispatch_ = nullptr, *leave_ = nullptr, *leave_store_ = nullptr;
   llvm::PHINode* leave_code_ = nullptr;
   std::string error_;
@@ -465,29 +458,22 @@ class Gen {
   Value* splat(unsigned bits, uint64_t v) { return llvm::ConstantInt::get(vty(bits), v); }
 
   Value* reg_addr(uint32_t s) { return B.CreateConstInBoundsGEP1_64(i64, regs_, static_cast<uint64_t>(s) * 32); }
-  Value* load_reg(uint32_t s) {
-    Value* v = B.CreateAlignedLoad(vty(64), reg_addr(s), llvm::Align(8));
-    return narrow_[s] ? B.CreateTrunc(v, vty(32)) : v;
-  }
-  void store_reg(uint32_t s) {
-    Value* v = B.CreateLoad(vty(narrow_[s] ? 32 : 64), slot_[s]);
-    if (narrow_[s]) v = B.CreateZExt(v, vty(64));
-    B.CreateAlignedStore(v, reg_addr(s), llvm::Align(8));
+  // Register accesses and device memory accesses never alias: scoped
+  // metadata lets LLVM keep register values in vector registers across
+  // loads and stores of device memory.
+  template <class I>
+  I* tag(I* inst, bool reg) {
+    inst->setMetadata(llvm::LLVMContext::MD_alias_scope, reg ? regs_scope_ : mem_scope_);
+    inst->setMetadata(llvm::LLVMContext::MD_noalias, reg ? mem_scope_ : regs_scope_);
+    return inst;
   }
 
   // Slot s read as <32 x i{bits}>.
   Value* get(uint32_t s, unsigned bits) {
     Value* v;
-    unsigned w;
-    if (const_[s]) {
-      v = splat(64, const_val_[s]);
-      w = 64;
-    } else {
-      w = narrow_[s] ? 32 : 64;
-      v = B.CreateLoad(vty(w), slot_[s]);
-    }
-    if (bits < w) return B.CreateTrunc(v, vty(bits));
-    if (bits > w) return B.CreateZExt(v, vty(bits));
+    if (const_[s]) v = splat(64, const_val_[s]);
+    else v = tag(B.CreateAlignedLoad(vty(64), reg_addr(s), llvm::Align(8)), true);
+    if (bits < 64) return B.CreateTrunc(v, vty(bits));
     return v;
   }
   Value* getf(uint32_t s, bool dbl) { return B.CreateBitCast(get(s, dbl ? 64 : 32), fvty(dbl)); }
@@ -498,14 +484,9 @@ class Gen {
       return;
     }
     unsigned n = llvm::cast<llvm::VectorType>(v->getType())->getElementType()->getIntegerBitWidth();
-    unsigned w = narrow_[s] ? 32 : 64;
-    if (n > w) {
-      error_ = "internal: wide value into a narrow slot";
-      return;
-    }
-    if (n < w) v = sext ? B.CreateSExt(v, vty(w)) : B.CreateZExt(v, vty(w));
-    Value* old = B.CreateLoad(vty(w), slot_[s]);
-    B.CreateStore(B.CreateSelect(active, v, old), slot_[s]);
+    if (n < 64) v = sext ? B.CreateSExt(v, vty(64)) : B.CreateZExt(v, vty(64));
+    Value* old = tag(B.CreateAlignedLoad(vty(64), reg_addr(s), llvm::Align(8)), true);
+    tag(B.CreateAlignedStore(B.CreateSelect(active, v, old), reg_addr(s), llvm::Align(8)), true);
   }
   void setf(uint32_t s, Value* v, Value* active) {
     bool dbl = v->getType()->getScalarType()->isDoubleTy();
@@ -513,7 +494,7 @@ class Gen {
   }
   Value* lanes(Value* mask) { return B.CreateBitCast(mask, llvm::FixedVectorType::get(i1, 32)); }
 
-  // Leaders, slot use, constant slots and narrow slots.
+  // Leaders, slot use, and slots that are constants (immediates never written).
   void analyze() {
     const auto& code = fn_.code;
     size_t n = code.size();
@@ -531,7 +512,6 @@ class Gen {
     used_.assign(ns, false);
     const_.assign(ns, false);
     const_val_.assign(ns, 0);
-    narrow_.assign(ns, true);
     std::vector<bool> written(ns, false);
     auto fields = [](const Inst& in, auto&& f) {
       for (uint32_t s : {in.guard, in.d, in.d2, in.a, in.b, in.c, in.e, in.v[0], in.v[1], in.v[2], in.v[3]})
@@ -544,7 +524,7 @@ class Gen {
       const Native& nt = natives_[pc];
       if (nt.op == Op::kNone) {
         for (uint32_t s : {in.d, in.d2, in.v[0], in.v[1], in.v[2], in.v[3]})
-          if (s != kNoSlot) written[s] = true, narrow_[s] = false;
+          if (s != kNoSlot) written[s] = true;
       } else if (nt.op == Op::kSt) {
       } else if (nt.op == Op::kLd) {
         for (int k = 0; k < nt.vec; ++k) written[in.v[k]] = true;
@@ -559,35 +539,7 @@ class Gen {
         const_[si.slot] = true;
         const_val_[si.slot] = si.value;
       }
-      bool narrow = (si.kind == SlotInit::Kind::kImm && si.value <= 0xffffffffull) ||
-                    si.kind == SlotInit::Kind::kSpecial || si.kind == SlotInit::Kind::kLocalAddr;
-      if (!narrow) narrow_[si.slot] = false;
     }
-    // Native writers: a fixpoint, since mov and selp are as wide as their sources.
-    for (bool changed = true; changed;) {
-      changed = false;
-      auto widen = [&](uint32_t s) {
-        if (narrow_[s]) narrow_[s] = false, changed = true;
-      };
-      auto is_narrow = [&](uint32_t s) { return const_[s] ? const_val_[s] <= 0xffffffffull : narrow_[s]; };
-      for (size_t pc = 0; pc < n; ++pc) {
-        const Inst& in = code[pc];
-        const Native& nt = natives_[pc];
-        if (in.kind != Kind::kOp || nt.op == Op::kNone || nt.op == Op::kSt) continue;
-        if (nt.op == Op::kMov) {
-          if (!is_narrow(in.a)) widen(in.d);
-        } else if (nt.op == Op::kSelp) {
-          if (!is_narrow(in.a) || !is_narrow(in.b)) widen(in.d);
-        } else if (nt.op == Op::kLd) {
-          if (result_bits(nt) > 32)
-            for (int k = 0; k < nt.vec; ++k) widen(in.v[k]);
-        } else if (result_bits(nt) > 32) {
-          widen(in.d);
-        }
-      }
-    }
-    for (uint32_t s = 0; s < ns; ++s)
-      if (const_[s]) narrow_[s] = false;
   }
 
   // Adds popcount(mask) to the thread-instruction count.
@@ -609,10 +561,6 @@ class Gen {
   // Calls the interpreter's handler for in with mask gm; the slots it names
   // go through the warp's register file.
   void call_handler(const Inst& in, Value* gm) {
-    std::vector<uint32_t> slots;
-    for (uint32_t s : {in.d, in.d2, in.a, in.b, in.c, in.e, in.v[0], in.v[1], in.v[2], in.v[3]})
-      if (s != kNoSlot && slot_[s] && std::find(slots.begin(), slots.end(), s) == slots.end()) slots.push_back(s);
-    for (uint32_t s : slots) store_reg(s);
     Value* r = B.CreateCall(helper_ty({ptr, ptr, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_op)),
                             {W, inst_ptr(in), gm});
     BasicBlock* fault = BasicBlock::Create(C, "fault", F);
@@ -621,7 +569,6 @@ class Gen {
     B.SetInsertPoint(fault);
     leave_with(kRunFault);
     B.SetInsertPoint(ok);
-    for (uint32_t s : slots) B.CreateStore(load_reg(s), slot_[s]);
   }
 
   // Emits instructions [begin, end): begin is a leader.
@@ -791,9 +738,9 @@ class Gen {
     unsigned bits = ty_size(n.t) * 8;
     bool sg = is_signed_ty(n.t);
     switch (n.op) {
-      case Op::kMov: set(in.d, get(in.a, narrow_[in.d] ? 32 : 64), act); break;
+      case Op::kMov: set(in.d, get(in.a, 64), act); break;
       case Op::kSelp: {
-        unsigned w = narrow_[in.d] ? 32 : 64;
+        unsigned w = 64;
         set(in.d, B.CreateSelect(bool_vec(in.c, false), get(in.a, w), get(in.b, w)), act);
         break;
       }
@@ -886,6 +833,18 @@ class Gen {
         break;
       }
       case Op::kCvt: emit_cvt(in, n, act); break;
+      case Op::kCvta: {
+        // Global addresses are generic addresses; shared ones are offsets
+        // from the block's shared memory (h_cvta).
+        Value* v = get(in.a, 64);
+        if (in.space == Mem::kShared) {
+          Value* sh = B.CreateVectorSplat(32, B.CreatePtrToInt(shared_, i64));
+          v = in.mode == 1 ? B.CreateSub(v, sh) : B.CreateAdd(sh, B.CreateAnd(v, splat(64, 0xffffffffull)));
+        }
+        if (in.size == 4) v = B.CreateAnd(v, splat(64, 0xffffffffull));
+        set(in.d, v, act);
+        break;
+      }
       case Op::kFAdd:
       case Op::kFSub:
       case Op::kFMul:
@@ -990,40 +949,73 @@ class Gen {
     B.CreateBr(done);
 
     B.SetInsertPoint(fast);
-    auto* pvty = llvm::FixedVectorType::get(ptr, 32);
-    Value* ptrs = base ? B.CreateGEP(i8, base, offs) : B.CreateIntToPtr(offs, pvty);
-    llvm::Type* ety = B.getIntNTy(esize * 8);
+    // Host addresses of the lanes (offsets into shared memory or the
+    // parameter buffer, else the address itself).
+    Value* host = base ? B.CreateAdd(B.CreateVectorSplat(32, B.CreatePtrToInt(base, i64)), offs) : offs;
     auto* evty = vty(esize * 8);
+    llvm::Type* ety = B.getIntNTy(esize * 8);
     llvm::Align al(esize);
-    if (n.vec == 1 && (esize == 4 || esize == 8)) {
-      // Consecutive lanes at consecutive addresses, all active: one vector access.
-      Value* first = B.CreateExtractElement(offs, uint64_t{0});
-      std::vector<llvm::Constant*> steps;
-      for (uint64_t l = 0; l < 32; ++l) steps.push_back(B.getInt64(l * esize));
-      Value* expect = B.CreateAdd(B.CreateVectorSplat(32, first), llvm::ConstantVector::get(steps));
-      Value* same = B.CreateBitCast(B.CreateICmpEQ(offs, expect), i32);
-      Value* contig = B.CreateAnd(B.CreateICmpEQ(gm, B.getInt32(~0u)), B.CreateICmpEQ(same, B.getInt32(~0u)));
-      BasicBlock* vec = BasicBlock::Create(C, "mvec", F);
-      BasicBlock* gat = BasicBlock::Create(C, "mgather", F);
-      B.CreateCondBr(contig, vec, gat);
-      B.SetInsertPoint(vec);
-      Value* p0 = base ? B.CreateGEP(i8, base, first) : B.CreateIntToPtr(first, ptr);
+    bool sext = is_signed_ty(n.t);
+    if (n.vec == 1) {
+      // One address for every active lane: a scalar access.
+      Value* olo = reduce(llvm::Intrinsic::vector_reduce_umin, B.CreateSelect(act, offs, splat(64, ~0ull)));
+      Value* ohi = reduce(llvm::Intrinsic::vector_reduce_umax, B.CreateSelect(act, offs, splat(64, 0)));
+      BasicBlock* uni = BasicBlock::Create(C, "muniform", F);
+      BasicBlock* multi = BasicBlock::Create(C, "mmulti", F);
+      B.CreateCondBr(B.CreateICmpEQ(olo, ohi), uni, multi);
+      B.SetInsertPoint(uni);
+      Value* p0 = base ? B.CreateGEP(i8, base, olo) : B.CreateIntToPtr(olo, ptr);
       if (write) {
-        B.CreateAlignedStore(get(in.v[0], esize * 8), p0, al);
+        // The highest active lane's value is the one left in memory.
+        Value* last = B.CreateSub(B.getInt32(31), B.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, gm, B.getTrue()));
+        tag(B.CreateAlignedStore(B.CreateExtractElement(get(in.v[0], esize * 8), last), p0, al), false);
       } else {
-        set(in.v[0], B.CreateAlignedLoad(evty, p0, al), act, is_signed_ty(n.t));
+        Value* v = tag(B.CreateAlignedLoad(ety, p0, al), false);
+        set(in.v[0], B.CreateVectorSplat(32, v), act, sext);
       }
       B.CreateBr(done);
-      B.SetInsertPoint(gat);
+      B.SetInsertPoint(multi);
+      if (esize == 4 || esize == 8) {
+        // Consecutive lanes at consecutive addresses, all active: one vector access.
+        Value* first = B.CreateExtractElement(offs, uint64_t{0});
+        std::vector<llvm::Constant*> steps;
+        for (uint64_t l = 0; l < 32; ++l) steps.push_back(B.getInt64(l * esize));
+        Value* expect = B.CreateAdd(B.CreateVectorSplat(32, first), llvm::ConstantVector::get(steps));
+        Value* same = B.CreateBitCast(B.CreateICmpEQ(offs, expect), i32);
+        Value* contig = B.CreateAnd(B.CreateICmpEQ(gm, B.getInt32(~0u)), B.CreateICmpEQ(same, B.getInt32(~0u)));
+        BasicBlock* vec = BasicBlock::Create(C, "mvec", F);
+        BasicBlock* gat = BasicBlock::Create(C, "mlanes", F);
+        B.CreateCondBr(contig, vec, gat);
+        B.SetInsertPoint(vec);
+        Value* pv = base ? B.CreateGEP(i8, base, first) : B.CreateIntToPtr(first, ptr);
+        if (write) tag(B.CreateAlignedStore(get(in.v[0], esize * 8), pv, al), false);
+        else set(in.v[0], tag(B.CreateAlignedLoad(evty, pv, al), false), act, sext);
+        B.CreateBr(done);
+        B.SetInsertPoint(gat);
+      }
     }
-    (void)ety;
-    for (uint32_t k = 0; k < n.vec; ++k) {
-      Value* pk = k ? B.CreateGEP(i8, ptrs, B.getInt64(k * esize)) : ptrs;
-      if (write) {
-        B.CreateMaskedScatter(get(in.v[k], esize * 8), pk, al, act);
-      } else {
-        Value* v = B.CreateMaskedGather(evty, pk, al, act);
-        set(in.v[k], v, act, is_signed_ty(n.t));
+    if (!write) {
+      // Loads: inactive lanes read the lowest active lane's (checked)
+      // address, so all 32 loads are safe and need no branches.
+      Value* olo = reduce(llvm::Intrinsic::vector_reduce_umin, B.CreateSelect(act, host, splat(64, ~0ull)));
+      Value* safe = B.CreateSelect(act, host, B.CreateVectorSplat(32, olo));
+      Value* all = llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(i1, 32));
+      auto* pvty = llvm::FixedVectorType::get(ptr, 32);
+      for (uint32_t k = 0; k < n.vec; ++k) {
+        Value* hk = k ? B.CreateAdd(safe, splat(64, k * esize)) : safe;
+        Value* v = tag(B.CreateMaskedGather(evty, B.CreateIntToPtr(hk, pvty), al, all), false);
+        set(in.v[k], v, act, sext);
+      }
+    } else {
+      // Stores lane by lane in a helper, in lane order.
+      llvm::Value* addrs = B.CreateAlloca(vty(64));
+      llvm::Value* vals = B.CreateAlloca(vty(64));
+      for (uint32_t k = 0; k < n.vec; ++k) {
+        Value* hk = k ? B.CreateAdd(host, splat(64, k * esize)) : host;
+        B.CreateStore(hk, addrs);
+        B.CreateStore(get(in.v[k], 64), vals);
+        B.CreateCall(helper_ty({ptr, ptr, i32, i32}, B.getVoidTy()), helper(reinterpret_cast<void*>(&rgpu_jit_scatter)),
+                     {vals, addrs, gm, B.getInt32(esize)});
       }
     }
     B.CreateBr(done);
@@ -1100,6 +1092,8 @@ const CompiledKernel* kernel_code(const ProgramImpl& p, ProgramJit& pj, int k, c
       f.addFnAttr("target-cpu", e.tm->getTargetCPU());
       f.addFnAttr("target-features", e.tm->getTargetFeatureString());
     }
+    if (getenv("RGPU_JIT_DUMP")) mod->print(llvm::errs(), nullptr);
+    auto t1 = std::chrono::steady_clock::now();
     {
       llvm::LoopAnalysisManager lam;
       llvm::FunctionAnalysisManager fam;
@@ -1114,6 +1108,8 @@ const CompiledKernel* kernel_code(const ProgramImpl& p, ProgramJit& pj, int k, c
       llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
       mpm.run(*mod, mam);
     }
+    auto t2 = std::chrono::steady_clock::now();
+    if (getenv("RGPU_JIT_DUMP")) mod->print(llvm::errs(), nullptr);
     if (auto er = e.jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx)))) {
       RGPU_INFO("ptx jit kernel=%s compiled=no reason=\"%s\"", kname.c_str(), take_error(std::move(er)).c_str());
       return;
@@ -1123,9 +1119,17 @@ const CompiledKernel* kernel_code(const ProgramImpl& p, ProgramJit& pj, int k, c
       RGPU_INFO("ptx jit kernel=%s compiled=no reason=\"%s\"", kname.c_str(), take_error(sym.takeError()).c_str());
       return;
     }
+    auto t3 = std::chrono::steady_clock::now();
+    if (getenv("RGPU_JIT_TIMES"))
+      fprintf(stderr, "jit %s: gen %.1f opt %.1f codegen %.1f ms\n", kname.c_str(),
+              std::chrono::duration<double, std::milli>(t1 - t0).count(),
+              std::chrono::duration<double, std::milli>(t2 - t1).count(),
+              std::chrono::duration<double, std::milli>(t3 - t2).count());
     auto ck = std::make_unique<CompiledKernel>();
     ck->fn = sym->toPtr<KernelFn>();
     ck->num_slots = unit.functions[0].num_slots;
+    for (const SlotInit& si : unit.functions[0].inits)
+      if (!gen.is_const(si.slot)) ck->inits.push_back(si);
     ck->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     RGPU_DEBUG("ptx jit kernel=%s compiled=yes instructions=%zu ms=%.1f", kname.c_str(), unit.functions[0].code.size(),
                ck->compile_ms);

@@ -5,6 +5,7 @@
 // Private to rgpu_ptx.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -15,9 +16,16 @@
 
 namespace rgpu::ptx::jit {
 
-// Whether a launch may use compiled code: env.jit if set, else RGPU_CPU_JIT
-// ("0" no, anything else yes; unset: yes).
-bool enabled(const LaunchEnv& env);
+// When a launch uses compiled code.
+enum class Policy : uint8_t {
+  kOff,     // never (RGPU_CPU_JIT=0, LaunchEnv::jit = 0)
+  kAlways,  // from a kernel's first launch (RGPU_CPU_JIT=1, LaunchEnv::jit = 1)
+  kHot,     // once the kernel has run kHotInstructions interpreted (unset)
+};
+// Compiling a kernel costs about as much CPU time as interpreting this many
+// of its thread-instructions; past it, compiling pays for itself.
+constexpr uint64_t kHotInstructions = uint64_t{2} << 30;
+Policy policy(const LaunchEnv& env);
 
 // A kernel translated to native code. Immutable; owned by the Program's
 // engine, so it lives as long as the Program.
@@ -30,11 +38,15 @@ class Engine;
 // Per Program state that the compiled path keeps next to ProgramImpl.
 struct ProgramJit {
   explicit ProgramJit(size_t kernels)
-      : once(std::make_unique<std::once_flag[]>(kernels)), code(std::make_unique<const CompiledKernel*[]>(kernels)) {}
+      : once(std::make_unique<std::once_flag[]>(kernels)),
+        code(std::make_unique<const CompiledKernel*[]>(kernels)),
+        interpreted(std::make_unique<std::atomic<uint64_t>[]>(kernels)) {}
   std::mutex mu;                                  // guards engine creation and compiles
   std::shared_ptr<Engine> engine;                 // created on the first compile
   std::unique_ptr<std::once_flag[]> once;         // per kernel: compiled (or refused) once
   std::unique_ptr<const CompiledKernel*[]> code;  // per kernel: nullptr runs interpreted
+  // Per kernel: thread-instructions run interpreted so far (Policy::kHot).
+  std::unique_ptr<std::atomic<uint64_t>[]> interpreted;
 };
 
 // The compiled form of kernel `k` of `p` (whose unit is decoded), compiling

@@ -13,10 +13,12 @@
 
 namespace rgpu::ptx::jit {
 
-bool enabled(const LaunchEnv& env) {
-  if (env.jit >= 0) return env.jit != 0;
+Policy policy(const LaunchEnv& env) {
+  if (env.jit >= 0) return env.jit ? Policy::kAlways : Policy::kOff;
   const char* v = getenv("RGPU_CPU_JIT");
-  return !(v && v[0] == '0' && v[1] == 0);
+  if (v && !strcmp(v, "0")) return Policy::kOff;
+  if (v && !strcmp(v, "1")) return Policy::kAlways;
+  return Policy::kHot;
 }
 
 // One worker thread's state: the block's memory, its warps, and the
@@ -82,7 +84,7 @@ struct Runner {
     w.cur_pc = 0;
     w.cur_mask = exists;
     w.wait_min = kNoPc;
-    w.resume = 0;
+    w.fresh = 1;
     size_t need = static_cast<size_t>(fn.num_slots) * 32;
     if (w.reg_file.size() < need) w.reg_file.resize(need);
     w.regs = w.reg_file.data();
@@ -92,8 +94,22 @@ struct Runner {
     w.shared_size = st.shared_bytes;
     w.kparams = st.params;
     w.kparam_size = st.params_size;
+    // %tid of each lane without a division per lane.
+    uint32_t tid[3][32];
+    {
+      const Dim3& bd = st.block;
+      uint32_t t0 = index * 32;
+      uint32_t x = t0 % bd.x, y = (t0 / bd.x) % bd.y, z = t0 / (bd.x * bd.y);
+      for (int l = 0; l < 32; ++l) {
+        tid[0][l] = x, tid[1][l] = y, tid[2][l] = z;
+        if (++x == bd.x) {
+          x = 0;
+          if (++y == bd.y) y = 0, ++z;
+        }
+      }
+    }
     uint64_t* regs = w.regs;
-    for (const SlotInit& si : fn.inits) {
+    for (const SlotInit& si : ck.inits) {
       uint64_t* s = regs + static_cast<size_t>(si.slot) * 32;
       switch (si.kind) {
         case SlotInit::Kind::kImm:
@@ -114,7 +130,15 @@ struct Runner {
           for (int l = 0; l < 32; ++l) s[l] = si.value;  // the kernel's frame starts at local offset 0
           break;
         case SlotInit::Kind::kSpecial:
-          for (uint32_t l = 0; l < 32; ++l) s[l] = special(w, si.index, l);
+          if (si.index == kTidX || si.index == kTidY || si.index == kTidZ) {
+            const uint32_t* src = si.index == kTidX ? tid[0] : si.index == kTidY ? tid[1] : tid[2];
+            for (int l = 0; l < 32; ++l) s[l] = src[l];
+          } else if (si.index == kLaneId || (si.index >= kLanemaskEq && si.index <= kLanemaskGt)) {
+            for (uint32_t l = 0; l < 32; ++l) s[l] = special(w, si.index, l);
+          } else {
+            uint64_t v = special(w, si.index, 0);  // the same for every lane
+            for (int l = 0; l < 32; ++l) s[l] = v;
+          }
           break;
       }
     }
@@ -312,6 +336,28 @@ uint32_t rgpu_jit_trap(WarpState* w, const Inst* in) {
 // handler, which checks lane by lane and names the first bad address.
 uint32_t rgpu_jit_check(WarpState* w, uint64_t lo, uint64_t len, uint32_t write) {
   return w->runner->st.check(lo, len, write != 0);
+}
+
+// Loads and stores of checked lanes, in lane order (the highest lane's store
+// lands last, as in the interpreter).
+void rgpu_jit_gather(uint64_t* out, const uint64_t* addrs, uint32_t m, uint32_t size, uint32_t sext) {
+  for (; m; m &= m - 1) {
+    int l = __builtin_ctz(m);
+    const void* p = reinterpret_cast<const void*>(addrs[l]);
+    switch (size) {
+      case 1: { int8_t v; memcpy(&v, p, 1); out[l] = sext ? static_cast<uint64_t>(int64_t{v}) : static_cast<uint8_t>(v); break; }
+      case 2: { int16_t v; memcpy(&v, p, 2); out[l] = sext ? static_cast<uint64_t>(int64_t{v}) : static_cast<uint16_t>(v); break; }
+      case 4: { int32_t v; memcpy(&v, p, 4); out[l] = sext ? static_cast<uint64_t>(int64_t{v}) : static_cast<uint32_t>(v); break; }
+      default: memcpy(&out[l], p, 8); break;
+    }
+  }
+}
+
+void rgpu_jit_scatter(const uint64_t* vals, const uint64_t* addrs, uint32_t m, uint32_t size) {
+  for (; m; m &= m - 1) {
+    int l = __builtin_ctz(m);
+    memcpy(reinterpret_cast<void*>(addrs[l]), &vals[l], size);  // little-endian: the low bytes
+  }
 }
 
 }  // extern "C"

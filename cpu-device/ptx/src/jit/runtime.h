@@ -31,7 +31,7 @@ struct WarpHead {
   uint32_t cur_pc = 0;          // pc of the running group
   uint32_t cur_mask = 0;        // lanes of the running group
   uint32_t wait_min = kNoPc;    // lowest pc of a waiting group
-  uint32_t resume = 0;          // 1: re-entered after a barrier, registers are in regs
+  uint32_t fresh = 0;           // 1: a new warp, all lanes at pc 0 (cur_mask)
   uint64_t executed = 0;        // thread instructions
   int64_t budget = kWatchdogPeriod;
   uint8_t* shared = nullptr;
@@ -59,6 +59,7 @@ using KernelFn = uint32_t (*)(WarpState* w);
 struct CompiledKernel {
   KernelFn fn = nullptr;
   uint32_t num_slots = 0;
+  std::vector<SlotInit> inits;  // the kernel's slot inits but for immediates compiled in as constants
   double compile_ms = 0;
 };
 
@@ -73,6 +74,8 @@ uint32_t rgpu_jit_watchdog(WarpState* w);
 uint32_t rgpu_jit_op(WarpState* w, const Inst* in, uint32_t m);
 uint32_t rgpu_jit_trap(WarpState* w, const Inst* in);
 uint32_t rgpu_jit_check(WarpState* w, uint64_t lo, uint64_t len, uint32_t write);
+void rgpu_jit_gather(uint64_t* out, const uint64_t* addrs, uint32_t m, uint32_t size, uint32_t sext);
+void rgpu_jit_scatter(const uint64_t* vals, const uint64_t* addrs, uint32_t m, uint32_t size);
 }
 
 }  // namespace rgpu::ptx::jit

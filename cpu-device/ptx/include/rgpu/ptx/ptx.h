@@ -130,8 +130,10 @@ struct LaunchEnv {
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   const std::atomic<bool>* cancel = nullptr;
   // The compiled path (docs/ptx-interpreter.md): -1 as RGPU_CPU_JIT says
-  // (on unless it is "0"), 0 always interpret, 1 compile where the compiler
-  // covers the kernel (others run interpreted either way).
+  // ("0": never; "1": from a kernel's first launch; unset: once a kernel has
+  // run about 2e9 thread-instructions interpreted), 0 always interpret, 1
+  // compile at the first launch. Kernels the compiler does not cover run
+  // interpreted either way.
   int8_t jit = -1;
 };
 
