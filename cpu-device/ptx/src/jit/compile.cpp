@@ -309,6 +309,7 @@ constexpr size_t kOffCurPc = offsetof(WarpHead, cur_pc);
 constexpr size_t kOffCurMask = offsetof(WarpHead, cur_mask);
 constexpr size_t kOffWaitMin = offsetof(WarpHead, wait_min);
 constexpr size_t kOffFresh = offsetof(WarpHead, fresh);
+constexpr size_t kOffNregs = offsetof(WarpHead, nregs);
 constexpr size_t kOffExecuted = offsetof(WarpHead, executed);
 constexpr size_t kOffBudget = offsetof(WarpHead, budget);
 constexpr size_t kOffShared = offsetof(WarpHead, shared);
@@ -329,7 +330,7 @@ class Gen {
 
   // Whether slot s is folded into the code as a constant (its SlotInit
   // need not be written). Valid after build().
-  bool is_const(uint32_t s) const { return const_[s]; }
+  bool is_const(uint32_t s) const { return const_[s] && !handler_reads_[s]; }
 
   // Empty on success, else why the kernel is not compiled.
   std::string build(const std::string& name) {
@@ -356,6 +357,7 @@ class Gen {
     budget_a = B.CreateAlloca(i64, nullptr, "budget");
     exec_a = B.CreateAlloca(i64, nullptr, "exec");
     regs_ = B.CreateLoad(ptr, field(kOffRegs), "regs");
+    nregs_ = B.CreateLoad(ptr, field(kOffNregs), "nregs");
     shared_ = B.CreateLoad(ptr, field(kOffShared), "shared");
     kparams_ = B.CreateLoad(ptr, field(kOffKparams), "kparams");
     shared_size_ = B.CreateLoad(i64, field(kOffSharedSize));
@@ -370,6 +372,13 @@ class Gen {
       B.CreateCondBr(B.CreateICmpNE(B.CreateLoad(i32, field(kOffFresh)), B.getInt32(0)), fresh, dispatch_);
       B.SetInsertPoint(fresh);
       B.CreateStore(B.getInt32(0), field(kOffFresh));
+      // The runner initialized slots in the 64-bit file.
+      for (const SlotInit& si : fn_.inits)
+        if (narrow_[si.slot])
+          tag(B.CreateAlignedStore(B.CreateTrunc(tag(B.CreateAlignedLoad(vty(64), reg_addr(si.slot), llvm::Align(8)), true),
+                                                 vty(32)),
+                                   nreg_addr(si.slot), llvm::Align(4)),
+              true);
       B.CreateStore(B.CreateLoad(i32, field(kOffCurMask)), mask_a);
       B.CreateStore(B.getInt32(kNoPc), wait_a);
       fresh_ = B.GetInsertBlock();
@@ -433,10 +442,13 @@ class Gen {
   llvm::Type *i1, *i8, *i32, *i64, *ptr;
   llvm::Function* F = nullptr;
   Value* W = nullptr;
+  Value* nregs_ = nullptr;
+  uint32_t line_ = 0;
   Value *regs_ = nullptr, *shared_ = nullptr, *kparams_ = nullptr, *shared_size_ = nullptr, *kparam_size_ = nullptr;
   llvm::AllocaInst *mask_a = nullptr, *wait_a = nullptr, *budget_a = nullptr, *exec_a = nullptr;
   llvm::MDNode *regs_scope_ = nullptr, *mem_scope_ = nullptr;
-  std::vector<bool> used_, const_, leader_;
+  std::vector<bool> used_, const_, leader_, narrow_;
+  std::vector<bool> handler_reads_;  // operands of instructions run by the interpreter's handlers
   std::vector<uint64_t> const_val_;
   std::vector<Native> natives_;
   std::vector<BasicBlock*> bb_;
@@ -469,11 +481,20 @@ class Gen {
   }
 
   // Slot s read as <32 x i{bits}>.
+  Value* nreg_addr(uint32_t s) { return B.CreateConstInBoundsGEP1_64(i32, nregs_, static_cast<uint64_t>(s) * 32); }
   Value* get(uint32_t s, unsigned bits) {
     Value* v;
-    if (const_[s]) v = splat(64, const_val_[s]);
-    else v = tag(B.CreateAlignedLoad(vty(64), reg_addr(s), llvm::Align(8)), true);
-    if (bits < 64) return B.CreateTrunc(v, vty(bits));
+    unsigned w = 64;
+    if (const_[s]) {
+      v = splat(64, const_val_[s]);
+    } else if (narrow_[s]) {
+      v = tag(B.CreateAlignedLoad(vty(32), nreg_addr(s), llvm::Align(4)), true);
+      w = 32;
+    } else {
+      v = tag(B.CreateAlignedLoad(vty(64), reg_addr(s), llvm::Align(8)), true);
+    }
+    if (bits < w) return B.CreateTrunc(v, vty(bits));
+    if (bits > w) return B.CreateZExt(v, vty(bits));
     return v;
   }
   Value* getf(uint32_t s, bool dbl) { return B.CreateBitCast(get(s, dbl ? 64 : 32), fvty(dbl)); }
@@ -484,6 +505,16 @@ class Gen {
       return;
     }
     unsigned n = llvm::cast<llvm::VectorType>(v->getType())->getElementType()->getIntegerBitWidth();
+    if (narrow_[s]) {
+      if (n > 32 || sext) {
+        error_ = "internal: wide value for a narrow register at line " + std::to_string(line_);
+        return;
+      }
+      if (n < 32) v = B.CreateZExt(v, vty(32));
+      Value* old = tag(B.CreateAlignedLoad(vty(32), nreg_addr(s), llvm::Align(4)), true);
+      tag(B.CreateAlignedStore(B.CreateSelect(active, v, old), nreg_addr(s), llvm::Align(4)), true);
+      return;
+    }
     if (n < 64) v = sext ? B.CreateSExt(v, vty(64)) : B.CreateZExt(v, vty(64));
     Value* old = tag(B.CreateAlignedLoad(vty(64), reg_addr(s), llvm::Align(8)), true);
     tag(B.CreateAlignedStore(B.CreateSelect(active, v, old), reg_addr(s), llvm::Align(8)), true);
@@ -513,6 +544,7 @@ class Gen {
     const_.assign(ns, false);
     const_val_.assign(ns, 0);
     std::vector<bool> written(ns, false);
+    handler_reads_.assign(ns, false);
     auto fields = [](const Inst& in, auto&& f) {
       for (uint32_t s : {in.guard, in.d, in.d2, in.a, in.b, in.c, in.e, in.v[0], in.v[1], in.v[2], in.v[3]})
         if (s != kNoSlot) f(s);
@@ -523,6 +555,7 @@ class Gen {
       if (in.kind != Kind::kOp) continue;
       const Native& nt = natives_[pc];
       if (nt.op == Op::kNone) {
+        fields(in, [&](uint32_t s) { handler_reads_[s] = true; });
         for (uint32_t s : {in.d, in.d2, in.v[0], in.v[1], in.v[2], in.v[3]})
           if (s != kNoSlot) written[s] = true;
       } else if (nt.op == Op::kSt) {
@@ -540,6 +573,48 @@ class Gen {
         const_val_[si.slot] = si.value;
       }
     }
+    // Narrow slots: every value written to them fits 32 bits (zero-extended)
+    // and no handler writes them. They live in the 32-bit register file,
+    // which halves the vector work of 32-bit code.
+    narrow_.assign(ns, true);
+    for (size_t pc = 0; pc < n; ++pc) {
+      const Inst& in = code[pc];
+      if (in.kind == Kind::kOp && natives_[pc].op == Op::kNone)
+        for (uint32_t s : {in.d, in.d2, in.v[0], in.v[1], in.v[2], in.v[3]})
+          if (s != kNoSlot) narrow_[s] = false;
+      if (in.kind == Kind::kBar && in.d != kNoSlot) narrow_[in.d] = false;
+    }
+    for (const SlotInit& si : fn_.inits) {
+      bool small = (si.kind == SlotInit::Kind::kImm && si.value <= 0xffffffffull) ||
+                   si.kind == SlotInit::Kind::kSpecial || si.kind == SlotInit::Kind::kLocalAddr;
+      if (!small) narrow_[si.slot] = false;
+    }
+    auto fits = [&](uint32_t s) { return const_[s] ? const_val_[s] <= 0xffffffffull : bool(narrow_[s]); };
+    for (bool changed = true; changed;) {
+      changed = false;
+      auto widen = [&](uint32_t s) {
+        if (narrow_[s]) narrow_[s] = false, changed = true;
+      };
+      for (size_t pc = 0; pc < n; ++pc) {
+        const Inst& in = code[pc];
+        const Native& nt = natives_[pc];
+        if (in.kind != Kind::kOp || nt.op == Op::kNone || nt.op == Op::kSt) continue;
+        switch (nt.op) {
+          case Op::kMov: if (!fits(in.a)) widen(in.d); break;
+          case Op::kSelp: if (!fits(in.a) || !fits(in.b)) widen(in.d); break;
+          case Op::kLd:
+            if (is_signed_ty(nt.t) || ty_size(nt.t) > 4)
+              for (int k = 0; k < nt.vec; ++k) widen(in.v[k]);
+            break;
+          case Op::kSetp: case Op::kPAnd: case Op::kPOr: case Op::kPXor: case Op::kPNot: break;
+          case Op::kMulWide: case Op::kMadWide: if (ty_size(nt.t) > 2) widen(in.d); break;
+          case Op::kCvta: if (in.size > 4) widen(in.d); break;
+          default: if (ty_size(nt.t) > 4) widen(in.d); break;
+        }
+      }
+    }
+    for (uint32_t s = 0; s < ns; ++s)
+      if (const_[s]) narrow_[s] = false;
   }
 
   // Adds popcount(mask) to the thread-instruction count.
@@ -561,6 +636,11 @@ class Gen {
   // Calls the interpreter's handler for in with mask gm; the slots it names
   // go through the warp's register file.
   void call_handler(const Inst& in, Value* gm) {
+    // Narrow registers the handler reads go to the 64-bit file first (it
+    // writes no narrow register, by construction).
+    for (uint32_t s : {in.a, in.b, in.c, in.e, in.v[0], in.v[1], in.v[2], in.v[3], in.d, in.d2})
+      if (s != kNoSlot && narrow_[s])
+        tag(B.CreateAlignedStore(get(s, 64), reg_addr(s), llvm::Align(8)), true);
     Value* r = B.CreateCall(helper_ty({ptr, ptr, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_op)),
                             {W, inst_ptr(in), gm});
     BasicBlock* fault = BasicBlock::Create(C, "fault", F);
@@ -607,6 +687,7 @@ class Gen {
     }
     for (size_t pc = begin; pc < end; ++pc) {
       const Inst& in = code[pc];
+      line_ = in.line;
       Value* gm = m_;
       if (in.guard != kNoSlot) {
         Value* g = B.CreateTrunc(get(in.guard, 32), llvm::FixedVectorType::get(i1, 32));
@@ -738,9 +819,9 @@ class Gen {
     unsigned bits = ty_size(n.t) * 8;
     bool sg = is_signed_ty(n.t);
     switch (n.op) {
-      case Op::kMov: set(in.d, get(in.a, 64), act); break;
+      case Op::kMov: set(in.d, get(in.a, narrow_[in.d] ? 32 : 64), act); break;
       case Op::kSelp: {
-        unsigned w = 64;
+        unsigned w = narrow_[in.d] ? 32 : 64;
         set(in.d, B.CreateSelect(bool_vec(in.c, false), get(in.a, w), get(in.b, w)), act);
         break;
       }

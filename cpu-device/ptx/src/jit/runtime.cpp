@@ -88,6 +88,8 @@ struct Runner {
     size_t need = static_cast<size_t>(fn.num_slots) * 32;
     if (w.reg_file.size() < need) w.reg_file.resize(need);
     w.regs = w.reg_file.data();
+    if (w.nreg_file.size() < need) w.nreg_file.resize(need);
+    w.nregs = w.nreg_file.data();
     size_t pneed = static_cast<size_t>(fn.lparam_bytes) * 32;
     if (w.lparams.size() < pneed) w.lparams.resize(pneed);
     w.shared = shared_mem.get();

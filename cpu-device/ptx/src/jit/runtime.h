@@ -38,6 +38,7 @@ struct WarpHead {
   const uint8_t* kparams = nullptr;
   uint64_t shared_size = 0;
   uint64_t kparam_size = 0;
+  uint32_t* nregs = nullptr;    // the compiler's 32-bit register file, slot * 32 + lane
 };
 
 // One warp: the head, and what only the helpers and the runner use.
@@ -48,6 +49,7 @@ struct WarpState : WarpHead {
   uint32_t index = 0;
   uint32_t ctaid[3] = {};
   std::vector<uint64_t> reg_file;
+  std::vector<uint32_t> nreg_file;
   std::vector<uint8_t> lparams;
   Runner* runner = nullptr;
 };
