@@ -2,29 +2,38 @@
 // the decoded instructions, optimized for the host CPU and kept in the
 // Program's LLJIT.
 //
-// Shape of the code. A warp's 32 lanes are one vector: every register slot
-// is an <32 x i64> (or <32 x i32> when every write to it is 32 bits or
-// narrower) held in an alloca, which LLVM promotes to SSA values, so a
-// straight run of PTX becomes straight-line AVX code over 32 lanes. The
-// running group's lane mask is an i32; an instruction writes its lanes with
-// a select. Control flow follows the interpreter exactly: basic blocks start
-// at the pcs where lanes can wait (branch targets, after branches and
-// barriers); a uniform branch is a jump, a divergent one records each lane's
-// pc and asks the scheduler helper for the lowest group, and waiting lanes
-// join when the running group reaches their pc. So warp-level instructions
-// see the same active masks as in the interpreter. Barriers return to the
-// block runner, which runs the other warps and re-enters.
+// Shape of the code. A warp's 32 lanes are one vector: an instruction is a
+// few AVX operations over <32 x i32> or <32 x i64>, and the running group's
+// lane mask (an i32) selects the lanes it writes. Registers stay where the
+// interpreter keeps them (slot * 32 + lane, 64 bits), except those that only
+// ever hold 32-bit values, which live in a 32-bit file of the compiler's own
+// (half the vector work); scoped alias metadata tells LLVM that registers
+// and device memory never overlap, so it forwards and combines register
+// accesses across memory operations. Keeping registers in memory rather than
+// in SSA values makes compile time linear in the kernel's size: a first
+// version with one SSA value per register built a phi for every register at
+// every join and took minutes on larger kernels.
 //
-// What is compiled natively: integer and f32/f64 arithmetic, comparisons,
-// selects, conversions, predicate logic, loads and stores in the global,
-// shared, const and kernel parameter spaces (a warp's access is checked with
-// one call to the memory checker for its span, as the interpreter does;
-// anything else, misaligned or refused, goes to the interpreter's handler,
-// which produces the same fault). Every other instruction (atomics, warp
-// shuffles and votes, transcendental functions, half precision, ...) calls
-// the interpreter's own handler on the warp's register file, so its
-// semantics are the interpreter's by construction. Kernels with calls,
-// printf/assert or bar.red run interpreted.
+// Control flow follows the interpreter exactly: basic blocks start at the
+// pcs where lanes can wait (branch targets, after branches and barriers); a
+// uniform branch is a jump, a divergent one records each lane's pc and asks
+// the scheduler helper for the lowest group, and waiting lanes join when the
+// running group reaches their pc. So warp-level instructions see the same
+// active masks as in the interpreter. A barrier returns to the block runner,
+// which runs the block's other warps and re-enters.
+//
+// Compiled natively: integer and f32/f64 arithmetic, comparisons, selects,
+// conversions, predicate logic, cvta to global and shared, loads and stores
+// in the global, shared, const and kernel parameter spaces. A warp's global
+// access is checked with one call to the memory checker for its span, as the
+// interpreter does; anything the fast path does not accept (misaligned,
+// refused, out of bounds) runs the interpreter's own handler, which checks
+// lane by lane and reports the same fault. Every other instruction (atomics,
+// shuffles, votes, match, redux, transcendental functions, half precision,
+// generic addresses, ...) calls the interpreter's handler on the warp's
+// register file, so its semantics, member masks included, are the
+// interpreter's by construction. Kernels with calls, printf/assert or
+// bar.red run interpreted.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -1173,7 +1182,6 @@ const CompiledKernel* kernel_code(const ProgramImpl& p, ProgramJit& pj, int k, c
       f.addFnAttr("target-cpu", e.tm->getTargetCPU());
       f.addFnAttr("target-features", e.tm->getTargetFeatureString());
     }
-    if (getenv("RGPU_JIT_DUMP")) mod->print(llvm::errs(), nullptr);
     auto t1 = std::chrono::steady_clock::now();
     {
       llvm::LoopAnalysisManager lam;
@@ -1190,7 +1198,6 @@ const CompiledKernel* kernel_code(const ProgramImpl& p, ProgramJit& pj, int k, c
       mpm.run(*mod, mam);
     }
     auto t2 = std::chrono::steady_clock::now();
-    if (getenv("RGPU_JIT_DUMP")) mod->print(llvm::errs(), nullptr);
     if (auto er = e.jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx)))) {
       RGPU_INFO("ptx jit kernel=%s compiled=no reason=\"%s\"", kname.c_str(), take_error(std::move(er)).c_str());
       return;
@@ -1201,19 +1208,15 @@ const CompiledKernel* kernel_code(const ProgramImpl& p, ProgramJit& pj, int k, c
       return;
     }
     auto t3 = std::chrono::steady_clock::now();
-    if (getenv("RGPU_JIT_TIMES"))
-      fprintf(stderr, "jit %s: gen %.1f opt %.1f codegen %.1f ms\n", kname.c_str(),
-              std::chrono::duration<double, std::milli>(t1 - t0).count(),
-              std::chrono::duration<double, std::milli>(t2 - t1).count(),
-              std::chrono::duration<double, std::milli>(t3 - t2).count());
     auto ck = std::make_unique<CompiledKernel>();
     ck->fn = sym->toPtr<KernelFn>();
     ck->num_slots = unit.functions[0].num_slots;
     for (const SlotInit& si : unit.functions[0].inits)
       if (!gen.is_const(si.slot)) ck->inits.push_back(si);
     ck->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    RGPU_DEBUG("ptx jit kernel=%s compiled=yes instructions=%zu ms=%.1f", kname.c_str(), unit.functions[0].code.size(),
-               ck->compile_ms);
+    auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+    RGPU_DEBUG("ptx jit kernel=%s compiled=yes instructions=%zu ms=%.1f build_ms=%.1f opt_ms=%.1f codegen_ms=%.1f",
+               kname.c_str(), unit.functions[0].code.size(), ck->compile_ms, ms(t0, t1), ms(t1, t2), ms(t2, t3));
     pj.code[static_cast<size_t>(k)] = ck.get();
     e.kernels.push_back(std::move(ck));
   });
