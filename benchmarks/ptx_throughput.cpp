@@ -1,8 +1,10 @@
 // PTX interpreter throughput: thread-instructions per second on corpus
 // kernels (element-wise, tiled matmul, shuffle reduction, math functions,
-// divergent control flow), with 1 worker and with all cores.
+// divergent control flow), with 1 worker and with all cores, interpreted and
+// compiled (LaunchEnv::jit) side by side.
 //
 // Usage: rgpu_ptx_throughput [--ptx-dir DIR] [--arch sm_75] [--seconds S] [--quick]
+//                            [--kernel NAME] [--path interpreted|compiled]
 #include <time.h>
 
 #include <chrono>
@@ -76,13 +78,17 @@ struct Case {
 int main(int argc, char** argv) {
   std::string dir = RGPU_PTX_DIR, arch = "sm_75";
   double seconds = 1.0;
+  std::string only, path_only;  // one kernel; "interpreted" or "compiled"
+  bool quick = false;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--ptx-dir") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "--arch") && i + 1 < argc) arch = argv[++i];
     else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
-    else if (!strcmp(argv[i], "--quick")) seconds = 0.05;
+    else if (!strcmp(argv[i], "--quick")) seconds = 0.05, quick = true;
+    else if (!strcmp(argv[i], "--kernel") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--path") && i + 1 < argc) path_only = argv[++i];
     else {
-      fprintf(stderr, "usage: %s [--ptx-dir DIR] [--arch sm_75] [--seconds S] [--quick]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--ptx-dir DIR] [--arch sm_75] [--seconds S] [--quick] [--kernel NAME] [--path interpreted|compiled]\n", argv[0]);
       return 2;
     }
   }
@@ -110,47 +116,93 @@ int main(int argc, char** argv) {
        [&](const KernelInfo& k) { return Params(k).add(addr(ints)).add(addr(dout)).add(n).bytes(); }},
   };
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  printf("%-14s %-14s %8s %14s %16s %9s\n", "file", "kernel", "workers", "thread-inst/s", "per-cpu-second", "launches");
+  printf("%-14s %-14s %-11s %8s %14s %16s %9s %12s\n", "file", "kernel", "path", "workers", "thread-inst/s",
+         "per-cpu-second", "launches", "first-ms");
+  struct Summary {
+    const char* kernel;
+    double rate[2] = {0, 0};   // per CPU second, one worker: interpreted, compiled
+    double first[2] = {0, 0};  // first launch (compiles on the compiled path), ms
+    bool compiled = false;
+  };
+  std::vector<Summary> summary;
   int failures = 0;
   for (const Case& cs : cases) {
+    if (!only.empty() && only != cs.kernel) continue;
     std::string path = dir + "/" + cs.file + "." + arch + ".ptx";
-    auto prog = Program::parse(read_file(path));
-    if (!prog.is_ok()) {
-      fprintf(stderr, "%s: %s\n", path.c_str(), prog.status().to_string().c_str());
-      ++failures;
-      continue;
-    }
-    int ki = (*prog)->find_kernel(cs.kernel);
-    if (ki < 0) {
-      fprintf(stderr, "%s: no kernel %s\n", path.c_str(), cs.kernel);
-      ++failures;
-      continue;
-    }
-    std::vector<uint8_t> params = cs.params((*prog)->kernels()[static_cast<size_t>(ki)]);
-    for (unsigned workers : {1u, cores}) {
-      LaunchEnv env;
-      env.workers = workers;
-      uint64_t inst = 0;
-      int launches = 0;
-      auto start = std::chrono::steady_clock::now();
-      double cpu_start = cpu_seconds();
-      double elapsed = 0;
-      do {
-        LaunchResult r = (*prog)->launch(ki, cs.grid, cs.block, cs.shared, params.data(), params.size(), env);
-        if (!r.ok()) {
-          fprintf(stderr, "%s: %s\n", cs.kernel, r.message.c_str());
-          ++failures;
-          break;
+    std::string text = read_file(path);
+    Summary sum;
+    sum.kernel = cs.kernel;
+    // Interpreted, then compiled: each on a Program of its own, so the
+    // compiled path's first launch pays its compile.
+    for (int jit = 0; jit < 2; ++jit) {
+      if ((path_only == "compiled" && jit == 0) || (path_only == "interpreted" && jit == 1)) continue;
+      // The smoke run (--quick) compiles one kernel only: compiling costs seconds.
+      if (quick && jit && &cs != &cases.front()) continue;
+      auto prog = Program::parse(text);
+      if (!prog.is_ok()) {
+        fprintf(stderr, "%s: %s\n", path.c_str(), prog.status().to_string().c_str());
+        ++failures;
+        break;
+      }
+      int ki = (*prog)->find_kernel(cs.kernel);
+      if (ki < 0) {
+        fprintf(stderr, "%s: no kernel %s\n", path.c_str(), cs.kernel);
+        ++failures;
+        break;
+      }
+      std::vector<uint8_t> params = cs.params((*prog)->kernels()[static_cast<size_t>(ki)]);
+      double first_ms = -1;
+      for (unsigned workers : {1u, cores}) {
+        LaunchEnv env;
+        env.workers = workers;
+        env.jit = static_cast<int8_t>(jit);
+        uint64_t inst = 0;
+        int launches = 0;
+        bool compiled = false;
+        if (first_ms < 0) {
+          auto t0 = std::chrono::steady_clock::now();
+          LaunchResult r = (*prog)->launch(ki, cs.grid, cs.block, cs.shared, params.data(), params.size(), env);
+          first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+          if (!r.ok()) {
+            fprintf(stderr, "%s: %s\n", cs.kernel, r.message.c_str());
+            ++failures;
+            break;
+          }
         }
-        inst += r.thread_instructions;
-        ++launches;
-        elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      } while (elapsed < seconds);
-      double cpu = cpu_seconds() - cpu_start;
-      printf("%-14s %-14s %8u %14.3e %16.3e %9d\n", cs.file, cs.kernel, workers, elapsed > 0 ? inst / elapsed : 0.0,
-             cpu > 0 ? inst / cpu : 0.0, launches);
-      if (workers == cores) break;
+        auto start = std::chrono::steady_clock::now();
+        double cpu_start = cpu_seconds();
+        double elapsed = 0;
+        do {
+          LaunchResult r = (*prog)->launch(ki, cs.grid, cs.block, cs.shared, params.data(), params.size(), env);
+          if (!r.ok()) {
+            fprintf(stderr, "%s: %s\n", cs.kernel, r.message.c_str());
+            ++failures;
+            break;
+          }
+          compiled = r.compiled;
+          inst += r.thread_instructions;
+          ++launches;
+          elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        } while (elapsed < seconds);
+        double cpu = cpu_seconds() - cpu_start;
+        const char* how = compiled ? "compiled" : jit ? "interp(fb)" : "interpreted";
+        printf("%-14s %-14s %-11s %8u %14.3e %16.3e %9d %12.1f\n", cs.file, cs.kernel, how, workers,
+               elapsed > 0 ? inst / elapsed : 0.0, cpu > 0 ? inst / cpu : 0.0, launches, first_ms);
+        if (workers == 1) {
+          sum.rate[jit] = cpu > 0 ? inst / cpu : 0.0;
+          sum.first[jit] = first_ms;
+          if (jit) sum.compiled = compiled;
+        }
+        if (workers == cores) break;
+      }
     }
+    summary.push_back(sum);
   }
+  printf("\none worker, thread-instructions per CPU second:\n");
+  printf("%-14s %14s %14s %8s %14s %14s\n", "kernel", "interpreted", "compiled", "speedup", "first-ms(int)",
+         "first-ms(jit)");
+  for (const Summary& s : summary)
+    printf("%-14s %14.3e %14.3e %7.1fx %14.1f %14.1f%s\n", s.kernel, s.rate[0], s.rate[1],
+           s.rate[0] > 0 ? s.rate[1] / s.rate[0] : 0.0, s.first[0], s.first[1], s.compiled ? "" : "  (not compiled)");
   return failures ? 1 : 0;
 }

@@ -120,6 +120,10 @@ struct KernelUnit {
   bool reserved_smem = false;           // reads %reserved_smem_* or %aggr_smem_size
 };
 
+namespace jit {
+struct ProgramJit;
+}
+
 struct ProgramImpl {
   std::string text;  // the module's PTX; `ast` views it
   ast::Module ast;   // signatures and located bodies
@@ -138,6 +142,8 @@ struct ProgramImpl {
     Status status;
   };
   std::unique_ptr<Lazy[]> lazy;
+  // The compiled path's code for this program's kernels (src/jit), when built with it.
+  std::shared_ptr<jit::ProgramJit> jit;
 };
 
 struct LaunchState;

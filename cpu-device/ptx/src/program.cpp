@@ -8,6 +8,9 @@
 #include "decode.h"
 #include "exec.h"
 #include "rgpu/common/log.h"
+#ifdef RGPU_PTX_JIT
+#include "jit/jit.h"
+#endif
 
 namespace rgpu::ptx {
 
@@ -58,6 +61,9 @@ Result<std::unique_ptr<Program>> Program::parse(std::string_view ptx_text, Decod
   Result<std::unique_ptr<ProgramImpl>> impl = load_module(std::string(ptx_text));
   if (!impl.is_ok()) return impl.status();
   std::unique_ptr<Program> prog(new Program(std::move(impl.value())));
+#ifdef RGPU_PTX_JIT
+  prog->impl_->jit = std::make_shared<jit::ProgramJit>(prog->impl_->kernels.size());
+#endif
   if (decode == Decode::kAll) {
     // Functions no kernel reaches are checked for syntax too.
     for (const auto& f : prog->impl_->ast.functions) {
@@ -159,23 +165,38 @@ LaunchResult Program::launch(int kernel_index, Dim3 grid, Dim3 block, uint32_t d
   st.var_addr = env.variable_addresses;
   st.var_addr.resize(p.variables.size(), 0);
 
+  // The compiled path where it covers the kernel, else the interpreter.
+  std::function<void()> work = [&st] { run_worker(st); };
+  bool compiled = false;
+#ifdef RGPU_PTX_JIT
+  jit::Policy policy = p.jit ? jit::policy(env) : jit::Policy::kOff;
+  if (policy == jit::Policy::kAlways ||
+      (policy == jit::Policy::kHot && p.jit->interpreted[static_cast<size_t>(kernel_index)].load(
+                                          std::memory_order_relaxed) >= jit::kHotInstructions)) {
+    if (const jit::CompiledKernel* ck = jit::kernel_code(p, *p.jit, kernel_index, unit)) {
+      work = [&st, ck] { jit::run_worker(st, *ck); };
+      compiled = true;
+    }
+  }
+#endif
+
   uint64_t blocks = grid.count();
   unsigned workers = env.pool ? env.pool->concurrency() : env.workers;
   if (workers == 0) workers = std::max(1u, std::thread::hardware_concurrency());
   workers = static_cast<unsigned>(std::min<uint64_t>(workers, blocks));
   if (workers <= 1) {
-    run_worker(st);
+    work();
   } else if (env.pool) {
-    env.pool->run(workers, [&](unsigned) { run_worker(st); });
+    env.pool->run(workers, [&](unsigned) { work(); });
   } else {
     std::vector<std::thread> threads;
     threads.reserve(workers - 1);
     try {
-      for (unsigned i = 1; i < workers; ++i) threads.emplace_back([&st] { run_worker(st); });
+      for (unsigned i = 1; i < workers; ++i) threads.emplace_back(work);
     } catch (const std::system_error&) {
       // Fewer threads than asked for: the ones we have share the blocks.
     }
-    run_worker(st);
+    work();
     for (auto& t : threads) t.join();
   }
   LaunchResult r;
@@ -184,6 +205,11 @@ LaunchResult Program::launch(int kernel_index, Dim3 grid, Dim3 block, uint32_t d
     r = st.first_fault;
   }
   r.thread_instructions = st.instructions.load();
+  r.compiled = compiled;
+#ifdef RGPU_PTX_JIT
+  if (!compiled && p.jit)
+    p.jit->interpreted[static_cast<size_t>(kernel_index)].fetch_add(r.thread_instructions, std::memory_order_relaxed);
+#endif
   if (!r.ok()) RGPU_DEBUG("ptx launch fault kernel=%s fault=%s msg=\"%s\"", k.name.c_str(), fault_name(r.fault), r.message.c_str());
   return r;
 }

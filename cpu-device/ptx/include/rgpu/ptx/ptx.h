@@ -86,6 +86,7 @@ struct LaunchResult {
   std::string message;
   uint64_t address = 0;            // faulting address, when there is one
   uint64_t thread_instructions = 0;  // instructions executed, counted per active lane
+  bool compiled = false;           // ran as native code (the compiled path), not interpreted
   bool ok() const { return fault == Fault::kNone; }
   // The coarse rgpu status: ok, kInvalidArgument, kUnimplemented or kFailed.
   Status status() const;
@@ -132,6 +133,12 @@ struct LaunchEnv {
   // *cancel becomes true (checked every few thousand instructions).
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   const std::atomic<bool>* cancel = nullptr;
+  // The compiled path (docs/ptx-interpreter.md): -1 as RGPU_CPU_JIT says
+  // ("0": never; "1": from a kernel's first launch; unset: once a kernel has
+  // run about 2e9 thread-instructions interpreted), 0 always interpret, 1
+  // compile at the first launch. Kernels the compiler does not cover run
+  // interpreted either way.
+  int8_t jit = -1;
 };
 
 struct ProgramImpl;

@@ -1,0 +1,1226 @@
+// The compiler of the compiled path: one LLVM function per kernel, built from
+// the decoded instructions, optimized for the host CPU and kept in the
+// Program's LLJIT.
+//
+// Shape of the code. A warp's 32 lanes are one vector: an instruction is a
+// few AVX operations over <32 x i32> or <32 x i64>, and the running group's
+// lane mask (an i32) selects the lanes it writes. Registers stay where the
+// interpreter keeps them (slot * 32 + lane, 64 bits), except those that only
+// ever hold 32-bit values, which live in a 32-bit file of the compiler's own
+// (half the vector work); scoped alias metadata tells LLVM that registers
+// and device memory never overlap, so it forwards and combines register
+// accesses across memory operations. Keeping registers in memory rather than
+// in SSA values makes compile time linear in the kernel's size: a first
+// version with one SSA value per register built a phi for every register at
+// every join and took minutes on larger kernels.
+//
+// Control flow follows the interpreter exactly: basic blocks start at the
+// pcs where lanes can wait (branch targets, after branches and barriers); a
+// uniform branch is a jump, a divergent one records each lane's pc and asks
+// the scheduler helper for the lowest group, and waiting lanes join when the
+// running group reaches their pc. So warp-level instructions see the same
+// active masks as in the interpreter. A barrier returns to the block runner,
+// which runs the block's other warps and re-enters.
+//
+// Compiled natively: integer and f32/f64 arithmetic, comparisons, selects,
+// conversions, predicate logic, cvta to global and shared, loads and stores
+// in the global, shared, const and kernel parameter spaces. A warp's global
+// access is checked with one call to the memory checker for its span, as the
+// interpreter does; anything the fast path does not accept (misaligned,
+// refused, out of bounds) runs the interpreter's own handler, which checks
+// lane by lane and reports the same fault. Every other instruction (atomics,
+// shuffles, votes, match, redux, transcendental functions, half precision,
+// generic addresses, ...) calls the interpreter's handler on the warp's
+// register file, so its semantics, member masks included, are the
+// interpreter's by construction. Kernels with calls, printf/assert or
+// bar.red run interpreted.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wredundant-move"
+#pragma GCC diagnostic ignored "-Wpessimizing-move"
+#endif
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Target/TargetMachine.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+#include "../ast.h"
+#include "jit.h"
+#include "rgpu/common/log.h"
+#include "runtime.h"
+
+namespace rgpu::ptx::jit {
+
+class Engine {
+ public:
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::unique_ptr<llvm::TargetMachine> tm;  // for the optimizer's cost model
+  std::vector<std::unique_ptr<CompiledKernel>> kernels;
+  unsigned next_id = 0;
+};
+
+namespace {
+
+using llvm::BasicBlock;
+using llvm::Value;
+
+std::string take_error(llvm::Error e) {
+  std::string s;
+  llvm::handleAllErrors(std::move(e), [&](const llvm::ErrorInfoBase& info) { s = info.message(); });
+  return s;
+}
+
+std::shared_ptr<Engine> make_engine(std::string* err) {
+  static std::once_flag init;
+  std::call_once(init, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) {
+    *err = take_error(jtmb.takeError());
+    return nullptr;
+  }
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Less);
+  auto tm = jtmb->createTargetMachine();
+  if (!tm) {
+    *err = take_error(tm.takeError());
+    return nullptr;
+  }
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*jtmb).create();
+  if (!jit) {
+    *err = take_error(jit.takeError());
+    return nullptr;
+  }
+  auto e = std::make_shared<Engine>();
+  e->jit = std::move(*jit);
+  e->tm = std::move(*tm);
+  return e;
+}
+
+// Opcode text split like the decoder does: base, modifiers, types.
+OpText split(const std::string& s) {
+  OpText t;
+  size_t p = s.find('.');
+  t.base = s.substr(0, p);
+  while (p != std::string::npos) {
+    size_t q = s.find('.', p + 1);
+    std::string part = s.substr(p + 1, q == std::string::npos ? std::string::npos : q - p - 1);
+    if (parse_ty(part) != Ty::kNone) t.types.push_back(part);
+    else t.mods.push_back(part);
+    p = q;
+  }
+  return t;
+}
+
+bool is_int_ty(Ty t) {
+  switch (t) {
+    case Ty::kB16: case Ty::kB32: case Ty::kB64: case Ty::kU16: case Ty::kU32: case Ty::kU64:
+    case Ty::kS16: case Ty::kS32: case Ty::kS64: return true;
+    default: return false;
+  }
+}
+bool is_signed_ty(Ty t) { return t == Ty::kS8 || t == Ty::kS16 || t == Ty::kS32 || t == Ty::kS64; }
+bool is_float_ty(Ty t) { return t == Ty::kF32 || t == Ty::kF64; }
+
+// The natively compiled operations.
+enum class Op : uint8_t {
+  kNone,  // the interpreter's handler
+  kMov, kSelp, kAdd, kSub, kMul, kMad, kMulWide, kMadWide, kAnd, kOr, kXor, kNot, kShl, kShr, kMin, kMax, kNeg,
+  kPAnd, kPOr, kPXor, kPNot,
+  kSetp, kCvt,
+  kFAdd, kFSub, kFMul, kFFma, kFDiv, kFNeg, kFAbs,
+  kLd, kSt, kCvta,
+};
+
+struct Native {
+  Op op = Op::kNone;
+  Ty t = Ty::kNone;    // operation type (last type of the opcode)
+  Ty t2 = Ty::kNone;   // cvt: source type
+  uint8_t cmp = 0;     // setp: comparison
+  uint8_t bop = 0;     // setp: 0 none, 1 and, 2 or, 3 xor
+  bool fcmp = false;   // setp: float comparison
+  uint8_t rnd = 0;     // cvt float to int: 0 rn, 1 rz, 2 rm, 3 rp
+  uint8_t vec = 1;     // ld/st
+};
+
+bool only_mods(const OpText& o, std::initializer_list<const char*> allowed) {
+  for (const auto& m : o.mods) {
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || m == a;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Chooses a native form for an ordinary instruction, or kNone.
+Native classify(const OpText& o, const Inst& in) {
+  Native n;
+  const std::string& b = o.base;
+  Ty t = o.types.empty() ? Ty::kNone : parse_ty(o.types.back());
+  n.t = t;
+  bool plain = in.v[0] == kNoSlot && in.d2 == kNoSlot && (in.aux & 0xf0) == 0;
+  auto bin = [&](Op op) {
+    if (plain && in.d != kNoSlot && in.a != kNoSlot && in.b != kNoSlot) n.op = op;
+    return n;
+  };
+  if (b == "ld" || b == "st" || b == "ldu") {
+    bool st = b == "st";
+    uint32_t sz = ty_size(t);
+    if (o.types.size() != 1 || sz == 0 || sz > 8 || t == Ty::kPred) return n;
+    if (!only_mods(o, {"global", "shared", "shared::cta", "param", "const", "nc", "ca", "cg", "cs", "lu", "cv",
+                       "v2", "v4", "weak"}))
+      return n;
+    uint8_t vec = 0;
+    for (int k = 0; k < 4; ++k) vec += in.v[k] != kNoSlot;
+    if (vec == 0 || vec == 3 || in.guard == in.a) return n;
+    if (in.space == Mem::kGlobal || in.space == Mem::kConst) {
+      if (vec != 1 || (st && in.space == Mem::kConst)) return n;
+    } else if (in.space == Mem::kShared) {
+    } else if (in.space == Mem::kParamKernel) {
+      if (st) return n;
+    } else {
+      return n;
+    }
+    if (in.a == kNoSlot) return n;
+    n.vec = vec;
+    n.op = st ? Op::kSt : Op::kLd;
+    return n;
+  }
+  if (b == "cvta") {
+    if (plain && in.d != kNoSlot && in.a != kNoSlot && (in.space == Mem::kGlobal || in.space == Mem::kShared) &&
+        (in.size == 4 || in.size == 8))
+      n.op = Op::kCvta;
+    return n;
+  }
+  if (b == "mov") {
+    if (in.mode == 0 && plain && in.a != kNoSlot && in.d != kNoSlot && t != Ty::kNone) n.op = Op::kMov;
+    return n;
+  }
+  if (b == "selp") {
+    if (plain && in.c != kNoSlot) return bin(Op::kSelp);
+    return n;
+  }
+  if (t == Ty::kPred && (b == "and" || b == "or" || b == "xor" || b == "not")) {
+    if (in.v[0] != kNoSlot || in.d2 != kNoSlot || in.d == kNoSlot || in.a == kNoSlot) return n;
+    if (b != "not" && in.b == kNoSlot) return n;
+    n.op = b == "and" ? Op::kPAnd : b == "or" ? Op::kPOr : b == "xor" ? Op::kPXor : Op::kPNot;
+    return n;
+  }
+  if (b == "setp") {
+    static const char* kNames[] = {"eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"};
+    int cmp = -1;
+    bool ualias = false;
+    for (const auto& m : o.mods) {
+      bool known = false;
+      for (int i = 0; i < 14; ++i)
+        if (m == kNames[i]) cmp = i, known = true;
+      if (m == "lo") cmp = 2, ualias = true, known = true;
+      if (m == "ls") cmp = 3, ualias = true, known = true;
+      if (m == "hi") cmp = 4, ualias = true, known = true;
+      if (m == "hs") cmp = 5, ualias = true, known = true;
+      if (m == "and") n.bop = 1, known = true;
+      if (m == "or") n.bop = 2, known = true;
+      if (m == "xor") n.bop = 3, known = true;
+      if (m == "ftz") known = true;
+      if (!known) return n;
+    }
+    if (cmp < 0 || o.types.size() != 1 || in.v[0] != kNoSlot || (in.aux & 0x30)) return n;
+    if (in.d == kNoSlot || in.a == kNoSlot || in.b == kNoSlot) return n;
+    n.fcmp = is_float_ty(t);
+    if (!n.fcmp && (!is_int_ty(t) || cmp > 5)) return n;
+    if (!n.fcmp && ualias) n.t = ty_size(t) == 2 ? Ty::kU16 : ty_size(t) == 4 ? Ty::kU32 : Ty::kU64;
+    n.cmp = static_cast<uint8_t>(cmp);
+    n.op = Op::kSetp;
+    return n;
+  }
+  if (b == "cvt") {
+    if (o.types.size() != 2 || !plain || in.d == kNoSlot || in.a == kNoSlot) return n;
+    Ty dt = parse_ty(o.types[0]), st = parse_ty(o.types[1]);
+    n.t = dt;
+    n.t2 = st;
+    bool irnd = false;
+    for (const auto& m : o.mods) {
+      if (m == "rni") n.rnd = 0, irnd = true;
+      else if (m == "rzi") n.rnd = 1, irnd = true;
+      else if (m == "rmi") n.rnd = 2, irnd = true;
+      else if (m == "rpi") n.rnd = 3, irnd = true;
+      else if (m != "rn" && m != "ftz") return n;
+    }
+    bool df = is_float_ty(dt), sf = is_float_ty(st);
+    bool di = is_int_ty(dt) || dt == Ty::kU8 || dt == Ty::kS8 || dt == Ty::kB8;
+    bool si = is_int_ty(st) || st == Ty::kU8 || st == Ty::kS8 || st == Ty::kB8;
+    if (di && si && !irnd) n.op = Op::kCvt;
+    else if (df && si && !irnd) n.op = Op::kCvt;
+    else if (df && sf && !irnd && dt != st) n.op = Op::kCvt;
+    else if (sf && di && ty_size(dt) >= 4) {
+      if (!irnd) n.rnd = 1;
+      n.op = Op::kCvt;
+    }
+    return n;
+  }
+  if (is_float_ty(t) && o.types.size() == 1) {
+    if (!only_mods(o, {"rn", "ftz", "approx", "full"})) return n;
+    if (b == "add") return bin(Op::kFAdd);
+    if (b == "sub") return bin(Op::kFSub);
+    if (b == "mul") return bin(Op::kFMul);
+    if (b == "div") return bin(Op::kFDiv);
+    if ((b == "fma" || b == "mad") && in.c != kNoSlot) return bin(Op::kFFma);
+    if ((b == "neg" || b == "abs") && plain && in.d != kNoSlot && in.a != kNoSlot)
+      n.op = b == "neg" ? Op::kFNeg : Op::kFAbs;
+    return n;
+  }
+  if (!is_int_ty(t) || o.types.size() != 1) return n;
+  if (b == "add" || b == "sub") {
+    if (!o.mods.empty()) return n;
+    return bin(b == "add" ? Op::kAdd : Op::kSub);
+  }
+  if (b == "mul" || b == "mad") {
+    bool mad = b == "mad";
+    if (mad && in.c == kNoSlot) return n;
+    if (only_mods(o, {"lo"})) return bin(mad ? Op::kMad : Op::kMul);
+    if (only_mods(o, {"wide"}) && (t == Ty::kS32 || t == Ty::kU32 || t == Ty::kS16 || t == Ty::kU16))
+      return bin(mad ? Op::kMadWide : Op::kMulWide);
+    return n;
+  }
+  if (!o.mods.empty()) return n;
+  if (b == "and") return bin(Op::kAnd);
+  if (b == "or") return bin(Op::kOr);
+  if (b == "xor") return bin(Op::kXor);
+  if (b == "shl") return bin(Op::kShl);
+  if (b == "shr") return bin(Op::kShr);
+  if (b == "min") return bin(Op::kMin);
+  if (b == "max") return bin(Op::kMax);
+  if ((b == "not" || b == "neg") && plain && in.d != kNoSlot && in.a != kNoSlot) n.op = b == "not" ? Op::kNot : Op::kNeg;
+  return n;
+}
+
+constexpr size_t kOffRegs = offsetof(WarpHead, regs);
+constexpr size_t kOffCurPc = offsetof(WarpHead, cur_pc);
+constexpr size_t kOffCurMask = offsetof(WarpHead, cur_mask);
+constexpr size_t kOffWaitMin = offsetof(WarpHead, wait_min);
+constexpr size_t kOffFresh = offsetof(WarpHead, fresh);
+constexpr size_t kOffNregs = offsetof(WarpHead, nregs);
+constexpr size_t kOffExecuted = offsetof(WarpHead, executed);
+constexpr size_t kOffBudget = offsetof(WarpHead, budget);
+constexpr size_t kOffShared = offsetof(WarpHead, shared);
+constexpr size_t kOffKparams = offsetof(WarpHead, kparams);
+constexpr size_t kOffSharedSize = offsetof(WarpHead, shared_size);
+constexpr size_t kOffKparamSize = offsetof(WarpHead, kparam_size);
+
+class Gen {
+ public:
+  Gen(llvm::LLVMContext& c, llvm::Module& m, const Function& fn, const std::vector<std::string>& opcodes)
+      : C(c), M(m), B(c), fn_(fn), opcodes_(opcodes) {
+    i1 = B.getInt1Ty();
+    i8 = B.getInt8Ty();
+    i32 = B.getInt32Ty();
+    i64 = B.getInt64Ty();
+    ptr = B.getPtrTy();
+  }
+
+  // Whether slot s is folded into the code as a constant (its SlotInit
+  // need not be written). Valid after build().
+  bool is_const(uint32_t s) const { return const_[s] && !handler_reads_[s]; }
+
+  // Empty on success, else why the kernel is not compiled.
+  std::string build(const std::string& name) {
+    const auto& code = fn_.code;
+    size_t n = code.size();
+    natives_.resize(n);
+    for (size_t pc = 0; pc + 1 < n; ++pc)
+      if (code[pc].kind == Kind::kOp) natives_[pc] = classify(split(opcodes_[pc]), code[pc]);
+    analyze();
+    auto* fty = llvm::FunctionType::get(i32, {ptr}, false);
+    F = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, M);
+    F->addFnAttr(llvm::Attribute::NoUnwind);
+    W = F->getArg(0);
+    {
+      llvm::MDBuilder md(C);
+      llvm::MDNode* domain = md.createAnonymousAliasScopeDomain("rgpu");
+      regs_scope_ = llvm::MDNode::get(C, {md.createAnonymousAliasScope(domain, "regs")});
+      mem_scope_ = llvm::MDNode::get(C, {md.createAnonymousAliasScope(domain, "memory")});
+    }
+    BasicBlock* entry = BasicBlock::Create(C, "entry", F);
+    B.SetInsertPoint(entry);
+    mask_a = B.CreateAlloca(i32, nullptr, "mask");
+    wait_a = B.CreateAlloca(i32, nullptr, "wait");
+    budget_a = B.CreateAlloca(i64, nullptr, "budget");
+    exec_a = B.CreateAlloca(i64, nullptr, "exec");
+    regs_ = B.CreateLoad(ptr, field(kOffRegs), "regs");
+    nregs_ = B.CreateLoad(ptr, field(kOffNregs), "nregs");
+    shared_ = B.CreateLoad(ptr, field(kOffShared), "shared");
+    kparams_ = B.CreateLoad(ptr, field(kOffKparams), "kparams");
+    shared_size_ = B.CreateLoad(i64, field(kOffSharedSize));
+    kparam_size_ = B.CreateLoad(i64, field(kOffKparamSize));
+    B.CreateStore(B.CreateLoad(i64, field(kOffBudget)), budget_a);
+    B.CreateStore(B.getInt64(0), exec_a);
+    dispatch_ = BasicBlock::Create(C, "dispatch", F);
+    {
+      // A fresh warp: every lane at pc 0, nothing waiting; no need to ask
+      // the scheduler.
+      BasicBlock* fresh = BasicBlock::Create(C, "fresh", F);
+      B.CreateCondBr(B.CreateICmpNE(B.CreateLoad(i32, field(kOffFresh)), B.getInt32(0)), fresh, dispatch_);
+      B.SetInsertPoint(fresh);
+      B.CreateStore(B.getInt32(0), field(kOffFresh));
+      // The runner initialized slots in the 64-bit file.
+      for (const SlotInit& si : fn_.inits)
+        if (narrow_[si.slot])
+          tag(B.CreateAlignedStore(B.CreateTrunc(tag(B.CreateAlignedLoad(vty(64), reg_addr(si.slot), llvm::Align(8)), true),
+                                                 vty(32)),
+                                   nreg_addr(si.slot), llvm::Align(4)),
+              true);
+      B.CreateStore(B.CreateLoad(i32, field(kOffCurMask)), mask_a);
+      B.CreateStore(B.getInt32(kNoPc), wait_a);
+      fresh_ = B.GetInsertBlock();
+    }
+
+    // Exits (registers live in the warp's register file all along).
+    leave_ = BasicBlock::Create(C, "leave", F);
+    leave_store_ = BasicBlock::Create(C, "leave_barrier", F);
+    B.SetInsertPoint(leave_);
+    leave_code_ = B.CreatePHI(i32, 4, "code");
+    Value* ex = B.CreateLoad(i64, field(kOffExecuted));
+    B.CreateStore(B.CreateAdd(ex, B.CreateLoad(i64, exec_a)), field(kOffExecuted));
+    B.CreateStore(B.CreateLoad(i64, budget_a), field(kOffBudget));
+    B.CreateRet(leave_code_);
+    B.SetInsertPoint(leave_store_);
+    leave_code_->addIncoming(B.getInt32(kRunBarrier), B.GetInsertBlock());
+    B.CreateBr(leave_);
+
+    // One block per leader.
+    bb_.assign(n, nullptr);
+    for (size_t pc = 0; pc < n; ++pc)
+      if (leader_[pc]) bb_[pc] = BasicBlock::Create(C, "pc" + std::to_string(pc), F);
+    B.SetInsertPoint(fresh_);
+    B.CreateBr(bb_[0]);
+
+    B.SetInsertPoint(dispatch_);
+    Value* next = B.CreateCall(helper_ty({ptr}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_schedule)), {W});
+    B.CreateStore(B.CreateLoad(i32, field(kOffCurMask)), mask_a);
+    B.CreateStore(B.CreateLoad(i32, field(kOffWaitMin)), wait_a);
+    BasicBlock* bad = BasicBlock::Create(C, "bad_pc", F);
+    auto* sw = B.CreateSwitch(next, bad, 8);
+    sw->addCase(B.getInt32(kPcBarrier), leave_store_);
+    BasicBlock* done = BasicBlock::Create(C, "done", F);
+    sw->addCase(B.getInt32(kPcDone), done);
+    for (size_t pc = 0; pc < n; ++pc)
+      if (leader_[pc]) sw->addCase(B.getInt32(static_cast<uint32_t>(pc)), bb_[pc]);
+    B.SetInsertPoint(done);
+    leave_code_->addIncoming(B.getInt32(kRunDone), done);
+    B.CreateBr(leave_);
+    B.SetInsertPoint(bad);
+    leave_code_->addIncoming(B.getInt32(kRunFault), bad);
+    B.CreateBr(leave_);
+
+    for (size_t pc = 0; pc < n; ++pc) {
+      if (!leader_[pc]) continue;
+      size_t end = pc + 1;
+      while (end < n && !leader_[end]) ++end;
+      emit_run(pc, end);
+      if (!error_.empty()) return error_;
+    }
+    if (llvm::verifyFunction(*F, &llvm::errs())) return "internal: invalid code generated";
+    return error_;
+  }
+
+ private:
+  llvm::LLVMContext& C;
+  llvm::Module& M;
+  llvm::IRBuilder<> B;
+  const Function& fn_;
+  const std::vector<std::string>& opcodes_;
+  llvm::Type *i1, *i8, *i32, *i64, *ptr;
+  llvm::Function* F = nullptr;
+  Value* W = nullptr;
+  Value* nregs_ = nullptr;
+  uint32_t line_ = 0;
+  Value *regs_ = nullptr, *shared_ = nullptr, *kparams_ = nullptr, *shared_size_ = nullptr, *kparam_size_ = nullptr;
+  llvm::AllocaInst *mask_a = nullptr, *wait_a = nullptr, *budget_a = nullptr, *exec_a = nullptr;
+  llvm::MDNode *regs_scope_ = nullptr, *mem_scope_ = nullptr;
+  std::vector<bool> used_, const_, leader_, narrow_;
+  std::vector<bool> handler_reads_;  // operands of instructions run by the interpreter's handlers
+  std::vector<uint64_t> const_val_;
+  std::vector<Native> natives_;
+  std::vector<BasicBlock*> bb_;
+  BasicBlock* fresh_ = nullptr;
+  BasicBlock *dispatch_ = nullptr, *leave_ = nullptr, *leave_store_ = nullptr;
+  llvm::PHINode* leave_code_ = nullptr;
+  std::string error_;
+  // Current group mask while emitting a run.
+  Value* m_ = nullptr;
+
+  llvm::VectorType* vty(unsigned bits) { return llvm::FixedVectorType::get(B.getIntNTy(bits), 32); }
+  llvm::VectorType* fvty(bool dbl) { return llvm::FixedVectorType::get(dbl ? B.getDoubleTy() : B.getFloatTy(), 32); }
+  Value* field(size_t off) { return B.CreateConstInBoundsGEP1_64(i8, W, off); }
+  llvm::FunctionType* helper_ty(llvm::ArrayRef<llvm::Type*> args, llvm::Type* ret) {
+    return llvm::FunctionType::get(ret, args, false);
+  }
+  Value* helper(void* fnp) { return B.CreateIntToPtr(B.getInt64(reinterpret_cast<uint64_t>(fnp)), ptr); }
+  Value* inst_ptr(const Inst& in) { return B.CreateIntToPtr(B.getInt64(reinterpret_cast<uint64_t>(&in)), ptr); }
+  Value* splat(unsigned bits, uint64_t v) { return llvm::ConstantInt::get(vty(bits), v); }
+
+  Value* reg_addr(uint32_t s) { return B.CreateConstInBoundsGEP1_64(i64, regs_, static_cast<uint64_t>(s) * 32); }
+  // Register accesses and device memory accesses never alias: scoped
+  // metadata lets LLVM keep register values in vector registers across
+  // loads and stores of device memory.
+  template <class I>
+  I* tag(I* inst, bool reg) {
+    inst->setMetadata(llvm::LLVMContext::MD_alias_scope, reg ? regs_scope_ : mem_scope_);
+    inst->setMetadata(llvm::LLVMContext::MD_noalias, reg ? mem_scope_ : regs_scope_);
+    return inst;
+  }
+
+  // Slot s read as <32 x i{bits}>.
+  Value* nreg_addr(uint32_t s) { return B.CreateConstInBoundsGEP1_64(i32, nregs_, static_cast<uint64_t>(s) * 32); }
+  Value* get(uint32_t s, unsigned bits) {
+    Value* v;
+    unsigned w = 64;
+    if (const_[s]) {
+      v = splat(64, const_val_[s]);
+    } else if (narrow_[s]) {
+      v = tag(B.CreateAlignedLoad(vty(32), nreg_addr(s), llvm::Align(4)), true);
+      w = 32;
+    } else {
+      v = tag(B.CreateAlignedLoad(vty(64), reg_addr(s), llvm::Align(8)), true);
+    }
+    if (bits < w) return B.CreateTrunc(v, vty(bits));
+    if (bits > w) return B.CreateZExt(v, vty(bits));
+    return v;
+  }
+  Value* getf(uint32_t s, bool dbl) { return B.CreateBitCast(get(s, dbl ? 64 : 32), fvty(dbl)); }
+  // Writes v (<32 x iN>) to the active lanes of slot s, zero- or sign-extended.
+  void set(uint32_t s, Value* v, Value* active, bool sext = false) {
+    if (const_[s]) {
+      error_ = "internal: write to a constant slot";
+      return;
+    }
+    unsigned n = llvm::cast<llvm::VectorType>(v->getType())->getElementType()->getIntegerBitWidth();
+    if (narrow_[s]) {
+      if (n > 32 || sext) {
+        error_ = "internal: wide value for a narrow register at line " + std::to_string(line_);
+        return;
+      }
+      if (n < 32) v = B.CreateZExt(v, vty(32));
+      Value* old = tag(B.CreateAlignedLoad(vty(32), nreg_addr(s), llvm::Align(4)), true);
+      tag(B.CreateAlignedStore(B.CreateSelect(active, v, old), nreg_addr(s), llvm::Align(4)), true);
+      return;
+    }
+    if (n < 64) v = sext ? B.CreateSExt(v, vty(64)) : B.CreateZExt(v, vty(64));
+    Value* old = tag(B.CreateAlignedLoad(vty(64), reg_addr(s), llvm::Align(8)), true);
+    tag(B.CreateAlignedStore(B.CreateSelect(active, v, old), reg_addr(s), llvm::Align(8)), true);
+  }
+  void setf(uint32_t s, Value* v, Value* active) {
+    bool dbl = v->getType()->getScalarType()->isDoubleTy();
+    set(s, B.CreateBitCast(v, vty(dbl ? 64 : 32)), active);
+  }
+  Value* lanes(Value* mask) { return B.CreateBitCast(mask, llvm::FixedVectorType::get(i1, 32)); }
+
+  // Leaders, slot use, and slots that are constants (immediates never written).
+  void analyze() {
+    const auto& code = fn_.code;
+    size_t n = code.size();
+    leader_.assign(n, false);
+    leader_[0] = true;
+    for (size_t pc = 0; pc < n; ++pc) {
+      const Inst& in = code[pc];
+      if (in.kind == Kind::kBra) {
+        if (in.target < n) leader_[in.target] = true;
+        if (pc + 1 < n) leader_[pc + 1] = true;
+      }
+      if (in.kind == Kind::kBar && pc + 1 < n) leader_[pc + 1] = true;
+    }
+    uint32_t ns = fn_.num_slots;
+    used_.assign(ns, false);
+    const_.assign(ns, false);
+    const_val_.assign(ns, 0);
+    std::vector<bool> written(ns, false);
+    handler_reads_.assign(ns, false);
+    auto fields = [](const Inst& in, auto&& f) {
+      for (uint32_t s : {in.guard, in.d, in.d2, in.a, in.b, in.c, in.e, in.v[0], in.v[1], in.v[2], in.v[3]})
+        if (s != kNoSlot) f(s);
+    };
+    for (size_t pc = 0; pc < n; ++pc) {
+      const Inst& in = code[pc];
+      fields(in, [&](uint32_t s) { used_[s] = true; });
+      if (in.kind != Kind::kOp) continue;
+      const Native& nt = natives_[pc];
+      if (nt.op == Op::kNone) {
+        fields(in, [&](uint32_t s) { handler_reads_[s] = true; });
+        for (uint32_t s : {in.d, in.d2, in.v[0], in.v[1], in.v[2], in.v[3]})
+          if (s != kNoSlot) written[s] = true;
+      } else if (nt.op == Op::kSt) {
+      } else if (nt.op == Op::kLd) {
+        for (int k = 0; k < nt.vec; ++k) written[in.v[k]] = true;
+      } else {
+        written[in.d] = true;
+        if (in.d2 != kNoSlot) written[in.d2] = true;
+      }
+    }
+    for (const SlotInit& si : fn_.inits) {
+      used_[si.slot] = true;
+      if (si.kind == SlotInit::Kind::kImm && !written[si.slot]) {
+        const_[si.slot] = true;
+        const_val_[si.slot] = si.value;
+      }
+    }
+    // Narrow slots: every value written to them fits 32 bits (zero-extended)
+    // and no handler writes them. They live in the 32-bit register file,
+    // which halves the vector work of 32-bit code.
+    narrow_.assign(ns, true);
+    for (size_t pc = 0; pc < n; ++pc) {
+      const Inst& in = code[pc];
+      if (in.kind == Kind::kOp && natives_[pc].op == Op::kNone)
+        for (uint32_t s : {in.d, in.d2, in.v[0], in.v[1], in.v[2], in.v[3]})
+          if (s != kNoSlot) narrow_[s] = false;
+      if (in.kind == Kind::kBar && in.d != kNoSlot) narrow_[in.d] = false;
+    }
+    for (const SlotInit& si : fn_.inits) {
+      bool small = (si.kind == SlotInit::Kind::kImm && si.value <= 0xffffffffull) ||
+                   si.kind == SlotInit::Kind::kSpecial || si.kind == SlotInit::Kind::kLocalAddr;
+      if (!small) narrow_[si.slot] = false;
+    }
+    auto fits = [&](uint32_t s) { return const_[s] ? const_val_[s] <= 0xffffffffull : bool(narrow_[s]); };
+    for (bool changed = true; changed;) {
+      changed = false;
+      auto widen = [&](uint32_t s) {
+        if (narrow_[s]) narrow_[s] = false, changed = true;
+      };
+      for (size_t pc = 0; pc < n; ++pc) {
+        const Inst& in = code[pc];
+        const Native& nt = natives_[pc];
+        if (in.kind != Kind::kOp || nt.op == Op::kNone || nt.op == Op::kSt) continue;
+        switch (nt.op) {
+          case Op::kMov: if (!fits(in.a)) widen(in.d); break;
+          case Op::kSelp: if (!fits(in.a) || !fits(in.b)) widen(in.d); break;
+          case Op::kLd:
+            if (is_signed_ty(nt.t) || ty_size(nt.t) > 4)
+              for (int k = 0; k < nt.vec; ++k) widen(in.v[k]);
+            break;
+          case Op::kSetp: case Op::kPAnd: case Op::kPOr: case Op::kPXor: case Op::kPNot: break;
+          case Op::kMulWide: case Op::kMadWide: if (ty_size(nt.t) > 2) widen(in.d); break;
+          case Op::kCvta: if (in.size > 4) widen(in.d); break;
+          default: if (ty_size(nt.t) > 4) widen(in.d); break;
+        }
+      }
+    }
+    for (uint32_t s = 0; s < ns; ++s)
+      if (const_[s]) narrow_[s] = false;
+  }
+
+  // Adds popcount(mask) to the thread-instruction count.
+  void count(Value* mask) {
+    Value* pc = B.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, mask);
+    B.CreateStore(B.CreateAdd(B.CreateLoad(i64, exec_a), B.CreateZExt(pc, i64)), exec_a);
+  }
+  void leave_with(uint32_t code) {
+    leave_code_->addIncoming(B.getInt32(code), B.GetInsertBlock());
+    B.CreateBr(leave_);
+  }
+  void jump(size_t target) {
+    B.CreateStore(m_, mask_a);
+    B.CreateBr(bb_[target]);
+  }
+  void to_dispatch() { B.CreateBr(dispatch_); }
+  void store_field32(size_t off, Value* v) { B.CreateStore(v, field(off)); }
+
+  // Calls the interpreter's handler for in with mask gm; the slots it names
+  // go through the warp's register file.
+  void call_handler(const Inst& in, Value* gm) {
+    // Narrow registers the handler reads go to the 64-bit file first (it
+    // writes no narrow register, by construction).
+    for (uint32_t s : {in.a, in.b, in.c, in.e, in.v[0], in.v[1], in.v[2], in.v[3], in.d, in.d2})
+      if (s != kNoSlot && narrow_[s])
+        tag(B.CreateAlignedStore(get(s, 64), reg_addr(s), llvm::Align(8)), true);
+    Value* r = B.CreateCall(helper_ty({ptr, ptr, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_op)),
+                            {W, inst_ptr(in), gm});
+    BasicBlock* fault = BasicBlock::Create(C, "fault", F);
+    BasicBlock* ok = BasicBlock::Create(C, "ok", F);
+    B.CreateCondBr(B.CreateICmpNE(r, B.getInt32(0)), fault, ok);
+    B.SetInsertPoint(fault);
+    leave_with(kRunFault);
+    B.SetInsertPoint(ok);
+  }
+
+  // Emits instructions [begin, end): begin is a leader.
+  void emit_run(size_t begin, size_t end) {
+    const auto& code = fn_.code;
+    B.SetInsertPoint(bb_[begin]);
+    {
+      Value* m = B.CreateLoad(i32, mask_a);
+      Value* w = B.CreateLoad(i32, wait_a);
+      BasicBlock* merge = BasicBlock::Create(C, "merge", F);
+      BasicBlock* body = BasicBlock::Create(C, "body", F);
+      B.CreateCondBr(B.CreateICmpEQ(w, B.getInt32(static_cast<uint32_t>(begin))), merge, body);
+      B.SetInsertPoint(merge);
+      store_field32(kOffCurPc, B.getInt32(static_cast<uint32_t>(begin)));
+      store_field32(kOffCurMask, m);
+      B.CreateCall(helper_ty({ptr}, B.getVoidTy()), helper(reinterpret_cast<void*>(&rgpu_jit_merge)), {W});
+      B.CreateStore(B.CreateLoad(i32, field(kOffCurMask)), mask_a);
+      B.CreateStore(B.CreateLoad(i32, field(kOffWaitMin)), wait_a);
+      B.CreateBr(body);
+      B.SetInsertPoint(body);
+      // Watchdog: every kWatchdogPeriod warp instructions, as the interpreter.
+      Value* bud = B.CreateSub(B.CreateLoad(i64, budget_a), B.getInt64(static_cast<int64_t>(end - begin)));
+      B.CreateStore(bud, budget_a);
+      BasicBlock* wd = BasicBlock::Create(C, "watchdog", F);
+      BasicBlock* go = BasicBlock::Create(C, "go", F);
+      B.CreateCondBr(B.CreateICmpSLE(bud, B.getInt64(0)), wd, go);
+      B.SetInsertPoint(wd);
+      Value* r = B.CreateCall(helper_ty({ptr}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_watchdog)), {W});
+      B.CreateStore(B.getInt64(kWatchdogPeriod), budget_a);
+      BasicBlock* wdf = BasicBlock::Create(C, "watchdog_fault", F);
+      B.CreateCondBr(B.CreateICmpNE(r, B.getInt32(0)), wdf, go);
+      B.SetInsertPoint(wdf);
+      leave_with(kRunFault);
+      B.SetInsertPoint(go);
+      m_ = B.CreateLoad(i32, mask_a);
+    }
+    for (size_t pc = begin; pc < end; ++pc) {
+      const Inst& in = code[pc];
+      line_ = in.line;
+      Value* gm = m_;
+      if (in.guard != kNoSlot) {
+        Value* g = B.CreateTrunc(get(in.guard, 32), llvm::FixedVectorType::get(i1, 32));
+        Value* bits = B.CreateBitCast(g, i32);
+        if (in.guard_neg) bits = B.CreateNot(bits);
+        gm = B.CreateAnd(m_, bits);
+      }
+      count(gm);
+      switch (in.kind) {
+        case Kind::kNop: break;
+        case Kind::kOp:
+          emit_op(in, natives_[pc], gm);
+          if (!error_.empty()) return;
+          break;
+        case Kind::kBra: {
+          size_t t = in.target;
+          BasicBlock* all = BasicBlock::Create(C, "taken", F);
+          BasicBlock* notall = BasicBlock::Create(C, "nottaken", F);
+          B.CreateCondBr(B.CreateICmpEQ(gm, m_), all, notall);
+          // Every lane jumps: past waiting lanes, the lowest group runs first.
+          B.SetInsertPoint(all);
+          {
+            BasicBlock* past = BasicBlock::Create(C, "past", F);
+            BasicBlock* direct = BasicBlock::Create(C, "direct", F);
+            Value* w = B.CreateLoad(i32, wait_a);
+            B.CreateCondBr(B.CreateICmpUGT(B.getInt32(static_cast<uint32_t>(t)), w), past, direct);
+            B.SetInsertPoint(past);
+            store_field32(kOffCurPc, B.getInt32(static_cast<uint32_t>(t)));
+            store_field32(kOffCurMask, m_);
+            to_dispatch();
+            B.SetInsertPoint(direct);
+            jump(t);
+          }
+          B.SetInsertPoint(notall);
+          {
+            BasicBlock* none = BasicBlock::Create(C, "none", F);
+            BasicBlock* split = BasicBlock::Create(C, "split", F);
+            B.CreateCondBr(B.CreateICmpEQ(gm, B.getInt32(0)), none, split);
+            B.SetInsertPoint(none);
+            jump(pc + 1);
+            B.SetInsertPoint(split);
+            store_field32(kOffCurMask, m_);
+            B.CreateCall(helper_ty({ptr, i32, i32, i32}, B.getVoidTy()),
+                         helper(reinterpret_cast<void*>(&rgpu_jit_diverge)),
+                         {W, gm, B.getInt32(static_cast<uint32_t>(t)), B.getInt32(static_cast<uint32_t>(pc + 1))});
+            to_dispatch();
+          }
+          return;  // pc + 1 is a leader
+        }
+        case Kind::kExit:
+        case Kind::kRet: {
+          BasicBlock* before = B.GetInsertBlock();
+          BasicBlock* some = BasicBlock::Create(C, "exit", F);
+          BasicBlock* cont = BasicBlock::Create(C, "cont", F);
+          BasicBlock* empty = BasicBlock::Create(C, "empty", F);
+          B.CreateCondBr(B.CreateICmpNE(gm, B.getInt32(0)), some, cont);
+          B.SetInsertPoint(some);
+          B.CreateCall(helper_ty({ptr, i32}, B.getVoidTy()), helper(reinterpret_cast<void*>(&rgpu_jit_exit)), {W, gm});
+          Value* rest = B.CreateAnd(m_, B.CreateNot(gm));
+          B.CreateCondBr(B.CreateICmpEQ(rest, B.getInt32(0)), empty, cont);
+          B.SetInsertPoint(empty);
+          store_field32(kOffCurMask, B.getInt32(0));
+          to_dispatch();
+          B.SetInsertPoint(cont);
+          llvm::PHINode* nm = B.CreatePHI(i32, 2);
+          nm->addIncoming(m_, before);
+          nm->addIncoming(rest, some);
+          m_ = nm;
+          if (pc + 1 >= code.size()) {
+            B.CreateUnreachable();
+            return;
+          }
+          break;
+        }
+        case Kind::kBar: {
+          BasicBlock* some = BasicBlock::Create(C, "bar", F);
+          BasicBlock* cont = BasicBlock::Create(C, "cont", F);
+          B.CreateCondBr(B.CreateICmpNE(gm, B.getInt32(0)), some, cont);
+          B.SetInsertPoint(some);
+          store_field32(kOffCurMask, m_);
+          B.CreateCall(helper_ty({ptr, i32, i32}, B.getVoidTy()), helper(reinterpret_cast<void*>(&rgpu_jit_barrier)),
+                       {W, gm, B.getInt32(static_cast<uint32_t>(pc + 1))});
+          to_dispatch();
+          B.SetInsertPoint(cont);
+          break;
+        }
+        case Kind::kTrap:
+        case Kind::kUnsupported: {
+          BasicBlock* some = BasicBlock::Create(C, "trap", F);
+          BasicBlock* cont = BasicBlock::Create(C, "cont", F);
+          B.CreateCondBr(B.CreateICmpNE(gm, B.getInt32(0)), some, cont);
+          B.SetInsertPoint(some);
+          B.CreateCall(helper_ty({ptr, ptr}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_trap)), {W, inst_ptr(in)});
+          leave_with(kRunFault);
+          B.SetInsertPoint(cont);
+          break;
+        }
+        case Kind::kCall:
+        case Kind::kExtern:
+          error_ = "internal: call";
+          return;
+      }
+    }
+    if (end < code.size()) jump(end);
+    else B.CreateUnreachable();
+  }
+
+  Value* bool_vec(uint32_t s, bool neg) {
+    Value* v = B.CreateTrunc(get(s, 32), llvm::FixedVectorType::get(i1, 32));
+    return neg ? B.CreateNot(v) : v;
+  }
+
+  void emit_op(const Inst& in, const Native& n, Value* gm) {
+    if (n.op == Op::kNone) {
+      BasicBlock* run = BasicBlock::Create(C, "handler", F);
+      BasicBlock* after = BasicBlock::Create(C, "after", F);
+      B.CreateCondBr(B.CreateICmpNE(gm, B.getInt32(0)), run, after);
+      B.SetInsertPoint(run);
+      call_handler(in, gm);
+      B.CreateBr(after);
+      B.SetInsertPoint(after);
+      return;
+    }
+    if (n.op == Op::kLd || n.op == Op::kSt) {
+      emit_mem(in, n, gm);
+      return;
+    }
+    Value* act = lanes(gm);
+    unsigned bits = ty_size(n.t) * 8;
+    bool sg = is_signed_ty(n.t);
+    switch (n.op) {
+      case Op::kMov: set(in.d, get(in.a, narrow_[in.d] ? 32 : 64), act); break;
+      case Op::kSelp: {
+        unsigned w = narrow_[in.d] ? 32 : 64;
+        set(in.d, B.CreateSelect(bool_vec(in.c, false), get(in.a, w), get(in.b, w)), act);
+        break;
+      }
+      case Op::kAdd: set(in.d, B.CreateAdd(get(in.a, bits), get(in.b, bits)), act); break;
+      case Op::kSub: set(in.d, B.CreateSub(get(in.a, bits), get(in.b, bits)), act); break;
+      case Op::kMul: set(in.d, B.CreateMul(get(in.a, bits), get(in.b, bits)), act); break;
+      case Op::kMad: set(in.d, B.CreateAdd(B.CreateMul(get(in.a, bits), get(in.b, bits)), get(in.c, bits)), act); break;
+      case Op::kMulWide:
+      case Op::kMadWide: {
+        auto ext = [&](uint32_t s) {
+          Value* v = get(s, bits);
+          return sg ? B.CreateSExt(v, vty(bits * 2)) : B.CreateZExt(v, vty(bits * 2));
+        };
+        Value* r = B.CreateMul(ext(in.a), ext(in.b));
+        if (n.op == Op::kMadWide) r = B.CreateAdd(r, get(in.c, bits * 2));
+        set(in.d, r, act);
+        break;
+      }
+      case Op::kAnd: set(in.d, B.CreateAnd(get(in.a, bits), get(in.b, bits)), act); break;
+      case Op::kOr: set(in.d, B.CreateOr(get(in.a, bits), get(in.b, bits)), act); break;
+      case Op::kXor: set(in.d, B.CreateXor(get(in.a, bits), get(in.b, bits)), act); break;
+      case Op::kNot: set(in.d, B.CreateNot(get(in.a, bits)), act); break;
+      case Op::kNeg: set(in.d, B.CreateNeg(get(in.a, bits)), act); break;
+      case Op::kMin:
+      case Op::kMax: {
+        Value* a = get(in.a, bits);
+        Value* b = get(in.b, bits);
+        Value* lt = sg ? B.CreateICmpSLT(a, b) : B.CreateICmpULT(a, b);
+        Value* gt = sg ? B.CreateICmpSGT(a, b) : B.CreateICmpUGT(a, b);
+        set(in.d, n.op == Op::kMin ? B.CreateSelect(lt, a, b) : B.CreateSelect(gt, a, b), act);
+        break;
+      }
+      case Op::kShl:
+      case Op::kShr: {
+        Value* v = get(in.a, bits);
+        Value* s = get(in.b, 32);
+        Value* big = B.CreateICmpUGE(s, splat(32, bits));
+        Value* amt = B.CreateSelect(big, splat(32, bits - 1), s);
+        if (bits != 32) amt = bits < 32 ? B.CreateTrunc(amt, vty(bits)) : B.CreateZExt(amt, vty(bits));
+        Value* r;
+        if (n.op == Op::kShl) r = B.CreateSelect(big, splat(bits, 0), B.CreateShl(v, amt));
+        else if (sg) r = B.CreateAShr(v, amt);
+        else r = B.CreateSelect(big, splat(bits, 0), B.CreateLShr(v, amt));
+        set(in.d, r, act);
+        break;
+      }
+      case Op::kPAnd:
+      case Op::kPOr:
+      case Op::kPXor:
+      case Op::kPNot: {
+        Value* p = bool_vec(in.a, in.aux & 0x10);
+        Value* r;
+        if (n.op == Op::kPNot) {
+          r = B.CreateNot(p);
+        } else {
+          Value* q = bool_vec(in.b, in.aux & 0x20);
+          r = n.op == Op::kPAnd ? B.CreateAnd(p, q) : n.op == Op::kPOr ? B.CreateOr(p, q) : B.CreateXor(p, q);
+        }
+        set(in.d, B.CreateZExt(r, vty(32)), act);
+        break;
+      }
+      case Op::kSetp: {
+        Value* t;
+        if (n.fcmp) {
+          static const llvm::CmpInst::Predicate kF[] = {
+              llvm::CmpInst::FCMP_OEQ, llvm::CmpInst::FCMP_ONE, llvm::CmpInst::FCMP_OLT, llvm::CmpInst::FCMP_OLE,
+              llvm::CmpInst::FCMP_OGT, llvm::CmpInst::FCMP_OGE, llvm::CmpInst::FCMP_UEQ, llvm::CmpInst::FCMP_UNE,
+              llvm::CmpInst::FCMP_ULT, llvm::CmpInst::FCMP_ULE, llvm::CmpInst::FCMP_UGT, llvm::CmpInst::FCMP_UGE,
+              llvm::CmpInst::FCMP_ORD, llvm::CmpInst::FCMP_UNO};
+          bool dbl = n.t == Ty::kF64;
+          t = B.CreateFCmp(kF[n.cmp], getf(in.a, dbl), getf(in.b, dbl));
+        } else {
+          static const llvm::CmpInst::Predicate kS[] = {llvm::CmpInst::ICMP_EQ, llvm::CmpInst::ICMP_NE,
+                                                        llvm::CmpInst::ICMP_SLT, llvm::CmpInst::ICMP_SLE,
+                                                        llvm::CmpInst::ICMP_SGT, llvm::CmpInst::ICMP_SGE};
+          static const llvm::CmpInst::Predicate kU[] = {llvm::CmpInst::ICMP_EQ, llvm::CmpInst::ICMP_NE,
+                                                        llvm::CmpInst::ICMP_ULT, llvm::CmpInst::ICMP_ULE,
+                                                        llvm::CmpInst::ICMP_UGT, llvm::CmpInst::ICMP_UGE};
+          t = B.CreateICmp(sg ? kS[n.cmp] : kU[n.cmp], get(in.a, bits), get(in.b, bits));
+        }
+        Value* f = B.CreateNot(t);
+        if (in.c != kNoSlot) {
+          Value* cv = bool_vec(in.c, in.aux & 0x40);
+          if (n.bop == 1) t = B.CreateAnd(t, cv), f = B.CreateAnd(f, cv);
+          else if (n.bop == 2) t = B.CreateOr(t, cv), f = B.CreateOr(f, cv);
+          else t = B.CreateXor(t, cv), f = B.CreateXor(f, cv);
+        }
+        set(in.d, B.CreateZExt(t, vty(32)), act);
+        if (in.d2 != kNoSlot) set(in.d2, B.CreateZExt(f, vty(32)), act);
+        break;
+      }
+      case Op::kCvt: emit_cvt(in, n, act); break;
+      case Op::kCvta: {
+        // Global addresses are generic addresses; shared ones are offsets
+        // from the block's shared memory (h_cvta).
+        Value* v = get(in.a, 64);
+        if (in.space == Mem::kShared) {
+          Value* sh = B.CreateVectorSplat(32, B.CreatePtrToInt(shared_, i64));
+          v = in.mode == 1 ? B.CreateSub(v, sh) : B.CreateAdd(sh, B.CreateAnd(v, splat(64, 0xffffffffull)));
+        }
+        if (in.size == 4) v = B.CreateAnd(v, splat(64, 0xffffffffull));
+        set(in.d, v, act);
+        break;
+      }
+      case Op::kFAdd:
+      case Op::kFSub:
+      case Op::kFMul:
+      case Op::kFDiv: {
+        bool dbl = n.t == Ty::kF64;
+        Value* a = getf(in.a, dbl);
+        Value* b = getf(in.b, dbl);
+        Value* r = n.op == Op::kFAdd ? B.CreateFAdd(a, b) : n.op == Op::kFSub ? B.CreateFSub(a, b)
+                 : n.op == Op::kFMul ? B.CreateFMul(a, b) : B.CreateFDiv(a, b);
+        setf(in.d, r, act);
+        break;
+      }
+      case Op::kFFma: {
+        bool dbl = n.t == Ty::kF64;
+        Value* r = B.CreateIntrinsic(llvm::Intrinsic::fma, {fvty(dbl)}, {getf(in.a, dbl), getf(in.b, dbl), getf(in.c, dbl)});
+        setf(in.d, r, act);
+        break;
+      }
+      case Op::kFNeg:
+      case Op::kFAbs: {
+        bool dbl = n.t == Ty::kF64;
+        Value* a = getf(in.a, dbl);
+        setf(in.d, n.op == Op::kFNeg ? B.CreateFNeg(a) : B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a), act);
+        break;
+      }
+      default: error_ = "internal: op"; break;
+    }
+  }
+
+  void emit_cvt(const Inst& in, const Native& n, Value* act) {
+    Ty dt = n.t, st = n.t2;
+    unsigned db = ty_size(dt) * 8, sb = ty_size(st) * 8;
+    bool df = is_float_ty(dt), sf = is_float_ty(st);
+    if (!df && !sf) {
+      Value* v = get(in.a, sb);
+      if (db > sb) v = is_signed_ty(st) ? B.CreateSExt(v, vty(db)) : B.CreateZExt(v, vty(db));
+      else if (db < sb) v = B.CreateTrunc(v, vty(db));
+      set(in.d, v, act);
+    } else if (df && !sf) {
+      Value* v = get(in.a, sb);
+      Value* r = is_signed_ty(st) ? B.CreateSIToFP(v, fvty(dt == Ty::kF64)) : B.CreateUIToFP(v, fvty(dt == Ty::kF64));
+      setf(in.d, r, act);
+    } else if (df && sf) {
+      Value* v = getf(in.a, st == Ty::kF64);
+      setf(in.d, dt == Ty::kF64 ? B.CreateFPExt(v, fvty(true)) : B.CreateFPTrunc(v, fvty(false)), act);
+    } else {
+      Value* v = getf(in.a, st == Ty::kF64);
+      if (st == Ty::kF32) v = B.CreateFPExt(v, fvty(true));
+      llvm::Intrinsic::ID rid = n.rnd == 0 ? llvm::Intrinsic::roundeven : n.rnd == 1 ? llvm::Intrinsic::trunc
+                              : n.rnd == 2 ? llvm::Intrinsic::floor : llvm::Intrinsic::ceil;
+      v = B.CreateUnaryIntrinsic(rid, v);
+      llvm::Intrinsic::ID cid = is_signed_ty(dt) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat;
+      Value* r = B.CreateIntrinsic(cid, {vty(db), fvty(true)}, {v});
+      set(in.d, r, act);
+    }
+  }
+
+  Value* reduce(llvm::Intrinsic::ID id, Value* v) { return B.CreateUnaryIntrinsic(id, v); }
+
+  // ld/st with the interpreter's checks; anything the fast path does not
+  // accept runs the handler, which reports the exact fault.
+  void emit_mem(const Inst& in, const Native& n, Value* gm) {
+    bool write = n.op == Op::kSt;
+    uint32_t esize = ty_size(n.t);
+    uint32_t size = esize * n.vec;
+    BasicBlock* check = BasicBlock::Create(C, "mcheck", F);
+    BasicBlock* fast = BasicBlock::Create(C, "mfast", F);
+    BasicBlock* slow = BasicBlock::Create(C, "mslow", F);
+    BasicBlock* done = BasicBlock::Create(C, "mdone", F);
+    B.CreateCondBr(B.CreateICmpNE(gm, B.getInt32(0)), check, done);
+    B.SetInsertPoint(check);
+    Value* act = lanes(gm);
+    Value* av = B.CreateAdd(get(in.a, 64), splat(64, static_cast<uint64_t>(in.imm)));
+    Value* anyb = reduce(llvm::Intrinsic::vector_reduce_or, B.CreateSelect(act, av, splat(64, 0)));
+    Value* ok = B.CreateICmpEQ(B.CreateAnd(anyb, B.getInt64(size - 1)), B.getInt64(0));
+    Value* base = nullptr;
+    Value* offs = av;
+    if (in.space == Mem::kGlobal || in.space == Mem::kConst) {
+      Value* lo = reduce(llvm::Intrinsic::vector_reduce_umin, B.CreateSelect(act, av, splat(64, ~0ull)));
+      Value* hi = reduce(llvm::Intrinsic::vector_reduce_umax, B.CreateSelect(act, av, splat(64, 0)));
+      Value* span = B.CreateSub(hi, lo);
+      ok = B.CreateAnd(ok, B.CreateICmpULT(span, B.getInt64(1ull << 40)));
+      Value* len = B.CreateAdd(span, B.getInt64(size));
+      Value* c = B.CreateCall(helper_ty({ptr, i64, i64, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_check)),
+                              {W, lo, len, B.getInt32(write)});
+      ok = B.CreateAnd(ok, B.CreateICmpNE(c, B.getInt32(0)));
+    } else if (in.space == Mem::kShared) {
+      offs = B.CreateAnd(av, splat(64, 0xffffffffull));
+      Value* mx = reduce(llvm::Intrinsic::vector_reduce_umax, B.CreateSelect(act, offs, splat(64, 0)));
+      ok = B.CreateAnd(ok, B.CreateICmpULE(B.CreateAdd(mx, B.getInt64(size)), shared_size_));
+      base = shared_;
+    } else {  // kernel parameters, read only
+      Value* mx = reduce(llvm::Intrinsic::vector_reduce_umax, B.CreateSelect(act, offs, splat(64, 0)));
+      ok = B.CreateAnd(ok, B.CreateICmpULT(mx, B.getInt64(1ull << 32)));
+      ok = B.CreateAnd(ok, B.CreateICmpULE(B.CreateAdd(mx, B.getInt64(size)), kparam_size_));
+      base = kparams_;
+    }
+    B.CreateCondBr(ok, fast, slow);
+
+    B.SetInsertPoint(slow);
+    call_handler(in, gm);
+    B.CreateBr(done);
+
+    B.SetInsertPoint(fast);
+    // Host addresses of the lanes (offsets into shared memory or the
+    // parameter buffer, else the address itself).
+    Value* host = base ? B.CreateAdd(B.CreateVectorSplat(32, B.CreatePtrToInt(base, i64)), offs) : offs;
+    auto* evty = vty(esize * 8);
+    llvm::Type* ety = B.getIntNTy(esize * 8);
+    llvm::Align al(esize);
+    bool sext = is_signed_ty(n.t);
+    if (n.vec == 1) {
+      // One address for every active lane: a scalar access.
+      Value* olo = reduce(llvm::Intrinsic::vector_reduce_umin, B.CreateSelect(act, offs, splat(64, ~0ull)));
+      Value* ohi = reduce(llvm::Intrinsic::vector_reduce_umax, B.CreateSelect(act, offs, splat(64, 0)));
+      BasicBlock* uni = BasicBlock::Create(C, "muniform", F);
+      BasicBlock* multi = BasicBlock::Create(C, "mmulti", F);
+      B.CreateCondBr(B.CreateICmpEQ(olo, ohi), uni, multi);
+      B.SetInsertPoint(uni);
+      Value* p0 = base ? B.CreateGEP(i8, base, olo) : B.CreateIntToPtr(olo, ptr);
+      if (write) {
+        // The highest active lane's value is the one left in memory.
+        Value* last = B.CreateSub(B.getInt32(31), B.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, gm, B.getTrue()));
+        tag(B.CreateAlignedStore(B.CreateExtractElement(get(in.v[0], esize * 8), last), p0, al), false);
+      } else {
+        Value* v = tag(B.CreateAlignedLoad(ety, p0, al), false);
+        set(in.v[0], B.CreateVectorSplat(32, v), act, sext);
+      }
+      B.CreateBr(done);
+      B.SetInsertPoint(multi);
+      if (esize == 4 || esize == 8) {
+        // Consecutive lanes at consecutive addresses, all active: one vector access.
+        Value* first = B.CreateExtractElement(offs, uint64_t{0});
+        std::vector<llvm::Constant*> steps;
+        for (uint64_t l = 0; l < 32; ++l) steps.push_back(B.getInt64(l * esize));
+        Value* expect = B.CreateAdd(B.CreateVectorSplat(32, first), llvm::ConstantVector::get(steps));
+        Value* same = B.CreateBitCast(B.CreateICmpEQ(offs, expect), i32);
+        Value* contig = B.CreateAnd(B.CreateICmpEQ(gm, B.getInt32(~0u)), B.CreateICmpEQ(same, B.getInt32(~0u)));
+        BasicBlock* vec = BasicBlock::Create(C, "mvec", F);
+        BasicBlock* gat = BasicBlock::Create(C, "mlanes", F);
+        B.CreateCondBr(contig, vec, gat);
+        B.SetInsertPoint(vec);
+        Value* pv = base ? B.CreateGEP(i8, base, first) : B.CreateIntToPtr(first, ptr);
+        if (write) tag(B.CreateAlignedStore(get(in.v[0], esize * 8), pv, al), false);
+        else set(in.v[0], tag(B.CreateAlignedLoad(evty, pv, al), false), act, sext);
+        B.CreateBr(done);
+        B.SetInsertPoint(gat);
+      }
+    }
+    if (!write) {
+      // Loads: inactive lanes read the lowest active lane's (checked)
+      // address, so all 32 loads are safe and need no branches.
+      Value* olo = reduce(llvm::Intrinsic::vector_reduce_umin, B.CreateSelect(act, host, splat(64, ~0ull)));
+      Value* safe = B.CreateSelect(act, host, B.CreateVectorSplat(32, olo));
+      Value* all = llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(i1, 32));
+      auto* pvty = llvm::FixedVectorType::get(ptr, 32);
+      for (uint32_t k = 0; k < n.vec; ++k) {
+        Value* hk = k ? B.CreateAdd(safe, splat(64, k * esize)) : safe;
+        Value* v = tag(B.CreateMaskedGather(evty, B.CreateIntToPtr(hk, pvty), al, all), false);
+        set(in.v[k], v, act, sext);
+      }
+    } else {
+      // Stores lane by lane in a helper, in lane order.
+      llvm::Value* addrs = B.CreateAlloca(vty(64));
+      llvm::Value* vals = B.CreateAlloca(vty(64));
+      for (uint32_t k = 0; k < n.vec; ++k) {
+        Value* hk = k ? B.CreateAdd(host, splat(64, k * esize)) : host;
+        B.CreateStore(hk, addrs);
+        B.CreateStore(get(in.v[k], 64), vals);
+        B.CreateCall(helper_ty({ptr, ptr, i32, i32}, B.getVoidTy()), helper(reinterpret_cast<void*>(&rgpu_jit_scatter)),
+                     {vals, addrs, gm, B.getInt32(esize)});
+      }
+    }
+    B.CreateBr(done);
+    B.SetInsertPoint(done);
+  }
+};
+
+std::string reason_not_compiled(const ProgramImpl& p, const KernelUnit& unit) {
+  (void)p;
+  if (unit.functions.size() > 1) return "calls device functions";
+  const Function& fn = unit.functions[0];
+  for (const Inst& in : fn.code) {
+    if (in.kind == Kind::kCall) return "calls device functions";
+    if (in.kind == Kind::kExtern) return "calls printf or assert";
+    if (in.kind == Kind::kBar && in.mode != 0) return "uses bar.red";
+  }
+  for (const SlotInit& si : fn.inits) {
+    switch (si.kind) {
+      case SlotInit::Kind::kImm: case SlotInit::Kind::kVarAddr: case SlotInit::Kind::kSharedGeneric:
+      case SlotInit::Kind::kLocalAddr: break;
+      case SlotInit::Kind::kSpecial:
+        if (si.index > kGridId) return "reads special register " + std::to_string(si.index);
+        break;
+      default: return "initializes a register in an unknown way";
+    }
+  }
+  if (fn.code.size() > 20000) return "too large (" + std::to_string(fn.code.size()) + " instructions)";
+  if (fn.num_slots > 16384) return "too many registers (" + std::to_string(fn.num_slots) + ")";
+  return "";
+}
+
+}  // namespace
+
+const CompiledKernel* kernel_code(const ProgramImpl& p, ProgramJit& pj, int k, const KernelUnit& unit) {
+  std::call_once(pj.once[static_cast<size_t>(k)], [&] {
+    const std::string& kname = p.kernels[static_cast<size_t>(k)].name;
+    std::string why = reason_not_compiled(p, unit);
+    // The opcodes of the kernel's instructions: its body parsed again (the
+    // decoder keeps handler pointers, not names), statement i -> code[i].
+    std::vector<std::string> opcodes;
+    if (why.empty()) {
+      ast::Function copy = p.ast.functions[static_cast<size_t>(p.kernel_function[static_cast<size_t>(k)])];
+      if (Status s = ast::parse_body(&copy); !s.is_ok()) why = "body: " + s.message();
+      for (const auto& st : copy.body)
+        if (st.kind == ast::Statement::Kind::kInstruction) opcodes.push_back(st.inst.opcode);
+      if (why.empty() && opcodes.size() + 1 != unit.functions[0].code.size()) why = "internal: instruction count";
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(pj.mu);
+    if (why.empty() && !pj.engine) {
+      std::string err;
+      pj.engine = make_engine(&err);
+      if (!pj.engine) why = "no JIT: " + err;
+    }
+    if (!why.empty()) {
+      RGPU_INFO("ptx jit kernel=%s compiled=no reason=\"%s\"", kname.c_str(), why.c_str());
+      return;
+    }
+    Engine& e = *pj.engine;
+    auto ctx = std::make_unique<llvm::LLVMContext>();
+    auto mod = std::make_unique<llvm::Module>("rgpu_kernel", *ctx);
+    mod->setDataLayout(e.tm->createDataLayout());
+    mod->setTargetTriple(e.tm->getTargetTriple().str());
+    std::string fname = "k" + std::to_string(e.next_id++);
+    Gen gen(*ctx, *mod, unit.functions[0], opcodes);
+    std::string err = gen.build(fname);
+    if (!err.empty()) {
+      RGPU_INFO("ptx jit kernel=%s compiled=no reason=\"%s\"", kname.c_str(), err.c_str());
+      return;
+    }
+    // Target features on every function, so the vectorizer and the code
+    // generator use the host's vector width.
+    for (auto& f : *mod) {
+      f.addFnAttr("target-cpu", e.tm->getTargetCPU());
+      f.addFnAttr("target-features", e.tm->getTargetFeatureString());
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    {
+      llvm::LoopAnalysisManager lam;
+      llvm::FunctionAnalysisManager fam;
+      llvm::CGSCCAnalysisManager cgam;
+      llvm::ModuleAnalysisManager mam;
+      llvm::PassBuilder pb(e.tm.get());
+      pb.registerModuleAnalyses(mam);
+      pb.registerCGSCCAnalyses(cgam);
+      pb.registerFunctionAnalyses(fam);
+      pb.registerLoopAnalyses(lam);
+      pb.crossRegisterProxies(lam, fam, cgam, mam);
+      llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+      mpm.run(*mod, mam);
+    }
+    auto t2 = std::chrono::steady_clock::now();
+    if (auto er = e.jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx)))) {
+      RGPU_INFO("ptx jit kernel=%s compiled=no reason=\"%s\"", kname.c_str(), take_error(std::move(er)).c_str());
+      return;
+    }
+    auto sym = e.jit->lookup(fname);
+    if (!sym) {
+      RGPU_INFO("ptx jit kernel=%s compiled=no reason=\"%s\"", kname.c_str(), take_error(sym.takeError()).c_str());
+      return;
+    }
+    auto t3 = std::chrono::steady_clock::now();
+    auto ck = std::make_unique<CompiledKernel>();
+    ck->fn = sym->toPtr<KernelFn>();
+    ck->num_slots = unit.functions[0].num_slots;
+    for (const SlotInit& si : unit.functions[0].inits)
+      if (!gen.is_const(si.slot)) ck->inits.push_back(si);
+    ck->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+    RGPU_DEBUG("ptx jit kernel=%s compiled=yes instructions=%zu ms=%.1f build_ms=%.1f opt_ms=%.1f codegen_ms=%.1f",
+               kname.c_str(), unit.functions[0].code.size(), ck->compile_ms, ms(t0, t1), ms(t1, t2), ms(t2, t3));
+    pj.code[static_cast<size_t>(k)] = ck.get();
+    e.kernels.push_back(std::move(ck));
+  });
+  return pj.code[static_cast<size_t>(k)];
+}
+
+}  // namespace rgpu::ptx::jit

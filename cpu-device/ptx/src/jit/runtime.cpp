@@ -1,0 +1,367 @@
+// The block runner of the compiled path: the interpreter's scheduling rules
+// (lowest pc first, waiting lanes join at their pc, barriers open when every
+// live warp waits) around compiled code, and the helpers that code calls.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "jit.h"
+#include "runtime.h"
+
+namespace rgpu::ptx::jit {
+
+Policy policy(const LaunchEnv& env) {
+  if (env.jit >= 0) return env.jit ? Policy::kAlways : Policy::kOff;
+  const char* v = getenv("RGPU_CPU_JIT");
+  if (v && !strcmp(v, "0")) return Policy::kOff;
+  if (v && !strcmp(v, "1")) return Policy::kAlways;
+  return Policy::kHot;
+}
+
+// One worker thread's state: the block's memory, its warps, and the
+// ExecCtx the interpreter's handlers run with.
+struct Runner {
+  LaunchState& st;
+  const CompiledKernel& ck;
+  ExecCtx x;
+  std::vector<WarpState> warps;
+  std::unique_ptr<uint8_t[]> shared_mem;
+  std::unique_ptr<uint8_t[]> local_mem;
+
+  Runner(LaunchState& s, const CompiledKernel& c) : st(s), ck(c) {}
+
+  // The interpreter's special registers (exec.cpp); the compiler refuses
+  // kernels that use one it does not know.
+  uint32_t special(const WarpState& w, uint32_t id, uint32_t l) const {
+    const Dim3& b = st.block;
+    uint32_t t = w.index * 32 + l;
+    switch (id) {
+      case kTidX: return t % b.x;
+      case kTidY: return (t / b.x) % b.y;
+      case kTidZ: return t / (b.x * b.y);
+      case kNtidX: return b.x;
+      case kNtidY: return b.y;
+      case kNtidZ: return b.z;
+      case kCtaidX: return w.ctaid[0];
+      case kCtaidY: return w.ctaid[1];
+      case kCtaidZ: return w.ctaid[2];
+      case kNctaidX: return st.grid.x;
+      case kNctaidY: return st.grid.y;
+      case kNctaidZ: return st.grid.z;
+      case kLaneId: return l;
+      case kWarpId: return w.index;
+      case kNWarpId: return st.warps_per_block;
+      case kLanemaskEq: return 1u << l;
+      case kLanemaskLe: return static_cast<uint32_t>((2ull << l) - 1);
+      case kLanemaskLt: return (1u << l) - 1;
+      case kLanemaskGe: return ~((1u << l) - 1);
+      case kLanemaskGt: return static_cast<uint32_t>(~((2ull << l) - 1));
+      case kSmId: return 0;
+      case kNSmId: return 1;
+      case kGridId: return 1;
+      default: return 0;
+    }
+  }
+
+  void setup_warp(WarpState& w, uint32_t index, const uint32_t ctaid[3], uint32_t nthreads) {
+    const Function& fn = *st.kernel;
+    w.runner = this;
+    w.index = index;
+    w.ctaid[0] = ctaid[0];
+    w.ctaid[1] = ctaid[1];
+    w.ctaid[2] = ctaid[2];
+    uint32_t exists = 0;
+    for (uint32_t l = 0; l < 32; ++l)
+      if (index * 32 + l < nthreads) exists |= 1u << l;
+    w.live = exists;
+    w.exited = 0;
+    w.blocked = 0;
+    w.done = false;
+    w.at_barrier = false;
+    w.cur_pc = 0;
+    w.cur_mask = exists;
+    w.wait_min = kNoPc;
+    w.fresh = 1;
+    size_t need = static_cast<size_t>(fn.num_slots) * 32;
+    if (w.reg_file.size() < need) w.reg_file.resize(need);
+    w.regs = w.reg_file.data();
+    if (w.nreg_file.size() < need) w.nreg_file.resize(need);
+    w.nregs = w.nreg_file.data();
+    size_t pneed = static_cast<size_t>(fn.lparam_bytes) * 32;
+    if (w.lparams.size() < pneed) w.lparams.resize(pneed);
+    w.shared = shared_mem.get();
+    w.shared_size = st.shared_bytes;
+    w.kparams = st.params;
+    w.kparam_size = st.params_size;
+    // %tid of each lane without a division per lane.
+    uint32_t tid[3][32];
+    {
+      const Dim3& bd = st.block;
+      uint32_t t0 = index * 32;
+      uint32_t x = t0 % bd.x, y = (t0 / bd.x) % bd.y, z = t0 / (bd.x * bd.y);
+      for (int l = 0; l < 32; ++l) {
+        tid[0][l] = x, tid[1][l] = y, tid[2][l] = z;
+        if (++x == bd.x) {
+          x = 0;
+          if (++y == bd.y) y = 0, ++z;
+        }
+      }
+    }
+    uint64_t* regs = w.regs;
+    for (const SlotInit& si : ck.inits) {
+      uint64_t* s = regs + static_cast<size_t>(si.slot) * 32;
+      switch (si.kind) {
+        case SlotInit::Kind::kImm:
+          for (int l = 0; l < 32; ++l) s[l] = si.value;
+          break;
+        case SlotInit::Kind::kVarAddr: {
+          uint64_t v = si.index < st.var_addr.size() ? st.var_addr[si.index] : 0;
+          v = v ? v + si.value : 0;
+          for (int l = 0; l < 32; ++l) s[l] = v;
+          break;
+        }
+        case SlotInit::Kind::kSharedGeneric: {
+          uint64_t v = reinterpret_cast<uint64_t>(shared_mem.get()) + si.value;
+          for (int l = 0; l < 32; ++l) s[l] = v;
+          break;
+        }
+        case SlotInit::Kind::kLocalAddr:
+          for (int l = 0; l < 32; ++l) s[l] = si.value;  // the kernel's frame starts at local offset 0
+          break;
+        case SlotInit::Kind::kSpecial:
+          if (si.index == kTidX || si.index == kTidY || si.index == kTidZ) {
+            const uint32_t* src = si.index == kTidX ? tid[0] : si.index == kTidY ? tid[1] : tid[2];
+            for (int l = 0; l < 32; ++l) s[l] = src[l];
+          } else if (si.index == kLaneId || (si.index >= kLanemaskEq && si.index <= kLanemaskGt)) {
+            for (uint32_t l = 0; l < 32; ++l) s[l] = special(w, si.index, l);
+          } else {
+            uint64_t v = special(w, si.index, 0);  // the same for every lane
+            for (int l = 0; l < 32; ++l) s[l] = v;
+          }
+          break;
+      }
+    }
+  }
+
+  void bind(WarpState& w) {
+    x.regs = w.regs;
+    x.lparams = w.lparams.data();
+    x.lparam_stride = st.kernel->lparam_bytes;
+    x.thread_base = w.index * 32;
+    x.warp = nullptr;
+  }
+
+  bool run_block(uint64_t linear) {
+    uint32_t ctaid[3] = {static_cast<uint32_t>(linear % st.grid.x),
+                         static_cast<uint32_t>((linear / st.grid.x) % st.grid.y),
+                         static_cast<uint32_t>(linear / (uint64_t{st.grid.x} * st.grid.y))};
+    uint32_t nthreads = static_cast<uint32_t>(st.block.count());
+    for (uint32_t i = 0; i < st.warps_per_block; ++i) setup_warp(warps[i], i, ctaid, nthreads);
+    for (;;) {
+      bool all_done = true;
+      for (uint32_t i = 0; i < st.warps_per_block; ++i) {
+        WarpState& w = warps[i];
+        if (w.done || w.at_barrier) {
+          all_done = all_done && w.done;
+          continue;
+        }
+        bind(w);
+        uint32_t r = ck.fn(&w);
+        if (r == kRunFault) return false;
+        if (r == kRunBarrier) {
+          w.at_barrier = true;
+          all_done = false;
+        } else {
+          w.done = true;
+        }
+      }
+      if (all_done) return true;
+      // Every warp is done or waiting: release the barrier.
+      for (uint32_t i = 0; i < st.warps_per_block; ++i) {
+        WarpState& w = warps[i];
+        if (w.done) continue;
+        w.at_barrier = false;
+        w.blocked = 0;
+        w.cur_mask = 0;
+      }
+    }
+  }
+
+  void run() {
+    try {
+      warps.resize(st.warps_per_block);
+      shared_mem.reset(new uint8_t[std::max<uint32_t>(st.shared_bytes, 16)]);
+      if (st.local_stride)
+        local_mem.reset(new uint8_t[static_cast<size_t>(st.local_stride) * st.warps_per_block * 32]);
+    } catch (const std::bad_alloc&) {
+      st.record(Fault::kOutOfResources, "cannot allocate block memory for " + st.kernel->name, 0);
+      return;
+    }
+    x.shared = shared_mem.get();
+    x.shared_size = st.shared_bytes;
+    x.local = local_mem.get();
+    x.local_stride = st.local_stride;
+    x.local_total = uint64_t{st.local_stride} * st.warps_per_block * 32;
+    x.kparams = st.params;
+    x.kparam_size = st.params_size;
+    x.launch = &st;
+    for (auto& w : warps) w.budget = kWatchdogPeriod;
+    const uint64_t blocks = st.grid.count();
+    while (!st.stop.load(std::memory_order_relaxed)) {
+      uint64_t b = st.next_block.fetch_add(1, std::memory_order_relaxed);
+      if (b >= blocks) break;
+      bool ok;
+      try {
+        ok = run_block(b);
+      } catch (const std::bad_alloc&) {
+        x.set_fault(Fault::kOutOfResources, "out of host memory for registers or parameters");
+        ok = false;
+      }
+      if (!ok) {
+        if (x.fault == Fault::kTimeout && x.message == "stopped") break;  // another block faulted
+        char where[96];
+        snprintf(where, sizeof(where), " (kernel %s, block %llu)", st.kernel->name.c_str(),
+                 static_cast<unsigned long long>(b));
+        st.record(x.fault, x.message + where, x.fault_addr);
+        break;
+      }
+    }
+    uint64_t executed = 0;
+    for (const auto& w : warps) executed += w.executed;
+    st.instructions.fetch_add(executed, std::memory_order_relaxed);
+  }
+};
+
+void run_worker(LaunchState& st, const CompiledKernel& ck) {
+  auto r = std::make_unique<Runner>(st, ck);
+  r->run();
+}
+
+extern "C" {
+
+// The interpreter's regroup: the running group's lanes take its pc, then
+// the lowest pc among ready lanes runs next. Returns that pc, or kPcDone /
+// kPcBarrier when no lane is ready.
+uint32_t rgpu_jit_schedule(WarpState* w) {
+  for (uint32_t m = w->cur_mask; m; m &= m - 1) w->pc[__builtin_ctz(m)] = w->cur_pc;
+  uint32_t ready = w->live & ~w->blocked;
+  w->cur_mask = 0;
+  w->wait_min = kNoPc;
+  if (!ready) return w->live ? kPcBarrier : kPcDone;
+  uint32_t best = kNoPc, second = kNoPc;
+  for (uint32_t m = ready; m; m &= m - 1) {
+    uint32_t p = w->pc[__builtin_ctz(m)];
+    if (p < best) second = best, best = p;
+    else if (p > best && p < second) second = p;
+  }
+  for (uint32_t m = ready; m; m &= m - 1) {
+    int l = __builtin_ctz(m);
+    if (w->pc[l] == best) w->cur_mask |= 1u << l;
+  }
+  w->cur_pc = best;
+  w->wait_min = second;
+  return best;
+}
+
+// Lanes waiting at cur_pc join the running group (the interpreter's merge).
+void rgpu_jit_merge(WarpState* w) {
+  uint32_t ready = w->live & ~w->blocked & ~w->cur_mask;
+  uint32_t next = kNoPc;
+  for (uint32_t m = ready; m; m &= m - 1) {
+    int l = __builtin_ctz(m);
+    if (w->pc[l] == w->cur_pc) w->cur_mask |= 1u << l;
+    else if (w->pc[l] < next) next = w->pc[l];
+  }
+  w->wait_min = next;
+}
+
+void rgpu_jit_diverge(WarpState* w, uint32_t taken, uint32_t target, uint32_t fall) {
+  for (uint32_t r = taken; r; r &= r - 1) w->pc[__builtin_ctz(r)] = target;
+  for (uint32_t r = w->cur_mask & ~taken; r; r &= r - 1) w->pc[__builtin_ctz(r)] = fall;
+  w->cur_mask = 0;
+}
+
+void rgpu_jit_exit(WarpState* w, uint32_t m) {
+  w->exited |= m;
+  w->live &= ~m;
+}
+
+void rgpu_jit_barrier(WarpState* w, uint32_t m, uint32_t next_pc) {
+  w->blocked |= m;
+  for (uint32_t r = w->cur_mask; r; r &= r - 1) w->pc[__builtin_ctz(r)] = next_pc;
+  w->cur_mask = 0;
+}
+
+uint32_t rgpu_jit_watchdog(WarpState* w) {
+  w->budget = kWatchdogPeriod;
+  Runner& r = *w->runner;
+  const LaunchState& st = r.st;
+  if (st.stop.load(std::memory_order_relaxed)) {
+    r.x.set_fault(Fault::kTimeout, "stopped");
+    return 1;
+  }
+  const LaunchEnv& env = *st.env;
+  if (env.cancel && env.cancel->load(std::memory_order_relaxed)) {
+    r.x.set_fault(Fault::kTimeout, "launch cancelled in " + st.kernel->name);
+    return 1;
+  }
+  if (env.deadline != std::chrono::steady_clock::time_point::max() && std::chrono::steady_clock::now() > env.deadline) {
+    r.x.set_fault(Fault::kTimeout, "launch timed out in " + st.kernel->name);
+    return 1;
+  }
+  return 0;
+}
+
+// An instruction the compiler hands to the interpreter's handler; the
+// registers it touches were written back to w->regs.
+uint32_t rgpu_jit_op(WarpState* w, const Inst* in, uint32_t m) {
+  ExecCtx& x = w->runner->x;
+  in->fn(x, *in, m);
+  return x.fault != Fault::kNone;
+}
+
+uint32_t rgpu_jit_trap(WarpState* w, const Inst* in) {
+  Runner& r = *w->runner;
+  if (in->kind == Kind::kTrap)
+    r.x.set_fault(Fault::kTrap, "trap at line " + std::to_string(in->line) + " in " + r.st.kernel->name);
+  else
+    r.x.set_fault(Fault::kUnsupported, "unsupported instruction at line " + std::to_string(in->line) + " in " +
+                                           r.st.kernel->name);
+  return 1;
+}
+
+// The fast path of a global access: the span of the warp's access in one
+// call to the checker. On false the compiled code runs the interpreter's
+// handler, which checks lane by lane and names the first bad address.
+uint32_t rgpu_jit_check(WarpState* w, uint64_t lo, uint64_t len, uint32_t write) {
+  return w->runner->st.check(lo, len, write != 0);
+}
+
+// Loads and stores of checked lanes, in lane order (the highest lane's store
+// lands last, as in the interpreter).
+void rgpu_jit_gather(uint64_t* out, const uint64_t* addrs, uint32_t m, uint32_t size, uint32_t sext) {
+  for (; m; m &= m - 1) {
+    int l = __builtin_ctz(m);
+    const void* p = reinterpret_cast<const void*>(addrs[l]);
+    switch (size) {
+      case 1: { int8_t v; memcpy(&v, p, 1); out[l] = sext ? static_cast<uint64_t>(int64_t{v}) : static_cast<uint8_t>(v); break; }
+      case 2: { int16_t v; memcpy(&v, p, 2); out[l] = sext ? static_cast<uint64_t>(int64_t{v}) : static_cast<uint16_t>(v); break; }
+      case 4: { int32_t v; memcpy(&v, p, 4); out[l] = sext ? static_cast<uint64_t>(int64_t{v}) : static_cast<uint32_t>(v); break; }
+      default: memcpy(&out[l], p, 8); break;
+    }
+  }
+}
+
+void rgpu_jit_scatter(const uint64_t* vals, const uint64_t* addrs, uint32_t m, uint32_t size) {
+  for (; m; m &= m - 1) {
+    int l = __builtin_ctz(m);
+    memcpy(reinterpret_cast<void*>(addrs[l]), &vals[l], size);  // little-endian: the low bytes
+  }
+}
+
+}  // extern "C"
+
+}  // namespace rgpu::ptx::jit
