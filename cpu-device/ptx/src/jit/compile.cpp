@@ -1121,6 +1121,9 @@ std::string reason_not_compiled(const ProgramImpl& p, const KernelUnit& unit) {
     if (in.kind == Kind::kCall) return "calls device functions";
     if (in.kind == Kind::kExtern) return "calls printf or assert";
     if (in.kind == Kind::kBar && in.mode != 0) return "uses bar.red";
+    // Lanes of a warp meet at these by the interpreter's scheduling of
+    // waiting lanes, which compiled warps do not follow.
+    if (in.kind == Kind::kWarpSync) return "uses warp-sync instructions with a member mask";
   }
   for (const SlotInit& si : fn.inits) {
     switch (si.kind) {
