@@ -149,6 +149,12 @@ int latency(const rgpu::bench::Args& args) {
   ops.push_back(time_op("ctx_synchronize", warmup, iters, [] { CHECK(cu.cuCtxSynchronize()); }));
   ops.push_back(time_op("mem_get_info", warmup, iters, [&] { CHECK(cu.cuMemGetInfo(&free_bytes, &total)); }));
   ops.push_back(time_op("memcpy_dtoh_4b", warmup, iters, [&] { CHECK(cu.cuMemcpyDtoH(&host, d, 4)); }));
+  // An allocation and its free: the server's quota check is on this path.
+  ops.push_back(time_op("mem_alloc_free_4k", warmup, iters, [&] {
+    CUdeviceptr p;
+    CHECK(cu.cuMemAlloc(&p, 4096));
+    CHECK(cu.cuMemFree(p));
+  }));
   // A synchronize that waits for work: an empty kernel, then its stream's
   // synchronize, which a server answers once the kernel is done.
   CUfunction empty = kernel("rgpu-bench-kernels.ptx", "empty_kernel");
