@@ -6,17 +6,7 @@
 #include <set>
 #include <sstream>
 
-// toml++ 3.3 asserts conditions that malformed text can break (a table
-// header such as "[@x]" reaches parse_key, found by tests/pool's fuzzer),
-// and with NDEBUG under clang turns them into __builtin_assume; its parser
-// then reports the error itself. A typo in pool.toml must be an error
-// message, never an abort or undefined behaviour, so those checks are off
-// here: TOML_ASSERT_ASSUME falls back to TOML_ASSERT when NDEBUG is unset.
-#pragma push_macro("NDEBUG")
-#undef NDEBUG
-#define TOML_ASSERT(expr) static_cast<void>(0)
-#include <toml++/toml.h>
-#pragma pop_macro("NDEBUG")
+#include "rgpu/common/toml.h"
 
 namespace rgpu::pool {
 namespace {
@@ -131,18 +121,7 @@ Status validate(const PoolConfig& c) {
 }
 
 Result<PoolConfig> parse_config(std::string_view toml_text, const std::string& where) {
-  // toml++ 3.3 reaches __builtin_unreachable on some non-ASCII characters
-  // where it looks for white space (U+00A1..U+049A, found by the fuzzer);
-  // every setting here is ASCII, so anything else is refused before it.
-  size_t line = 1, column = 1;
-  for (char c : toml_text) {
-    if (static_cast<unsigned char>(c) >= 0x80) {
-      return invalid_argument(where + ":" + std::to_string(line) + ":" + std::to_string(column) +
-                              ": only ASCII text is accepted");
-    }
-    column = c == '\n' ? 1 : column + 1;
-    line += c == '\n';
-  }
+  if (Status ascii = check_toml_ascii(toml_text, where); !ascii.is_ok()) return ascii;
   toml::table root;
   try {
     root = toml::parse(toml_text, where);

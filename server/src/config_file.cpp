@@ -6,9 +6,9 @@
 #include <fstream>
 #include <sstream>
 
-#include <toml++/toml.h>
 
 #include "rgpu/common/request_text.h"
+#include "rgpu/common/toml.h"
 
 namespace rgpu::server {
 namespace {
@@ -79,6 +79,7 @@ Result<std::string> cut_slices(const toml::table& cut, size_t n) {
 }  // namespace
 
 Result<ConfigFile> parse_config(const std::string& text, const std::string& origin) {
+  if (Status ascii = check_toml_ascii(text, origin); !ascii.is_ok()) return ascii;
   toml::table root;
   try {
     root = toml::parse(text, origin);

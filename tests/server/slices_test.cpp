@@ -182,6 +182,9 @@ TEST(ConfigFile, ErrorsNameTheKey) {
       {"[[cut]]\ndevice = 0\nslices = [{ memory = \"1G\" }]", "needs memory and share"},
       {"[[cut]]\ndevice = 0\nslices = [{ memory = \"1G\", share = 1.0, speed = 2 }]", "unknown slice key 'speed'"},
       {"device = ", "test.toml:1"},
+      // Text that trips toml++'s own checks is an error, never an abort.
+      {"[@x]", "test.toml:1"},
+      {"device = \"cpu\"\n\xc2\xa1 = 1", "test.toml:2:1: only ASCII text is accepted"},
   };
   for (const auto& [text, says] : cases) {
     auto c = parse_config(text, "test.toml");
