@@ -798,6 +798,9 @@ class Gen {
         case Kind::kExtern:
           error_ = "internal: call";
           return;
+        case Kind::kWarpSync:  // reason_not_compiled keeps these interpreted
+          error_ = "internal: warp sync";
+          return;
       }
     }
     if (end < code.size()) jump(end);
