@@ -69,7 +69,10 @@ CUresult Session::graph_call(uint64_t ctx, wire::Call::GraphCall::Reader in, std
     auto it = table.find(h);
     return it != table.end() && it->second == ctx;
   };
+  // The client names the session's ordinal of its device; the driver is
+  // given the server's ordinal of that device (slices.h).
   const uint32_t device = ledger_.device_of(ctx);
+  const int physical = static_cast<int>(device < devices_.size() ? devices_[device].device : device);
   CUresult r = CUDA_ERROR_INVALID_VALUE;
   switch (static_cast<GraphOp>(in.getOp())) {
     case GraphOp::kBeginCapture: {
@@ -171,7 +174,7 @@ CUresult Session::graph_call(uint64_t ctx, wire::Call::GraphCall::Reader in, std
       CUmemAllocationProp prop{};
       prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
       prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-      prop.location.id = static_cast<int>(device);
+      prop.location.id = physical;
       size_t g = 0;
       r = cu_.cuMemGetAllocationGranularity(&g, &prop, static_cast<CUmemAllocationGranularity_flags>(arg(1)));
       if (r == CUDA_SUCCESS) *values = {g};
@@ -186,7 +189,7 @@ CUresult Session::graph_call(uint64_t ctx, wire::Call::GraphCall::Reader in, std
       CUmemAllocationProp prop{};
       prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
       prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-      prop.location.id = static_cast<int>(device);
+      prop.location.id = physical;
       CUmemGenericAllocationHandle h = 0;
       if ((r = cu_.cuMemCreate(&h, size, &prop, 0)) != CUDA_SUCCESS) return r;
       graphs_.chunks[h] = SessionGraphs::Chunk{ctx, size, 1, false};
@@ -287,7 +290,7 @@ CUresult Session::graph_call(uint64_t ctx, wire::Call::GraphCall::Reader in, std
       if (!cu_.cuMemSetAccess) return CUDA_ERROR_NOT_SUPPORTED;
       CUmemAccessDesc desc{};
       desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-      desc.location.id = static_cast<int>(device);
+      desc.location.id = physical;
       desc.flags = static_cast<CUmemAccess_flags>(arg(3));
       if ((r = cu_.cuMemSetAccess(addr, size, &desc, 1)) != CUDA_SUCCESS) return r;
       for (auto it = graphs_.mappings.find(addr); it != graphs_.mappings.end() && it->first < addr + size; ++it) {
@@ -321,7 +324,7 @@ CUresult Session::graph_call(uint64_t ctx, wire::Call::GraphCall::Reader in, std
       if (!cu_.cuMemGetAllocationPropertiesFromHandle) return CUDA_ERROR_NOT_SUPPORTED;
       CUmemAllocationProp prop{};
       if ((r = cu_.cuMemGetAllocationPropertiesFromHandle(&prop, arg(0))) != CUDA_SUCCESS) return r;
-      *values = {static_cast<uint64_t>(prop.location.id)};
+      *values = {device};  // the chunk's context's device, as the session numbers it
       return CUDA_SUCCESS;
     }
   }
