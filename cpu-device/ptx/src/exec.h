@@ -50,6 +50,50 @@ struct LaunchState {
   }
 };
 
+// The value of special register `id` for lane l of warp `warp` of the block
+// `ctaid` in launch st: one definition for the interpreter and the compiled
+// path (which refuses kernels that read registers it cannot initialize).
+inline uint64_t special_register(const LaunchState& st, uint32_t warp, const uint32_t ctaid[3], uint32_t id,
+                                 uint32_t l) {
+  const Dim3& b = st.block;
+  const uint32_t t = warp * 32 + l;
+  switch (id) {
+    case kTidX: return t % b.x;
+    case kTidY: return (t / b.x) % b.y;
+    case kTidZ: return t / (b.x * b.y);
+    case kNtidX: return b.x;
+    case kNtidY: return b.y;
+    case kNtidZ: return b.z;
+    case kCtaidX: return ctaid[0];
+    case kCtaidY: return ctaid[1];
+    case kCtaidZ: return ctaid[2];
+    case kNctaidX: return st.grid.x;
+    case kNctaidY: return st.grid.y;
+    case kNctaidZ: return st.grid.z;
+    case kLaneId: return l;
+    case kWarpId: return warp;
+    case kNWarpId: return st.warps_per_block;
+    case kLanemaskEq: return 1u << l;
+    case kLanemaskLe: return static_cast<uint32_t>((2ull << l) - 1);
+    case kLanemaskLt: return (1u << l) - 1;
+    case kLanemaskGe: return ~((1u << l) - 1);
+    case kLanemaskGt: return static_cast<uint32_t>(~((2ull << l) - 1));
+    case kSmId: return 0;
+    case kNSmId: return 1;
+    case kGridId: return 1;
+    case kDynamicSmem: return st.dynamic_shared_bytes;
+    case kTotalSmem: return st.user_shared_bytes;
+    case kAggrSmem: return st.user_shared_bytes + kReservedSmemBytes;
+    case kReservedBegin:
+    case kReserved0: return st.reserved_offset;
+    case kReserved1: return st.reserved_offset + kReservedSmemBytes / 2;
+    case kReservedEnd: return st.reserved_offset + kReservedSmemBytes;
+    case kReservedCap: return kReservedSmemBytes;
+    case kOne: return 1;
+    default: return 0;
+  }
+}
+
 // Runs blocks from st.next_block until none are left or st.stop is set.
 // One call per worker thread.
 void run_worker(LaunchState& st);

@@ -33,37 +33,10 @@ struct Runner {
 
   Runner(LaunchState& s, const CompiledKernel& c) : st(s), ck(c) {}
 
-  // The interpreter's special registers (exec.cpp); the compiler refuses
-  // kernels that use one it does not know.
-  uint32_t special(const WarpState& w, uint32_t id, uint32_t l) const {
-    const Dim3& b = st.block;
-    uint32_t t = w.index * 32 + l;
-    switch (id) {
-      case kTidX: return t % b.x;
-      case kTidY: return (t / b.x) % b.y;
-      case kTidZ: return t / (b.x * b.y);
-      case kNtidX: return b.x;
-      case kNtidY: return b.y;
-      case kNtidZ: return b.z;
-      case kCtaidX: return w.ctaid[0];
-      case kCtaidY: return w.ctaid[1];
-      case kCtaidZ: return w.ctaid[2];
-      case kNctaidX: return st.grid.x;
-      case kNctaidY: return st.grid.y;
-      case kNctaidZ: return st.grid.z;
-      case kLaneId: return l;
-      case kWarpId: return w.index;
-      case kNWarpId: return st.warps_per_block;
-      case kLanemaskEq: return 1u << l;
-      case kLanemaskLe: return static_cast<uint32_t>((2ull << l) - 1);
-      case kLanemaskLt: return (1u << l) - 1;
-      case kLanemaskGe: return ~((1u << l) - 1);
-      case kLanemaskGt: return static_cast<uint32_t>(~((2ull << l) - 1));
-      case kSmId: return 0;
-      case kNSmId: return 1;
-      case kGridId: return 1;
-      default: return 0;
-    }
+  // The interpreter's special registers; the compiler refuses kernels that
+  // read one it does not initialize.
+  uint64_t special(const WarpState& w, uint32_t id, uint32_t l) const {
+    return special_register(st, w.index, w.ctaid, id, l);
   }
 
   void setup_warp(WarpState& w, uint32_t index, const uint32_t ctaid[3], uint32_t nthreads) {
