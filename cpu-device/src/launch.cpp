@@ -148,7 +148,12 @@ CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const st
       r = module->program().launch(kernel, shape.grid, shape.block, shape.shared_bytes, params.data(), params.size(),
                                    env);
     }
-    if (fair) fair->charge(fair_id, thread_cpu_ns() - cpu_before + shared.helper_cpu_ns());
+    // Compiling the kernel (once per program, shared by every slice) is
+    // the device's cost, not this slice's.
+    if (fair) {
+      const int64_t used = thread_cpu_ns() - cpu_before - static_cast<int64_t>(r.compile_cpu_ns);
+      fair->charge(fair_id, std::max<int64_t>(0, used) + shared.helper_cpu_ns());
+    }
     if (r.ok()) return CUDA_SUCCESS;
     auto code = static_cast<CUresult>(ptx::cuda_error_code(r.fault));
     RGPU_ERROR("cpudev kernel fault kernel=%s fault=%s address=0x%llx detail=\"%s\"", k.name.c_str(),

@@ -2,6 +2,8 @@
 // then runs blocks on the caller's pool or on threads started here).
 #include <cuda.h>
 
+#include <time.h>
+
 #include <algorithm>
 #include <thread>
 
@@ -168,12 +170,21 @@ LaunchResult Program::launch(int kernel_index, Dim3 grid, Dim3 block, uint32_t d
   // The compiled path where it covers the kernel, else the interpreter.
   std::function<void()> work = [&st] { run_worker(st); };
   bool compiled = false;
+  uint64_t compile_cpu_ns = 0;
 #ifdef RGPU_PTX_JIT
+  auto thread_cpu_ns = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  };
   jit::Policy policy = p.jit ? jit::policy(env) : jit::Policy::kOff;
   if (policy == jit::Policy::kAlways ||
       (policy == jit::Policy::kHot && p.jit->interpreted[static_cast<size_t>(kernel_index)].load(
                                           std::memory_order_relaxed) >= jit::kHotInstructions)) {
-    if (const jit::CompiledKernel* ck = jit::kernel_code(p, *p.jit, kernel_index, unit)) {
+    const uint64_t before = thread_cpu_ns();
+    const jit::CompiledKernel* ck = jit::kernel_code(p, *p.jit, kernel_index, unit);
+    compile_cpu_ns = thread_cpu_ns() - before;  // near 0 once compiled (or refused)
+    if (ck) {
       work = [&st, ck] { jit::run_worker(st, *ck); };
       compiled = true;
     }
@@ -206,6 +217,7 @@ LaunchResult Program::launch(int kernel_index, Dim3 grid, Dim3 block, uint32_t d
   }
   r.thread_instructions = st.instructions.load();
   r.compiled = compiled;
+  r.compile_cpu_ns = compile_cpu_ns;
 #ifdef RGPU_PTX_JIT
   if (!compiled && p.jit)
     p.jit->interpreted[static_cast<size_t>(kernel_index)].fetch_add(r.thread_instructions, std::memory_order_relaxed);

@@ -87,6 +87,10 @@ struct LaunchResult {
   uint64_t address = 0;            // faulting address, when there is one
   uint64_t thread_instructions = 0;  // instructions executed, counted per active lane
   bool compiled = false;           // ran as native code (the compiled path), not interpreted
+  // CPU time the launching thread spent compiling the kernel for this launch
+  // (0 unless this launch compiled it): a cost of the device, which compute
+  // shares do not charge to the launch's slice.
+  uint64_t compile_cpu_ns = 0;
   bool ok() const { return fault == Fault::kNone; }
   // The coarse rgpu status: ok, kInvalidArgument, kUnimplemented or kFailed.
   Status status() const;
