@@ -80,27 +80,11 @@ struct Worker {
     uint64_t* regs = w.regs.data() + f.reg_base;
     for (const SlotInit& si : fn.inits) {
       uint64_t* s = regs + static_cast<size_t>(si.slot) * 32;
-      switch (si.kind) {
-        case SlotInit::Kind::kImm:
-          for (int l = 0; l < 32; ++l) s[l] = si.value;
-          break;
-        case SlotInit::Kind::kVarAddr: {
-          uint64_t v = si.index < st.var_addr.size() ? st.var_addr[si.index] : 0;
-          v = v ? v + si.value : 0;
-          for (int l = 0; l < 32; ++l) s[l] = v;
-          break;
-        }
-        case SlotInit::Kind::kSharedGeneric: {
-          uint64_t v = reinterpret_cast<uint64_t>(shared_mem.get()) + si.value;
-          for (int l = 0; l < 32; ++l) s[l] = v;
-          break;
-        }
-        case SlotInit::Kind::kLocalAddr:
-          for (int l = 0; l < 32; ++l) s[l] = f.local_base + si.value;
-          break;
-        case SlotInit::Kind::kSpecial:
-          for (uint32_t l = 0; l < 32; ++l) s[l] = special(w, si.index, l);
-          break;
+      if (si.kind == SlotInit::Kind::kSpecial) {
+        for (uint32_t l = 0; l < 32; ++l) s[l] = special(w, si.index, l);
+      } else {
+        const uint64_t v = uniform_slot_value(st, si, reinterpret_cast<uint64_t>(shared_mem.get()), f.local_base);
+        for (int l = 0; l < 32; ++l) s[l] = v;
       }
     }
     size_t pneed = f.lparam_base + static_cast<size_t>(fn.lparam_bytes) * 32;

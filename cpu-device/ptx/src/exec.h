@@ -94,6 +94,27 @@ inline uint64_t special_register(const LaunchState& st, uint32_t warp, const uin
   }
 }
 
+// The value every lane of a frame's slot starts with for the lane-uniform
+// kinds of initialization (kImm, kVarAddr, kSharedGeneric, kLocalAddr), in a
+// block whose shared memory starts at `shared_base` and a frame whose local
+// memory starts at offset `local_base`; kSpecial depends on the lane
+// (special_register). One definition for the interpreter and the compiled
+// path.
+inline uint64_t uniform_slot_value(const LaunchState& st, const SlotInit& si, uint64_t shared_base,
+                                   uint64_t local_base) {
+  switch (si.kind) {
+    case SlotInit::Kind::kImm: return si.value;
+    case SlotInit::Kind::kVarAddr: {
+      const uint64_t v = si.index < st.var_addr.size() ? st.var_addr[si.index] : 0;
+      return v ? v + si.value : 0;
+    }
+    case SlotInit::Kind::kSharedGeneric: return shared_base + si.value;
+    case SlotInit::Kind::kLocalAddr: return local_base + si.value;
+    case SlotInit::Kind::kSpecial: return 0;
+  }
+  return 0;
+}
+
 // Runs blocks from st.next_block until none are left or st.stop is set.
 // One call per worker thread.
 void run_worker(LaunchState& st);

@@ -88,22 +88,14 @@ struct Runner {
       uint64_t* s = regs + static_cast<size_t>(si.slot) * 32;
       switch (si.kind) {
         case SlotInit::Kind::kImm:
-          for (int l = 0; l < 32; ++l) s[l] = si.value;
-          break;
-        case SlotInit::Kind::kVarAddr: {
-          uint64_t v = si.index < st.var_addr.size() ? st.var_addr[si.index] : 0;
-          v = v ? v + si.value : 0;
+        case SlotInit::Kind::kVarAddr:
+        case SlotInit::Kind::kSharedGeneric:
+        case SlotInit::Kind::kLocalAddr: {
+          // The kernel's frame starts at local offset 0.
+          const uint64_t v = uniform_slot_value(st, si, reinterpret_cast<uint64_t>(shared_mem.get()), 0);
           for (int l = 0; l < 32; ++l) s[l] = v;
           break;
         }
-        case SlotInit::Kind::kSharedGeneric: {
-          uint64_t v = reinterpret_cast<uint64_t>(shared_mem.get()) + si.value;
-          for (int l = 0; l < 32; ++l) s[l] = v;
-          break;
-        }
-        case SlotInit::Kind::kLocalAddr:
-          for (int l = 0; l < 32; ++l) s[l] = si.value;  // the kernel's frame starts at local offset 0
-          break;
         case SlotInit::Kind::kSpecial:
           if (si.index == kTidX || si.index == kTidY || si.index == kTidZ) {
             const uint32_t* src = si.index == kTidX ? tid[0] : si.index == kTidY ? tid[1] : tid[2];
