@@ -6,6 +6,7 @@
 #include <new>
 
 #include "rgpu/common/log.h"
+#include "rgpu/cpu_libs/device_memory.h"
 
 namespace rgpu::cpublas {
 
@@ -30,14 +31,10 @@ bool host_bytes(const Operand& op, uint64_t* out) {
   return mul(uint64_t(op.rows), uint64_t(op.cols), &n) && mul(n, uint64_t(op.distinct()), &n) && mul(n, op.elem, out);
 }
 
-// True when the operand lies inside one live allocation of the current context.
+// True when the operand lies inside live memory of the current context.
 bool inside_allocation(const Operand& op) {
   uint64_t bytes;
-  if (!span_bytes(op, &bytes)) return false;
-  CUdeviceptr base = 0;
-  size_t size = 0;
-  if (cuMemGetAddressRange(&base, &size, op.ptr) != CUDA_SUCCESS) return false;
-  return op.ptr - base <= size && bytes <= size - (op.ptr - base);
+  return span_bytes(op, &bytes) && cpu_libs::inside_device_memory(op.ptr, bytes);
 }
 
 CUresult copy_2d(CUdeviceptr dev, char* host, size_t width, size_t height, size_t dev_pitch,

@@ -6,17 +6,13 @@
 #include <exception>
 
 #include "rgpu/common/log.h"
+#include "rgpu/cpu_libs/device_memory.h"
 
 namespace rgpu::cpudnn {
 
 namespace {
 
-bool inside_allocation(const Span& s) {
-  CUdeviceptr base = 0;
-  size_t size = 0;
-  if (cuMemGetAddressRange(&base, &size, s.ptr) != CUDA_SUCCESS) return false;
-  return s.ptr - base <= size && s.bytes <= size - (s.ptr - base);
-}
+bool inside_allocation(const Span& s) { return cpu_libs::inside_device_memory(s.ptr, s.bytes); }
 
 void CUDA_CB release_job(void* job) { delete static_cast<Job*>(job); }
 
