@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -60,6 +61,21 @@ fs::path find_client_library() {
     if (fs::exists(p, ec)) return fs::weakly_canonical(p, ec);
   }
   return {};
+}
+
+// The sonames in `dir` (lib/rgpu/: links to librgpu.so, one per library name
+// rgpu answers to), sorted so that the preload list is the same every run.
+std::vector<std::string> rgpu_sonames(const fs::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("lib", 0) == 0 && name.find(".so.") != std::string::npos && entry.is_symlink(ec)) {
+      names.push_back(name);
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 pid_t g_child = 0;
@@ -227,6 +243,12 @@ int run(int argc, char** argv) {
   }
 
   std::string preload = library.string();
+  // Every soname rgpu answers to, by bare name: each is found in lib/rgpu/
+  // (LD_LIBRARY_PATH below) as a link to the library already preloaded, so
+  // the loader only adds the name. A program that finds NVIDIA's libraries
+  // through its own RPATH (pip's PyTorch and the nvidia-* wheels) then binds
+  // to rgpu's, which are loaded first, and never maps NVIDIA's.
+  for (const std::string& name : rgpu_sonames(library.parent_path() / "rgpu")) preload += ":" + name;
   // The NVRTC fronts (docs/pytorch.md): preloaded where NVIDIA's NVRTC is
   // installed, so that run-time compiled code loads on any device.
   for (const char* soname : {"libnvrtc.so.12", "libnvrtc.so.13"}) {
