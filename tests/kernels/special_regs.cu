@@ -1,7 +1,8 @@
 // Reads PTX's predefined identifiers and special registers, and uses the
 // reserved shared memory region next to static and dynamic shared memory.
-#define SREG32(name) ({ unsigned r_; asm volatile("mov.u32 %0, " name ";" : "=r"(r_)); r_; })
-#define SREG64(name) ({ unsigned long long r_; asm volatile("mov.u64 %0, " name ";" : "=l"(r_)); r_; })
+// (Lambdas, not GNU statement expressions, so that NVRTC compiles it too.)
+#define SREG32(name) ([] { unsigned r_; asm volatile("mov.u32 %0, " name ";" : "=r"(r_)); return r_; }())
+#define SREG64(name) ([] { unsigned long long r_; asm volatile("mov.u64 %0, " name ";" : "=l"(r_)); return r_; }())
 #define NREGS 32
 
 extern "C" __global__ void special_regs(unsigned* out, unsigned long long* out64) {

@@ -15,7 +15,7 @@ class CorpusMath : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(CorpusMath, F64Math) {
-  Module m = load("f64_math");
+  RGPU_CORPUS_LOAD(m, "f64_math");
   ASSERT_TRUE(m.ok());
   const int n = 257;
   auto in = random_vector<double>(n, -3, 3, 21);
@@ -30,7 +30,7 @@ TEST_P(CorpusMath, F64Math) {
 }
 
 TEST_P(CorpusMath, F16Math) {
-  Module m = load("f16_math");
+  RGPU_CORPUS_LOAD(m, "f16_math");
   ASSERT_TRUE(m.ok());
   const int n = 200;
   std::vector<uint16_t> a(n), b(n);
@@ -51,7 +51,7 @@ TEST_P(CorpusMath, F16Math) {
 }
 
 TEST_P(CorpusMath, MathFunctionsWithinApproxTolerance) {
-  Module m = load("math_funcs");
+  RGPU_CORPUS_LOAD(m, "math_funcs");
   ASSERT_TRUE(m.ok());
   const int n = 300;
   auto in = random_vector<float>(n, -1.5f, 1.5f, 24);
@@ -66,7 +66,7 @@ TEST_P(CorpusMath, MathFunctionsWithinApproxTolerance) {
 }
 
 TEST_P(CorpusMath, MoreMathAnd64BitDivision) {
-  Module m = load("math_more");
+  RGPU_CORPUS_LOAD(m, "math_more");
   ASSERT_TRUE(m.ok());
   const int n = 200;
   auto in = random_vector<float>(n, -0.95f, 0.95f, 37);
@@ -89,7 +89,7 @@ TEST_P(CorpusMath, MoreMathAnd64BitDivision) {
 }
 
 TEST_P(CorpusMath, Conversions) {
-  Module m = load("conversions");
+  RGPU_CORPUS_LOAD(m, "conversions");
   ASSERT_TRUE(m.ok());
   const int n = 256;
   auto in = random_vector<float>(n, -300, 300, 25);
@@ -118,7 +118,7 @@ TEST_P(CorpusMath, Conversions) {
 }
 
 TEST_P(CorpusMath, BitIntrinsics) {
-  Module m = load("bits");
+  RGPU_CORPUS_LOAD(m, "bits");
   ASSERT_TRUE(m.ok());
   const int n = 300;
   auto a = random_vector<unsigned>(n, 0, 0xffffffffu, 26), b = random_vector<unsigned>(n, 0, 0xffffffffu, 27);
@@ -134,7 +134,7 @@ TEST_P(CorpusMath, BitIntrinsics) {
 }
 
 TEST_P(CorpusMath, GlobalAtomicsOfEveryKind) {
-  Module m = load("atomics");
+  RGPU_CORPUS_LOAD(m, "atomics");
   ASSERT_TRUE(m.ok());
   const int n = 1000;
   auto in = random_vector<int>(n, -100000, 100000, 28);
@@ -160,7 +160,7 @@ TEST_P(CorpusMath, GlobalAtomicsOfEveryKind) {
 }
 
 TEST_P(CorpusMath, VoteBallot) {
-  Module m = load("vote");
+  RGPU_CORPUS_LOAD(m, "vote");
   ASSERT_TRUE(m.ok());
   const int n = 256;
   auto in = random_vector<int>(n, -20, 120, 29);
@@ -178,7 +178,7 @@ TEST_P(CorpusMath, VoteBallot) {
 }
 
 TEST_P(CorpusMath, WarpShufflesAndActivemask) {
-  Module m = load("warp_ops");
+  RGPU_CORPUS_LOAD(m, "warp_ops");
   ASSERT_TRUE(m.ok());
   const int threads = 128;
   auto in = random_vector<int>(threads, 0, 1000, 30);
@@ -193,7 +193,7 @@ TEST_P(CorpusMath, WarpShufflesAndActivemask) {
 }
 
 TEST_P(CorpusMath, WarpReduxAndMatch) {
-  Module m = load("warp_sm80");
+  RGPU_CORPUS_LOAD(m, "warp_sm80");
   ASSERT_TRUE(m.ok());
   const int threads = 96;
   auto in = random_vector<int>(threads, -1000, 1000, 31);
@@ -208,7 +208,7 @@ TEST_P(CorpusMath, WarpReduxAndMatch) {
 }
 
 TEST_P(CorpusMath, DeviceFunctionsWithLoops) {
-  Module m = load("device_funcs");
+  RGPU_CORPUS_LOAD(m, "device_funcs");
   ASSERT_TRUE(m.ok());
   const int n = 200;
   auto in = random_vector<unsigned>(n, 0, 100000, 32);
@@ -226,7 +226,7 @@ TEST_P(CorpusMath, DeviceFunctionsWithLoops) {
 }
 
 TEST_P(CorpusMath, RecursiveDeviceFunctions) {
-  Module m = load("device_funcs");
+  RGPU_CORPUS_LOAD(m, "device_funcs");
   ASSERT_TRUE(m.ok());
   const int n = 100;
   auto in = random_vector<int>(n, 0, 100000000, 38);
@@ -241,7 +241,7 @@ TEST_P(CorpusMath, RecursiveDeviceFunctions) {
 }
 
 TEST_P(CorpusMath, DivergenceAndReconvergence) {
-  Module m = load("divergence");
+  RGPU_CORPUS_LOAD(m, "divergence");
   ASSERT_TRUE(m.ok());
   const int n = 300, block = 128;
   auto in = random_vector<int>(n, 0, 5000, 33);
@@ -256,7 +256,7 @@ TEST_P(CorpusMath, DivergenceAndReconvergence) {
 }
 
 TEST_P(CorpusMath, LocalMemoryArray) {
-  Module m = load("local_array");
+  RGPU_CORPUS_LOAD(m, "local_array");
   ASSERT_TRUE(m.ok());
   const int n = 333;
   auto in = random_vector<int>(n, -1000, 1000, 34);
@@ -271,7 +271,7 @@ TEST_P(CorpusMath, LocalMemoryArray) {
 }
 
 TEST_P(CorpusMath, StructAndArrayByValue) {
-  Module m = load("params");
+  RGPU_CORPUS_LOAD(m, "params");
   ASSERT_TRUE(m.ok());
   const int n = 100;
   tk::Params p{1.5f, -7, 0.25, 'A', 123456789012LL};
@@ -288,7 +288,7 @@ TEST_P(CorpusMath, StructAndArrayByValue) {
 }
 
 TEST_P(CorpusMath, GridConstantParameterByAddress) {
-  Module m = load("params");
+  RGPU_CORPUS_LOAD(m, "params");
   ASSERT_TRUE(m.ok());
   tk::Table t{};
   for (int i = 0; i < 16; ++i) t.a[i] = 0.5f * i - 2.f;
@@ -304,7 +304,7 @@ TEST_P(CorpusMath, GridConstantParameterByAddress) {
 }
 
 TEST_P(CorpusMath, DevicePrintf) {
-  Module m = load("printf");
+  RGPU_CORPUS_LOAD(m, "printf");
   ASSERT_TRUE(m.ok());
   DeviceTable mem;
   auto args = m.args("hello_printf");
@@ -317,7 +317,7 @@ TEST_P(CorpusMath, DevicePrintf) {
 }
 
 TEST_P(CorpusMath, BarrierReductionsAndDotProducts) {
-  Module m = load("block_reduce");
+  RGPU_CORPUS_LOAD(m, "block_reduce");
   ASSERT_TRUE(m.ok());
   const int blocks = 3, block = 96;
   auto in = random_vector<int>(blocks * block, -100, 100, 36);
@@ -334,5 +334,6 @@ TEST_P(CorpusMath, BarrierReductionsAndDotProducts) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, CorpusMath, ::testing::Values("sm_75", "sm_80", "sm_86", "sm_89", "sm_90"));
+INSTANTIATE_TEST_SUITE_P(Cuda12, CorpusMath, ::testing::ValuesIn(cuda12_archs()));
 
 }  // namespace rgpu::ptx::testing

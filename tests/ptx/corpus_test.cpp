@@ -13,7 +13,7 @@ class Corpus : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(Corpus, VecAddAndSaxpy) {
-  Module m = load("elementwise");
+  RGPU_CORPUS_LOAD(m, "elementwise");
   ASSERT_TRUE(m.ok());
   const int n = 1000;
   auto a = random_vector<float>(n, -10, 10, 1), b = random_vector<float>(n, -10, 10, 2);
@@ -37,7 +37,7 @@ TEST_P(Corpus, VecAddAndSaxpy) {
 }
 
 TEST_P(Corpus, IntegerDivisionByVariables) {
-  Module m = load("elementwise");
+  RGPU_CORPUS_LOAD(m, "elementwise");
   ASSERT_TRUE(m.ok());
   const int n = 300;
   auto a = random_vector<int>(n, -100000, 100000, 3), b = random_vector<int>(n, -500, 500, 4);
@@ -54,7 +54,7 @@ TEST_P(Corpus, IntegerDivisionByVariables) {
 }
 
 TEST_P(Corpus, MatmulNaiveAndTiled) {
-  Module m = load("matmul");
+  RGPU_CORPUS_LOAD(m, "matmul");
   ASSERT_TRUE(m.ok());
   const int M = 37, N = 45, K = 29;
   auto A = random_vector<float>(M * K, -1, 1, 5), B = random_vector<float>(K * N, -1, 1, 6);
@@ -72,7 +72,7 @@ TEST_P(Corpus, MatmulNaiveAndTiled) {
 }
 
 TEST_P(Corpus, ReduceSharedMemory) {
-  Module m = load("reduce");
+  RGPU_CORPUS_LOAD(m, "reduce");
   ASSERT_TRUE(m.ok());
   const int n = 5000, block = 256;
   auto in = random_vector<float>(n, 0, 1, 7);
@@ -88,7 +88,7 @@ TEST_P(Corpus, ReduceSharedMemory) {
 }
 
 TEST_P(Corpus, ReduceWarpShuffle) {
-  Module m = load("reduce");
+  RGPU_CORPUS_LOAD(m, "reduce");
   ASSERT_TRUE(m.ok());
   const int n = 10007;
   auto in = random_vector<int>(n, -1000, 1000, 8);
@@ -105,7 +105,7 @@ TEST_P(Corpus, ReduceWarpShuffle) {
 }
 
 TEST_P(Corpus, InclusiveAndExclusiveScan) {
-  Module m = load("scan");
+  RGPU_CORPUS_LOAD(m, "scan");
   ASSERT_TRUE(m.ok());
   for (int n : {1000, 1024}) {
     auto in = random_vector<int>(n, -50, 50, 9 + n);
@@ -129,7 +129,7 @@ TEST_P(Corpus, InclusiveAndExclusiveScan) {
 }
 
 TEST_P(Corpus, HistogramGlobalAndSharedAtomics) {
-  Module m = load("histogram");
+  RGPU_CORPUS_LOAD(m, "histogram");
   ASSERT_TRUE(m.ok());
   const int n = 20000;
   auto in = random_vector<unsigned char>(n, 0, 255, 10);
@@ -149,7 +149,7 @@ TEST_P(Corpus, HistogramGlobalAndSharedAtomics) {
 }
 
 TEST_P(Corpus, TransposeNaiveAndTiled) {
-  Module m = load("transpose");
+  RGPU_CORPUS_LOAD(m, "transpose");
   ASSERT_TRUE(m.ok());
   const int rows = 70, cols = 45;
   auto in = random_vector<float>(rows * cols, -5, 5, 11);
@@ -176,7 +176,7 @@ TEST_P(Corpus, TransposeNaiveAndTiled) {
 }
 
 TEST_P(Corpus, Stencil1D) {
-  Module m = load("stencil");
+  RGPU_CORPUS_LOAD(m, "stencil");
   ASSERT_TRUE(m.ok());
   const int n = 1000;
   auto in = random_vector<float>(n, -1, 1, 12);
@@ -191,7 +191,7 @@ TEST_P(Corpus, Stencil1D) {
 }
 
 TEST_P(Corpus, DynamicSharedMemory) {
-  Module m = load("dynamic_shared");
+  RGPU_CORPUS_LOAD(m, "dynamic_shared");
   ASSERT_TRUE(m.ok());
   const int n = 1000, block = 128;
   auto data = random_vector<int>(n, 0, 1 << 20, 13);
@@ -211,5 +211,6 @@ TEST_P(Corpus, DynamicSharedMemory) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, Corpus, ::testing::Values("sm_75", "sm_80", "sm_86", "sm_89", "sm_90"));
+INSTANTIATE_TEST_SUITE_P(Cuda12, Corpus, ::testing::ValuesIn(cuda12_archs()));
 
 }  // namespace rgpu::ptx::testing

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -24,10 +25,44 @@ inline std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-// PTX of corpus kernel file `stem` compiled for `arch` at build time.
-inline std::string corpus_ptx(const std::string& stem, const std::string& arch) {
-  return read_file(std::string(RGPU_PTX_DIR) + "/" + stem + "." + arch + ".ptx");
+// The corpus comes in two compilations. "sm_XX": nvcc 13 at build time.
+// "cuda12_sm_XX": CUDA 12.4's NVRTC, run by tests/ptx/cuda12_sweep.sh
+// (tests/kernels/rtc_ptx.py), which names the folder in RGPU_PTX_CUDA12_DIR;
+// without it there are no such architectures and their tests do not exist.
+inline bool is_cuda12(const std::string& arch) { return arch.rfind("cuda12_", 0) == 0; }
+
+inline std::vector<std::string> cuda12_archs() {
+  const char* dir = std::getenv("RGPU_PTX_CUDA12_DIR");
+  if (dir == nullptr || *dir == '\0') return {};
+  return {"cuda12_sm_75", "cuda12_sm_80", "cuda12_sm_86", "cuda12_sm_89", "cuda12_sm_90"};
 }
+
+// The compute capability an architecture name ends in: 80 for sm_80.
+inline int arch_number(const std::string& arch) { return std::stoi(arch.substr(arch.rfind("sm_") + 3)); }
+
+// PTX of corpus kernel file `stem` compiled for `arch`.
+inline std::string corpus_ptx(const std::string& stem, const std::string& arch) {
+  const std::string dir = is_cuda12(arch) ? std::getenv("RGPU_PTX_CUDA12_DIR") : RGPU_PTX_DIR;
+  return read_file(dir + "/" + stem + "." + arch + ".ptx");
+}
+
+// Whether the NVRTC compilation left `stem` out because it needs CUDA
+// headers it was not given (listed in missing.txt).
+inline bool corpus_missing(const std::string& stem, const std::string& arch) {
+  if (!is_cuda12(arch)) return false;
+  std::istringstream lines(read_file(std::string(std::getenv("RGPU_PTX_CUDA12_DIR")) + "/missing.txt"));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.substr(0, line.find(' ')) == stem) return true;
+  }
+  return false;
+}
+
+// In a TEST_P over architectures: `Module var = load(stem)`, or the test is
+// skipped when that compilation of the corpus left the file out.
+#define RGPU_CORPUS_LOAD(var, stem)                                                                 \
+  if (::rgpu::ptx::testing::corpus_missing(stem, GetParam()))                                      \
+    GTEST_SKIP() << stem << " needs CUDA headers that this compilation of the corpus was not given"; \
+  Module var = load(stem)
 
 // The table of "device allocations": host vectors registered by address.
 class DeviceTable {

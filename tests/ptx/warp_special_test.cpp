@@ -13,11 +13,11 @@ namespace tk = rgpu::testkernels;
 class WarpSpecial : public ::testing::TestWithParam<std::string> {
  protected:
   Module load(const std::string& stem) { return Module(corpus_ptx(stem, GetParam())); }
-  int sm() const { return std::stoi(GetParam().substr(3)); }
+  int sm() const { return arch_number(GetParam()); }
 };
 
 TEST_P(WarpSpecial, GroupsWithTheirOwnMasks) {
-  Module m = load("warp_masks");
+  RGPU_CORPUS_LOAD(m, "warp_masks");
   ASSERT_TRUE(m.ok());
   const int threads = 128;
   for (uint64_t seed : {41u, 42u, 43u}) {
@@ -36,7 +36,7 @@ TEST_P(WarpSpecial, GroupsWithTheirOwnMasks) {
 }
 
 TEST_P(WarpSpecial, SpecialRegisters) {
-  Module m = load("special_regs");
+  RGPU_CORPUS_LOAD(m, "special_regs");
   ASSERT_TRUE(m.ok());
   const int blocks = 3, block = 64, threads = blocks * block;
   std::vector<unsigned> out(32 * threads, 0xdeadbeef);
@@ -94,7 +94,7 @@ TEST_P(WarpSpecial, SpecialRegisters) {
 // Tiles of 64 threads: two warps share the tile's scratch in the reserved
 // shared memory and wait for each other there.
 TEST_P(WarpSpecial, CooperativeGroupsTilesOfTwoWarps) {
-  Module m = load("cg_tiles");
+  RGPU_CORPUS_LOAD(m, "cg_tiles");
   ASSERT_TRUE(m.ok());
   const int blocks = 3, block = 256, threads = blocks * block;
   auto in = random_vector<int>(threads, -1000, 1000, 44);
@@ -111,6 +111,7 @@ TEST_P(WarpSpecial, CooperativeGroupsTilesOfTwoWarps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, WarpSpecial, ::testing::Values("sm_75", "sm_80", "sm_86", "sm_89", "sm_90"));
+INSTANTIATE_TEST_SUITE_P(Cuda12, WarpSpecial, ::testing::ValuesIn(cuda12_archs()));
 
 // A kernel whose shared memory ends exactly at its static size still faults
 // one byte past it: the reserved region exists only for kernels that read
