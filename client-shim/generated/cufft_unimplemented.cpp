@@ -11,43 +11,10 @@
 
 extern "C" {
 
-RGPU_SHIM_EXPORT int cufftCreate() noexcept { return ::rgpu::shim::report_unimplemented("cufftCreate", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftDestroy() noexcept { return ::rgpu::shim::report_unimplemented("cufftDestroy", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftEstimate1d() noexcept { return ::rgpu::shim::report_unimplemented("cufftEstimate1d", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftEstimate2d() noexcept { return ::rgpu::shim::report_unimplemented("cufftEstimate2d", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftEstimate3d() noexcept { return ::rgpu::shim::report_unimplemented("cufftEstimate3d", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftEstimateMany() noexcept { return ::rgpu::shim::report_unimplemented("cufftEstimateMany", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftExecC2C() noexcept { return ::rgpu::shim::report_unimplemented("cufftExecC2C", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftExecC2R() noexcept { return ::rgpu::shim::report_unimplemented("cufftExecC2R", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftExecD2Z() noexcept { return ::rgpu::shim::report_unimplemented("cufftExecD2Z", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftExecR2C() noexcept { return ::rgpu::shim::report_unimplemented("cufftExecR2C", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftExecZ2D() noexcept { return ::rgpu::shim::report_unimplemented("cufftExecZ2D", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftExecZ2Z() noexcept { return ::rgpu::shim::report_unimplemented("cufftExecZ2Z", 16, "CUFFT_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cufftGetPlanPropertyInt64() noexcept { return ::rgpu::shim::report_unimplemented("cufftGetPlanPropertyInt64", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftGetProperty() noexcept { return ::rgpu::shim::report_unimplemented("cufftGetProperty", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftGetSize() noexcept { return ::rgpu::shim::report_unimplemented("cufftGetSize", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftGetSize1d() noexcept { return ::rgpu::shim::report_unimplemented("cufftGetSize1d", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftGetSize2d() noexcept { return ::rgpu::shim::report_unimplemented("cufftGetSize2d", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftGetSize3d() noexcept { return ::rgpu::shim::report_unimplemented("cufftGetSize3d", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftGetSizeMany() noexcept { return ::rgpu::shim::report_unimplemented("cufftGetSizeMany", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftGetSizeMany64() noexcept { return ::rgpu::shim::report_unimplemented("cufftGetSizeMany64", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftGetVersion() noexcept { return ::rgpu::shim::report_unimplemented("cufftGetVersion", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftMakePlan1d() noexcept { return ::rgpu::shim::report_unimplemented("cufftMakePlan1d", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftMakePlan2d() noexcept { return ::rgpu::shim::report_unimplemented("cufftMakePlan2d", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftMakePlan3d() noexcept { return ::rgpu::shim::report_unimplemented("cufftMakePlan3d", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftMakePlanMany() noexcept { return ::rgpu::shim::report_unimplemented("cufftMakePlanMany", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftMakePlanMany64() noexcept { return ::rgpu::shim::report_unimplemented("cufftMakePlanMany64", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftPlan1d() noexcept { return ::rgpu::shim::report_unimplemented("cufftPlan1d", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftPlan2d() noexcept { return ::rgpu::shim::report_unimplemented("cufftPlan2d", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftPlan3d() noexcept { return ::rgpu::shim::report_unimplemented("cufftPlan3d", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftPlanMany() noexcept { return ::rgpu::shim::report_unimplemented("cufftPlanMany", 16, "CUFFT_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cufftResetPlanProperty() noexcept { return ::rgpu::shim::report_unimplemented("cufftResetPlanProperty", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftSetAutoAllocation() noexcept { return ::rgpu::shim::report_unimplemented("cufftSetAutoAllocation", 16, "CUFFT_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cufftSetPlanPropertyInt64() noexcept { return ::rgpu::shim::report_unimplemented("cufftSetPlanPropertyInt64", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftSetStream() noexcept { return ::rgpu::shim::report_unimplemented("cufftSetStream", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftSetWorkArea() noexcept { return ::rgpu::shim::report_unimplemented("cufftSetWorkArea", 16, "CUFFT_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cufftXtClearCallback() noexcept { return ::rgpu::shim::report_unimplemented("cufftXtClearCallback", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftXtExec() noexcept { return ::rgpu::shim::report_unimplemented("cufftXtExec", 16, "CUFFT_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cufftXtExecDescriptor() noexcept { return ::rgpu::shim::report_unimplemented("cufftXtExecDescriptor", 16, "CUFFT_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cufftXtExecDescriptorC2C() noexcept { return ::rgpu::shim::report_unimplemented("cufftXtExecDescriptorC2C", 16, "CUFFT_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cufftXtExecDescriptorC2R() noexcept { return ::rgpu::shim::report_unimplemented("cufftXtExecDescriptorC2R", 16, "CUFFT_NOT_SUPPORTED"); }
@@ -56,8 +23,6 @@ RGPU_SHIM_EXPORT int cufftXtExecDescriptorR2C() noexcept { return ::rgpu::shim::
 RGPU_SHIM_EXPORT int cufftXtExecDescriptorZ2D() noexcept { return ::rgpu::shim::report_unimplemented("cufftXtExecDescriptorZ2D", 16, "CUFFT_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cufftXtExecDescriptorZ2Z() noexcept { return ::rgpu::shim::report_unimplemented("cufftXtExecDescriptorZ2Z", 16, "CUFFT_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cufftXtFree() noexcept { return ::rgpu::shim::report_unimplemented("cufftXtFree", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftXtGetSizeMany() noexcept { return ::rgpu::shim::report_unimplemented("cufftXtGetSizeMany", 16, "CUFFT_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cufftXtMakePlanMany() noexcept { return ::rgpu::shim::report_unimplemented("cufftXtMakePlanMany", 16, "CUFFT_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cufftXtMalloc() noexcept { return ::rgpu::shim::report_unimplemented("cufftXtMalloc", 16, "CUFFT_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cufftXtMemcpy() noexcept { return ::rgpu::shim::report_unimplemented("cufftXtMemcpy", 16, "CUFFT_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cufftXtQueryPlan() noexcept { return ::rgpu::shim::report_unimplemented("cufftXtQueryPlan", 16, "CUFFT_NOT_SUPPORTED"); }
