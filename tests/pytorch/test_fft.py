@@ -136,3 +136,22 @@ def test_fft_result_feeds_more_work():
     assert_fft_close(x.grad, xc.grad, "gradient of |rfft|")
     z = torch.fft.fftshift(torch.fft.fft(x.detach().to(torch.complex64)))
     assert_fft_close(z, torch.fft.fftshift(torch.fft.fft(x.detach().cpu().to(torch.complex64))), "fftshift")
+
+
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
+@pytest.mark.skipif(DEV.type != "cuda", reason="half-precision FFTs exist only on CUDA devices")
+def test_half_precision_power_of_two():
+    # cuFFT's 16-bit plans (CUDA_R_16F/CUDA_C_16F): PyTorch allows them for
+    # powers of two; the CPU has none, so the reference is float32's,
+    # compared within half precision's rounding of inputs and outputs.
+    x = randn(4, 32, seed=31).to(torch.float16)
+    got = torch.fft.rfft(x.to(DEV))
+    assert got.dtype == torch.complex32
+    want = torch.fft.rfft(x.float())
+    err = (got.to(torch.complex64).cpu() - want).abs().max().item()
+    assert err <= 4e-3 * (want.abs().max().item() + 1.0), f"rfft in half: max error {err}"
+    c = torch.complex(randn(2, 16, seed=32), randn(2, 16, seed=33)).to(torch.complex32)
+    got = torch.fft.ifft(c.to(DEV))
+    want = torch.fft.ifft(c.to(torch.complex64))
+    err = (got.to(torch.complex64).cpu() - want).abs().max().item()
+    assert err <= 4e-3 * (want.abs().max().item() + 1.0), f"ifft in half: max error {err}"
