@@ -8,6 +8,7 @@
 
 #include <cufftXt.h>
 
+#include <new>
 #include <span>
 #include <string>
 
@@ -82,7 +83,8 @@ InvokeOutcome run_create(CallEnv& env, std::span<const std::byte> args) {
   const CufftTable* t = table(env);
   if (!t) return refuse(kApi, CUFFT_NOT_SUPPORTED, "cufft: not on this server");
   if (!t->cufftCreate || !t->cufftDestroy) return refuse(kApi, CUFFT_NOT_SUPPORTED, "cufftCreate: not in this server's library");
-  auto* p = new FftPlan();
+  auto* p = new (std::nothrow) FftPlan();
+  if (!p) return refuse(kApi, CUFFT_ALLOC_FAILED, "cufftCreate: out of host memory");
   p->table = t;
   if (cufftResult r = t->cufftCreate(&p->lib); r != CUFFT_SUCCESS) {
     delete p;

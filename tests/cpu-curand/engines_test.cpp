@@ -39,6 +39,20 @@ TEST_P(Jump, JumpingToAPositionEqualsSteppingThere) {
   }
 }
 
+TEST_P(Jump, SkippingEqualsStepping) {
+  Engine stepped(GetParam(), 77, 5), skipped(GetParam(), 77, 5);
+  for (uint64_t n : {0ull, 1ull, 3ull, 5000ull, 123456ull}) {
+    for (uint64_t i = 0; i < n; ++i) stepped.next();
+    skipped.skip(n);
+    for (int i = 0; i < 9; ++i) ASSERT_EQ(skipped.next(), stepped.next()) << n;
+  }
+  // A far jump lands where jumping from the seed does.
+  Engine far(GetParam(), 77, (1ull << 40) + 3);
+  Engine near(GetParam(), 77, 1ull << 40);
+  near.skip(3);
+  EXPECT_EQ(far.next(), near.next());
+}
+
 TEST_P(Jump, SeedsGiveDifferentSequences) {
   Engine a(GetParam(), 1, 0), b(GetParam(), 2, 0);
   int same = 0;

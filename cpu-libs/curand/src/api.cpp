@@ -95,7 +95,8 @@ curandStatus_t generate(curandGenerator_t g, void* out, const Request& r) {
                 static_cast<unsigned long long>(dptr), static_cast<unsigned long long>(bytes));
       return CURAND_STATUS_LAUNCH_FAILURE;
     }
-    auto work = std::make_unique<Work>(Work{r, Engine(g->kind, g->seed, g->position), {}});
+    if (!g->engine) g->engine.emplace(g->kind, g->seed, g->position);
+    auto work = std::make_unique<Work>(Work{r, *g->engine, {}});
     work->buffer.resize(bytes);
     Work* raw = work.get();
     if (cuLaunchHostFunc(g->stream, draw, raw) != CUDA_SUCCESS) return CURAND_STATUS_LAUNCH_FAILURE;
@@ -109,6 +110,7 @@ curandStatus_t generate(curandGenerator_t g, void* out, const Request& r) {
     }
     if (copied != CUDA_SUCCESS) return CURAND_STATUS_LAUNCH_FAILURE;
     g->position += rgpu::cpurand::words(r);
+    g->engine->skip(rgpu::cpurand::words(r));
     return CURAND_STATUS_SUCCESS;
   } catch (const std::bad_alloc&) {
     return CURAND_STATUS_ALLOCATION_FAILED;
@@ -168,12 +170,14 @@ RGPU_EXPORT curandStatus_t curandSetPseudoRandomGeneratorSeed(curandGenerator_t 
   if (!generator) return CURAND_STATUS_NOT_INITIALIZED;
   generator->seed = seed;
   generator->position = 0;
+  generator->engine.reset();
   return CURAND_STATUS_SUCCESS;
 }
 
 RGPU_EXPORT curandStatus_t curandSetGeneratorOffset(curandGenerator_t generator, unsigned long long offset) {
   if (!generator) return CURAND_STATUS_NOT_INITIALIZED;
   generator->position = offset;
+  generator->engine.reset();
   return CURAND_STATUS_SUCCESS;
 }
 

@@ -61,20 +61,29 @@ Mat multiply(const Mat& a, const Mat& b) {
   return out;
 }
 
-const Mat& xorshift_matrix() {
-  static const Mat m = [] {
-    Mat out{};
+// The xorshift step's matrix raised to 2^k, k = 0..63, built once (about
+// 64 squarings) and read-only after: a jump by n is then one matrix-vector
+// product per set bit of n.
+struct Powers {
+  std::array<Mat, 64> p;
+  Powers() {
+    Mat m{};
     for (int c = 0; c < kBits; ++c) {
       Vec unit{};
       set(unit, c);
       xorshift_step(unit);
       for (int r = 0; r < kBits; ++r) {
-        if (bit(unit, r)) set(out[size_t(r)], c);
+        if (bit(unit, r)) set(m[size_t(r)], c);
       }
     }
-    return out;
-  }();
-  return m;
+    p[0] = m;
+    for (size_t k = 1; k < p.size(); ++k) p[k] = multiply(p[k - 1], p[k - 1]);
+  }
+};
+
+const Powers& xorshift_powers() {
+  static const Powers powers;  // immutable once built; C++ makes the first use thread-safe
+  return powers;
 }
 
 void xorshift_jump(Vec& v, uint64_t n) {
@@ -83,11 +92,9 @@ void xorshift_jump(Vec& v, uint64_t n) {
     for (uint64_t i = 0; i < n; ++i) xorshift_step(v);
     return;
   }
-  Mat p = xorshift_matrix();
-  while (n) {
-    if (n & 1) v = apply(p, v);
-    n >>= 1;
-    if (n) p = multiply(p, p);
+  const Powers& powers = xorshift_powers();
+  for (size_t k = 0; n; ++k, n >>= 1) {
+    if (n & 1) v = apply(powers.p[k], v);
   }
 }
 
@@ -203,6 +210,26 @@ Engine::Engine(Kind kind, uint64_t seed, uint64_t position) : kind_(kind), seed_
       word_ = unsigned(position % 4);
       out_ = philox4x32_10(block_, 0, seed_);
       break;
+  }
+}
+
+void Engine::skip(uint64_t n) {
+  switch (kind_) {
+    case Kind::kXorwow:
+      xorshift_jump(v_, n);
+      d_ += uint32_t(n * kWeyl);
+      break;
+    case Kind::kMrg32k3a:
+      mrg_jump(s1_, kA1, kM1, n);
+      mrg_jump(s2_, kA2, kM2, n);
+      break;
+    case Kind::kPhilox: {
+      const uint64_t position = block_ * 4 + word_ + n;
+      block_ = position / 4;
+      word_ = unsigned(position % 4);
+      out_ = philox4x32_10(block_, 0, seed_);
+      break;
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engines.h"
@@ -20,6 +21,9 @@ struct curandGenerator_st {
   rgpu::cpurand::Engine::Kind kind = rgpu::cpurand::Engine::Kind::kXorwow;
   uint64_t seed = 0;
   uint64_t position = 0;  // words consumed since the offset was last set
+  // The engine at `position`, kept so that consecutive calls continue it
+  // instead of jumping from the seed; reset by a new seed or offset.
+  std::optional<rgpu::cpurand::Engine> engine;
   CUcontext ctx = nullptr;
   CUstream stream = nullptr;  // NULL: the context's legacy default stream
 };
