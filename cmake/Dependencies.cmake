@@ -99,4 +99,12 @@ add_library(rgpu::dnnl INTERFACE IMPORTED)
 target_link_libraries(rgpu::dnnl INTERFACE ${RGPU_DNNL_LIBRARY})
 target_include_directories(rgpu::dnnl SYSTEM INTERFACE ${RGPU_DNNL_INCLUDE})
 
+# FFTW 3 (Debian's libfftw3-dev), single and double precision: the
+# transforms behind the CPU stand-in for cuFFT (cpu-libs/cufft).
+pkg_check_modules(FFTW3F IMPORTED_TARGET fftw3f)
+pkg_check_modules(FFTW3 IMPORTED_TARGET fftw3)
+rgpu_require(FFTW3_FOUND "FFTW 3 (fftw3.pc, fftw3f.pc)" "libfftw3-dev")
+add_library(rgpu::fftw3 INTERFACE IMPORTED)
+target_link_libraries(rgpu::fftw3 INTERFACE PkgConfig::FFTW3F PkgConfig::FFTW3)
+
 find_package(Python3 REQUIRED COMPONENTS Interpreter)

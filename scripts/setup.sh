@@ -17,6 +17,7 @@ packages=(
   clang libclang-rt-14-dev        # libFuzzer targets
   debootstrap patchelf            # the PyTorch test environment (scripts/torch-env.sh)
   llvm-16-dev                     # the CPU device's compiled kernels (ORC JIT, cpu-device/ptx/src/jit)
+  libfftw3-dev                    # FFTW: the transforms of the cuFFT stand-in (cpu-libs/cufft)
 )
 
 missing=()

@@ -61,7 +61,7 @@ def table_type(lib):
 
 
 def header_of(lib):
-    return {"cublas": "<cublas_api.h>", "cublasLt": "<cublasLt.h>"}.get(lib.name, f"<{lib.name}.h>")
+    return {"cublas": "<cublas_api.h>", "cublasLt": "<cublasLt.h>", "cufft": "<cufftXt.h>"}.get(lib.name, f"<{lib.name}.h>")
 
 
 def generated(lib):

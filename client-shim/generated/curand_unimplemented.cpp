@@ -11,32 +11,15 @@
 
 extern "C" {
 
-RGPU_SHIM_EXPORT int curandCreateGenerator() noexcept { return ::rgpu::shim::report_unimplemented("curandCreateGenerator", 103, "CURAND_STATUS_TYPE_ERROR"); }
 RGPU_SHIM_EXPORT int curandCreateGeneratorHost() noexcept { return ::rgpu::shim::report_unimplemented("curandCreateGeneratorHost", 103, "CURAND_STATUS_TYPE_ERROR"); }
 RGPU_SHIM_EXPORT int curandCreatePoissonDistribution() noexcept { return ::rgpu::shim::report_unimplemented("curandCreatePoissonDistribution", 103, "CURAND_STATUS_TYPE_ERROR"); }
 RGPU_SHIM_EXPORT int curandDestroyDistribution() noexcept { return ::rgpu::shim::report_unimplemented("curandDestroyDistribution", 103, "CURAND_STATUS_TYPE_ERROR"); }
-RGPU_SHIM_EXPORT int curandDestroyGenerator() noexcept { return ::rgpu::shim::report_unimplemented("curandDestroyGenerator", 103, "CURAND_STATUS_TYPE_ERROR"); }
-RGPU_SHIM_EXPORT int curandGenerate() noexcept { return ::rgpu::shim::report_unimplemented("curandGenerate", 103, "CURAND_STATUS_TYPE_ERROR"); }
-RGPU_SHIM_EXPORT int curandGenerateLogNormal() noexcept { return ::rgpu::shim::report_unimplemented("curandGenerateLogNormal", 103, "CURAND_STATUS_TYPE_ERROR"); }
-RGPU_SHIM_EXPORT int curandGenerateLogNormalDouble() noexcept { return ::rgpu::shim::report_unimplemented("curandGenerateLogNormalDouble", 103, "CURAND_STATUS_TYPE_ERROR"); }
-RGPU_SHIM_EXPORT int curandGenerateLongLong() noexcept { return ::rgpu::shim::report_unimplemented("curandGenerateLongLong", 103, "CURAND_STATUS_TYPE_ERROR"); }
-RGPU_SHIM_EXPORT int curandGenerateNormal() noexcept { return ::rgpu::shim::report_unimplemented("curandGenerateNormal", 103, "CURAND_STATUS_TYPE_ERROR"); }
-RGPU_SHIM_EXPORT int curandGenerateNormalDouble() noexcept { return ::rgpu::shim::report_unimplemented("curandGenerateNormalDouble", 103, "CURAND_STATUS_TYPE_ERROR"); }
-RGPU_SHIM_EXPORT int curandGeneratePoisson() noexcept { return ::rgpu::shim::report_unimplemented("curandGeneratePoisson", 103, "CURAND_STATUS_TYPE_ERROR"); }
 RGPU_SHIM_EXPORT int curandGeneratePoissonMethod() noexcept { return ::rgpu::shim::report_unimplemented("curandGeneratePoissonMethod", 103, "CURAND_STATUS_TYPE_ERROR"); }
 RGPU_SHIM_EXPORT int curandGenerateSeeds() noexcept { return ::rgpu::shim::report_unimplemented("curandGenerateSeeds", 103, "CURAND_STATUS_TYPE_ERROR"); }
-RGPU_SHIM_EXPORT int curandGenerateUniform() noexcept { return ::rgpu::shim::report_unimplemented("curandGenerateUniform", 103, "CURAND_STATUS_TYPE_ERROR"); }
-RGPU_SHIM_EXPORT int curandGenerateUniformDouble() noexcept { return ::rgpu::shim::report_unimplemented("curandGenerateUniformDouble", 103, "CURAND_STATUS_TYPE_ERROR"); }
 RGPU_SHIM_EXPORT int curandGetDirectionVectors32() noexcept { return ::rgpu::shim::report_unimplemented("curandGetDirectionVectors32", 103, "CURAND_STATUS_TYPE_ERROR"); }
 RGPU_SHIM_EXPORT int curandGetDirectionVectors64() noexcept { return ::rgpu::shim::report_unimplemented("curandGetDirectionVectors64", 103, "CURAND_STATUS_TYPE_ERROR"); }
-RGPU_SHIM_EXPORT int curandGetProperty() noexcept { return ::rgpu::shim::report_unimplemented("curandGetProperty", 103, "CURAND_STATUS_TYPE_ERROR"); }
 RGPU_SHIM_EXPORT int curandGetScrambleConstants32() noexcept { return ::rgpu::shim::report_unimplemented("curandGetScrambleConstants32", 103, "CURAND_STATUS_TYPE_ERROR"); }
 RGPU_SHIM_EXPORT int curandGetScrambleConstants64() noexcept { return ::rgpu::shim::report_unimplemented("curandGetScrambleConstants64", 103, "CURAND_STATUS_TYPE_ERROR"); }
-RGPU_SHIM_EXPORT int curandGetVersion() noexcept { return ::rgpu::shim::report_unimplemented("curandGetVersion", 103, "CURAND_STATUS_TYPE_ERROR"); }
-RGPU_SHIM_EXPORT int curandSetGeneratorOffset() noexcept { return ::rgpu::shim::report_unimplemented("curandSetGeneratorOffset", 103, "CURAND_STATUS_TYPE_ERROR"); }
-RGPU_SHIM_EXPORT int curandSetGeneratorOrdering() noexcept { return ::rgpu::shim::report_unimplemented("curandSetGeneratorOrdering", 103, "CURAND_STATUS_TYPE_ERROR"); }
-RGPU_SHIM_EXPORT int curandSetPseudoRandomGeneratorSeed() noexcept { return ::rgpu::shim::report_unimplemented("curandSetPseudoRandomGeneratorSeed", 103, "CURAND_STATUS_TYPE_ERROR"); }
 RGPU_SHIM_EXPORT int curandSetQuasiRandomGeneratorDimensions() noexcept { return ::rgpu::shim::report_unimplemented("curandSetQuasiRandomGeneratorDimensions", 103, "CURAND_STATUS_TYPE_ERROR"); }
-RGPU_SHIM_EXPORT int curandSetStream() noexcept { return ::rgpu::shim::report_unimplemented("curandSetStream", 103, "CURAND_STATUS_TYPE_ERROR"); }
 
 }  // extern "C"

@@ -8,6 +8,7 @@ set(RGPU_SHIM_LIBRARY_SONAMES
     libcudnn.so.9
     libcusparse.so.12
     libcufft.so.11
+    libcufft.so.12
     libcurand.so.10
     libcusolver.so.11
     libnccl.so.2
@@ -27,6 +28,8 @@ set(RGPU_SHIM_LIBRARY_SOURCES
     ${_rgpu_shim_dir}/generated/cublas_calls.cpp
     ${_rgpu_shim_dir}/generated/cublasLt_calls.cpp
     ${_rgpu_shim_dir}/generated/cudnn_calls.cpp
+    ${_rgpu_shim_dir}/generated/cufft_calls.cpp
+    ${_rgpu_shim_dir}/generated/curand_calls.cpp
 )
 set(RGPU_SHIM_LIBRARY_EXPORT_LISTS
     ${_rgpu_shim_dir}/api/libcublas.so.12.exports
@@ -36,6 +39,7 @@ set(RGPU_SHIM_LIBRARY_EXPORT_LISTS
     ${_rgpu_shim_dir}/api/libcudnn.so.9.exports
     ${_rgpu_shim_dir}/api/libcusparse.so.12.exports
     ${_rgpu_shim_dir}/api/libcufft.so.11.exports
+    ${_rgpu_shim_dir}/api/libcufft.so.12.exports
     ${_rgpu_shim_dir}/api/libcurand.so.10.exports
     ${_rgpu_shim_dir}/api/libcusolver.so.11.exports
     ${_rgpu_shim_dir}/api/libnccl.so.2.exports

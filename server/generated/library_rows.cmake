@@ -4,4 +4,6 @@ set(RGPU_SERVER_LIBRARY_ROWS
     ${CMAKE_CURRENT_LIST_DIR}/cublas_dispatch.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cublasLt_dispatch.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cudnn_dispatch.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cufft_dispatch.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/curand_dispatch.cpp
 )

@@ -17,6 +17,10 @@ const DispatchRow* find_cublasLt_row(uint32_t function);
 const DispatchRow* find_cublasLt_row_at(size_t i);
 const DispatchRow* find_cudnn_row(uint32_t function);
 const DispatchRow* find_cudnn_row_at(size_t i);
+const DispatchRow* find_cufft_row(uint32_t function);
+const DispatchRow* find_cufft_row_at(size_t i);
+const DispatchRow* find_curand_row(uint32_t function);
+const DispatchRow* find_curand_row_at(size_t i);
 
 // The row of a library's call, or null (an API with no generated calls).
 inline const DispatchRow* find_library_row(wire::Api api, uint32_t function) {
@@ -24,6 +28,8 @@ inline const DispatchRow* find_library_row(wire::Api api, uint32_t function) {
     case wire::Api::CUBLAS: return find_cublas_row(function);
     case wire::Api::CUBLAS_LT: return find_cublasLt_row(function);
     case wire::Api::CUDNN: return find_cudnn_row(function);
+    case wire::Api::CUFFT: return find_cufft_row(function);
+    case wire::Api::CURAND: return find_curand_row(function);
     default: return nullptr;
   }
 }

@@ -9,6 +9,8 @@
 #include <cublas_api.h>
 #include <cublasLt.h>
 #include <cudnn.h>
+#include <cufftXt.h>
+#include <curand.h>
 
 #include <cstddef>
 #include <tuple>
@@ -148,6 +150,78 @@ struct CudnnTable {
   }
 };
 
+// cufft: NVIDIA's libcufft.so.12 with --device cuda, librgpu-cpu-cufft.so with the CPU device.
+struct CufftTable {
+  static constexpr size_t kIndex = 3;
+  std::add_pointer_t<cufftResult(int* version)> cufftGetVersion = nullptr;
+  std::add_pointer_t<cufftResult(cufftHandle* handle)> cufftCreate = nullptr;
+  std::add_pointer_t<cufftResult(cufftHandle plan)> cufftDestroy = nullptr;
+  std::add_pointer_t<cufftResult(cufftHandle plan, cudaStream_t stream)> cufftSetStream = nullptr;
+  std::add_pointer_t<cufftResult(cufftHandle plan, int autoAllocate)> cufftSetAutoAllocation = nullptr;
+  std::add_pointer_t<cufftResult(cufftHandle plan, void* workArea)> cufftSetWorkArea = nullptr;
+  std::add_pointer_t<cufftResult(cufftHandle plan, int rank, long long int* n, long long int* inembed, long long int istride, long long int idist, cudaDataType inputtype, long long int* onembed, long long int ostride, long long int odist, cudaDataType outputtype, long long int batch, size_t* workSize, cudaDataType executiontype)> cufftXtMakePlanMany = nullptr;
+  std::add_pointer_t<cufftResult(cufftHandle plan, int rank, long long int* n, long long int* inembed, long long int istride, long long int idist, cudaDataType inputtype, long long int* onembed, long long int ostride, long long int odist, cudaDataType outputtype, long long int batch, size_t* workSize, cudaDataType executiontype)> cufftXtGetSizeMany = nullptr;
+  std::add_pointer_t<cufftResult(cufftHandle plan, void* input, void* output, int direction)> cufftXtExec = nullptr;
+
+  // dlsym's every function of `dl`; a missing one stays null.
+  template <class Resolve>
+  void resolve(Resolve&& sym) {
+    cufftGetVersion = reinterpret_cast<decltype(cufftGetVersion)>(sym("cufftGetVersion"));
+    cufftCreate = reinterpret_cast<decltype(cufftCreate)>(sym("cufftCreate"));
+    cufftDestroy = reinterpret_cast<decltype(cufftDestroy)>(sym("cufftDestroy"));
+    cufftSetStream = reinterpret_cast<decltype(cufftSetStream)>(sym("cufftSetStream"));
+    cufftSetAutoAllocation = reinterpret_cast<decltype(cufftSetAutoAllocation)>(sym("cufftSetAutoAllocation"));
+    cufftSetWorkArea = reinterpret_cast<decltype(cufftSetWorkArea)>(sym("cufftSetWorkArea"));
+    cufftXtMakePlanMany = reinterpret_cast<decltype(cufftXtMakePlanMany)>(sym("cufftXtMakePlanMany"));
+    cufftXtGetSizeMany = reinterpret_cast<decltype(cufftXtGetSizeMany)>(sym("cufftXtGetSizeMany"));
+    cufftXtExec = reinterpret_cast<decltype(cufftXtExec)>(sym("cufftXtExec"));
+  }
+};
+
+// curand: NVIDIA's libcurand.so.10 with --device cuda, librgpu-cpu-curand.so with the CPU device.
+struct CurandTable {
+  static constexpr size_t kIndex = 4;
+  std::add_pointer_t<curandStatus_t(curandGenerator_t* generator, curandRngType_t rng_type)> curandCreateGenerator = nullptr;
+  std::add_pointer_t<curandStatus_t(curandGenerator_t generator)> curandDestroyGenerator = nullptr;
+  std::add_pointer_t<curandStatus_t(curandGenerator_t generator, cudaStream_t stream)> curandSetStream = nullptr;
+  std::add_pointer_t<curandStatus_t(curandGenerator_t generator, unsigned long long seed)> curandSetPseudoRandomGeneratorSeed = nullptr;
+  std::add_pointer_t<curandStatus_t(curandGenerator_t generator, unsigned long long offset)> curandSetGeneratorOffset = nullptr;
+  std::add_pointer_t<curandStatus_t(curandGenerator_t generator, curandOrdering_t order)> curandSetGeneratorOrdering = nullptr;
+  std::add_pointer_t<curandStatus_t(int* version)> curandGetVersion = nullptr;
+  std::add_pointer_t<curandStatus_t(libraryPropertyType type, int* value)> curandGetProperty = nullptr;
+  std::add_pointer_t<curandStatus_t(curandGenerator_t generator, unsigned int* outputPtr, size_t num)> curandGenerate = nullptr;
+  std::add_pointer_t<curandStatus_t(curandGenerator_t generator, unsigned long long* outputPtr, size_t num)> curandGenerateLongLong = nullptr;
+  std::add_pointer_t<curandStatus_t(curandGenerator_t generator, float* outputPtr, size_t num)> curandGenerateUniform = nullptr;
+  std::add_pointer_t<curandStatus_t(curandGenerator_t generator, double* outputPtr, size_t num)> curandGenerateUniformDouble = nullptr;
+  std::add_pointer_t<curandStatus_t(curandGenerator_t generator, float* outputPtr, size_t n, float mean, float stddev)> curandGenerateNormal = nullptr;
+  std::add_pointer_t<curandStatus_t(curandGenerator_t generator, double* outputPtr, size_t n, double mean, double stddev)> curandGenerateNormalDouble = nullptr;
+  std::add_pointer_t<curandStatus_t(curandGenerator_t generator, float* outputPtr, size_t n, float mean, float stddev)> curandGenerateLogNormal = nullptr;
+  std::add_pointer_t<curandStatus_t(curandGenerator_t generator, double* outputPtr, size_t n, double mean, double stddev)> curandGenerateLogNormalDouble = nullptr;
+  std::add_pointer_t<curandStatus_t(curandGenerator_t generator, unsigned int* outputPtr, size_t n, double lambda)> curandGeneratePoisson = nullptr;
+
+  // dlsym's every function of `dl`; a missing one stays null.
+  template <class Resolve>
+  void resolve(Resolve&& sym) {
+    curandCreateGenerator = reinterpret_cast<decltype(curandCreateGenerator)>(sym("curandCreateGenerator"));
+    curandDestroyGenerator = reinterpret_cast<decltype(curandDestroyGenerator)>(sym("curandDestroyGenerator"));
+    curandSetStream = reinterpret_cast<decltype(curandSetStream)>(sym("curandSetStream"));
+    curandSetPseudoRandomGeneratorSeed = reinterpret_cast<decltype(curandSetPseudoRandomGeneratorSeed)>(sym("curandSetPseudoRandomGeneratorSeed"));
+    curandSetGeneratorOffset = reinterpret_cast<decltype(curandSetGeneratorOffset)>(sym("curandSetGeneratorOffset"));
+    curandSetGeneratorOrdering = reinterpret_cast<decltype(curandSetGeneratorOrdering)>(sym("curandSetGeneratorOrdering"));
+    curandGetVersion = reinterpret_cast<decltype(curandGetVersion)>(sym("curandGetVersion"));
+    curandGetProperty = reinterpret_cast<decltype(curandGetProperty)>(sym("curandGetProperty"));
+    curandGenerate = reinterpret_cast<decltype(curandGenerate)>(sym("curandGenerate"));
+    curandGenerateLongLong = reinterpret_cast<decltype(curandGenerateLongLong)>(sym("curandGenerateLongLong"));
+    curandGenerateUniform = reinterpret_cast<decltype(curandGenerateUniform)>(sym("curandGenerateUniform"));
+    curandGenerateUniformDouble = reinterpret_cast<decltype(curandGenerateUniformDouble)>(sym("curandGenerateUniformDouble"));
+    curandGenerateNormal = reinterpret_cast<decltype(curandGenerateNormal)>(sym("curandGenerateNormal"));
+    curandGenerateNormalDouble = reinterpret_cast<decltype(curandGenerateNormalDouble)>(sym("curandGenerateNormalDouble"));
+    curandGenerateLogNormal = reinterpret_cast<decltype(curandGenerateLogNormal)>(sym("curandGenerateLogNormal"));
+    curandGenerateLogNormalDouble = reinterpret_cast<decltype(curandGenerateLogNormalDouble)>(sym("curandGenerateLogNormalDouble"));
+    curandGeneratePoisson = reinterpret_cast<decltype(curandGeneratePoisson)>(sym("curandGeneratePoisson"));
+  }
+};
+
 // Each library: its wire API, its name, and the file rgpud loads for it.
 struct LibraryInfo {
   const char* name;
@@ -158,10 +232,12 @@ inline constexpr LibraryInfo kLibraries[] = {
     {"cublas", "libcublas.so.13", "librgpu-cpu-cublas.so"},
     {"cublasLt", "libcublasLt.so.13", "librgpu-cpu-cublas.so"},
     {"cudnn", "libcudnn.so.9", "librgpu-cpu-cudnn.so"},
+    {"cufft", "libcufft.so.12", "librgpu-cpu-cufft.so"},
+    {"curand", "libcurand.so.10", "librgpu-cpu-curand.so"},
 };
 inline constexpr size_t kLibraryCount = sizeof(kLibraries) / sizeof(kLibraries[0]);
 
 // The table types, by index.
-using LibraryTableTypes = std::tuple<CublasTable, CublasLtTable, CudnnTable>;
+using LibraryTableTypes = std::tuple<CublasTable, CublasLtTable, CudnnTable, CufftTable, CurandTable>;
 
 }  // namespace rgpu::server

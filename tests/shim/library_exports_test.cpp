@@ -105,12 +105,12 @@ TEST(LibraryExports, EveryStubAnswersItsLibrarysNotSupported) {
   EXPECT_EQ(codes["cublasSrotg_v2"], 15);       // CUBLAS_STATUS_NOT_SUPPORTED
   EXPECT_EQ(codes["cublasLtMatrixTransform"], 15);
   EXPECT_EQ(codes["cudnnCreateRNNDescriptor"], 3000);  // CUDNN_STATUS_NOT_SUPPORTED
-  EXPECT_EQ(codes["cufftPlan1d"], 16);          // CUFFT_NOT_SUPPORTED
+  EXPECT_EQ(codes["cufftXtSetGPUs"], 16);       // CUFFT_NOT_SUPPORTED
   EXPECT_EQ(codes["nvmlDeviceGetTemperature"], 3);  // NVML_ERROR_NOT_SUPPORTED
   EXPECT_EQ(codes["ncclCommInitRank"], 5);      // ncclInvalidUsage
   EXPECT_EQ(codes["cusparseCreate"], 10);       // CUSPARSE_STATUS_NOT_SUPPORTED
   EXPECT_EQ(codes["cusolverDnCreate"], 9);      // CUSOLVER_STATUS_NOT_SUPPORTED
-  EXPECT_EQ(codes["curandCreateGenerator"], 103);  // CURAND_STATUS_TYPE_ERROR
+  EXPECT_EQ(codes["curandCreateGeneratorHost"], 103);  // CURAND_STATUS_TYPE_ERROR
 }
 
 TEST(LibraryExports, StubsWithoutStatusReturnNothingOrZero) {
