@@ -126,8 +126,14 @@ constexpr Millis kMaxMillis = int64_t{1} << 53;  // beyond any clock, and exact 
 }  // namespace
 
 std::string encode_event(const HistoryEvent& event) {
-  json j = std::visit([](const auto& b) { return encode_body(b); }, event.body);
+  // "e" and "t" first, for people reading the file.
+  nlohmann::ordered_json j;
+  const json body = std::visit([](const auto& b) { return encode_body(b); }, event.body);
+  j["e"] = body.at("e");
   j["t"] = event.t;
+  for (const auto& [key, value] : body.items()) {
+    if (key != "e") j[key] = value;
+  }
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -71,6 +71,19 @@ struct Series {
   std::vector<double> values;  // one per bucket
 };
 
+// Four round steps (a power of ten times 1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8)
+// reaching a little above `v`, so the axis reads easily and a line at the
+// maximum is not hidden under the frame.
+double nice_top(double v) {
+  if (!(v > 0)) return 1.0;
+  const double step = v * 1.02 / 4.0;
+  const double p = std::pow(10.0, std::floor(std::log10(step)));
+  for (double m : {1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0}) {
+    if (m * p >= step * (1 - 1e-9)) return 4.0 * m * p;
+  }
+  return 40.0 * p;
+}
+
 constexpr int kW = 760, kH = 260, kLeft = 56, kRight = 150, kTop = 28, kBottom = 36;
 
 // A line plot over the report's buckets. Each series is one polyline with
@@ -81,7 +94,7 @@ std::string line_plot(const Report& r, const std::string& id, const std::string&
   for (const Series& s : series) {
     for (double v : s.values) top = std::max(top, v);
   }
-  top = top > 0 ? top * 1.1 : 1.0;
+  top = nice_top(top);
   const size_t n = r.buckets.size();
   const double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
   auto x = [&](size_t i) { return kLeft + (n > 1 ? pw * static_cast<double>(i) / static_cast<double>(n - 1) : 0); };
@@ -96,7 +109,7 @@ std::string line_plot(const Report& r, const std::string& id, const std::string&
     const double v = top * k / 4.0;
     o += "<line x1=\"" + num(kLeft, 0) + "\" x2=\"" + num(kLeft + pw, 0) + "\" y1=\"" + num(y(v), 1) + "\" y2=\"" +
          num(y(v), 1) + "\" class=\"grid\"/><text x=\"" + num(kLeft - 4, 0) + "\" y=\"" + num(y(v) + 4, 1) +
-         "\" class=\"ytick\">" + num(v, top < 10 ? 2 : 0) + "</text>\n";
+         "\" class=\"ytick\">" + num(v, top < 4 ? 2 : top < 40 ? 1 : 0) + "</text>\n";
   }
   for (int k = 0; k <= 4 && n > 0; ++k) {
     const size_t i = (n - 1) * static_cast<size_t>(k) / 4;
@@ -124,7 +137,7 @@ std::string line_plot(const Report& r, const std::string& id, const std::string&
 // their values.
 std::string roi_plot(const Report& r) {
   const size_t n = r.tenants.size();
-  const int h = std::max(kH, kTop + kBottom + static_cast<int>(n) * 44);
+  const int h = kTop + 12 + static_cast<int>(n) * 44;
   double top = 0;
   for (const TenantReport& t : r.tenants) top = std::max({top, t.gpu_hours_leased, t.gpu_hours_busy});
   top = top > 0 ? top : 1.0;
