@@ -3,11 +3,11 @@
 // the pool writes; asking a running pool over the network comes with the
 // pool service's protocol.
 #include <cstdio>
-#include <cstring>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
-#include "pool_cli.h"
+#include "pool_report_cli.h"
 #include "rgpu/pool/report.h"
 
 namespace rgpu::tools {
@@ -53,7 +53,9 @@ void print_summary(const pool::Report& r) {
   row(r.total, "(all)");
 }
 
-int report(int argc, char** argv) {
+}  // namespace
+
+int pool_report_main(int argc, char** argv) {
   std::string history, pool_addr, json_out, html_out;
   pool::ReportOptions opt;
   for (int i = 0; i < argc; ++i) {
@@ -121,14 +123,6 @@ int report(int argc, char** argv) {
   if (!html_out.empty()) ok = write_out(html_out, pool::report_html(r.value())) && ok;
   if (json_out.empty() && html_out.empty()) print_summary(r.value());
   return ok ? 0 : 1;
-}
-
-}  // namespace
-
-int pool_main(int argc, char** argv) {
-  if (argc >= 1 && std::strcmp(argv[0], "report") == 0) return report(argc - 1, argv + 1);
-  std::fprintf(stderr, "usage: rgpu pool report ... (rgpu pool report --help)\n");
-  return 2;
 }
 
 }  // namespace rgpu::tools

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "find_real.h"
-#include "pool_cli.h"
+#include "pool_report_cli.h"
 #include "rgpu/protocol/auth.h"
 #include "rgpu/common/request_text.h"
 #include "static_cudart.h"
@@ -279,7 +279,9 @@ int main(int argc, char** argv) {
   }
   std::string cmd = argv[1];
   if (cmd == "run") return run(argc - 2, argv + 2);
-  if (cmd == "pool") return rgpu::tools::pool_main(argc - 2, argv + 2);
+  if (cmd == "pool" && argc > 2 && std::string(argv[2]) == "report") {
+    return rgpu::tools::pool_report_main(argc - 3, argv + 3);
+  }
   if (cmd == "--version" || cmd == "version") {
     std::printf("rgpu %s\n", RGPU_VERSION_STRING);
     return 0;
