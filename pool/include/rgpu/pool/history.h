@@ -133,6 +133,13 @@ struct HistoryOptions {
   Millis heartbeat_interval_ms = 5'000;
 };
 
+// Reads the [history] table of pool.toml (docs/pool.md, "Usage history"):
+// file, memory_events, max_file_mb, fsync_interval_s, sample_interval_s.
+// Other tables are left to their own readers; an unknown key in [history],
+// a wrong type or a value out of range is an error naming the key. The
+// heartbeat interval comes from PoolConfig: the service copies it in.
+Result<HistoryOptions> parse_history_config(std::string_view toml_text, const std::string& where = "pool.toml");
+
 // The history of one pool process. Thread-compatible: the service calls it
 // under the mutex it holds around the scheduler. File errors are logged once
 // and the history goes on in memory: usage accounting never stops the pool.
