@@ -17,6 +17,9 @@ packages=(
   clang libclang-rt-14-dev        # libFuzzer targets
   debootstrap patchelf            # the PyTorch test environment (scripts/torch-env.sh)
   llvm-16-dev                     # the CPU device's compiled kernels (ORC JIT, cpu-device/ptx/src/jit)
+  nlohmann-json3-dev              # the pool's usage history and report (JSON, header-only)
+  chromium                        # tests: the usage report's page in a headless browser
+  systemd                         # tests: systemd-analyze verify of the packaged units
 )
 
 missing=()
