@@ -8,24 +8,81 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "rgpu/common/log.h"
 
 namespace rgpu::pool {
 namespace {
 
-// The whole of a file, or nullopt when it does not exist.
-Result<std::optional<std::string>> slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (errno == ENOENT) return std::optional<std::string>();
+// Reads the lines of `path` into `into`, in chunks, so memory stays bounded
+// by the line limit however large the file or its lines: a line past
+// kMaxHistoryLine is skipped unread. Returns false when the file does not
+// exist; `*complete` gets the offset just past its last newline.
+Result<bool> read_lines(const std::string& path, HistoryRead* into, uint64_t* complete) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return false;
     return failed("cannot read " + path + ": " + std::strerror(errno));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return std::optional<std::string>(text.str());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return failed(path + " is not a regular file");
+  }
+  std::string block;  // whole lines, then the start of the next
+  std::vector<char> chunk(1 << 20);
+  uint64_t offset = 0;
+  bool overlong = false;  // inside a line past the limit, skipping to its end
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return failed("cannot read " + path + ": " + std::strerror(err));
+    }
+    if (n == 0) break;
+    for (size_t i = 0; i < static_cast<size_t>(n);) {
+      const char* start = chunk.data() + i;
+      const char* nl = static_cast<const char*>(std::memchr(start, '\n', static_cast<size_t>(n) - i));
+      const size_t len = nl ? static_cast<size_t>(nl - start) + 1 : static_cast<size_t>(n) - i;
+      i += len;
+      offset += len;
+      if (!overlong) {
+        const size_t line_start = block.rfind('\n') == std::string::npos ? 0 : block.rfind('\n') + 1;
+        if (block.size() - line_start + len > kMaxHistoryLine + 1) {
+          // The lines before it first, so that line numbers stay right.
+          read_history_text(std::string_view(block).substr(0, line_start), into);
+          block.clear();
+          overlong = true;
+        } else {
+          block.append(start, len);
+        }
+      }
+      if (nl) {
+        *complete = offset;
+        if (overlong) {
+          ++into->lines;
+          if (into->skipped++ == 0) into->first_error = "line " + std::to_string(into->lines) + ": line too long";
+          overlong = false;
+        }
+      }
+    }
+    // Hand over the whole lines gathered so far.
+    const size_t last = block.rfind('\n');
+    if (last != std::string::npos) {
+      read_history_text(std::string_view(block).substr(0, last + 1), into);
+      block.erase(0, last + 1);
+    }
+  }
+  ::close(fd);
+  if (overlong) {
+    ++into->lines;
+    into->torn_tail = true;
+  } else if (!block.empty()) {
+    read_history_text(block, into);  // marks the torn tail
+  }
+  return true;
 }
 
 bool write_all(int fd, const std::string& data) {
@@ -43,18 +100,17 @@ bool write_all(int fd, const std::string& data) {
 
 Result<HistoryRead> read_history(const std::string& path) {
   HistoryRead out;
-  auto rotated = slurp(path + ".1");
+  uint64_t complete = 0;
+  auto rotated = read_lines(path + ".1", &out, &complete);
   if (!rotated.is_ok()) return rotated.status();
-  if (rotated.value()) read_history_text(*rotated.value(), &out);
   // A torn line in the rotated part is a bad line like any other.
   if (out.torn_tail) {
     out.torn_tail = false;
     ++out.skipped;
   }
-  auto current = slurp(path);
+  auto current = read_lines(path, &out, &complete);
   if (!current.is_ok()) return current.status();
   if (!current.value()) return failed("no history file " + path);
-  read_history_text(*current.value(), &out);
   return out;
 }
 
@@ -72,18 +128,13 @@ Result<std::unique_ptr<History>> History::open(HistoryOptions options, Millis no
   const std::string& path = h->options_.path;
   if (!path.empty()) {
     HistoryRead read;
-    auto rotated = slurp(path + ".1");
+    uint64_t keep_bytes = 0;
+    auto rotated = read_lines(path + ".1", &read, &keep_bytes);
     if (!rotated.is_ok()) return rotated.status();
-    if (rotated.value()) read_history_text(*rotated.value(), &read);
     read.torn_tail = false;
-    auto current = slurp(path);
+    keep_bytes = 0;
+    auto current = read_lines(path, &read, &keep_bytes);
     if (!current.is_ok()) return current.status();
-    size_t keep_bytes = 0;
-    if (current.value()) {
-      const std::string& text = *current.value();
-      read_history_text(text, &read);
-      keep_bytes = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
-    }
     h->skipped_at_open_ = read.skipped;
     if (read.skipped > 0) {
       RGPU_WARN("history path=%s skipped_lines=%zu first=\"%s\"", path.c_str(), read.skipped, read.first_error.c_str());

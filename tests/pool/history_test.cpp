@@ -128,6 +128,30 @@ TEST(History, FileSurvivesARestartAndCutsATornLine) {
   EXPECT_FALSE(read_history(dir.file("absent")).is_ok());
 }
 
+// Lines far past the limit (one spanning several read chunks) are skipped
+// without being held whole, and the lines around them still count.
+TEST(History, HugeLinesAreSkippedUnread) {
+  TempDir dir;
+  const std::string path = dir.file("history.jsonl");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << encode_event({1, PoolStarted{}}) << "\n"
+        << std::string(100'000, 'x') << "\n"
+        << encode_event(a_grant(2, 7)) << "\n"
+        << std::string(3'000'000, '{') << "\n"
+        << encode_event({3, LeaseEnded{7, "released"}}) << "\n"
+        << std::string(2'000'000, 'y');
+  }
+  auto read = read_history(path);
+  ASSERT_TRUE(read.is_ok()) << read.status().to_string();
+  EXPECT_EQ(read.value().events.size(), 3u);
+  EXPECT_EQ(read.value().skipped, 2u);
+  EXPECT_TRUE(read.value().torn_tail);
+  EXPECT_EQ(read.value().lines, 6u);
+  EXPECT_NE(read.value().first_error.find("line 2: line too long"), std::string::npos) << read.value().first_error;
+  EXPECT_FALSE(read_history(dir.file("")).is_ok());  // a directory
+}
+
 TEST(History, RotationKeepsOpenLeasesAndBoundsTheFiles) {
   TempDir dir;
   const std::string path = dir.file("history.jsonl");
