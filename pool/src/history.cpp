@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include "rgpu/common/log.h"
@@ -288,7 +289,9 @@ void History::heartbeat(std::string_view server, const std::vector<DeviceUse>& u
   s.server = std::string(server);
   s.span_ms = now - a.since;
   for (const auto& [index, d] : a.devices) {
-    s.devices.push_back({index, d.n ? d.sum / static_cast<double>(d.n) : 0.0, d.memory});
+    // Four decimals: finer than any utilization counter, and short lines.
+    const double mean = d.n ? d.sum / static_cast<double>(d.n) : 0.0;
+    s.devices.push_back({index, std::round(mean * 1e4) / 1e4, d.memory});
   }
   a.since = now;
   a.devices.clear();

@@ -12,7 +12,8 @@
 namespace rgpu::pool {
 namespace {
 
-using nlohmann::json;
+// Keys in the order the schema lists them (docs/pool.md), for people reading it.
+using json = nlohmann::ordered_json;
 
 // Four decimals are plenty for hours and ratios, and keep the JSON legible.
 double r4(double v) { return std::round(v * 1e4) / 1e4; }

@@ -120,7 +120,7 @@ struct HistoryOptions {
   size_t max_events = 1'000'000;
   // The file is rotated (to `path.1`, replacing it) when it grows past
   // this, so the files hold at most about twice it.
-  uint64_t max_file_bytes = 256ull << 20;
+  uint64_t max_file_bytes = 1ull << 30;
   // Each event is written with one write(2) as it is recorded, so a crash
   // of the pool loses none; the file is fdatasync'd when this long has
   // passed since the last sync (0: after every event) and at close, so a
