@@ -253,7 +253,9 @@ Result<Report> make_report(const std::vector<HistoryEvent>& input, const ReportO
     for (double* h : {&dr.hours_measured, &dr.gpu_hours_busy, &dr.gpu_hours_leased, &dr.gpu_hours_busy_leased}) {
       *h /= kMsPerHour;
     }
-    r.devices.push_back(dr);
+    // A device neither reporting nor leased in the window was not in the
+    // pool then.
+    if (dr.hours_measured > 0 || dr.gpu_hours_leased > 0) r.devices.push_back(dr);
   }
 
   // The queue's length is a step function from one sample to the next.
@@ -277,6 +279,8 @@ Result<Report> make_report(const std::vector<HistoryEvent>& input, const ReportO
 
   r.total.tenant = "*";
   for (auto& [name, tr] : tenants) {
+    // Tenants seen only outside the window are not listed.
+    if (tr.leases == 0 && tr.gave_up == 0 && tr.ended.empty() && waits[name].empty()) continue;
     tr.gpu_hours_leased /= kMsPerHour;
     tr.gpu_hours_busy /= kMsPerHour;
     tr.gpu_hours_unmeasured /= kMsPerHour;

@@ -108,8 +108,13 @@ TEST(Report, BusyIsCappedByWhatIsHeld) {
 // GPU-hour; a grant before the window is not among its waits.
 TEST(Report, WindowClipsLeasesAndWaits) {
   std::vector<HistoryEvent> ev = {server(0, "s", 1), grant(kH, 1, "a", 0, 1.0, 5'000), grant(3 * kH, 2, "a", 0, 1.0, 7'000, 0),
-                                  end(3 * kH, 1), end(4 * kH, 2), util(6 * kH, 0.0)};
+                                  end(3 * kH, 1), end(4 * kH, 2), util(6 * kH, 0.0),
+                                  // Before the window, on a device silent since: in neither table.
+                                  grant(0, 3, "old", 0, 1.0, 0, 1), end(kH, 3)};
   Report r = report(ev, 4 * kH, 6 * kH);  // window [2h, 6h)
+  EXPECT_EQ(tenant(r, "old"), nullptr);
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_EQ(r.devices[0].device, 0u);
   const TenantReport* a = tenant(r, "a");
   EXPECT_EQ(a->leases, 2u);
   EXPECT_DOUBLE_EQ(a->gpu_hours_leased, 2.0);
