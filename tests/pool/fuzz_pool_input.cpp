@@ -2,7 +2,9 @@
 // client's at hello) and pool.toml. The first byte picks: 'v' verifies the
 // rest as a token; 's' signs the rest as a token body with the harness's
 // key first, so the fuzzer reaches the parser behind the MAC; 'c' parses
-// the rest as pool.toml. Anything may be refused; nothing may crash.
+// the rest as pool.toml (and its [history] table); 'h' reads the rest as a
+// usage history file and makes its report, JSON and HTML. Anything may be
+// refused; nothing may crash.
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
@@ -12,7 +14,9 @@
 #include <string_view>
 
 #include "rgpu/pool/config.h"
+#include "rgpu/pool/history.h"
 #include "rgpu/pool/lease_token.h"
+#include "rgpu/pool/report.h"
 
 namespace {
 
@@ -51,7 +55,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (first.is_ok() && (second.is_ok() || rgpu::pool::canonical_lease_text(first.value()) != rest)) __builtin_trap();
       break;
     }
-    case 'c': (void)rgpu::pool::parse_config(rest); break;
+    case 'c':
+      (void)rgpu::pool::parse_config(rest);
+      (void)rgpu::pool::parse_history_config(rest);
+      break;
+    case 'h': {
+      rgpu::pool::HistoryRead read;
+      rgpu::pool::read_history_text(rest, &read);
+      for (const rgpu::pool::HistoryEvent& e : read.events) {
+        // What decodes encodes to a line that decodes again.
+        if (!rgpu::pool::decode_event(rgpu::pool::encode_event(e)).is_ok()) __builtin_trap();
+      }
+      rgpu::pool::ReportOptions ro;
+      ro.since_ms = 3'600'000;
+      auto r = rgpu::pool::make_report(read.events, ro);
+      if (r.is_ok()) {
+        (void)rgpu::pool::report_json(r.value());
+        (void)rgpu::pool::report_html(r.value());
+      }
+      break;
+    }
     default: break;
   }
   return 0;

@@ -7,6 +7,7 @@ set(body "rgpu-lease-v1\nid=42\ntenant=research\npriority=20\nissued=1000000\nex
 file(WRITE ${WORK}/seeds/signed "s${body}")
 file(WRITE ${WORK}/seeds/token "v${body}mac=0000000000000000000000000000000000000000000000000000000000000000\n")
 file(WRITE ${WORK}/seeds/config "c[scheduler]\npolicy = \"spread\"\npreemption = true\nqueue_timeout_s = 30\n[heartbeat]\ninterval_s = 2\ntimeout_s = 7\n[tenants.a]\nweight = 3\n")
+file(WRITE ${WORK}/seeds/history "h{\"e\":\"start\",\"t\":0}\n{\"e\":\"server\",\"t\":0,\"server\":\"s\",\"devices\":[{\"d\":0,\"kind\":\"cpu\",\"memory\":100}]}\n{\"e\":\"grant\",\"t\":5,\"lease\":1,\"tenant\":\"a\",\"priority\":10,\"waited_ms\":3,\"devices\":[{\"server\":\"s\",\"d\":0,\"slice\":0,\"memory\":50,\"share\":0.5}]}\n{\"e\":\"util\",\"t\":900000,\"server\":\"s\",\"span_ms\":60000,\"devices\":[{\"d\":0,\"u\":0.5,\"m\":1}]}\n{\"e\":\"queue\",\"t\":7,\"queued\":2,\"tenants\":{\"a\":2}}\n{\"e\":\"end\",\"t\":1000000,\"lease\":1,\"reason\":\"released\"}\n")
 execute_process(
   COMMAND ${FUZZER} -max_total_time=10 -timeout=20 -rss_limit_mb=2048 -max_len=4096
           -artifact_prefix=${WORK}/ ${WORK}/corpus ${WORK}/seeds

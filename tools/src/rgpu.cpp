@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "find_real.h"
+#include "pool_report_cli.h"
 #include "rgpu/protocol/auth.h"
 #include "rgpu/common/request_text.h"
 #include "static_cudart.h"
@@ -27,6 +28,7 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: rgpu run [--server HOST:PORT[,HOST:PORT...]] [--device cpu|cuda|auto] [--module-cache DIR]\n"
                "                [--cpu-devices N] [--gpus N] [--mem SIZE] [--share F] -- COMMAND [ARGS...]\n"
+               "       rgpu pool report --history FILE [--since 24h] [--json OUT] [--html OUT]\n"
                "       rgpu --version\n"
                "\n"
                "run      runs COMMAND with rgpu's client library preloaded, so its CUDA calls go to\n"
@@ -299,6 +301,9 @@ int main(int argc, char** argv) {
   }
   std::string cmd = argv[1];
   if (cmd == "run") return run(argc - 2, argv + 2);
+  if (cmd == "pool" && argc > 2 && std::string(argv[2]) == "report") {
+    return rgpu::tools::pool_report_main(argc - 3, argv + 3);
+  }
   if (cmd == "--version" || cmd == "version") {
     std::printf("rgpu %s\n", RGPU_VERSION_STRING);
     return 0;

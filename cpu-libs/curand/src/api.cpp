@@ -69,7 +69,7 @@ class ContextGuard {
   bool pushed_ = false;
 };
 
-bool inside_allocation(CUdeviceptr p, uint64_t bytes) { return cpu_libs::inside_device_memory(p, bytes); }
+bool inside_allocation(CUdeviceptr p, uint64_t bytes) { return ::rgpu::cpu_libs::inside_device_memory(p, bytes); }
 
 curandStatus_t generate(curandGenerator_t g, void* out, const Request& r) {
   if (!g) return CURAND_STATUS_NOT_INITIALIZED;
