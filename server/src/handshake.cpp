@@ -14,8 +14,9 @@ namespace auth = protocol::auth;
 // Longest text field of a hello (host name, program, build) kept; longer
 // ones are refused rather than cut, so logs never show a forged prefix.
 constexpr size_t kMaxHelloText = 1024;
-// A lease is a pool's signed token: longer than a name, still small.
-constexpr size_t kMaxLeaseText = 4096;
+// A lease is a pool's signed token: longer than a name, still small (the
+// pool's own cap, kMaxLeaseToken in rgpu/pool/lease_token.h).
+constexpr size_t kMaxLeaseText = 16 * 1024;
 
 std::vector<std::byte> to_vector(const kj::Array<capnp::word>& words) {
   auto bytes = protocol::as_bytes(words);
