@@ -254,7 +254,9 @@ TEST_F(PoolE2E, KindAwarePlacementInAMixedPool) {
   auto newer = client::acquire(request(KindWanted::kNvidia, 500, 100));
   ASSERT_FALSE(newer.is_ok());
   EXPECT_NE(newer.status().message().find("timed out"), std::string::npos) << newer.status().to_string();
-  // And a real program asking for CPU devices lands on the CPU server.
+  // And a real program asking for CPU devices lands on the CPU server,
+  // once the whole-device lease above is given back.
+  client::release(cpu.value());
   Child& d = client({"RGPU_POOL_KIND=cpu"});
   EXPECT_TRUE(d.wait_for("ready count=1", 60s)) << d.text;
 }
