@@ -91,7 +91,7 @@ class PoolE2E : public ::testing::Test {
     key_file_ = (dir_ / "key").string();
     std::ofstream(key_file_) << kKey << "\n";
     chmod(key_file_.c_str(), 0600);
-    std::ofstream(dir_ / "pool.toml") << "[scheduler]\nqueue_timeout_s = 60\n"
+    std::ofstream(dir_ / "pool.toml") << "[scheduler]\nqueue_timeout_s = 60\npreemption = true\n"
                                       << "[heartbeat]\ninterval_s = 0.5\ntimeout_s = 2\n";
     pool_ = Child::spawn({kBin + "/rgpu-pool", "--listen", "127.0.0.1:0", "--key-file", key_file_, "--config",
                           (dir_ / "pool.toml").string()},
@@ -204,6 +204,16 @@ TEST_F(PoolE2E, KilledClientsLeaseGoesToTheNextWithinASecond) {
   const auto granted = SteadyClock::now() - killed;
   EXPECT_LT(granted, 1s) << "granted after " << std::chrono::duration<double>(granted).count() << " s";
   EXPECT_TRUE(b.wait_for("ready count=1", 60s)) << b.text;
+}
+
+TEST_F(PoolE2E, PreemptedSessionIsEndedWithAClearError) {
+  start_rgpud("cpu-a", 1, "1G");
+  Child& low = client({"RGPU_REQUEST=mem=700M", "RGPU_POOL_PRIORITY=low"});
+  ASSERT_TRUE(low.wait_for("ready count=1", 60s)) << low.text;
+  Child& high = client({"RGPU_REQUEST=mem=700M", "RGPU_POOL_PRIORITY=high"});
+  EXPECT_TRUE(high.wait_for("ready count=1", 60s)) << high.text;
+  EXPECT_TRUE(low.wait_for("preempted", 20s)) << low.text;
+  EXPECT_NE(low.text.find("higher priority"), std::string::npos) << low.text;
 }
 
 TEST_F(PoolE2E, LostServerFailsItsLeasesAndWaitingRequestsMove) {
