@@ -239,6 +239,7 @@ class ServiceImpl final : public Service {
     for (LeaseId l : leases) {
       lease_owner_.erase(l);
       lease_origin_.erase(l);
+      ended_on_.erase(l);
       auto changes = core_.release(l);
       if (changes.is_ok()) {
         RGPU_INFO("lease released lease=%llu reason=\"holder connection closed\"", static_cast<unsigned long long>(l));
@@ -380,12 +381,21 @@ class ServiceImpl final : public Service {
                 static_cast<unsigned long long>(lease));
       return;
     }
+    // A lease split over servers is freed when its sessions on all of them
+    // have ended (or its holder goes), so no slice is promised twice while
+    // a session still runs on it.
+    auto& ended = ended_on_[lease];
+    ended.insert(c->server_id);
+    for (const auto& p : held->placement) {
+      if (!ended.count(p.server_id)) return;
+    }
     RGPU_INFO("lease released lease=%llu reason=\"session ended on %s\"", static_cast<unsigned long long>(lease),
               c->server_id.c_str());
     release_lease(lease);
   }
 
   void release_lease(LeaseId lease) {
+    ended_on_.erase(lease);
     if (auto o = lease_owner_.find(lease); o != lease_owner_.end()) {
       if (Conn* holder = conn(o->second)) holder->leases.erase(lease);
       lease_owner_.erase(o);
@@ -560,6 +570,7 @@ class ServiceImpl final : public Service {
       send(id, b);
     }
     lease_origin_.erase(lease);
+    ended_on_.erase(lease);
   }
 
   const ServiceOptions options_;
@@ -576,6 +587,8 @@ class ServiceImpl final : public Service {
   std::map<TicketId, Origin> ticket_origin_;
   std::map<LeaseId, uint64_t> lease_owner_;
   std::map<LeaseId, Origin> lease_origin_;
+  // The servers of each split lease whose sessions have ended so far.
+  std::map<LeaseId, std::set<std::string>> ended_on_;
 };
 
 }  // namespace

@@ -190,6 +190,33 @@ TEST_F(PoolE2E, QueuesTimesOutAndPlacesWhenCapacityFrees) {
   EXPECT_TRUE(b.wait_for("ready count=1", 60s)) << b.text;
 }
 
+TEST_F(PoolE2E, RgpudReportsASessionsEndSoTheLeaseIsFreed) {
+  start_rgpud("cpu-a", 1, "1G");
+  // The test holds the lease's pool connection itself: only rgpud's report
+  // of the session's end can free it.
+  auto o = request(KindWanted::kCpu);
+  o.request.memory_bytes = 700ull << 20;
+  auto held = client::acquire(o);
+  ASSERT_TRUE(held.is_ok()) << held.status().to_string();
+  clients_.push_back(Child::spawn({kBin + "/pool_client"},
+                                  {"RGPU_SERVER=" + client::server_list(held.value().placement),
+                                   "RGPU_LEASE=" + held.value().token, "UCX_TLS=tcp", kLibraryPath}));
+  Child& c = *clients_.back();
+  ASSERT_TRUE(c.wait_for("ready count=1", 60s)) << c.text;
+  std::atomic<bool> done{false};
+  Result<client::Held> next = failed("not yet");
+  std::thread waiter([&] {
+    next = client::acquire(o);
+    done = true;
+  });
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(done);
+  EXPECT_EQ(c.finish(30s), 0) << c.text;
+  for (int i = 0; i < 200 && !done; ++i) std::this_thread::sleep_for(50ms);
+  waiter.join();
+  EXPECT_TRUE(next.is_ok()) << next.status().to_string();
+}
+
 TEST_F(PoolE2E, KilledClientsLeaseGoesToTheNextWithinASecond) {
   start_rgpud("cpu-a", 1, "1G");
   Child& a = client({"RGPU_REQUEST=mem=700M"});
