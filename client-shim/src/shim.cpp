@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 
 #include "rgpu/common/log.h"
@@ -88,8 +89,14 @@ Result<std::shared_ptr<pool::client::Held>> lease_from_pool(const std::string& l
   gethostname(host, sizeof host - 1);
   acquire.hostname = host;
   acquire.program = program_invocation_short_name;
-  acquire.on_queued = pool::client::stderr_progress("rgpu");
+  bool waited = false;
+  auto progress = pool::client::stderr_progress("rgpu");
+  acquire.on_queued = [&](uint32_t ahead, pool::Millis ms) {
+    waited = true;
+    progress(ahead, ms);
+  };
   auto held = pool::client::acquire(acquire);
+  if (waited && isatty(2)) std::fputc('\n', stderr);  // ends the line rewritten in place
   if (!held.is_ok()) return held.status();
   options->server = pool::client::server_list(held.value().placement);
   options->request.lease = held.value().token;
