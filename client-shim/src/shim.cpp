@@ -1,9 +1,14 @@
 // The client library's process state and its one-time initialisation.
 #include "shim.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 
 #include "rgpu/common/log.h"
+#include "rgpu/pool/client.h"
 #include "rgpu/protocol/auth.h"
 #include "visible_devices.h"
 
@@ -28,14 +33,19 @@ void shutdown_at_exit() {
   }
 }
 
-ClientOptions options_from_environment(std::string* problem) {
+ClientOptions options_from_environment(std::string* problem, std::string* pool) {
   ClientOptions o;
   const char* server = std::getenv("RGPU_SERVER");
-  if (!server || !*server) {
-    *problem = "RGPU_SERVER is not set (host:port of rgpud); start programs with 'rgpu run'";
+  const char* pool_env = std::getenv("RGPU_POOL");
+  if ((!server || !*server) && pool_env && *pool_env) {
+    *pool = pool_env;  // the servers come from the pool's placement
+  } else if (!server || !*server) {
+    *problem = "RGPU_SERVER is not set (host:port of rgpud; or RGPU_POOL, host:port of rgpu-pool); start programs "
+               "with 'rgpu run'";
     return o;
+  } else {
+    o.server = server;
   }
-  o.server = server;
   if (const char* t = std::getenv("RGPU_TENANT"); t && *t) o.tenant = t;
   if (const char* file = std::getenv("RGPU_AUTH_TOKEN_FILE"); file && *file) {
     auto text = protocol::auth::read_secret_file(file);
@@ -62,6 +72,38 @@ ClientOptions options_from_environment(std::string* problem) {
 }
 
 thread_local std::vector<uint64_t> t_context_stack;
+
+// RGPU_POOL without RGPU_SERVER: asks the pool for RGPU_REQUEST's devices
+// (and RGPU_POOL_*'s kind, capability, priority, timeout), waiting in its
+// queue with a progress line on stderr, then points `options` at the servers
+// it chose, with its lease. The connection that holds the lease is returned,
+// to be kept as long as the sessions.
+Result<std::shared_ptr<pool::client::Held>> lease_from_pool(const std::string& list, ClientOptions* options) {
+  auto addresses = pool::net::parse_addresses(list);
+  if (!addresses.is_ok()) return invalid_argument("RGPU_POOL: " + addresses.status().message());
+  pool::client::AcquireOptions acquire;
+  acquire.pool = addresses.value();
+  if (Status s = pool::client::request_from_environment(&acquire.request); !s.is_ok()) return s;
+  if (const char* t = std::getenv("RGPU_TENANT"); t && *t) acquire.request.tenant = t;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  acquire.hostname = host;
+  acquire.program = program_invocation_short_name;
+  bool waited = false;
+  auto progress = pool::client::stderr_progress("rgpu");
+  acquire.on_queued = [&](uint32_t ahead, pool::Millis ms) {
+    waited = true;
+    progress(ahead, ms);
+  };
+  auto held = pool::client::acquire(acquire);
+  if (waited && isatty(2)) std::fputc('\n', stderr);  // ends the line rewritten in place
+  if (!held.is_ok()) return held.status();
+  options->server = pool::client::server_list(held.value().placement);
+  options->request.lease = held.value().token;
+  RGPU_INFO("pool lease=%llu servers=%s waited_ms=%lld", static_cast<unsigned long long>(held.value().id),
+            options->server.c_str(), static_cast<long long>(held.value().waited_ms));
+  return std::make_shared<pool::client::Held>(std::move(held.value()));
+}
 
 }  // namespace
 
@@ -273,12 +315,25 @@ CUresult initialize() {
   std::call_once(g_init_once, [] {
     log::set_component("rgpu");
     std::string problem;
-    ClientOptions options = options_from_environment(&problem);
+    std::string pool_list;
+    ClientOptions options = options_from_environment(&problem, &pool_list);
     if (!problem.empty()) {
       RGPU_ERROR("cannot initialise: %s", problem.c_str());
       g_init_result = CUDA_ERROR_NO_DEVICE;
       g_phase = Phase::kFailed;
       return;
+    }
+    std::shared_ptr<pool::client::Held> lease;
+    if (!pool_list.empty()) {
+      auto held = lease_from_pool(pool_list, &options);
+      if (!held.is_ok()) {
+        RGPU_ERROR("cannot initialise: no devices from the pool (RGPU_POOL=%s): %s", pool_list.c_str(),
+                   held.status().message().c_str());
+        g_init_result = CUDA_ERROR_NO_DEVICE;
+        g_phase = Phase::kFailed;
+        return;
+      }
+      lease = std::move(held.value());
     }
     auto servers = route::parse_servers(options.server, &problem);
     if (!servers) {
@@ -306,6 +361,7 @@ CUresult initialize() {
       clients.push_back(std::move(client.value()));
     }
     auto shim = std::make_unique<Shim>(std::move(clients), visible);
+    if (lease) shim->keep(std::move(lease));
     // As a local driver: no visible device is cuInit's CUDA_ERROR_NO_DEVICE,
     // and the sessions, of no use, close at once.
     if (shim->device_count() == 0) {

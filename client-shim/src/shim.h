@@ -59,6 +59,8 @@ class Shim {
   Client& client() { return servers_ == 1 ? *clients_[0] : client_for(route::server_of(current_context())); }
   Client& client_for(size_t server) { return servers_ == 1 ? *clients_[0] : *clients_[server < servers_ ? server : 0]; }
   size_t servers() const { return servers_; }
+  // Keeps `held` (the pool's lease, RGPU_POOL) for as long as the sessions.
+  void keep(std::shared_ptr<void> held) { kept_ = std::move(held); }
   // Page-locked host memory is registered with the first server's session;
   // copies to the others still read it, without the zero-copy path.
   HostMemory& host_memory() { return clients_[0]->host_memory(); }
@@ -151,6 +153,7 @@ class Shim {
   int primary_reset(int device);
 
  private:
+  std::shared_ptr<void> kept_;
   struct HandleInfo {
     HandleKind kind;
     uint64_t ctx;  // current when it was made

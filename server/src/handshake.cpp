@@ -14,8 +14,9 @@ namespace auth = protocol::auth;
 // Longest text field of a hello (host name, program, build) kept; longer
 // ones are refused rather than cut, so logs never show a forged prefix.
 constexpr size_t kMaxHelloText = 1024;
-// A lease is a pool's signed token: longer than a name, still small.
-constexpr size_t kMaxLeaseText = 4096;
+// A lease is a pool's signed token: longer than a name, still small (the
+// pool's own cap, kMaxLeaseToken in rgpu/pool/lease_token.h).
+constexpr size_t kMaxLeaseText = 16 * 1024;
 
 std::vector<std::byte> to_vector(const kj::Array<capnp::word>& words) {
   auto bytes = protocol::as_bytes(words);
@@ -188,9 +189,20 @@ Handshake::Step Handshake::on_proof(wire::Authenticate::Reader answer) {
 }
 
 Handshake::Step Handshake::admit() {
-  auto granted = grant(client_.terms.requested, offer_);
-  if (!granted.is_ok()) return refuse("cannot grant the request: " + granted.status().message());
-  client_.terms.granted = std::move(granted.value());
+  if (offer_.lease_gate != nullptr) {
+    // Pool mode: the lease, not the hello's request, says what the session gets.
+    if (client_.terms.requested.lease.empty()) {
+      return refuse("this server belongs to a pool: a session needs a lease from rgpu-pool "
+                    "(set RGPU_POOL=host:port, or use rgpu run --pool)");
+    }
+    auto lease = offer_.lease_gate->check(client_.terms.requested.lease);
+    if (!lease.is_ok()) return refuse("lease refused: " + lease.status().message());
+    client_.terms.lease = std::move(lease.value());
+  } else {
+    auto granted = grant(client_.terms.requested, offer_);
+    if (!granted.is_ok()) return refuse("cannot grant the request: " + granted.status().message());
+    client_.terms.granted = std::move(granted.value());
+  }
   state_ = State::kDone;
   Step step;
   step.kind = Step::Kind::kWelcome;

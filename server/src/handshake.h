@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "lease_gate.h"
 #include "rgpu/common/status.h"
 #include "rgpu/protocol/auth.h"
 #include "rgpu/protocol/codec.h"
@@ -21,7 +23,7 @@ struct Resources {
   uint32_t devices = 0;
   uint64_t memory_bytes = 0;
   uint32_t lease_seconds = 0;
-  std::string lease;  // opaque, issued by a pool; not checked yet
+  std::string lease;  // a pool's signed lease; checked in pool mode (lease_gate.h)
   // The compute share of each device, 0 to 1: asked, the least acceptable
   // (0: any); granted, the smallest share among the session's slices (0:
   // whole devices only).
@@ -47,6 +49,10 @@ struct Offer {
   uint32_t devices = 0;        // devices a session sees (today: all of the server's)
   uint64_t device_memory = 0;  // the memory of the largest of them
   uint64_t memory_limit = 0;   // the most a session may hold on each device (--session-memory); 0: none
+  // Pool mode: a session must present a lease this gate accepts, and gets
+  // exactly what it grants here. Null: no pool. Not owned; outlives the
+  // handshakes.
+  LeaseGate* lease_gate = nullptr;
 };
 
 // What a session was granted for `request`: today every device, and as its
@@ -67,6 +73,9 @@ struct Terms {
   // The session's devices, filled in when the server admits it to slices;
   // empty: every device of the server, with granted.memory_bytes as quota.
   std::vector<Placement> devices;
+  // Pool mode: the lease the session was admitted on and what it grants on
+  // this server (the slices admit() must give it, no more, no fewer).
+  std::optional<LeaseGrant> lease;
 
   // Sets the welcome's version, range, features and grant. (Inline: the
   // session, which writes the welcome, is also built without this file's

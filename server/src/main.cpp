@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -15,6 +17,8 @@
 #include "rgpu/server/driver_table.h"
 #include "rgpu/protocol/codec.h"
 #include "rgpu/server/server.h"
+#include "rgpu/pool/agent.h"
+#include "rgpu/pool/net.h"
 #include "config_file.h"
 #include "mig.h"
 
@@ -28,6 +32,8 @@ void usage(FILE* out) {
                "             [--limit NAME=VALUE]... [--shutdown-timeout SECONDS] [--library NAME=PATH]...\n"
                "             [--slices DEV:SIZE@SHARE[,SIZE@SHARE...]]... [--max-sessions-per-slice N]\n"
                "             [--config FILE]\n"
+               "             [--pool HOST:PORT[,HOST:PORT...] --pool-key-file FILE [--pool-id ID]\n"
+               "              [--advertise HOST:PORT]]\n"
                "             [--session-inflight-bytes SIZE] [--session-waits N] [--poller-threads N]\n"
                "\n"
                "  --listen HOST:PORT  address to accept clients on (default 127.0.0.1:0: a free port)\n"
@@ -75,6 +81,13 @@ void usage(FILE* out) {
                "                      hello-timeout-ms, hello-bytes, unauthenticated, sessions,\n"
                "                      message-bytes, parked-frames, parked-bytes, handles,\n"
                "                      module-bytes, inflight-bytes, waits\n"
+               "  --pool ADDRS        join rgpu-pool (docs/pool.md): register this server's devices\n"
+               "                      and slices, heartbeat every second, and admit only sessions\n"
+               "                      that present a lease the pool signed for this server\n"
+               "  --pool-key-file FILE  the pool's lease-signing key (chmod 600), as rgpu-pool's --key-file\n"
+               "  --pool-id ID        this server's id in the pool (default: the --advertise address)\n"
+               "  --advertise HOST:PORT  the address clients reach this server at (default: the\n"
+               "                      bound --listen address)\n"
                "  --shutdown-timeout SECONDS  on SIGTERM or SIGINT, how long the sessions' teardown\n"
                "                      may take before rgpud exits anyway (default 10)\n"
                "\n"
@@ -166,6 +179,9 @@ int main(int argc, char** argv) {
   std::string auth_file;
   int shutdown_timeout_s = 10;
   int cpu_devices = 0;  // 0: not given
+  std::string pool_list;
+  std::string pool_key_file;
+  std::string advertise;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const char* name) -> std::string {
@@ -200,6 +216,14 @@ int main(int argc, char** argv) {
         options.max_sessions_per_slice = static_cast<uint32_t>(*c.max_sessions_per_slice);
       }
       options.slices.insert(options.slices.end(), c.slices.begin(), c.slices.end());
+    } else if (arg == "--pool") {
+      pool_list = value("--pool");
+    } else if (arg == "--pool-key-file") {
+      pool_key_file = value("--pool-key-file");
+    } else if (arg == "--pool-id") {
+      options.pool_id = value("--pool-id");
+    } else if (arg == "--advertise") {
+      advertise = value("--advertise");
     } else if (arg == "--slices") {
       options.slices.push_back(value("--slices"));
     } else if (arg == "--max-sessions-per-slice") {
@@ -378,6 +402,42 @@ int main(int argc, char** argv) {
   }
   options.keys = std::move(keys.value());
 
+  std::vector<std::string> pool_addresses;
+  if (!pool_list.empty() || !pool_key_file.empty()) {
+    if (pool_list.empty() || pool_key_file.empty()) {
+      std::fprintf(stderr, "rgpud: --pool and --pool-key-file go together\n");
+      return 2;
+    }
+    auto addresses = rgpu::pool::net::parse_addresses(pool_list);
+    if (!addresses.is_ok()) {
+      std::fprintf(stderr, "rgpud: --pool: %s\n", addresses.status().message().c_str());
+      return 2;
+    }
+    pool_addresses = addresses.value();
+    auto text = rgpu::protocol::auth::read_secret_file(pool_key_file);
+    auto key = text.is_ok() ? rgpu::protocol::auth::clean_secret(text.value(), pool_key_file)
+                            : rgpu::Result<std::string>(text.status());
+    if (!key.is_ok()) {
+      std::fprintf(stderr, "rgpud: --pool-key-file: %s\n", key.status().message().c_str());
+      return 2;
+    }
+    options.pool_key = key.value();
+    if (options.pool_id.empty()) options.pool_id = advertise;
+  }
+  // The pool's agent comes after the server; sessions ending before it
+  // exists have no lease anyway (no pool, no lease).
+  struct AgentSlot {
+    std::mutex mu;
+    std::unique_ptr<rgpu::pool::Agent> agent;
+  };
+  auto agent_slot = std::make_shared<AgentSlot>();
+  if (!pool_addresses.empty()) {
+    options.on_lease_session_end = [agent_slot](uint64_t lease) {
+      std::lock_guard<std::mutex> lock(agent_slot->mu);
+      if (agent_slot->agent) agent_slot->agent->session_ended(lease);
+    };
+  }
+
   // Signals are taken synchronously below; block them before any thread starts.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -411,6 +471,36 @@ int main(int argc, char** argv) {
   }
   std::printf("rgpud listening on %s driver=%s\n", server.value()->address().c_str(), driver_path.c_str());
   std::fflush(stdout);
+  if (!pool_addresses.empty()) {
+    rgpu::server::Server* srv = server.value().get();
+    rgpu::pool::AgentOptions agent_options;
+    agent_options.pool = pool_addresses;
+    agent_options.server.id = srv->pool_id();
+    agent_options.server.address = advertise.empty() ? srv->address() : advertise;
+    for (const auto& d : srv->pool_devices()) {
+      rgpu::pool::Device device;
+      device.index = d.index;
+      device.kind = d.cpu ? "cpu" : d.name;
+      device.compute_capability = d.compute_capability;
+      device.memory_bytes = d.memory;
+      for (size_t i = 0; i < d.slices.size(); ++i) {
+        device.slices.push_back(rgpu::pool::Slice{static_cast<uint32_t>(i), d.slices[i].memory, d.slices[i].share,
+                                                  d.slices[i].max_sessions});
+      }
+      agent_options.server.devices.push_back(std::move(device));
+    }
+    rgpu::pool::AgentHooks hooks;
+    hooks.sample = [srv] {
+      std::vector<rgpu::pool::DeviceUse> use;
+      for (const auto& d : srv->pool_devices()) use.push_back({d.index, d.memory_reserved, d.utilization});
+      return std::make_pair(use, static_cast<uint32_t>(srv->session_count()));
+    };
+    hooks.end_lease = [srv](uint64_t lease, const std::string& why) { srv->end_lease(lease, why); };
+    RGPU_INFO("pool mode id=%s advertise=%s pool=%s", agent_options.server.id.c_str(),
+              agent_options.server.address.c_str(), pool_list.c_str());
+    std::lock_guard<std::mutex> lock(agent_slot->mu);
+    agent_slot->agent = rgpu::pool::Agent::start(std::move(agent_options), std::move(hooks));
+  }
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
@@ -426,6 +516,14 @@ int main(int argc, char** argv) {
     _exit(again > 0 ? 128 + again : 1);
   });
   watchdog.detach();
+  {
+    std::unique_ptr<rgpu::pool::Agent> agent;
+    {
+      std::lock_guard<std::mutex> lock(agent_slot->mu);
+      agent.swap(agent_slot->agent);
+    }
+    agent.reset();  // before the server its hooks call
+  }
   server.value().reset();
   RGPU_INFO("stopped");
   return 0;

@@ -13,6 +13,7 @@
 #include "rgpu/common/log.h"
 #include "rgpu/common/thread_set.h"
 #include "handshake.h"
+#include "pool_gate.h"
 #include "reaper.h"
 #include "session.h"
 #include "slices.h"
@@ -65,8 +66,9 @@ Result<std::shared_ptr<const ServerInfo>> query_devices(const DriverTable& cu, c
 // and at most `session_memory` bytes on each (0: no limit) or, with
 // configured slices, the largest slice. The slice table decides the rest
 // when the session is admitted.
-Offer make_offer(const SliceTable& slices, uint64_t session_memory) {
+Offer make_offer(const SliceTable& slices, uint64_t session_memory, LeaseGate* gate) {
   Offer offer;
+  offer.lease_gate = gate;
   const auto slots = slices.slots();
   offer.devices = static_cast<uint32_t>(slots.size());
   for (const auto& s : slots) offer.device_memory = std::max(offer.device_memory, s.memory);
@@ -107,12 +109,15 @@ class ServerImpl final : public Server {
  public:
   ServerImpl(std::shared_ptr<const DriverTable> driver, std::shared_ptr<const ServerInfo> info,
              std::shared_ptr<transport::Transport> transport, std::shared_ptr<ModuleCache> module_cache,
-             protocol::auth::KeyRing keys, uint64_t session_memory, std::shared_ptr<SliceTable> slices)
+             protocol::auth::KeyRing keys, uint64_t session_memory, std::shared_ptr<SliceTable> slices,
+             std::unique_ptr<PoolLeaseGate> gate, std::function<void(uint64_t)> on_lease_end)
       : driver_(std::move(driver)),
         info_(std::move(info)),
         limits_(info_->limits),
         slices_(std::move(slices)),
-        offer_(make_offer(*slices_, session_memory)),
+        gate_(std::move(gate)),
+        on_lease_end_(std::move(on_lease_end)),
+        offer_(make_offer(*slices_, session_memory, gate_.get())),
         keys_(std::move(keys)),
         transport_(std::move(transport)),
         module_cache_(std::move(module_cache)) {
@@ -160,6 +165,76 @@ class ServerImpl final : public Server {
   size_t pending_count() const override {
     std::lock_guard<std::mutex> lock(mu_);
     return pending_.size();
+  }
+
+  std::string pool_id() const override { return gate_ ? gate_->server_id() : ""; }
+  void set_pool_id(std::string id) {
+    if (gate_) gate_->set_server_id(std::move(id));
+  }
+
+  std::vector<PoolDevice> pool_devices() const override {
+    std::vector<PoolDevice> out;
+    for (size_t i = 0; i < info_->devices.size(); ++i) {
+      const auto& d = info_->devices[i];
+      PoolDevice p;
+      p.index = static_cast<uint32_t>(i);
+      p.name = d.name;
+      p.cpu = d.ptx_only;
+      auto attr = [&](int a) { return a < static_cast<int>(d.attributes.size()) ? d.attributes[a] : 0; };
+      p.compute_capability = static_cast<uint32_t>(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 +
+                                                   attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
+      p.memory = d.total_mem;
+      for (const auto& s : slices_->slots()) {
+        if (s.device == i && s.index >= 0) p.slices.push_back(PoolSlice{s.memory, s.share, s.max_sessions});
+      }
+      if (driver_->rgpuDeviceGetUtilization) {
+        unsigned gpu = 0, mem = 0;
+        CUdevice dev = 0;
+        if (driver_->cuDeviceGet(&dev, static_cast<int>(i)) == CUDA_SUCCESS &&
+            driver_->rgpuDeviceGetUtilization(&gpu, &mem, dev) == CUDA_SUCCESS) {
+          p.utilization = std::min(1.0, gpu / 100.0);
+        }
+      }
+      out.push_back(std::move(p));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, session] : sessions_) {
+      for (const Placement& place : session->client().terms.devices) {
+        if (place.device < out.size()) out[place.device].memory_reserved += place.quota;
+      }
+    }
+    return out;
+  }
+
+  void end_lease(uint64_t lease, const std::string& why) override {
+    std::vector<std::shared_ptr<Peer>> ending;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [id, session] : sessions_) {
+        const auto& held = session->client().terms.lease;
+        if (!held || held->id != lease) continue;
+        if (auto p = peers_.find(id); p != peers_.end()) ending.push_back(p->second);
+      }
+    }
+    for (auto& peer : ending) {
+      RGPU_WARN("session ended by the pool id=%llu lease=%llu reason=%s", static_cast<unsigned long long>(peer->id),
+                static_cast<unsigned long long>(lease), why.c_str());
+      const std::string text = why == "preempted"
+                                   ? "rgpu: the pool preempted this program's lease " + std::to_string(lease) +
+                                         " for a request of higher priority; its session on this server is closed\n"
+                                   : "rgpu: the pool ended this program's lease " + std::to_string(lease) + " (" +
+                                         why + "); its session on this server is closed\n";
+      capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
+      builder.initRoot<wire::Envelope>().setDeviceError(
+          kj::arrayPtr(reinterpret_cast<const capnp::byte*>(text.data()), text.size()));
+      auto words = protocol::encode(builder);
+      (void)peer->connection->send(protocol::as_bytes(words));
+      // Closed a moment later, so the notice is delivered before the close.
+      reapers_.post([peer] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        peer->connection->close();
+      });
+    }
   }
 
  private:
@@ -255,8 +330,10 @@ class ServerImpl final : public Server {
       refuse(peer, why, Handshake::refusal(why));
       return;
     }
-    // Free slices that fit the request, held until the session is gone.
-    auto admitted = slices_->admit(step.client.terms.requested);
+    // Free slices that fit the request (in pool mode: exactly the lease's),
+    // held until the session is gone.
+    const auto& lease = step.client.terms.lease;
+    auto admitted = lease ? slices_->admit_leased(lease->slices) : slices_->admit(step.client.terms.requested);
     if (!admitted.is_ok()) {
       const std::string why = "cannot grant the request: " + admitted.status().message();
       refuse(peer, why, Handshake::refusal(why));
@@ -307,6 +384,7 @@ class ServerImpl final : public Server {
     RGPU_INFO("session ending id=%llu tenant=%s reason=\"%s\"", static_cast<unsigned long long>(id),
               session->client().tenant.c_str(), why.to_string().c_str());
     session->close();
+    if (const auto& lease = session->client().terms.lease; lease && on_lease_end_) on_lease_end_(lease->id);
     reapers_.post([s = std::move(session)]() mutable {
       // Let any in-flight callback drop its temporary reference first.
       for (int i = 0; i < 5000 && s.use_count() > 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -339,6 +417,8 @@ class ServerImpl final : public Server {
   const std::shared_ptr<const ServerInfo> info_;
   const ServerLimits& limits_;
   const std::shared_ptr<SliceTable> slices_;
+  const std::unique_ptr<PoolLeaseGate> gate_;  // pool mode only
+  const std::function<void(uint64_t)> on_lease_end_;
   const Offer offer_;
   const protocol::auth::KeyRing keys_;
   std::shared_ptr<transport::Transport> transport_;
@@ -425,10 +505,14 @@ Result<std::unique_ptr<Server>> Server::start(std::shared_ptr<const DriverTable>
   }
   auto slices = make_slices(*info.value(), options);
   if (!slices.is_ok()) return slices.status();
+  std::unique_ptr<PoolLeaseGate> gate;
+  if (!options.pool_key.empty()) gate = std::make_unique<PoolLeaseGate>(options.pool_key, options.pool_id);
   auto server = std::make_unique<ServerImpl>(std::move(driver), std::move(info.value()), std::move(transport),
                                              std::move(modules.value()), options.keys, options.session_memory,
-                                             std::move(slices.value()));
+                                             std::move(slices.value()), std::move(gate),
+                                             options.on_lease_session_end);
   if (Status s = server->listen(options.listen); !s.is_ok()) return s;
+  if (!options.pool_key.empty() && options.pool_id.empty()) server->set_pool_id(server->address());
   return std::unique_ptr<Server>(std::move(server));
 }
 

@@ -208,6 +208,43 @@ Result<std::pair<std::vector<Placement>, std::unique_ptr<Admission>>> SliceTable
   return std::make_pair(std::move(placements), std::make_unique<Admission>(shared_from_this(), std::move(chosen)));
 }
 
+Result<std::pair<std::vector<Placement>, std::unique_ptr<Admission>>> SliceTable::admit_leased(
+    const std::vector<LeasedSlice>& leased) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uint32_t> chosen;
+  std::vector<Placement> placements;
+  for (const LeasedSlice& l : leased) {
+    bool device_cut = false;
+    for (const Slot& s : slots_) device_cut |= s.device == l.device && s.index >= 0;
+    const int index = device_cut ? static_cast<int>(l.slice) : (l.slice == 0 ? -1 : -2);
+    uint32_t found = UINT32_MAX;
+    for (uint32_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].device == l.device && slots_[i].index == index) found = i;
+    }
+    const std::string name = "device " + std::to_string(l.device) + " slice " + std::to_string(l.slice);
+    if (found == UINT32_MAX) return invalid_argument("the lease names " + name + ", which this server does not have");
+    const Slot& s = slots_[found];
+    const uint32_t holding = s.sessions + static_cast<uint32_t>(std::count(chosen.begin(), chosen.end(), found));
+    if (s.max_sessions != 0 && holding >= s.max_sessions) {
+      return overloaded("the lease's " + name + " already holds its " + std::to_string(s.max_sessions) +
+                        " session(s)");
+    }
+    if (l.memory_bytes > s.memory) {
+      return invalid_argument("the lease grants " + mib(l.memory_bytes) + " on " + name + ", which has " +
+                              mib(s.memory));
+    }
+    chosen.push_back(found);
+    Placement p;
+    p.device = s.device;
+    p.slice = s.index;
+    p.quota = l.memory_bytes;
+    p.share = l.share > 0 && l.share <= s.share ? l.share : s.share;
+    placements.push_back(p);
+  }
+  for (uint32_t i : chosen) ++slots_[i].sessions;
+  return std::make_pair(std::move(placements), std::make_unique<Admission>(shared_from_this(), std::move(chosen)));
+}
+
 void SliceTable::release(const std::vector<uint32_t>& slots) {
   std::lock_guard<std::mutex> lock(mu_);
   for (uint32_t i : slots) {

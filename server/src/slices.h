@@ -91,6 +91,15 @@ class SliceTable : public std::enable_shared_from_this<SliceTable> {
   // is free, when not enough fit.
   Result<std::pair<std::vector<Placement>, std::unique_ptr<Admission>>> admit(const Resources& request);
 
+  // Pool mode: reserves exactly the slices a verified lease grants here,
+  // in the lease's order. The pool's slice 0 of a device without configured
+  // slices is the whole device (index -1); its slice N of a cut device is
+  // the N-th cut. Each session gets the lease's memory as its quota and
+  // the lease's share. An error naming the slice when one does not exist
+  // or has no room for another session.
+  Result<std::pair<std::vector<Placement>, std::unique_ptr<Admission>>> admit_leased(
+      const std::vector<LeasedSlice>& leased);
+
   bool sliced() const { return sliced_; }
   // Every slot, with its sessions now (for logs and tests).
   std::vector<Slot> slots() const;

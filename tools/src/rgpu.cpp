@@ -16,6 +16,7 @@
 
 #include "find_real.h"
 #include "pool_report_cli.h"
+#include "pool_cli.h"
 #include "rgpu/protocol/auth.h"
 #include "rgpu/common/request_text.h"
 #include "static_cudart.h"
@@ -29,6 +30,9 @@ void usage(FILE* out) {
                "usage: rgpu run [--server HOST:PORT[,HOST:PORT...]] [--device cpu|cuda|auto] [--module-cache DIR]\n"
                "                [--cpu-devices N] [--gpus N] [--mem SIZE] [--share F] -- COMMAND [ARGS...]\n"
                "       rgpu pool report --history FILE [--since 24h] [--json OUT] [--html OUT]\n"
+               "       rgpu run --pool HOST:PORT [--gpus N] [--mem SIZE] [--share F] [--kind nvidia|cpu|any]\n"
+               "                [--min-cc X.Y] [--priority low|normal|high|N] [--tenant NAME] [--timeout S] -- COMMAND\n"
+               "       rgpu pool status [--pool HOST:PORT]\n"
                "       rgpu --version\n"
                "\n"
                "run      runs COMMAND with rgpu's client library preloaded, so its CUDA calls go to\n"
@@ -45,8 +49,12 @@ void usage(FILE* out) {
                "         share of each device) ask the server for that many slices that fit\n"
                "         (RGPU_REQUEST=\"devices=N,mem=SIZE,share=F\", which they replace;\n"
                "         docs/sharing.md).\n"
+               "         With --pool (or RGPU_POOL set, and no server given) it asks rgpu-pool\n"
+               "         for the devices, waits in its queue (at most --timeout seconds), and\n"
+               "         runs COMMAND on the servers the pool chose, with the pool's lease\n"
+               "         (docs/pool.md); the lease is released when COMMAND ends.\n"
                "\n"
-               "environment: RGPU_SERVER, RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE, RGPU_TENANT,\n"
+               "environment: RGPU_SERVER, RGPU_POOL, RGPU_POOL_TIMEOUT, RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE, RGPU_TENANT,\n"
                "             RGPU_LOG_LEVEL, RGPU_MODULE_CACHE, RGPU_STATS, UCX_TLS (transport choice)\n");
 }
 
@@ -178,6 +186,8 @@ int run(int argc, char** argv) {
   std::string module_cache;
   std::string cpu_devices;  // passed on to the embedded rgpud, which checks it
   std::string request;      // --gpus, --mem, --share as RGPU_REQUEST items
+  rgpu::tools::PoolRun pool;
+  std::string pool_error;
   if (const char* dir = std::getenv("RGPU_MODULE_CACHE")) module_cache = dir;
   int i = 0;
   for (; i < argc; ++i) {
@@ -197,6 +207,11 @@ int run(int argc, char** argv) {
     } else if ((arg == "--gpus" || arg == "--mem" || arg == "--share") && i + 1 < argc) {
       const char* key = arg == "--gpus" ? "devices=" : arg == "--mem" ? "mem=" : "share=";
       request += (request.empty() ? "" : ",") + std::string(key) + argv[++i];
+    } else if (pool.take(argc, argv, &i, &pool_error)) {
+      if (!pool_error.empty()) {
+        std::fprintf(stderr, "rgpu run: %s\n", pool_error.c_str());
+        return 2;
+      }
     } else if (arg == "--help" || arg == "-h") {
       usage(stdout);
       return 0;
@@ -232,6 +247,10 @@ int run(int argc, char** argv) {
   }
   if (server_address.empty()) {
     if (const char* env = std::getenv("RGPU_SERVER"); env && *env) server_address = env;
+  }
+  if (server_address.empty() && pool.active()) {
+    if (int rc = pool.acquire(request, argv[i]); rc != 0) return rc;
+    server_address = pool.servers();
   }
   EmbeddedServer embedded;
   std::string embedded_key;
@@ -273,6 +292,10 @@ int run(int argc, char** argv) {
     setenv("LD_LIBRARY_PATH", libpath.c_str(), 1);
     setenv("RGPU_SERVER", server_address.c_str(), 1);
     if (!request.empty()) setenv("RGPU_REQUEST", request.c_str(), 1);
+    if (!pool.lease().empty()) {
+      setenv("RGPU_LEASE", pool.lease().c_str(), 1);
+      unsetenv("RGPU_POOL");  // the lease is ours; the library must not ask again
+    }
     if (!embedded_key.empty()) {
       unsetenv("RGPU_AUTH_TOKEN_FILE");
       unsetenv("RGPU_TENANT");
@@ -304,6 +327,7 @@ int main(int argc, char** argv) {
   if (cmd == "pool" && argc > 2 && std::string(argv[2]) == "report") {
     return rgpu::tools::pool_report_main(argc - 3, argv + 3);
   }
+  if (cmd == "pool") return rgpu::tools::pool_command(argc - 2, argv + 2);
   if (cmd == "--version" || cmd == "version") {
     std::printf("rgpu %s\n", RGPU_VERSION_STRING);
     return 0;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -71,6 +72,32 @@ struct ServerOptions {
   // Sessions one slice may hold at once (--max-sessions-per-slice); 0: one
   // per configured slice, any number on a whole device.
   uint32_t max_sessions_per_slice = 0;
+  // Pool mode (rgpud --pool, docs/pool.md): the key rgpu-pool signs leases
+  // with. Non-empty: every session must present a lease the pool signed for
+  // `pool_id` (empty: the bound address), and gets exactly its slices.
+  std::string pool_key;
+  std::string pool_id;
+  // Called with a lease's id when a session admitted on it has ended (on a
+  // transport or reaper thread), so the pool frees the lease at once.
+  std::function<void(uint64_t lease)> on_lease_session_end;
+};
+
+// One device as a pool sees it: what it is, how it is cut, and what it is
+// using. `slices` empty: an uncut device (the pool's slice 0, whole).
+struct PoolSlice {
+  uint64_t memory = 0;
+  float share = 1;
+  uint32_t max_sessions = 0;  // 0: any number
+};
+struct PoolDevice {
+  uint32_t index = 0;
+  std::string name;
+  bool cpu = false;             // rgpu's CPU device
+  uint32_t compute_capability = 0;  // major * 10 + minor
+  uint64_t memory = 0;
+  std::vector<PoolSlice> slices;
+  uint64_t memory_reserved = 0;  // the quotas of the sessions on it
+  double utilization = 0;        // 0..1, as the driver reports it (0 when it cannot)
 };
 
 // Whether `host` (as in --listen) names only this machine: 127.0.0.0/8,
@@ -87,6 +114,11 @@ class Server {
   virtual size_t session_count() const = 0;
   // Connections that have not finished their handshake yet.
   virtual size_t pending_count() const = 0;
+  // Pool mode: the id leases must name, the devices and their use.
+  virtual std::string pool_id() const = 0;
+  virtual std::vector<PoolDevice> pool_devices() const = 0;
+  // Ends every session admitted on `lease`, telling its client why.
+  virtual void end_lease(uint64_t lease, const std::string& why) = 0;
 
   // Initialises the driver (cuInit, device queries) and starts listening.
   static Result<std::unique_ptr<Server>> start(std::shared_ptr<const DriverTable> driver,

@@ -1,0 +1,36 @@
+// The pool's model (model.h) to and from its wire form (protocol/pool.capnp).
+// Readers take untrusted messages: every text is bounded and checked, and a
+// malformed field is an invalid-argument error naming it, never an
+// exception that escapes or an assert.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "pool.capnp.h"
+#include "rgpu/common/status.h"
+#include "rgpu/pool/model.h"
+
+namespace rgpu::pool::wire {
+
+// Longest id, address, kind, program or host name the pool reads.
+constexpr size_t kMaxName = 256;
+constexpr uint32_t kMaxDevicesPerServer = 1024;
+constexpr uint32_t kMaxSlicesPerDevice = 1024;
+
+void write(poolwire::Device::Builder out, const Device& device);
+void write(poolwire::Register::Builder out, const ServerInfo& server);
+void write(poolwire::Request::Builder out, const Request& request);
+void write(poolwire::PlacedDevice::Builder out, const PlacedDevice& placed);
+void write_placement(capnp::List<poolwire::PlacedDevice>::Builder out, const Placement& placement);
+
+// Bounded text; an error naming `what` when too long or not terminated.
+Result<std::string> read_text(capnp::Text::Reader text, const char* what, size_t max = kMaxName);
+Result<Device> read(poolwire::Device::Reader in);
+Result<ServerInfo> read(poolwire::Register::Reader in);
+// The request's fields (the scheduler's validate() checks their ranges).
+Result<Request> read(poolwire::Request::Reader in);
+Result<PlacedDevice> read(poolwire::PlacedDevice::Reader in);
+Result<Placement> read_placement(capnp::List<poolwire::PlacedDevice>::Reader in);
+
+}  // namespace rgpu::pool::wire

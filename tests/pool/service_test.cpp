@@ -1,0 +1,174 @@
+// rgpu-pool's service against bad peers: oversized and malformed frames,
+// fields out of range, messages in the wrong role. Each is answered with an
+// error and the connection closed; the service goes on serving others.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "rgpu/pool/client.h"
+#include "rgpu/pool/net.h"
+#include "rgpu/pool/service.h"
+#include "rgpu/pool/wire.h"
+
+namespace rgpu::pool {
+namespace {
+
+using namespace std::chrono_literals;
+using poolwire::PoolMessage;
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    service::ServiceOptions o;
+    o.key = "k";
+    o.max_frame = 4096;
+    auto s = service::Service::open(o);
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+    service_ = std::move(s.value());
+    thread_ = std::thread([this] { (void)service_->run(); });
+  }
+  void TearDown() override {
+    service_->stop();
+    thread_.join();
+  }
+
+  std::unique_ptr<net::Channel> connect() {
+    auto ch = net::Channel::connect({service_->address()}, 2s);
+    EXPECT_TRUE(ch.is_ok());
+    return ch.is_ok() ? std::move(ch.value()) : nullptr;
+  }
+
+  // The error the service answers with, then that it closed the connection.
+  std::string refusal(net::Channel& ch) {
+    std::string text;
+    for (int i = 0; i < 50; ++i) {
+      auto m = ch.receive(100ms);
+      if (!m.is_ok()) return text.empty() ? "closed without an error" : text;  // closed: done
+      if (m.value() && m.value()->root().which() == PoolMessage::ERROR) {
+        text = m.value()->root().getError().getMessage().cStr();
+      }
+    }
+    return "still open: " + text;
+  }
+
+  bool still_serves() {
+    auto s = client::query_status({service_->address()}, 2s);
+    return s.is_ok();
+  }
+
+  std::unique_ptr<service::Service> service_;
+  std::thread thread_;
+};
+
+TEST_F(ServiceTest, OversizedFrameIsRefusedUnread) {
+  auto ch = connect();
+  const uint8_t header[4] = {0xff, 0xff, 0xff, 0x7f};
+  ASSERT_EQ(send(ch->fd(), header, 4, MSG_NOSIGNAL), 4);
+  EXPECT_NE(refusal(*ch).find("over the limit"), std::string::npos);
+  EXPECT_TRUE(still_serves());
+}
+
+TEST_F(ServiceTest, GarbageIsRefused) {
+  auto ch = connect();
+  uint8_t frame[4 + 64] = {64, 0, 0, 0};
+  for (int i = 4; i < 68; ++i) frame[i] = static_cast<uint8_t>(i * 37);
+  ASSERT_EQ(send(ch->fd(), frame, sizeof frame, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof frame));
+  EXPECT_NE(refusal(*ch).find("malformed"), std::string::npos);
+  EXPECT_TRUE(still_serves());
+}
+
+TEST_F(ServiceTest, BadFieldsAreRefusedByName) {
+  {
+    auto ch = connect();
+    capnp::MallocMessageBuilder b;
+    auto r = b.initRoot<PoolMessage>().initSubmit();
+    r.setDevices(1);
+    r.setKind("tpu");
+    ASSERT_TRUE(ch->send(b).is_ok());
+    EXPECT_NE(refusal(*ch).find("device kind 'tpu'"), std::string::npos);
+  }
+  {
+    auto ch = connect();
+    capnp::MallocMessageBuilder b;
+    auto r = b.initRoot<PoolMessage>().initSubmit();
+    r.setDevices(100000);
+    r.setKind("cpu");
+    ASSERT_TRUE(ch->send(b).is_ok());
+    EXPECT_NE(refusal(*ch), "still open: ");
+  }
+  {
+    auto ch = connect();
+    capnp::MallocMessageBuilder b;
+    auto r = b.initRoot<PoolMessage>().initSubmit();
+    r.setDevices(1);
+    r.setShareUnits(20000);
+    r.setKind("cpu");
+    ASSERT_TRUE(ch->send(b).is_ok());
+    EXPECT_NE(refusal(*ch).find("over one device"), std::string::npos);
+  }
+  {
+    auto ch = connect();
+    capnp::MallocMessageBuilder b;
+    auto r = b.initRoot<PoolMessage>().initRegister();
+    r.setId("bad\x01id");
+    r.setAddress("127.0.0.1:1");
+    ASSERT_TRUE(ch->send(b).is_ok());
+    EXPECT_NE(refusal(*ch).find("control character"), std::string::npos);
+  }
+  {
+    auto ch = connect();  // a reply kind sent to the pool
+    capnp::MallocMessageBuilder b;
+    b.initRoot<PoolMessage>().initGranted().setLeaseId(1);
+    ASSERT_TRUE(ch->send(b).is_ok());
+    EXPECT_NE(refusal(*ch).find("not for the pool"), std::string::npos);
+  }
+  {
+    auto ch = connect();  // a client may not report the end of sessions
+    capnp::MallocMessageBuilder b;
+    b.initRoot<PoolMessage>().setSessionEnded(7);
+    ASSERT_TRUE(ch->send(b).is_ok());
+    EXPECT_NE(refusal(*ch).find("only a server"), std::string::npos);
+  }
+  EXPECT_TRUE(still_serves());
+}
+
+TEST_F(ServiceTest, PlacesQueuesAndReleasesOnClose) {
+  // A server with one CPU device, registered over the wire.
+  auto server = connect();
+  {
+    capnp::MallocMessageBuilder b;
+    ServerInfo info;
+    info.id = "s1";
+    info.address = "127.0.0.1:1";
+    info.devices.push_back(Device{0, "cpu", 0, 1ull << 30, {}});
+    wire::write(b.initRoot<PoolMessage>().initRegister(), info);
+    ASSERT_TRUE(server->send(b).is_ok());
+    auto m = server->receive(2s);
+    ASSERT_TRUE(m.is_ok() && m.value());
+    EXPECT_EQ(m.value()->root().which(), PoolMessage::REGISTERED);
+  }
+  client::AcquireOptions o;
+  o.pool = {service_->address()};
+  o.request.kind = KindWanted::kCpu;
+  auto first = client::acquire(o);
+  ASSERT_TRUE(first.is_ok()) << first.status().to_string();
+  EXPECT_EQ(first.value().placement.at(0).server_id, "s1");
+  EXPECT_NE(first.value().token.find("rgpu-lease-v1"), std::string::npos);
+  // The device's one whole slice is held: the next waits, and is placed
+  // when the holder's connection closes.
+  Result<client::Held> second = failed("not yet");
+  int queued = 0;
+  o.on_queued = [&](uint32_t, Millis) { ++queued; };
+  std::thread t([&] { second = client::acquire(o); });
+  std::this_thread::sleep_for(300ms);
+  first.value().channel.reset();
+  t.join();
+  ASSERT_TRUE(second.is_ok()) << second.status().to_string();
+  EXPECT_GE(queued, 1);
+}
+
+}  // namespace
+}  // namespace rgpu::pool

@@ -1,0 +1,42 @@
+// rgpu's pool commands: `rgpu run --pool ...` (a lease from rgpu-pool for
+// the command) and `rgpu pool status`. rgpu.cpp hooks them in.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "rgpu/pool/client.h"
+
+namespace rgpu::tools {
+
+// The pool options of `rgpu run` and the lease they get. Holding the object
+// holds the lease: it is released when the object goes.
+class PoolRun {
+ public:
+  // When argv[*i] is a pool option (--pool, --kind, --min-cc, --priority,
+  // --tenant, --timeout), consumes it and its value and returns true; a bad
+  // value sets *error.
+  bool take(int argc, char** argv, int* i, std::string* error);
+  // Whether the command runs through a pool: --pool, or RGPU_POOL set.
+  bool active() const;
+  // Asks the pool for the devices of `request_text` (RGPU_REQUEST's form,
+  // from --gpus/--mem/--share; empty: RGPU_REQUEST), waiting in its queue
+  // with a progress line on stderr. On success the servers to use
+  // (RGPU_SERVER) and the lease (RGPU_LEASE) are set; on failure a message
+  // was printed and the exit code is returned.
+  int acquire(const std::string& request_text, const std::string& program);
+  const std::string& servers() const { return servers_; }
+  const std::string& lease() const { return held_ ? held_->token : empty_; }
+
+ private:
+  std::string pool_;
+  std::string kind_, min_cc_, priority_, tenant_, timeout_;
+  std::optional<pool::client::Held> held_;
+  std::string servers_;
+  const std::string empty_;
+};
+
+// `rgpu pool SUBCOMMAND ...`: status. Returns the exit code.
+int pool_command(int argc, char** argv);
+
+}  // namespace rgpu::tools
