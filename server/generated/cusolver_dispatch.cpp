@@ -3690,8 +3690,8 @@ InvokeOutcome run_cusolverDnXpotrf_bufferSize(CallEnv& env_, std::span<const std
   void* handle_o_ = env_.find(static_cast<HandleKind>(40), handle_h_);
   if (!handle_o_) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXpotrf_bufferSize: handle is not a live cusolverDn");
   cusolverDnHandle_t handle = static_cast<cusolverDnHandle_t>(handle_o_);
-  void* params_o_ = env_.find(static_cast<HandleKind>(41), params_h_);
-  if (!params_o_) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXpotrf_bufferSize: params is not a live cusolverParams");
+  void* params_o_ = (params_h_ == 0) ? nullptr : env_.find(static_cast<HandleKind>(41), params_h_);
+  if (!params_o_ && params_h_ != 0) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXpotrf_bufferSize: params is not a live cusolverParams");
   cusolverDnParams_t params = static_cast<cusolverDnParams_t>(params_o_);
   if (!valid_cublasFillMode_t(static_cast<long long>(uplo_raw_)))
     return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXpotrf_bufferSize: uplo out of range");
@@ -3755,8 +3755,8 @@ InvokeOutcome run_cusolverDnXpotrf(CallEnv& env_, std::span<const std::byte> arg
   void* handle_o_ = env_.find(static_cast<HandleKind>(40), handle_h_);
   if (!handle_o_) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXpotrf: handle is not a live cusolverDn");
   cusolverDnHandle_t handle = static_cast<cusolverDnHandle_t>(handle_o_);
-  void* params_o_ = env_.find(static_cast<HandleKind>(41), params_h_);
-  if (!params_o_) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXpotrf: params is not a live cusolverParams");
+  void* params_o_ = (params_h_ == 0) ? nullptr : env_.find(static_cast<HandleKind>(41), params_h_);
+  if (!params_o_ && params_h_ != 0) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXpotrf: params is not a live cusolverParams");
   cusolverDnParams_t params = static_cast<cusolverDnParams_t>(params_o_);
   if (!valid_cublasFillMode_t(static_cast<long long>(uplo_raw_)))
     return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXpotrf: uplo out of range");
@@ -3823,8 +3823,8 @@ InvokeOutcome run_cusolverDnXpotrs(CallEnv& env_, std::span<const std::byte> arg
   void* handle_o_ = env_.find(static_cast<HandleKind>(40), handle_h_);
   if (!handle_o_) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXpotrs: handle is not a live cusolverDn");
   cusolverDnHandle_t handle = static_cast<cusolverDnHandle_t>(handle_o_);
-  void* params_o_ = env_.find(static_cast<HandleKind>(41), params_h_);
-  if (!params_o_) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXpotrs: params is not a live cusolverParams");
+  void* params_o_ = (params_h_ == 0) ? nullptr : env_.find(static_cast<HandleKind>(41), params_h_);
+  if (!params_o_ && params_h_ != 0) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXpotrs: params is not a live cusolverParams");
   cusolverDnParams_t params = static_cast<cusolverDnParams_t>(params_o_);
   if (!valid_cublasFillMode_t(static_cast<long long>(uplo_raw_)))
     return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXpotrs: uplo out of range");
@@ -3883,8 +3883,8 @@ InvokeOutcome run_cusolverDnXgeqrf_bufferSize(CallEnv& env_, std::span<const std
   void* handle_o_ = env_.find(static_cast<HandleKind>(40), handle_h_);
   if (!handle_o_) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXgeqrf_bufferSize: handle is not a live cusolverDn");
   cusolverDnHandle_t handle = static_cast<cusolverDnHandle_t>(handle_o_);
-  void* params_o_ = env_.find(static_cast<HandleKind>(41), params_h_);
-  if (!params_o_) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXgeqrf_bufferSize: params is not a live cusolverParams");
+  void* params_o_ = (params_h_ == 0) ? nullptr : env_.find(static_cast<HandleKind>(41), params_h_);
+  if (!params_o_ && params_h_ != 0) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXgeqrf_bufferSize: params is not a live cusolverParams");
   cusolverDnParams_t params = static_cast<cusolverDnParams_t>(params_o_);
   if (!valid_cudaDataType(static_cast<long long>(dataTypeA_raw_)))
     return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXgeqrf_bufferSize: dataTypeA out of range");
@@ -3956,8 +3956,8 @@ InvokeOutcome run_cusolverDnXgeqrf(CallEnv& env_, std::span<const std::byte> arg
   void* handle_o_ = env_.find(static_cast<HandleKind>(40), handle_h_);
   if (!handle_o_) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXgeqrf: handle is not a live cusolverDn");
   cusolverDnHandle_t handle = static_cast<cusolverDnHandle_t>(handle_o_);
-  void* params_o_ = env_.find(static_cast<HandleKind>(41), params_h_);
-  if (!params_o_) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXgeqrf: params is not a live cusolverParams");
+  void* params_o_ = (params_h_ == 0) ? nullptr : env_.find(static_cast<HandleKind>(41), params_h_);
+  if (!params_o_ && params_h_ != 0) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXgeqrf: params is not a live cusolverParams");
   cusolverDnParams_t params = static_cast<cusolverDnParams_t>(params_o_);
   if (!valid_cudaDataType(static_cast<long long>(dataTypeA_raw_)))
     return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXgeqrf: dataTypeA out of range");
@@ -4027,8 +4027,8 @@ InvokeOutcome run_cusolverDnXsyevd_bufferSize(CallEnv& env_, std::span<const std
   void* handle_o_ = env_.find(static_cast<HandleKind>(40), handle_h_);
   if (!handle_o_) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXsyevd_bufferSize: handle is not a live cusolverDn");
   cusolverDnHandle_t handle = static_cast<cusolverDnHandle_t>(handle_o_);
-  void* params_o_ = env_.find(static_cast<HandleKind>(41), params_h_);
-  if (!params_o_) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXsyevd_bufferSize: params is not a live cusolverParams");
+  void* params_o_ = (params_h_ == 0) ? nullptr : env_.find(static_cast<HandleKind>(41), params_h_);
+  if (!params_o_ && params_h_ != 0) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXsyevd_bufferSize: params is not a live cusolverParams");
   cusolverDnParams_t params = static_cast<cusolverDnParams_t>(params_o_);
   if (!valid_cusolverEigMode_t(static_cast<long long>(jobz_raw_)))
     return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXsyevd_bufferSize: jobz out of range");
@@ -4108,8 +4108,8 @@ InvokeOutcome run_cusolverDnXsyevd(CallEnv& env_, std::span<const std::byte> arg
   void* handle_o_ = env_.find(static_cast<HandleKind>(40), handle_h_);
   if (!handle_o_) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXsyevd: handle is not a live cusolverDn");
   cusolverDnHandle_t handle = static_cast<cusolverDnHandle_t>(handle_o_);
-  void* params_o_ = env_.find(static_cast<HandleKind>(41), params_h_);
-  if (!params_o_) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXsyevd: params is not a live cusolverParams");
+  void* params_o_ = (params_h_ == 0) ? nullptr : env_.find(static_cast<HandleKind>(41), params_h_);
+  if (!params_o_ && params_h_ != 0) return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXsyevd: params is not a live cusolverParams");
   cusolverDnParams_t params = static_cast<cusolverDnParams_t>(params_o_);
   if (!valid_cusolverEigMode_t(static_cast<long long>(jobz_raw_)))
     return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnXsyevd: jobz out of range");
