@@ -1525,8 +1525,8 @@ InvokeOutcome run_cublasSgetrfBatched(CallEnv& env_, std::span<const std::byte> 
   auto info = reinterpret_cast<int*>(static_cast<uintptr_t>(info_h_));
   if (!env_.device_range(A_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,8))))
     return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgetrfBatched: A is not memory of this context");
-  if (P_h_ == 0 ? static_cast<uint64_t>(rgpu_grid_bytes(n,batchSize,4)) != 0
-                : !env_.device_range(P_h_, static_cast<uint64_t>(rgpu_grid_bytes(n,batchSize,4))))
+  if (P_h_ == 0 ? static_cast<uint64_t>(P?rgpu_grid_bytes(n,batchSize,4):0) != 0
+                : !env_.device_range(P_h_, static_cast<uint64_t>(P?rgpu_grid_bytes(n,batchSize,4):0)))
     return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgetrfBatched: P is not memory of this context");
   if (!env_.device_range(info_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,4))))
     return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgetrfBatched: info is not memory of this context");
@@ -1890,8 +1890,8 @@ InvokeOutcome run_cublasDgetrfBatched(CallEnv& env_, std::span<const std::byte> 
   auto info = reinterpret_cast<int*>(static_cast<uintptr_t>(info_h_));
   if (!env_.device_range(A_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,8))))
     return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgetrfBatched: A is not memory of this context");
-  if (P_h_ == 0 ? static_cast<uint64_t>(rgpu_grid_bytes(n,batchSize,4)) != 0
-                : !env_.device_range(P_h_, static_cast<uint64_t>(rgpu_grid_bytes(n,batchSize,4))))
+  if (P_h_ == 0 ? static_cast<uint64_t>(P?rgpu_grid_bytes(n,batchSize,4):0) != 0
+                : !env_.device_range(P_h_, static_cast<uint64_t>(P?rgpu_grid_bytes(n,batchSize,4):0)))
     return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgetrfBatched: P is not memory of this context");
   if (!env_.device_range(info_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,4))))
     return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgetrfBatched: info is not memory of this context");

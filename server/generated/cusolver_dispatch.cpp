@@ -670,8 +670,8 @@ InvokeOutcome run_cusolverDnSgetrf(CallEnv& env_, std::span<const std::byte> arg
   if (Workspace_h_ == 0 ? static_cast<uint64_t>(0) != 0
                 : !env_.device_range(Workspace_h_, static_cast<uint64_t>(0)))
     return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnSgetrf: Workspace is not memory of this context");
-  if (devIpiv_h_ == 0 ? static_cast<uint64_t>(rgpu_array_bytes(rgpu_min_dim(m,n),4)) != 0
-                : !env_.device_range(devIpiv_h_, static_cast<uint64_t>(rgpu_array_bytes(rgpu_min_dim(m,n),4))))
+  if (devIpiv_h_ == 0 ? static_cast<uint64_t>(devIpiv?rgpu_array_bytes(rgpu_min_dim(m,n),4):0) != 0
+                : !env_.device_range(devIpiv_h_, static_cast<uint64_t>(devIpiv?rgpu_array_bytes(rgpu_min_dim(m,n),4):0)))
     return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnSgetrf: devIpiv is not memory of this context");
   if (!env_.device_range(devInfo_h_, static_cast<uint64_t>(4)))
     return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnSgetrf: devInfo is not memory of this context");
@@ -2314,8 +2314,8 @@ InvokeOutcome run_cusolverDnDgetrf(CallEnv& env_, std::span<const std::byte> arg
   if (Workspace_h_ == 0 ? static_cast<uint64_t>(0) != 0
                 : !env_.device_range(Workspace_h_, static_cast<uint64_t>(0)))
     return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnDgetrf: Workspace is not memory of this context");
-  if (devIpiv_h_ == 0 ? static_cast<uint64_t>(rgpu_array_bytes(rgpu_min_dim(m,n),4)) != 0
-                : !env_.device_range(devIpiv_h_, static_cast<uint64_t>(rgpu_array_bytes(rgpu_min_dim(m,n),4))))
+  if (devIpiv_h_ == 0 ? static_cast<uint64_t>(devIpiv?rgpu_array_bytes(rgpu_min_dim(m,n),4):0) != 0
+                : !env_.device_range(devIpiv_h_, static_cast<uint64_t>(devIpiv?rgpu_array_bytes(rgpu_min_dim(m,n),4):0)))
     return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnDgetrf: devIpiv is not memory of this context");
   if (!env_.device_range(devInfo_h_, static_cast<uint64_t>(4)))
     return refuse(kApi, CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnDgetrf: devInfo is not memory of this context");
