@@ -94,14 +94,14 @@ TEST_F(SolveTest, BatchedQrAndLeastSquares) {
             b.cublasSgelsBatched(h, CUBLAS_OP_T, 3, 2, 1, reinterpret_cast<float* const*>(as), 3,
                                  reinterpret_cast<float* const*>(cs), 3, &info, nullptr, 1));
   EXPECT_EQ(-1, info);
-  // QR: |R| diagonal of [3 0; 4 5] is (5, 4) in absolute value... R11 = |(3,4)| = 5.
+  // QR of [3 0; 4 5]: |R11| = |(3, 4)| = 5, and |R22| = |det| / 5 = 3.
   CUdeviceptr dq = upload(std::vector<float>{3, 4, 0, 5}), tau = upload(std::vector<float>(2, 0));
   CUdeviceptr qs = upload(std::vector<uint64_t>{dq}), ts = upload(std::vector<uint64_t>{tau});
   BLAS_OK(b.cublasSgeqrfBatched(h, 2, 2, reinterpret_cast<float* const*>(qs), 2, reinterpret_cast<float* const*>(ts),
                                 &info, 1));
   auto r = download<float>(dq, 4);
   EXPECT_NEAR(5.0f, std::fabs(r[0]), 1e-5f);
-  EXPECT_NEAR(3.0f, std::fabs(r[3]), 1e-5f);  // |det| = 15 = 5 * 3
+  EXPECT_NEAR(3.0f, std::fabs(r[3]), 1e-5f);
 }
 
 }  // namespace
