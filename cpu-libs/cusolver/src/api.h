@@ -55,6 +55,11 @@ cusolverStatus_t submit(cusolverDnHandle_t h, std::unique_ptr<Job> job);
 // handle's stream has finished the work before (which may have written it).
 cusolverStatus_t read_pointers(cusolverDnHandle_t h, const void* array, int64_t count, std::vector<uint64_t>* out);
 
+// The workspace every _bufferSize answers: none (the host copies are the
+// scratch space); the 64-bit API's, none on the device nor on the host.
+cusolverStatus_t no_workspace(cusolverDnHandle_t h, int* lwork);
+cusolverStatus_t no_workspace_64(cusolverDnHandle_t h, size_t* device, size_t* host);
+
 // Waits for the handle's stream (a call that answers on the host).
 cusolverStatus_t wait(cusolverDnHandle_t h);
 

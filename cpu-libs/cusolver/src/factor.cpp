@@ -270,23 +270,6 @@ cusolverStatus_t sytrs64(const char* fn, cusolverDnHandle_t h, cublasFillMode_t 
   });
 }
 
-cusolverStatus_t no_workspace(cusolverDnHandle_t h, int* lwork) {
-  if (!h) return CUSOLVER_STATUS_NOT_INITIALIZED;
-  if (!lwork) return CUSOLVER_STATUS_INVALID_VALUE;
-  *lwork = 0;
-  return CUSOLVER_STATUS_SUCCESS;
-}
-
-}  // namespace
-
-cusolverStatus_t no_workspace_64(cusolverDnHandle_t h, size_t* device, size_t* host) {
-  if (!h) return CUSOLVER_STATUS_NOT_INITIALIZED;
-  if (!device || !host) return CUSOLVER_STATUS_INVALID_VALUE;
-  *device = 0;
-  *host = 0;
-  return CUSOLVER_STATUS_SUCCESS;
-}
-
 // The 64-bit API's element types: float or double, with the same compute type.
 template <class F>
 cusolverStatus_t by_type(cudaDataType a, cudaDataType b, cudaDataType c, F&& f) {
@@ -328,6 +311,7 @@ cusolverStatus_t x_sytrs(cusolverDnHandle_t h, cublasFillMode_t uplo, int64_t n,
   });
 }
 
+}  // namespace
 }  // namespace rgpu::cpusolver
 
 using namespace rgpu::cpusolver;

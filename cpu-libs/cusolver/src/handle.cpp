@@ -32,6 +32,21 @@ cusolverStatus_t read_pointers(cusolverDnHandle_t h, const void* array, int64_t 
   return CUSOLVER_STATUS_SUCCESS;
 }
 
+cusolverStatus_t no_workspace(cusolverDnHandle_t h, int* lwork) {
+  if (!h) return CUSOLVER_STATUS_NOT_INITIALIZED;
+  if (!lwork) return CUSOLVER_STATUS_INVALID_VALUE;
+  *lwork = 0;
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+cusolverStatus_t no_workspace_64(cusolverDnHandle_t h, size_t* device, size_t* host) {
+  if (!h) return CUSOLVER_STATUS_NOT_INITIALIZED;
+  if (!device || !host) return CUSOLVER_STATUS_INVALID_VALUE;
+  *device = 0;
+  *host = 0;
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
 cusolverStatus_t wait(cusolverDnHandle_t h) {
   cpublas::ContextGuard guard(h->ctx);
   if (!guard.ok()) return CUSOLVER_STATUS_NOT_INITIALIZED;

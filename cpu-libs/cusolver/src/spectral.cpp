@@ -14,8 +14,6 @@
 
 namespace rgpu::cpusolver {
 
-cusolverStatus_t no_workspace_64(cusolverDnHandle_t h, size_t* device, size_t* host);
-
 namespace {
 
 namespace la = rgpu::cpulapack;
@@ -208,13 +206,6 @@ cusolverStatus_t syevd(const char* fn, cusolverDnHandle_t h, cusolverEigMode_t j
     };
     return submit(h, std::move(job));
   });
-}
-
-cusolverStatus_t no_workspace(cusolverDnHandle_t h, int* lwork) {
-  if (!h) return CUSOLVER_STATUS_NOT_INITIALIZED;
-  if (!lwork) return CUSOLVER_STATUS_INVALID_VALUE;
-  *lwork = 0;
-  return CUSOLVER_STATUS_SUCCESS;
 }
 
 }  // namespace
