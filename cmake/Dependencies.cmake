@@ -90,6 +90,14 @@ rgpu_require(OPENBLAS_FOUND "OpenBLAS (openblas.pc)" "libopenblas-dev")
 add_library(rgpu::openblas INTERFACE IMPORTED)
 target_link_libraries(rgpu::openblas INTERFACE PkgConfig::OPENBLAS)
 
+# LAPACKE (Debian's liblapacke-dev, over the reference LAPACK or OpenBLAS's):
+# the factorizations and decompositions behind the CPU stand-ins for cuSOLVER
+# (cpu-libs/cusolver) and cuBLAS's batched LU, QR and least squares.
+pkg_check_modules(LAPACKE IMPORTED_TARGET lapacke)
+rgpu_require(LAPACKE_FOUND "LAPACKE (lapacke.pc)" "liblapacke-dev")
+add_library(rgpu::lapacke INTERFACE IMPORTED)
+target_link_libraries(rgpu::lapacke INTERFACE PkgConfig::LAPACKE)
+
 # oneDNN (Debian's libdnnl-dev, 2.x): the CPU convolutions and batch norm
 # behind the CPU stand-in for cuDNN (cpu-libs/cudnn).
 find_library(RGPU_DNNL_LIBRARY dnnl)

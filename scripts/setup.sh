@@ -13,6 +13,7 @@ packages=(
   libopenblas-dev                 # CPU BLAS of the cuBLAS stand-in (cpu-libs/cublas)
   libtomlplusplus-dev             # rgpud --config FILE (TOML, header-only use)
   libdnnl-dev                     # oneDNN: convolutions and batch norm of the cuDNN stand-in (cpu-libs/cudnn)
+  liblapacke-dev                  # LAPACK(E): the cuSOLVER stand-in (cpu-libs/cusolver), cuBLAS's batched LU/QR
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev        # libFuzzer targets
   debootstrap patchelf            # the PyTorch test environment (scripts/torch-env.sh)

@@ -440,7 +440,11 @@ cmd_test() {
   export PYTHONDONTWRITEBYTECODE=1
   # A case that takes over a minute (every one takes well under a second)
   # prints every thread's Python stack: a stall says where it is.
+  # Debian's PyTorch opens libtorch_cuda_linalg.so (torch.linalg on CUDA) by
+  # that unversioned name, which only torch/lib holds and no RUNPATH names:
+  # the library path gets it, after what rgpu run puts there.
   cmd_run "${opts[@]}" --build-dir "$build" -- \
+    sh -c 'LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/lib/python3/dist-packages/torch/lib" exec "$@"' sh \
     python3 -m pytest -p no:cacheprovider -rs -o faulthandler_timeout=60 \
     --junitxml="$build/torch-env/pytorch-tests.xml" tests/pytorch "${args[@]}"
 }

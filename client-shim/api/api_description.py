@@ -61,7 +61,7 @@ DRIVER = Api("driver", "libcuda.so.1", "CUresult", tuple(WHERE), FUNCTION_OPTION
 # runtime calls and the CPU device's options do not apply.
 RUNTIME = Api("runtime", "libcudart.so.13", "cudaError_t", ("stub", "hand", "local"), ("status",))
 PARAM_ATTRS = ("in", "out", "inout", "opt", "len", "cstr", "struct", "dev", "scalar", "handle", "create",
-               "destroy", "parent", "refuse")
+               "destroy", "parent", "refuse", "ptrs", "each")
 
 
 class Param:
@@ -85,6 +85,7 @@ class Param:
         self.mode_of = None     # scalar=: the handle parameter whose pointer mode says host or device
         self.accepts = []       # a library handle: other kind numbers it accepts (@handle accepts=)
         self.descriptor = None  # kind "desc": the library's Descriptor (a client-side attribute bag)
+        self.ptrs = None        # ptrs=: (count, bytes of each) of an array of device pointers in device memory
 
     @property
     def pointer(self):
@@ -297,6 +298,19 @@ def _resolve_param(fn, ctype, name, headers):
         p.value_type = base.rstrip(" *") if p.pointer else base
         p.accepts = [] if p.destroy or p.create else getattr(headers, "handle_accepts", {}).get(p.handle, [])
         return p
+    if "ptrs" in keys:
+        # An array of device pointers that itself lives in device memory (a
+        # batched call's Aarray): rgpud checks the array, then every pointer
+        # in it (server/src/pointer_array.h).
+        if not library or not p.pointer or not keys["ptrs"] or not keys.get("each") or "dev" in keys:
+            raise GenError(f"{where}: ptrs=<count>,each=<bytes> is a library's array of device pointers")
+        if p.opt:
+            raise GenError(f"{where}: an array of device pointers is never NULL")
+        p.kind, p.ptrs = "dev", (keys["ptrs"], keys["each"])
+        p.len = f"rgpu_array_bytes({keys['ptrs']},8)"
+        return p
+    if "each" in keys:
+        raise GenError(f"{where}: each= goes with ptrs=")
     if "dev" in keys:
         if (p.pointer and not library) or p.direction != "in":
             raise GenError(f"{where}: dev is an in device pointer (CUdeviceptr by value; a library's may be typed)")

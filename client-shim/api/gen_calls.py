@@ -415,6 +415,9 @@ def _row(fn, style=DRIVER_STYLE):
             else:
                 call_args.append(f"{present} ? &{n} : nullptr" if p.opt else f"&{n}")
                 encode.append(f"w_.scalar({n});")
+        elif p.kind == "dev" and p.ptrs:
+            # The library gets rgpud's checked copy of the array (loaded below).
+            call_args.append(f"reinterpret_cast<{p.ctype}>(static_cast<uintptr_t>({n}_pa_.device()))")
         elif p.kind == "dev" and p.pointer:
             L.append(f"  auto {n} = reinterpret_cast<{p.ctype}>(static_cast<uintptr_t>({n}_h_));")
             call_args.append(n)
@@ -523,6 +526,16 @@ def _row(fn, style=DRIVER_STYLE):
         cfn, cargs = fn.check
         L.append(f"  if (InvokeOutcome c_ = ::rgpu::server::{cfn}({', '.join(['env_', 'kApi'] + cargs)}); c_.code != 0)")
         L.append("    return c_;")
+    for p in fn.params:
+        if p.ptrs:
+            # Every pointer inside the array, read once the device work before
+            # this call is done, against the calling context's memory; the
+            # library reads rgpud's copy, which the client cannot change.
+            count, each = p.ptrs
+            L.append(f"  ::rgpu::server::PointerArray {p.name}_pa_(env_);")
+            L.append(f"  if (InvokeOutcome v_ = {p.name}_pa_.load(kApi, {style.invalid}, \"{name}: {p.name}\", "
+                     f"{p.name}_h_, static_cast<uint64_t>({count}), static_cast<uint64_t>({each})); v_.code != 0)")
+            L.append("    return v_;")
     destroy = [p for p in fn.params if p.destroy]
     L.append("  InvokeOutcome out_;")
     L.append("  out_.api = kApi;")

@@ -61,7 +61,7 @@ def table_type(lib):
 
 
 def header_of(lib):
-    return {"cublas": "<cublas_api.h>", "cublasLt": "<cublasLt.h>", "cufft": "<cufftXt.h>"}.get(lib.name, f"<{lib.name}.h>")
+    return {"cublas": "<cublas_api.h>", "cublasLt": "<cublasLt.h>", "cufft": "<cufftXt.h>", "cusolver": "<cusolverDn.h>"}.get(lib.name, f"<{lib.name}.h>")
 
 
 def generated(lib):
@@ -426,7 +426,9 @@ def generate(libs):
             lib.functions, source, pack_include, f"find_{lib.name}_row", "rgpu::server", lib.wire,
             style=row_style(lib), includes=(header_of(lib), "<cuda.h>"),
             local_includes=("library_tables.h", "rgpu/protocol/library_sizes.h")
-            + (("cublaslt_descs.h",) if lib.descriptors else ()))
+            + (("cublaslt_descs.h",) if lib.descriptors else ())
+            + (("pointer_array.h",) if any(p.ptrs for fn in generated(lib) for p in fn.params) else ())
+            + (("cusolver_checks.h",) if lib.name == "cusolver" else ()))
         files[f"client-shim/generated/{lib.name}_calls.cpp"] = emit_client(lib)
         if lib.descriptors:  # one library has them: rgpu/protocol/lt_desc.h reads this file
             files["protocol/generated/lt_attributes.h"] = emit_descriptors_h(lib)

@@ -568,6 +568,10 @@ cusolverStatus_t cusolverSpZcsrqrZeroPivot(cusolverSpHandle_t handle, csrqrInfo_
 cusolverStatus_t cusolverSpZcsrqrZeroPivotHost(cusolverSpHandle_t handle, csrqrInfoHost_t info, double tol, int* position);
 cusolverStatus_t cusolverSpZcsrqrsvBatched(cusolverSpHandle_t handle, int m, int n, int nnz, const cusparseMatDescr_t descrA, const cuDoubleComplex* csrValA, const int* csrRowPtrA, const int* csrColIndA, const cuDoubleComplex* b, cuDoubleComplex* x, int batchSize, csrqrInfo_t info, void* pBuffer);
 cusolverStatus_t cusolverSpZcsrzfdHost(cusolverSpHandle_t handle, int n, int nnz, const cusparseMatDescr_t descrA, const cuDoubleComplex* csrValA, const int* csrRowPtrA, const int* csrColIndA, int* P, int* numnz);
+enum cublasDiagType_t CUBLAS_DIAG_NON_UNIT=0 CUBLAS_DIAG_UNIT=1
+enum cublasFillMode_t CUBLAS_FILL_MODE_LOWER=0 CUBLAS_FILL_MODE_UPPER=1 CUBLAS_FILL_MODE_FULL=2
+enum cublasOperation_t CUBLAS_OP_N=0 CUBLAS_OP_T=1 CUBLAS_OP_C=2 CUBLAS_OP_HERMITAN=2 CUBLAS_OP_CONJG=3
+enum cublasSideMode_t CUBLAS_SIDE_LEFT=0 CUBLAS_SIDE_RIGHT=1
 enum cudaDataType CUDA_R_16F=2 CUDA_C_16F=6 CUDA_R_16BF=14 CUDA_C_16BF=15 CUDA_R_32F=0 CUDA_C_32F=4 CUDA_R_64F=1 CUDA_C_64F=5 CUDA_R_4I=16 CUDA_C_4I=17 CUDA_R_4U=18 CUDA_C_4U=19 CUDA_R_8I=3 CUDA_C_8I=7 CUDA_R_8U=8 CUDA_C_8U=9 CUDA_R_16I=20 CUDA_C_16I=21 CUDA_R_16U=22 CUDA_C_16U=23 CUDA_R_32I=10 CUDA_C_32I=11 CUDA_R_32U=12 CUDA_C_32U=13 CUDA_R_64I=24 CUDA_C_64I=25 CUDA_R_64U=26 CUDA_C_64U=27 CUDA_R_8F_E4M3=28 CUDA_R_8F_E5M2=29
 enum cusolverAlgMode_t CUSOLVER_ALG_0=0 CUSOLVER_ALG_1=1 CUSOLVER_ALG_2=2
 enum cusolverDeterministicMode_t CUSOLVER_DETERMINISTIC_RESULTS=1 CUSOLVER_ALLOW_NON_DETERMINISTIC_RESULTS=2

@@ -436,7 +436,11 @@ def version_nodes(libs):
             elif s.default or len(lib.sonames) == 1:
                 nodes.append((s.node, list(s.exports)))
             else:
-                nodes.append((s.node, []))  # its names are aliases (emit_aliases)
+                # Shared names are aliases (emit_aliases); a name the default
+                # soname no longer has (cuSOLVER 11's cusolverRf*, gone from
+                # 12) is defined under the older node itself.
+                default = next(d for d in lib.sonames if d.default)
+                nodes.append((s.node, sorted(set(s.exports) - set(default.exports))))
     return nodes, sorted(unversioned)
 
 
@@ -451,12 +455,9 @@ def older_nodes(lib):
     for s in lib.sonames:
         if s.default or s.node is None:
             continue
-        missing = sorted(set(s.exports) - set(default[0].exports))
-        if missing:
-            raise GenError(f"{lib.rel}: {s.name} exports {', '.join(missing[:4])} that the default "
-                           f"{default[0].name} lacks")
         for n in s.exports:
-            out.setdefault(n, []).append(s.node)
+            if n in default[0].exports:  # the rest are the older node's own (version_nodes)
+                out.setdefault(n, []).append(s.node)
     return out
 
 

@@ -406,3 +406,245 @@ RGPU_EXPORT cublasStatus_t cublasDdot_v2(cublasHandle_t handle, int n, const dou
   }
 }
 
+RGPU_EXPORT cublasStatus_t cublasStrsm_v2(cublasHandle_t handle, cublasSideMode_t side, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag, int m, int n, const float* alpha, const float* A, int lda, float* B, int ldb) {
+  try {
+    ::rgpu::shim::Shim* shim = nullptr;
+    uint64_t ctx_ = 0;
+    if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
+    if (!alpha || static_cast<uint64_t>(sizeof(float)) > calls::kMaxScalarBytes) return CUBLAS_STATUS_INVALID_VALUE;
+    const uint32_t alpha_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
+    ::rgpu::protocol::ArgWriter args_;
+    calls::pack_cublasStrsm_v2(args_, handle_w_, side, uplo, trans, diag, m, n, alpha, alpha_mode_, reinterpret_cast<uintptr_t>(A), lda, reinterpret_cast<uintptr_t>(B), ldb);
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasStrsm_v2, args_.bytes(), false));
+    return static_cast<cublasStatus_t>(0);
+  } catch (...) {
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
+}
+
+RGPU_EXPORT cublasStatus_t cublasStrsmBatched(cublasHandle_t handle, cublasSideMode_t side, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag, int m, int n, const float* alpha, const float* const* A, int lda, float* const* B, int ldb, int batchCount) {
+  try {
+    ::rgpu::shim::Shim* shim = nullptr;
+    uint64_t ctx_ = 0;
+    if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
+    if (!alpha || static_cast<uint64_t>(sizeof(float)) > calls::kMaxScalarBytes) return CUBLAS_STATUS_INVALID_VALUE;
+    const uint32_t alpha_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
+    ::rgpu::protocol::ArgWriter args_;
+    calls::pack_cublasStrsmBatched(args_, handle_w_, side, uplo, trans, diag, m, n, alpha, alpha_mode_, reinterpret_cast<uintptr_t>(A), lda, reinterpret_cast<uintptr_t>(B), ldb, batchCount);
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasStrsmBatched, args_.bytes(), false));
+    return static_cast<cublasStatus_t>(0);
+  } catch (...) {
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
+}
+
+RGPU_EXPORT cublasStatus_t cublasSgetrfBatched(cublasHandle_t handle, int n, float* const* A, int lda, int* P, int* info, int batchSize) {
+  try {
+    ::rgpu::shim::Shim* shim = nullptr;
+    uint64_t ctx_ = 0;
+    if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
+    ::rgpu::protocol::ArgWriter args_;
+    calls::pack_cublasSgetrfBatched(args_, handle_w_, n, reinterpret_cast<uintptr_t>(A), lda, reinterpret_cast<uintptr_t>(P), reinterpret_cast<uintptr_t>(info), batchSize);
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasSgetrfBatched, args_.bytes(), false));
+    return static_cast<cublasStatus_t>(0);
+  } catch (...) {
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
+}
+
+RGPU_EXPORT cublasStatus_t cublasSgetrsBatched(cublasHandle_t handle, cublasOperation_t trans, int n, int nrhs, const float* const* Aarray, int lda, const int* devIpiv, float* const* Barray, int ldb, int* info, int batchSize) {
+  try {
+    ::rgpu::shim::Shim* shim = nullptr;
+    uint64_t ctx_ = 0;
+    if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
+    if (!info) return CUBLAS_STATUS_INVALID_VALUE;
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
+    ::rgpu::protocol::ArgWriter args_;
+    calls::pack_cublasSgetrsBatched(args_, handle_w_, trans, n, nrhs, reinterpret_cast<uintptr_t>(Aarray), lda, reinterpret_cast<uintptr_t>(devIpiv), reinterpret_cast<uintptr_t>(Barray), ldb, info, batchSize);
+    std::vector<std::byte> reply_(calls::kMaxReply_cublasSgetrsBatched);
+    uint64_t got_ = 0;
+    ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cublasSgetrsBatched, args_.bytes(), true), {},
+        ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+    if (r_.code != 0) return static_cast<cublasStatus_t>(::rgpu::shim::library_status(r_, kApi, CUBLAS_STATUS_EXECUTION_FAILED));
+    ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+    if (!calls::unpack_cublasSgetrsBatched(reply_reader_, handle_w_, trans, n, nrhs, reinterpret_cast<uintptr_t>(Aarray), lda, reinterpret_cast<uintptr_t>(devIpiv), reinterpret_cast<uintptr_t>(Barray), ldb, info, batchSize)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    return static_cast<cublasStatus_t>(0);
+  } catch (...) {
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
+}
+
+RGPU_EXPORT cublasStatus_t cublasSgeqrfBatched(cublasHandle_t handle, int m, int n, float* const* Aarray, int lda, float* const* TauArray, int* info, int batchSize) {
+  try {
+    ::rgpu::shim::Shim* shim = nullptr;
+    uint64_t ctx_ = 0;
+    if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
+    if (!info) return CUBLAS_STATUS_INVALID_VALUE;
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
+    ::rgpu::protocol::ArgWriter args_;
+    calls::pack_cublasSgeqrfBatched(args_, handle_w_, m, n, reinterpret_cast<uintptr_t>(Aarray), lda, reinterpret_cast<uintptr_t>(TauArray), info, batchSize);
+    std::vector<std::byte> reply_(calls::kMaxReply_cublasSgeqrfBatched);
+    uint64_t got_ = 0;
+    ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cublasSgeqrfBatched, args_.bytes(), true), {},
+        ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+    if (r_.code != 0) return static_cast<cublasStatus_t>(::rgpu::shim::library_status(r_, kApi, CUBLAS_STATUS_EXECUTION_FAILED));
+    ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+    if (!calls::unpack_cublasSgeqrfBatched(reply_reader_, handle_w_, m, n, reinterpret_cast<uintptr_t>(Aarray), lda, reinterpret_cast<uintptr_t>(TauArray), info, batchSize)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    return static_cast<cublasStatus_t>(0);
+  } catch (...) {
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
+}
+
+RGPU_EXPORT cublasStatus_t cublasSgelsBatched(cublasHandle_t handle, cublasOperation_t trans, int m, int n, int nrhs, float* const* Aarray, int lda, float* const* Carray, int ldc, int* info, int* devInfoArray, int batchSize) {
+  try {
+    ::rgpu::shim::Shim* shim = nullptr;
+    uint64_t ctx_ = 0;
+    if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
+    if (!info) return CUBLAS_STATUS_INVALID_VALUE;
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
+    ::rgpu::protocol::ArgWriter args_;
+    calls::pack_cublasSgelsBatched(args_, handle_w_, trans, m, n, nrhs, reinterpret_cast<uintptr_t>(Aarray), lda, reinterpret_cast<uintptr_t>(Carray), ldc, info, reinterpret_cast<uintptr_t>(devInfoArray), batchSize);
+    std::vector<std::byte> reply_(calls::kMaxReply_cublasSgelsBatched);
+    uint64_t got_ = 0;
+    ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cublasSgelsBatched, args_.bytes(), true), {},
+        ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+    if (r_.code != 0) return static_cast<cublasStatus_t>(::rgpu::shim::library_status(r_, kApi, CUBLAS_STATUS_EXECUTION_FAILED));
+    ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+    if (!calls::unpack_cublasSgelsBatched(reply_reader_, handle_w_, trans, m, n, nrhs, reinterpret_cast<uintptr_t>(Aarray), lda, reinterpret_cast<uintptr_t>(Carray), ldc, info, reinterpret_cast<uintptr_t>(devInfoArray), batchSize)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    return static_cast<cublasStatus_t>(0);
+  } catch (...) {
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
+}
+
+RGPU_EXPORT cublasStatus_t cublasDtrsm_v2(cublasHandle_t handle, cublasSideMode_t side, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag, int m, int n, const double* alpha, const double* A, int lda, double* B, int ldb) {
+  try {
+    ::rgpu::shim::Shim* shim = nullptr;
+    uint64_t ctx_ = 0;
+    if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
+    if (!alpha || static_cast<uint64_t>(sizeof(double)) > calls::kMaxScalarBytes) return CUBLAS_STATUS_INVALID_VALUE;
+    const uint32_t alpha_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
+    ::rgpu::protocol::ArgWriter args_;
+    calls::pack_cublasDtrsm_v2(args_, handle_w_, side, uplo, trans, diag, m, n, alpha, alpha_mode_, reinterpret_cast<uintptr_t>(A), lda, reinterpret_cast<uintptr_t>(B), ldb);
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasDtrsm_v2, args_.bytes(), false));
+    return static_cast<cublasStatus_t>(0);
+  } catch (...) {
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
+}
+
+RGPU_EXPORT cublasStatus_t cublasDtrsmBatched(cublasHandle_t handle, cublasSideMode_t side, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag, int m, int n, const double* alpha, const double* const* A, int lda, double* const* B, int ldb, int batchCount) {
+  try {
+    ::rgpu::shim::Shim* shim = nullptr;
+    uint64_t ctx_ = 0;
+    if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
+    if (!alpha || static_cast<uint64_t>(sizeof(double)) > calls::kMaxScalarBytes) return CUBLAS_STATUS_INVALID_VALUE;
+    const uint32_t alpha_mode_ = shim->handle_mode(::rgpu::shim::handle_of(handle));
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
+    ::rgpu::protocol::ArgWriter args_;
+    calls::pack_cublasDtrsmBatched(args_, handle_w_, side, uplo, trans, diag, m, n, alpha, alpha_mode_, reinterpret_cast<uintptr_t>(A), lda, reinterpret_cast<uintptr_t>(B), ldb, batchCount);
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasDtrsmBatched, args_.bytes(), false));
+    return static_cast<cublasStatus_t>(0);
+  } catch (...) {
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
+}
+
+RGPU_EXPORT cublasStatus_t cublasDgetrfBatched(cublasHandle_t handle, int n, double* const* A, int lda, int* P, int* info, int batchSize) {
+  try {
+    ::rgpu::shim::Shim* shim = nullptr;
+    uint64_t ctx_ = 0;
+    if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
+    ::rgpu::protocol::ArgWriter args_;
+    calls::pack_cublasDgetrfBatched(args_, handle_w_, n, reinterpret_cast<uintptr_t>(A), lda, reinterpret_cast<uintptr_t>(P), reinterpret_cast<uintptr_t>(info), batchSize);
+    route_.client->call_async(route_.ctx, invoke(calls::k_cublasDgetrfBatched, args_.bytes(), false));
+    return static_cast<cublasStatus_t>(0);
+  } catch (...) {
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
+}
+
+RGPU_EXPORT cublasStatus_t cublasDgetrsBatched(cublasHandle_t handle, cublasOperation_t trans, int n, int nrhs, const double* const* Aarray, int lda, const int* devIpiv, double* const* Barray, int ldb, int* info, int batchSize) {
+  try {
+    ::rgpu::shim::Shim* shim = nullptr;
+    uint64_t ctx_ = 0;
+    if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
+    if (!info) return CUBLAS_STATUS_INVALID_VALUE;
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
+    ::rgpu::protocol::ArgWriter args_;
+    calls::pack_cublasDgetrsBatched(args_, handle_w_, trans, n, nrhs, reinterpret_cast<uintptr_t>(Aarray), lda, reinterpret_cast<uintptr_t>(devIpiv), reinterpret_cast<uintptr_t>(Barray), ldb, info, batchSize);
+    std::vector<std::byte> reply_(calls::kMaxReply_cublasDgetrsBatched);
+    uint64_t got_ = 0;
+    ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cublasDgetrsBatched, args_.bytes(), true), {},
+        ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+    if (r_.code != 0) return static_cast<cublasStatus_t>(::rgpu::shim::library_status(r_, kApi, CUBLAS_STATUS_EXECUTION_FAILED));
+    ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+    if (!calls::unpack_cublasDgetrsBatched(reply_reader_, handle_w_, trans, n, nrhs, reinterpret_cast<uintptr_t>(Aarray), lda, reinterpret_cast<uintptr_t>(devIpiv), reinterpret_cast<uintptr_t>(Barray), ldb, info, batchSize)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    return static_cast<cublasStatus_t>(0);
+  } catch (...) {
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
+}
+
+RGPU_EXPORT cublasStatus_t cublasDgeqrfBatched(cublasHandle_t handle, int m, int n, double* const* Aarray, int lda, double* const* TauArray, int* info, int batchSize) {
+  try {
+    ::rgpu::shim::Shim* shim = nullptr;
+    uint64_t ctx_ = 0;
+    if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
+    if (!info) return CUBLAS_STATUS_INVALID_VALUE;
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
+    ::rgpu::protocol::ArgWriter args_;
+    calls::pack_cublasDgeqrfBatched(args_, handle_w_, m, n, reinterpret_cast<uintptr_t>(Aarray), lda, reinterpret_cast<uintptr_t>(TauArray), info, batchSize);
+    std::vector<std::byte> reply_(calls::kMaxReply_cublasDgeqrfBatched);
+    uint64_t got_ = 0;
+    ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cublasDgeqrfBatched, args_.bytes(), true), {},
+        ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+    if (r_.code != 0) return static_cast<cublasStatus_t>(::rgpu::shim::library_status(r_, kApi, CUBLAS_STATUS_EXECUTION_FAILED));
+    ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+    if (!calls::unpack_cublasDgeqrfBatched(reply_reader_, handle_w_, m, n, reinterpret_cast<uintptr_t>(Aarray), lda, reinterpret_cast<uintptr_t>(TauArray), info, batchSize)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    return static_cast<cublasStatus_t>(0);
+  } catch (...) {
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
+}
+
+RGPU_EXPORT cublasStatus_t cublasDgelsBatched(cublasHandle_t handle, cublasOperation_t trans, int m, int n, int nrhs, double* const* Aarray, int lda, double* const* Carray, int ldc, int* info, int* devInfoArray, int batchSize) {
+  try {
+    ::rgpu::shim::Shim* shim = nullptr;
+    uint64_t ctx_ = 0;
+    if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
+    if (!info) return CUBLAS_STATUS_INVALID_VALUE;
+    const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
+    ::rgpu::protocol::ArgWriter args_;
+    calls::pack_cublasDgelsBatched(args_, handle_w_, trans, m, n, nrhs, reinterpret_cast<uintptr_t>(Aarray), lda, reinterpret_cast<uintptr_t>(Carray), ldc, info, reinterpret_cast<uintptr_t>(devInfoArray), batchSize);
+    std::vector<std::byte> reply_(calls::kMaxReply_cublasDgelsBatched);
+    uint64_t got_ = 0;
+    ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cublasDgelsBatched, args_.bytes(), true), {},
+        ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+    if (r_.code != 0) return static_cast<cublasStatus_t>(::rgpu::shim::library_status(r_, kApi, CUBLAS_STATUS_EXECUTION_FAILED));
+    ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+    if (!calls::unpack_cublasDgelsBatched(reply_reader_, handle_w_, trans, m, n, nrhs, reinterpret_cast<uintptr_t>(Aarray), lda, reinterpret_cast<uintptr_t>(Carray), ldc, info, reinterpret_cast<uintptr_t>(devInfoArray), batchSize)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    return static_cast<cublasStatus_t>(0);
+  } catch (...) {
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
+}
+

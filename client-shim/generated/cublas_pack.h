@@ -416,4 +416,246 @@ inline bool unpack_cublasDdot_v2(::rgpu::protocol::ArgReader& r_, [[maybe_unused
   return r_.finish();
 }
 
+// cublasStrsm_v2: async
+inline constexpr uint32_t k_cublasStrsm_v2 = 20;
+inline constexpr uint64_t kMaxReply_cublasStrsm_v2 = 0;
+inline void pack_cublasStrsm_v2(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] cublasSideMode_t side, [[maybe_unused]] cublasFillMode_t uplo, [[maybe_unused]] cublasOperation_t trans, [[maybe_unused]] cublasDiagType_t diag, [[maybe_unused]] int m, [[maybe_unused]] int n, [[maybe_unused]] const float* alpha, [[maybe_unused]] uint32_t alpha_mode_, [[maybe_unused]] uint64_t A, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t B, [[maybe_unused]] int ldb) {
+  w_.u64(handle);
+  w_.scalar(side);
+  w_.scalar(uplo);
+  w_.scalar(trans);
+  w_.scalar(diag);
+  w_.scalar(m);
+  w_.scalar(n);
+  w_.u64(alpha_mode_);
+  if (alpha_mode_ == 0) w_.buffer(alpha, alpha ? static_cast<uint64_t>(sizeof(float)) : 0);
+  else w_.u64(reinterpret_cast<uintptr_t>(alpha));
+  w_.u64(A);
+  w_.scalar(lda);
+  w_.u64(B);
+  w_.scalar(ldb);
+}
+inline bool unpack_cublasStrsm_v2(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] cublasSideMode_t side, [[maybe_unused]] cublasFillMode_t uplo, [[maybe_unused]] cublasOperation_t trans, [[maybe_unused]] cublasDiagType_t diag, [[maybe_unused]] int m, [[maybe_unused]] int n, [[maybe_unused]] const float* alpha, [[maybe_unused]] uint32_t alpha_mode_, [[maybe_unused]] uint64_t A, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t B, [[maybe_unused]] int ldb) {
+  return r_.finish();
+}
+
+// cublasStrsmBatched: async
+inline constexpr uint32_t k_cublasStrsmBatched = 21;
+inline constexpr uint64_t kMaxReply_cublasStrsmBatched = 0;
+inline void pack_cublasStrsmBatched(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] cublasSideMode_t side, [[maybe_unused]] cublasFillMode_t uplo, [[maybe_unused]] cublasOperation_t trans, [[maybe_unused]] cublasDiagType_t diag, [[maybe_unused]] int m, [[maybe_unused]] int n, [[maybe_unused]] const float* alpha, [[maybe_unused]] uint32_t alpha_mode_, [[maybe_unused]] uint64_t A, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t B, [[maybe_unused]] int ldb, [[maybe_unused]] int batchCount) {
+  w_.u64(handle);
+  w_.scalar(side);
+  w_.scalar(uplo);
+  w_.scalar(trans);
+  w_.scalar(diag);
+  w_.scalar(m);
+  w_.scalar(n);
+  w_.u64(alpha_mode_);
+  if (alpha_mode_ == 0) w_.buffer(alpha, alpha ? static_cast<uint64_t>(sizeof(float)) : 0);
+  else w_.u64(reinterpret_cast<uintptr_t>(alpha));
+  w_.u64(A);
+  w_.scalar(lda);
+  w_.u64(B);
+  w_.scalar(ldb);
+  w_.scalar(batchCount);
+}
+inline bool unpack_cublasStrsmBatched(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] cublasSideMode_t side, [[maybe_unused]] cublasFillMode_t uplo, [[maybe_unused]] cublasOperation_t trans, [[maybe_unused]] cublasDiagType_t diag, [[maybe_unused]] int m, [[maybe_unused]] int n, [[maybe_unused]] const float* alpha, [[maybe_unused]] uint32_t alpha_mode_, [[maybe_unused]] uint64_t A, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t B, [[maybe_unused]] int ldb, [[maybe_unused]] int batchCount) {
+  return r_.finish();
+}
+
+// cublasSgetrfBatched: async
+inline constexpr uint32_t k_cublasSgetrfBatched = 22;
+inline constexpr uint64_t kMaxReply_cublasSgetrfBatched = 0;
+inline void pack_cublasSgetrfBatched(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] int n, [[maybe_unused]] uint64_t A, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t P, [[maybe_unused]] uint64_t info, [[maybe_unused]] int batchSize) {
+  w_.u64(handle);
+  w_.scalar(n);
+  w_.u64(A);
+  w_.scalar(lda);
+  w_.u64(P);
+  w_.u64(info);
+  w_.scalar(batchSize);
+}
+inline bool unpack_cublasSgetrfBatched(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] int n, [[maybe_unused]] uint64_t A, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t P, [[maybe_unused]] uint64_t info, [[maybe_unused]] int batchSize) {
+  return r_.finish();
+}
+
+// cublasSgetrsBatched: sync
+inline constexpr uint32_t k_cublasSgetrsBatched = 23;
+inline constexpr uint64_t kMaxReply_cublasSgetrsBatched = 8;
+inline void pack_cublasSgetrsBatched(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] cublasOperation_t trans, [[maybe_unused]] int n, [[maybe_unused]] int nrhs, [[maybe_unused]] uint64_t Aarray, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t devIpiv, [[maybe_unused]] uint64_t Barray, [[maybe_unused]] int ldb, [[maybe_unused]] int* info, [[maybe_unused]] int batchSize) {
+  w_.u64(handle);
+  w_.scalar(trans);
+  w_.scalar(n);
+  w_.scalar(nrhs);
+  w_.u64(Aarray);
+  w_.scalar(lda);
+  w_.u64(devIpiv);
+  w_.u64(Barray);
+  w_.scalar(ldb);
+  w_.scalar(batchSize);
+}
+inline bool unpack_cublasSgetrsBatched(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] cublasOperation_t trans, [[maybe_unused]] int n, [[maybe_unused]] int nrhs, [[maybe_unused]] uint64_t Aarray, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t devIpiv, [[maybe_unused]] uint64_t Barray, [[maybe_unused]] int ldb, [[maybe_unused]] int* info, [[maybe_unused]] int batchSize) {
+  { int v_{}; if (!r_.scalar(&v_)) return false; if (info) *info = v_; }
+  return r_.finish();
+}
+
+// cublasSgeqrfBatched: sync
+inline constexpr uint32_t k_cublasSgeqrfBatched = 24;
+inline constexpr uint64_t kMaxReply_cublasSgeqrfBatched = 8;
+inline void pack_cublasSgeqrfBatched(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] int m, [[maybe_unused]] int n, [[maybe_unused]] uint64_t Aarray, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t TauArray, [[maybe_unused]] int* info, [[maybe_unused]] int batchSize) {
+  w_.u64(handle);
+  w_.scalar(m);
+  w_.scalar(n);
+  w_.u64(Aarray);
+  w_.scalar(lda);
+  w_.u64(TauArray);
+  w_.scalar(batchSize);
+}
+inline bool unpack_cublasSgeqrfBatched(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] int m, [[maybe_unused]] int n, [[maybe_unused]] uint64_t Aarray, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t TauArray, [[maybe_unused]] int* info, [[maybe_unused]] int batchSize) {
+  { int v_{}; if (!r_.scalar(&v_)) return false; if (info) *info = v_; }
+  return r_.finish();
+}
+
+// cublasSgelsBatched: sync
+inline constexpr uint32_t k_cublasSgelsBatched = 25;
+inline constexpr uint64_t kMaxReply_cublasSgelsBatched = 8;
+inline void pack_cublasSgelsBatched(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] cublasOperation_t trans, [[maybe_unused]] int m, [[maybe_unused]] int n, [[maybe_unused]] int nrhs, [[maybe_unused]] uint64_t Aarray, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t Carray, [[maybe_unused]] int ldc, [[maybe_unused]] int* info, [[maybe_unused]] uint64_t devInfoArray, [[maybe_unused]] int batchSize) {
+  w_.u64(handle);
+  w_.scalar(trans);
+  w_.scalar(m);
+  w_.scalar(n);
+  w_.scalar(nrhs);
+  w_.u64(Aarray);
+  w_.scalar(lda);
+  w_.u64(Carray);
+  w_.scalar(ldc);
+  w_.u64(devInfoArray);
+  w_.scalar(batchSize);
+}
+inline bool unpack_cublasSgelsBatched(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] cublasOperation_t trans, [[maybe_unused]] int m, [[maybe_unused]] int n, [[maybe_unused]] int nrhs, [[maybe_unused]] uint64_t Aarray, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t Carray, [[maybe_unused]] int ldc, [[maybe_unused]] int* info, [[maybe_unused]] uint64_t devInfoArray, [[maybe_unused]] int batchSize) {
+  { int v_{}; if (!r_.scalar(&v_)) return false; if (info) *info = v_; }
+  return r_.finish();
+}
+
+// cublasDtrsm_v2: async
+inline constexpr uint32_t k_cublasDtrsm_v2 = 26;
+inline constexpr uint64_t kMaxReply_cublasDtrsm_v2 = 0;
+inline void pack_cublasDtrsm_v2(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] cublasSideMode_t side, [[maybe_unused]] cublasFillMode_t uplo, [[maybe_unused]] cublasOperation_t trans, [[maybe_unused]] cublasDiagType_t diag, [[maybe_unused]] int m, [[maybe_unused]] int n, [[maybe_unused]] const double* alpha, [[maybe_unused]] uint32_t alpha_mode_, [[maybe_unused]] uint64_t A, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t B, [[maybe_unused]] int ldb) {
+  w_.u64(handle);
+  w_.scalar(side);
+  w_.scalar(uplo);
+  w_.scalar(trans);
+  w_.scalar(diag);
+  w_.scalar(m);
+  w_.scalar(n);
+  w_.u64(alpha_mode_);
+  if (alpha_mode_ == 0) w_.buffer(alpha, alpha ? static_cast<uint64_t>(sizeof(double)) : 0);
+  else w_.u64(reinterpret_cast<uintptr_t>(alpha));
+  w_.u64(A);
+  w_.scalar(lda);
+  w_.u64(B);
+  w_.scalar(ldb);
+}
+inline bool unpack_cublasDtrsm_v2(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] cublasSideMode_t side, [[maybe_unused]] cublasFillMode_t uplo, [[maybe_unused]] cublasOperation_t trans, [[maybe_unused]] cublasDiagType_t diag, [[maybe_unused]] int m, [[maybe_unused]] int n, [[maybe_unused]] const double* alpha, [[maybe_unused]] uint32_t alpha_mode_, [[maybe_unused]] uint64_t A, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t B, [[maybe_unused]] int ldb) {
+  return r_.finish();
+}
+
+// cublasDtrsmBatched: async
+inline constexpr uint32_t k_cublasDtrsmBatched = 27;
+inline constexpr uint64_t kMaxReply_cublasDtrsmBatched = 0;
+inline void pack_cublasDtrsmBatched(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] cublasSideMode_t side, [[maybe_unused]] cublasFillMode_t uplo, [[maybe_unused]] cublasOperation_t trans, [[maybe_unused]] cublasDiagType_t diag, [[maybe_unused]] int m, [[maybe_unused]] int n, [[maybe_unused]] const double* alpha, [[maybe_unused]] uint32_t alpha_mode_, [[maybe_unused]] uint64_t A, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t B, [[maybe_unused]] int ldb, [[maybe_unused]] int batchCount) {
+  w_.u64(handle);
+  w_.scalar(side);
+  w_.scalar(uplo);
+  w_.scalar(trans);
+  w_.scalar(diag);
+  w_.scalar(m);
+  w_.scalar(n);
+  w_.u64(alpha_mode_);
+  if (alpha_mode_ == 0) w_.buffer(alpha, alpha ? static_cast<uint64_t>(sizeof(double)) : 0);
+  else w_.u64(reinterpret_cast<uintptr_t>(alpha));
+  w_.u64(A);
+  w_.scalar(lda);
+  w_.u64(B);
+  w_.scalar(ldb);
+  w_.scalar(batchCount);
+}
+inline bool unpack_cublasDtrsmBatched(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] cublasSideMode_t side, [[maybe_unused]] cublasFillMode_t uplo, [[maybe_unused]] cublasOperation_t trans, [[maybe_unused]] cublasDiagType_t diag, [[maybe_unused]] int m, [[maybe_unused]] int n, [[maybe_unused]] const double* alpha, [[maybe_unused]] uint32_t alpha_mode_, [[maybe_unused]] uint64_t A, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t B, [[maybe_unused]] int ldb, [[maybe_unused]] int batchCount) {
+  return r_.finish();
+}
+
+// cublasDgetrfBatched: async
+inline constexpr uint32_t k_cublasDgetrfBatched = 28;
+inline constexpr uint64_t kMaxReply_cublasDgetrfBatched = 0;
+inline void pack_cublasDgetrfBatched(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] int n, [[maybe_unused]] uint64_t A, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t P, [[maybe_unused]] uint64_t info, [[maybe_unused]] int batchSize) {
+  w_.u64(handle);
+  w_.scalar(n);
+  w_.u64(A);
+  w_.scalar(lda);
+  w_.u64(P);
+  w_.u64(info);
+  w_.scalar(batchSize);
+}
+inline bool unpack_cublasDgetrfBatched(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] int n, [[maybe_unused]] uint64_t A, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t P, [[maybe_unused]] uint64_t info, [[maybe_unused]] int batchSize) {
+  return r_.finish();
+}
+
+// cublasDgetrsBatched: sync
+inline constexpr uint32_t k_cublasDgetrsBatched = 29;
+inline constexpr uint64_t kMaxReply_cublasDgetrsBatched = 8;
+inline void pack_cublasDgetrsBatched(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] cublasOperation_t trans, [[maybe_unused]] int n, [[maybe_unused]] int nrhs, [[maybe_unused]] uint64_t Aarray, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t devIpiv, [[maybe_unused]] uint64_t Barray, [[maybe_unused]] int ldb, [[maybe_unused]] int* info, [[maybe_unused]] int batchSize) {
+  w_.u64(handle);
+  w_.scalar(trans);
+  w_.scalar(n);
+  w_.scalar(nrhs);
+  w_.u64(Aarray);
+  w_.scalar(lda);
+  w_.u64(devIpiv);
+  w_.u64(Barray);
+  w_.scalar(ldb);
+  w_.scalar(batchSize);
+}
+inline bool unpack_cublasDgetrsBatched(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] cublasOperation_t trans, [[maybe_unused]] int n, [[maybe_unused]] int nrhs, [[maybe_unused]] uint64_t Aarray, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t devIpiv, [[maybe_unused]] uint64_t Barray, [[maybe_unused]] int ldb, [[maybe_unused]] int* info, [[maybe_unused]] int batchSize) {
+  { int v_{}; if (!r_.scalar(&v_)) return false; if (info) *info = v_; }
+  return r_.finish();
+}
+
+// cublasDgeqrfBatched: sync
+inline constexpr uint32_t k_cublasDgeqrfBatched = 30;
+inline constexpr uint64_t kMaxReply_cublasDgeqrfBatched = 8;
+inline void pack_cublasDgeqrfBatched(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] int m, [[maybe_unused]] int n, [[maybe_unused]] uint64_t Aarray, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t TauArray, [[maybe_unused]] int* info, [[maybe_unused]] int batchSize) {
+  w_.u64(handle);
+  w_.scalar(m);
+  w_.scalar(n);
+  w_.u64(Aarray);
+  w_.scalar(lda);
+  w_.u64(TauArray);
+  w_.scalar(batchSize);
+}
+inline bool unpack_cublasDgeqrfBatched(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] int m, [[maybe_unused]] int n, [[maybe_unused]] uint64_t Aarray, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t TauArray, [[maybe_unused]] int* info, [[maybe_unused]] int batchSize) {
+  { int v_{}; if (!r_.scalar(&v_)) return false; if (info) *info = v_; }
+  return r_.finish();
+}
+
+// cublasDgelsBatched: sync
+inline constexpr uint32_t k_cublasDgelsBatched = 31;
+inline constexpr uint64_t kMaxReply_cublasDgelsBatched = 8;
+inline void pack_cublasDgelsBatched(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] cublasOperation_t trans, [[maybe_unused]] int m, [[maybe_unused]] int n, [[maybe_unused]] int nrhs, [[maybe_unused]] uint64_t Aarray, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t Carray, [[maybe_unused]] int ldc, [[maybe_unused]] int* info, [[maybe_unused]] uint64_t devInfoArray, [[maybe_unused]] int batchSize) {
+  w_.u64(handle);
+  w_.scalar(trans);
+  w_.scalar(m);
+  w_.scalar(n);
+  w_.scalar(nrhs);
+  w_.u64(Aarray);
+  w_.scalar(lda);
+  w_.u64(Carray);
+  w_.scalar(ldc);
+  w_.u64(devInfoArray);
+  w_.scalar(batchSize);
+}
+inline bool unpack_cublasDgelsBatched(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t handle, [[maybe_unused]] cublasOperation_t trans, [[maybe_unused]] int m, [[maybe_unused]] int n, [[maybe_unused]] int nrhs, [[maybe_unused]] uint64_t Aarray, [[maybe_unused]] int lda, [[maybe_unused]] uint64_t Carray, [[maybe_unused]] int ldc, [[maybe_unused]] int* info, [[maybe_unused]] uint64_t devInfoArray, [[maybe_unused]] int batchSize) {
+  { int v_{}; if (!r_.scalar(&v_)) return false; if (info) *info = v_; }
+  return r_.finish();
+}
+
 }  // namespace rgpu::apigen::cublas

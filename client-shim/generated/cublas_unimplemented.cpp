@@ -200,7 +200,6 @@ RGPU_SHIM_EXPORT int cublasDgbmv_v2() noexcept { return ::rgpu::shim::report_uni
 RGPU_SHIM_EXPORT int cublasDgbmv_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgbmv_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgeam() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgeam", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgeam_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgeam_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasDgelsBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgelsBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT void cublasDgemm() noexcept { ::rgpu::shim::report_unimplemented("cublasDgemm", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgemmBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemmBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgemmBatched_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemmBatched_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
@@ -214,13 +213,10 @@ RGPU_SHIM_EXPORT int cublasDgemvBatched_64() noexcept { return ::rgpu::shim::rep
 RGPU_SHIM_EXPORT int cublasDgemvStridedBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemvStridedBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgemvStridedBatched_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemvStridedBatched_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgemv_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgemv_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasDgeqrfBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgeqrfBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT void cublasDger() noexcept { ::rgpu::shim::report_unimplemented("cublasDger", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDger_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasDger_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDger_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDger_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasDgetrfBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgetrfBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDgetriBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgetriBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasDgetrsBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasDgetrsBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDmatinvBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasDmatinvBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT double cublasDnrm2() noexcept { ::rgpu::shim::report_unimplemented("cublasDnrm2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); return 0; }
 RGPU_SHIM_EXPORT int cublasDnrm2_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasDnrm2_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
@@ -297,9 +293,7 @@ RGPU_SHIM_EXPORT void cublasDtrmv() noexcept { ::rgpu::shim::report_unimplemente
 RGPU_SHIM_EXPORT int cublasDtrmv_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasDtrmv_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDtrmv_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDtrmv_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT void cublasDtrsm() noexcept { ::rgpu::shim::report_unimplemented("cublasDtrsm", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasDtrsmBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasDtrsmBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDtrsmBatched_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDtrsmBatched_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasDtrsm_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasDtrsm_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDtrsm_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasDtrsm_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT void cublasDtrsv() noexcept { ::rgpu::shim::report_unimplemented("cublasDtrsv", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasDtrsv_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasDtrsv_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
@@ -439,7 +433,6 @@ RGPU_SHIM_EXPORT int cublasSgbmv_v2() noexcept { return ::rgpu::shim::report_uni
 RGPU_SHIM_EXPORT int cublasSgbmv_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgbmv_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgeam() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgeam", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgeam_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgeam_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasSgelsBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgelsBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT void cublasSgemm() noexcept { ::rgpu::shim::report_unimplemented("cublasSgemm", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgemmBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemmBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgemmBatched_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemmBatched_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
@@ -454,13 +447,10 @@ RGPU_SHIM_EXPORT int cublasSgemvBatched_64() noexcept { return ::rgpu::shim::rep
 RGPU_SHIM_EXPORT int cublasSgemvStridedBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemvStridedBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgemvStridedBatched_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemvStridedBatched_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgemv_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgemv_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasSgeqrfBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgeqrfBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT void cublasSger() noexcept { ::rgpu::shim::report_unimplemented("cublasSger", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSger_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasSger_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSger_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasSger_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasSgetrfBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgetrfBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSgetriBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgetriBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasSgetrsBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasSgetrsBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasShutdown() noexcept { return ::rgpu::shim::report_unimplemented("cublasShutdown", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasSmatinvBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasSmatinvBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT float cublasSnrm2() noexcept { ::rgpu::shim::report_unimplemented("cublasSnrm2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); return 0; }
@@ -534,9 +524,7 @@ RGPU_SHIM_EXPORT void cublasStrmv() noexcept { ::rgpu::shim::report_unimplemente
 RGPU_SHIM_EXPORT int cublasStrmv_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasStrmv_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasStrmv_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasStrmv_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT void cublasStrsm() noexcept { ::rgpu::shim::report_unimplemented("cublasStrsm", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasStrsmBatched() noexcept { return ::rgpu::shim::report_unimplemented("cublasStrsmBatched", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasStrsmBatched_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasStrsmBatched_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cublasStrsm_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasStrsm_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasStrsm_v2_64() noexcept { return ::rgpu::shim::report_unimplemented("cublasStrsm_v2_64", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT void cublasStrsv() noexcept { ::rgpu::shim::report_unimplemented("cublasStrsv", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cublasStrsv_v2() noexcept { return ::rgpu::shim::report_unimplemented("cublasStrsv_v2", 15, "CUBLAS_STATUS_NOT_SUPPORTED"); }

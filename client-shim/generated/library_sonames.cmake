@@ -11,6 +11,7 @@ set(RGPU_SHIM_LIBRARY_SONAMES
     libcufft.so.12
     libcurand.so.10
     libcusolver.so.11
+    libcusolver.so.12
     libnccl.so.2
     libnvToolsExt.so.1
     libnvidia-ml.so.1
@@ -30,6 +31,7 @@ set(RGPU_SHIM_LIBRARY_SOURCES
     ${_rgpu_shim_dir}/generated/cudnn_calls.cpp
     ${_rgpu_shim_dir}/generated/cufft_calls.cpp
     ${_rgpu_shim_dir}/generated/curand_calls.cpp
+    ${_rgpu_shim_dir}/generated/cusolver_calls.cpp
 )
 set(RGPU_SHIM_LIBRARY_EXPORT_LISTS
     ${_rgpu_shim_dir}/api/libcublas.so.12.exports
@@ -42,6 +44,7 @@ set(RGPU_SHIM_LIBRARY_EXPORT_LISTS
     ${_rgpu_shim_dir}/api/libcufft.so.12.exports
     ${_rgpu_shim_dir}/api/libcurand.so.10.exports
     ${_rgpu_shim_dir}/api/libcusolver.so.11.exports
+    ${_rgpu_shim_dir}/api/libcusolver.so.12.exports
     ${_rgpu_shim_dir}/api/libnccl.so.2.exports
     ${_rgpu_shim_dir}/api/libnvToolsExt.so.1.exports
     ${_rgpu_shim_dir}/api/libnvidia-ml.so.1.exports

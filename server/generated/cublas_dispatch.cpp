@@ -17,6 +17,7 @@
 #include "../../client-shim/generated/cublas_pack.h"
 #include "library_tables.h"
 #include "rgpu/protocol/library_sizes.h"
+#include "pointer_array.h"
 
 namespace rgpu::server {
 namespace {
@@ -34,6 +35,22 @@ using rgpu::apigen::cublas::kMaxScalarBytes;
 
 bool valid_cublasComputeType_t(long long v) {
   static constexpr long long kValues[] = {64, 65, 68, 69, 70, 71, 72, 73, 74, 75, 77};
+  for (long long k : kValues) {
+    if (k == v) return true;
+  }
+  return false;
+}
+
+bool valid_cublasDiagType_t(long long v) {
+  static constexpr long long kValues[] = {0, 1};
+  for (long long k : kValues) {
+    if (k == v) return true;
+  }
+  return false;
+}
+
+bool valid_cublasFillMode_t(long long v) {
+  static constexpr long long kValues[] = {0, 1, 2};
   for (long long k : kValues) {
     if (k == v) return true;
   }
@@ -65,6 +82,14 @@ bool valid_cublasOperation_t(long long v) {
 }
 
 bool valid_cublasPointerMode_t(long long v) {
+  static constexpr long long kValues[] = {0, 1};
+  for (long long k : kValues) {
+    if (k == v) return true;
+  }
+  return false;
+}
+
+bool valid_cublasSideMode_t(long long v) {
   static constexpr long long kValues[] = {0, 1};
   for (long long k : kValues) {
     if (k == v) return true;
@@ -1316,6 +1341,736 @@ InvokeOutcome run_cublasDdot_v2(CallEnv& env_, std::span<const std::byte> args_)
   return out_;
 }
 
+InvokeOutcome run_cublasStrsm_v2(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t handle_h_ = 0;
+  rd_.u64(&handle_h_);
+  std::underlying_type_t<cublasSideMode_t> side_raw_{};
+  rd_.scalar(&side_raw_);
+  std::underlying_type_t<cublasFillMode_t> uplo_raw_{};
+  rd_.scalar(&uplo_raw_);
+  std::underlying_type_t<cublasOperation_t> trans_raw_{};
+  rd_.scalar(&trans_raw_);
+  std::underlying_type_t<cublasDiagType_t> diag_raw_{};
+  rd_.scalar(&diag_raw_);
+  int m{};
+  rd_.scalar(&m);
+  int n{};
+  rd_.scalar(&n);
+  uint32_t alpha_mode_ = 0;
+  rd_.scalar(&alpha_mode_);
+  std::span<const std::byte> alpha_b_;
+  uint64_t alpha_h_ = 0;
+  if (alpha_mode_ == 0) rd_.buffer(&alpha_b_, kMaxScalarBytes); else rd_.u64(&alpha_h_);
+  uint64_t A_h_ = 0;
+  rd_.u64(&A_h_);
+  int lda{};
+  rd_.scalar(&lda);
+  uint64_t B_h_ = 0;
+  rd_.u64(&B_h_);
+  int ldb{};
+  rd_.scalar(&ldb);
+  if (!rd_.finish()) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsm_v2: undecodable arguments");
+  void* handle_o_ = env_.find(static_cast<HandleKind>(16), handle_h_);
+  if (!handle_o_) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsm_v2: handle is not a live cublas");
+  cublasHandle_t handle = static_cast<cublasHandle_t>(handle_o_);
+  if (!valid_cublasSideMode_t(static_cast<long long>(side_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsm_v2: side out of range");
+  const cublasSideMode_t side = static_cast<cublasSideMode_t>(side_raw_);
+  if (!valid_cublasFillMode_t(static_cast<long long>(uplo_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsm_v2: uplo out of range");
+  const cublasFillMode_t uplo = static_cast<cublasFillMode_t>(uplo_raw_);
+  if (!valid_cublasOperation_t(static_cast<long long>(trans_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsm_v2: trans out of range");
+  const cublasOperation_t trans = static_cast<cublasOperation_t>(trans_raw_);
+  if (!valid_cublasDiagType_t(static_cast<long long>(diag_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsm_v2: diag out of range");
+  const cublasDiagType_t diag = static_cast<cublasDiagType_t>(diag_raw_);
+  if (alpha_mode_ > 1) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsm_v2: alpha has no pointer mode");
+  uint64_t alpha_s_[kMaxScalarBytes / 8] = {};
+  if (alpha_mode_ == 0 && !alpha_b_.empty()) std::memcpy(alpha_s_, alpha_b_.data(), alpha_b_.size());
+  auto alpha = alpha_mode_ == 0 ? static_cast<const float*>(static_cast<void*>(alpha_s_))
+                     : reinterpret_cast<const float*>(static_cast<uintptr_t>(alpha_h_));
+  auto A = reinterpret_cast<const float*>(static_cast<uintptr_t>(A_h_));
+  auto B = reinterpret_cast<float*>(static_cast<uintptr_t>(B_h_));
+  if (alpha_mode_ == 0 && alpha_b_.size() != static_cast<uint64_t>(sizeof(float)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsm_v2: alpha has the wrong length");
+  if (alpha_mode_ != 0 && !env_.device_range(alpha_h_, static_cast<uint64_t>(sizeof(float))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsm_v2: alpha is not memory of this context");
+  if (!env_.device_range(A_h_, static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,side==CUBLAS_SIDE_LEFT?m:n,side==CUBLAS_SIDE_LEFT?m:n,lda,4))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsm_v2: A is not memory of this context");
+  if (!env_.device_range(B_h_, static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,m,n,ldb,4))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsm_v2: B is not memory of this context");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  const auto* lib_ = ::rgpu::server::library_table<::rgpu::server::CublasTable>(env_);
+  if (!lib_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublas: not on this server");
+  {  // alpha: host or device as the handle's pointer mode says
+    cublasPointerMode_t m_{};
+    if (!lib_->cublasGetPointerMode_v2 || lib_->cublasGetPointerMode_v2(handle, &m_) != 0 ||
+        static_cast<uint32_t>(m_) != alpha_mode_)
+      return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsm_v2: alpha: the handle's pointer mode is not the one the client packed by");
+  }
+  auto fn_ = (*lib_).cublasStrsm_v2;
+  if (!fn_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublasStrsm_v2: not in this server's library");
+  out_.code = static_cast<uint32_t>(fn_(handle, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb));
+  if (out_.code != 0) return out_;
+  return out_;
+}
+
+InvokeOutcome run_cublasStrsmBatched(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t handle_h_ = 0;
+  rd_.u64(&handle_h_);
+  std::underlying_type_t<cublasSideMode_t> side_raw_{};
+  rd_.scalar(&side_raw_);
+  std::underlying_type_t<cublasFillMode_t> uplo_raw_{};
+  rd_.scalar(&uplo_raw_);
+  std::underlying_type_t<cublasOperation_t> trans_raw_{};
+  rd_.scalar(&trans_raw_);
+  std::underlying_type_t<cublasDiagType_t> diag_raw_{};
+  rd_.scalar(&diag_raw_);
+  int m{};
+  rd_.scalar(&m);
+  int n{};
+  rd_.scalar(&n);
+  uint32_t alpha_mode_ = 0;
+  rd_.scalar(&alpha_mode_);
+  std::span<const std::byte> alpha_b_;
+  uint64_t alpha_h_ = 0;
+  if (alpha_mode_ == 0) rd_.buffer(&alpha_b_, kMaxScalarBytes); else rd_.u64(&alpha_h_);
+  uint64_t A_h_ = 0;
+  rd_.u64(&A_h_);
+  int lda{};
+  rd_.scalar(&lda);
+  uint64_t B_h_ = 0;
+  rd_.u64(&B_h_);
+  int ldb{};
+  rd_.scalar(&ldb);
+  int batchCount{};
+  rd_.scalar(&batchCount);
+  if (!rd_.finish()) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsmBatched: undecodable arguments");
+  void* handle_o_ = env_.find(static_cast<HandleKind>(16), handle_h_);
+  if (!handle_o_) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsmBatched: handle is not a live cublas");
+  cublasHandle_t handle = static_cast<cublasHandle_t>(handle_o_);
+  if (!valid_cublasSideMode_t(static_cast<long long>(side_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsmBatched: side out of range");
+  const cublasSideMode_t side = static_cast<cublasSideMode_t>(side_raw_);
+  if (!valid_cublasFillMode_t(static_cast<long long>(uplo_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsmBatched: uplo out of range");
+  const cublasFillMode_t uplo = static_cast<cublasFillMode_t>(uplo_raw_);
+  if (!valid_cublasOperation_t(static_cast<long long>(trans_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsmBatched: trans out of range");
+  const cublasOperation_t trans = static_cast<cublasOperation_t>(trans_raw_);
+  if (!valid_cublasDiagType_t(static_cast<long long>(diag_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsmBatched: diag out of range");
+  const cublasDiagType_t diag = static_cast<cublasDiagType_t>(diag_raw_);
+  if (alpha_mode_ > 1) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsmBatched: alpha has no pointer mode");
+  uint64_t alpha_s_[kMaxScalarBytes / 8] = {};
+  if (alpha_mode_ == 0 && !alpha_b_.empty()) std::memcpy(alpha_s_, alpha_b_.data(), alpha_b_.size());
+  auto alpha = alpha_mode_ == 0 ? static_cast<const float*>(static_cast<void*>(alpha_s_))
+                     : reinterpret_cast<const float*>(static_cast<uintptr_t>(alpha_h_));
+  if (alpha_mode_ == 0 && alpha_b_.size() != static_cast<uint64_t>(sizeof(float)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsmBatched: alpha has the wrong length");
+  if (alpha_mode_ != 0 && !env_.device_range(alpha_h_, static_cast<uint64_t>(sizeof(float))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsmBatched: alpha is not memory of this context");
+  if (!env_.device_range(A_h_, static_cast<uint64_t>(rgpu_array_bytes(batchCount,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsmBatched: A is not memory of this context");
+  if (!env_.device_range(B_h_, static_cast<uint64_t>(rgpu_array_bytes(batchCount,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsmBatched: B is not memory of this context");
+  ::rgpu::server::PointerArray A_pa_(env_);
+  if (InvokeOutcome v_ = A_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsmBatched: A", A_h_, static_cast<uint64_t>(batchCount), static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,side==CUBLAS_SIDE_LEFT?m:n,side==CUBLAS_SIDE_LEFT?m:n,lda,4))); v_.code != 0)
+    return v_;
+  ::rgpu::server::PointerArray B_pa_(env_);
+  if (InvokeOutcome v_ = B_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsmBatched: B", B_h_, static_cast<uint64_t>(batchCount), static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,m,n,ldb,4))); v_.code != 0)
+    return v_;
+  InvokeOutcome out_;
+  out_.api = kApi;
+  const auto* lib_ = ::rgpu::server::library_table<::rgpu::server::CublasTable>(env_);
+  if (!lib_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublas: not on this server");
+  {  // alpha: host or device as the handle's pointer mode says
+    cublasPointerMode_t m_{};
+    if (!lib_->cublasGetPointerMode_v2 || lib_->cublasGetPointerMode_v2(handle, &m_) != 0 ||
+        static_cast<uint32_t>(m_) != alpha_mode_)
+      return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasStrsmBatched: alpha: the handle's pointer mode is not the one the client packed by");
+  }
+  auto fn_ = (*lib_).cublasStrsmBatched;
+  if (!fn_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublasStrsmBatched: not in this server's library");
+  out_.code = static_cast<uint32_t>(fn_(handle, side, uplo, trans, diag, m, n, alpha, reinterpret_cast<const float* const*>(static_cast<uintptr_t>(A_pa_.device())), lda, reinterpret_cast<float* const*>(static_cast<uintptr_t>(B_pa_.device())), ldb, batchCount));
+  if (out_.code != 0) return out_;
+  return out_;
+}
+
+InvokeOutcome run_cublasSgetrfBatched(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t handle_h_ = 0;
+  rd_.u64(&handle_h_);
+  int n{};
+  rd_.scalar(&n);
+  uint64_t A_h_ = 0;
+  rd_.u64(&A_h_);
+  int lda{};
+  rd_.scalar(&lda);
+  uint64_t P_h_ = 0;
+  rd_.u64(&P_h_);
+  uint64_t info_h_ = 0;
+  rd_.u64(&info_h_);
+  int batchSize{};
+  rd_.scalar(&batchSize);
+  if (!rd_.finish()) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgetrfBatched: undecodable arguments");
+  void* handle_o_ = env_.find(static_cast<HandleKind>(16), handle_h_);
+  if (!handle_o_) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgetrfBatched: handle is not a live cublas");
+  cublasHandle_t handle = static_cast<cublasHandle_t>(handle_o_);
+  auto P = reinterpret_cast<int*>(static_cast<uintptr_t>(P_h_));
+  auto info = reinterpret_cast<int*>(static_cast<uintptr_t>(info_h_));
+  if (!env_.device_range(A_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgetrfBatched: A is not memory of this context");
+  if (P_h_ == 0 ? static_cast<uint64_t>(P?rgpu_grid_bytes(n,batchSize,4):0) != 0
+                : !env_.device_range(P_h_, static_cast<uint64_t>(P?rgpu_grid_bytes(n,batchSize,4):0)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgetrfBatched: P is not memory of this context");
+  if (!env_.device_range(info_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,4))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgetrfBatched: info is not memory of this context");
+  ::rgpu::server::PointerArray A_pa_(env_);
+  if (InvokeOutcome v_ = A_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgetrfBatched: A", A_h_, static_cast<uint64_t>(batchSize), static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,n,n,lda,4))); v_.code != 0)
+    return v_;
+  InvokeOutcome out_;
+  out_.api = kApi;
+  const auto* lib_ = ::rgpu::server::library_table<::rgpu::server::CublasTable>(env_);
+  if (!lib_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublas: not on this server");
+  auto fn_ = (*lib_).cublasSgetrfBatched;
+  if (!fn_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublasSgetrfBatched: not in this server's library");
+  out_.code = static_cast<uint32_t>(fn_(handle, n, reinterpret_cast<float* const*>(static_cast<uintptr_t>(A_pa_.device())), lda, P, info, batchSize));
+  if (out_.code != 0) return out_;
+  return out_;
+}
+
+InvokeOutcome run_cublasSgetrsBatched(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t handle_h_ = 0;
+  rd_.u64(&handle_h_);
+  std::underlying_type_t<cublasOperation_t> trans_raw_{};
+  rd_.scalar(&trans_raw_);
+  int n{};
+  rd_.scalar(&n);
+  int nrhs{};
+  rd_.scalar(&nrhs);
+  uint64_t Aarray_h_ = 0;
+  rd_.u64(&Aarray_h_);
+  int lda{};
+  rd_.scalar(&lda);
+  uint64_t devIpiv_h_ = 0;
+  rd_.u64(&devIpiv_h_);
+  uint64_t Barray_h_ = 0;
+  rd_.u64(&Barray_h_);
+  int ldb{};
+  rd_.scalar(&ldb);
+  int info{};
+  int batchSize{};
+  rd_.scalar(&batchSize);
+  if (!rd_.finish()) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgetrsBatched: undecodable arguments");
+  void* handle_o_ = env_.find(static_cast<HandleKind>(16), handle_h_);
+  if (!handle_o_) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgetrsBatched: handle is not a live cublas");
+  cublasHandle_t handle = static_cast<cublasHandle_t>(handle_o_);
+  if (!valid_cublasOperation_t(static_cast<long long>(trans_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgetrsBatched: trans out of range");
+  const cublasOperation_t trans = static_cast<cublasOperation_t>(trans_raw_);
+  auto devIpiv = reinterpret_cast<const int*>(static_cast<uintptr_t>(devIpiv_h_));
+  if (!env_.device_range(Aarray_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgetrsBatched: Aarray is not memory of this context");
+  if (!env_.device_range(devIpiv_h_, static_cast<uint64_t>(rgpu_grid_bytes(n,batchSize,4))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgetrsBatched: devIpiv is not memory of this context");
+  if (!env_.device_range(Barray_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgetrsBatched: Barray is not memory of this context");
+  ::rgpu::server::PointerArray Aarray_pa_(env_);
+  if (InvokeOutcome v_ = Aarray_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgetrsBatched: Aarray", Aarray_h_, static_cast<uint64_t>(batchSize), static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,n,n,lda,4))); v_.code != 0)
+    return v_;
+  ::rgpu::server::PointerArray Barray_pa_(env_);
+  if (InvokeOutcome v_ = Barray_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgetrsBatched: Barray", Barray_h_, static_cast<uint64_t>(batchSize), static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,n,nrhs,ldb,4))); v_.code != 0)
+    return v_;
+  InvokeOutcome out_;
+  out_.api = kApi;
+  const auto* lib_ = ::rgpu::server::library_table<::rgpu::server::CublasTable>(env_);
+  if (!lib_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublas: not on this server");
+  auto fn_ = (*lib_).cublasSgetrsBatched;
+  if (!fn_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublasSgetrsBatched: not in this server's library");
+  out_.code = static_cast<uint32_t>(fn_(handle, trans, n, nrhs, reinterpret_cast<const float* const*>(static_cast<uintptr_t>(Aarray_pa_.device())), lda, devIpiv, reinterpret_cast<float* const*>(static_cast<uintptr_t>(Barray_pa_.device())), ldb, &info, batchSize));
+  if (out_.code != 0) return out_;
+  ::rgpu::protocol::ArgWriter w_;
+  w_.scalar(info);
+  out_.out = w_.take();
+  return out_;
+}
+
+InvokeOutcome run_cublasSgeqrfBatched(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t handle_h_ = 0;
+  rd_.u64(&handle_h_);
+  int m{};
+  rd_.scalar(&m);
+  int n{};
+  rd_.scalar(&n);
+  uint64_t Aarray_h_ = 0;
+  rd_.u64(&Aarray_h_);
+  int lda{};
+  rd_.scalar(&lda);
+  uint64_t TauArray_h_ = 0;
+  rd_.u64(&TauArray_h_);
+  int info{};
+  int batchSize{};
+  rd_.scalar(&batchSize);
+  if (!rd_.finish()) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgeqrfBatched: undecodable arguments");
+  void* handle_o_ = env_.find(static_cast<HandleKind>(16), handle_h_);
+  if (!handle_o_) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgeqrfBatched: handle is not a live cublas");
+  cublasHandle_t handle = static_cast<cublasHandle_t>(handle_o_);
+  if (!env_.device_range(Aarray_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgeqrfBatched: Aarray is not memory of this context");
+  if (!env_.device_range(TauArray_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgeqrfBatched: TauArray is not memory of this context");
+  ::rgpu::server::PointerArray Aarray_pa_(env_);
+  if (InvokeOutcome v_ = Aarray_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgeqrfBatched: Aarray", Aarray_h_, static_cast<uint64_t>(batchSize), static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,m,n,lda,4))); v_.code != 0)
+    return v_;
+  ::rgpu::server::PointerArray TauArray_pa_(env_);
+  if (InvokeOutcome v_ = TauArray_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgeqrfBatched: TauArray", TauArray_h_, static_cast<uint64_t>(batchSize), static_cast<uint64_t>(rgpu_array_bytes(rgpu_min_dim(m,n),4))); v_.code != 0)
+    return v_;
+  InvokeOutcome out_;
+  out_.api = kApi;
+  const auto* lib_ = ::rgpu::server::library_table<::rgpu::server::CublasTable>(env_);
+  if (!lib_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublas: not on this server");
+  auto fn_ = (*lib_).cublasSgeqrfBatched;
+  if (!fn_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublasSgeqrfBatched: not in this server's library");
+  out_.code = static_cast<uint32_t>(fn_(handle, m, n, reinterpret_cast<float* const*>(static_cast<uintptr_t>(Aarray_pa_.device())), lda, reinterpret_cast<float* const*>(static_cast<uintptr_t>(TauArray_pa_.device())), &info, batchSize));
+  if (out_.code != 0) return out_;
+  ::rgpu::protocol::ArgWriter w_;
+  w_.scalar(info);
+  out_.out = w_.take();
+  return out_;
+}
+
+InvokeOutcome run_cublasSgelsBatched(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t handle_h_ = 0;
+  rd_.u64(&handle_h_);
+  std::underlying_type_t<cublasOperation_t> trans_raw_{};
+  rd_.scalar(&trans_raw_);
+  int m{};
+  rd_.scalar(&m);
+  int n{};
+  rd_.scalar(&n);
+  int nrhs{};
+  rd_.scalar(&nrhs);
+  uint64_t Aarray_h_ = 0;
+  rd_.u64(&Aarray_h_);
+  int lda{};
+  rd_.scalar(&lda);
+  uint64_t Carray_h_ = 0;
+  rd_.u64(&Carray_h_);
+  int ldc{};
+  rd_.scalar(&ldc);
+  int info{};
+  uint64_t devInfoArray_h_ = 0;
+  rd_.u64(&devInfoArray_h_);
+  int batchSize{};
+  rd_.scalar(&batchSize);
+  if (!rd_.finish()) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgelsBatched: undecodable arguments");
+  void* handle_o_ = env_.find(static_cast<HandleKind>(16), handle_h_);
+  if (!handle_o_) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgelsBatched: handle is not a live cublas");
+  cublasHandle_t handle = static_cast<cublasHandle_t>(handle_o_);
+  if (!valid_cublasOperation_t(static_cast<long long>(trans_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgelsBatched: trans out of range");
+  const cublasOperation_t trans = static_cast<cublasOperation_t>(trans_raw_);
+  auto devInfoArray = reinterpret_cast<int*>(static_cast<uintptr_t>(devInfoArray_h_));
+  if (!env_.device_range(Aarray_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgelsBatched: Aarray is not memory of this context");
+  if (!env_.device_range(Carray_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgelsBatched: Carray is not memory of this context");
+  if (devInfoArray_h_ == 0 ? static_cast<uint64_t>(rgpu_array_bytes(batchSize,4)) != 0
+                : !env_.device_range(devInfoArray_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,4))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgelsBatched: devInfoArray is not memory of this context");
+  ::rgpu::server::PointerArray Aarray_pa_(env_);
+  if (InvokeOutcome v_ = Aarray_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgelsBatched: Aarray", Aarray_h_, static_cast<uint64_t>(batchSize), static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,m,n,lda,4))); v_.code != 0)
+    return v_;
+  ::rgpu::server::PointerArray Carray_pa_(env_);
+  if (InvokeOutcome v_ = Carray_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasSgelsBatched: Carray", Carray_h_, static_cast<uint64_t>(batchSize), static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,m>n?m:n,nrhs,ldc,4))); v_.code != 0)
+    return v_;
+  InvokeOutcome out_;
+  out_.api = kApi;
+  const auto* lib_ = ::rgpu::server::library_table<::rgpu::server::CublasTable>(env_);
+  if (!lib_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublas: not on this server");
+  auto fn_ = (*lib_).cublasSgelsBatched;
+  if (!fn_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublasSgelsBatched: not in this server's library");
+  out_.code = static_cast<uint32_t>(fn_(handle, trans, m, n, nrhs, reinterpret_cast<float* const*>(static_cast<uintptr_t>(Aarray_pa_.device())), lda, reinterpret_cast<float* const*>(static_cast<uintptr_t>(Carray_pa_.device())), ldc, &info, devInfoArray, batchSize));
+  if (out_.code != 0) return out_;
+  ::rgpu::protocol::ArgWriter w_;
+  w_.scalar(info);
+  out_.out = w_.take();
+  return out_;
+}
+
+InvokeOutcome run_cublasDtrsm_v2(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t handle_h_ = 0;
+  rd_.u64(&handle_h_);
+  std::underlying_type_t<cublasSideMode_t> side_raw_{};
+  rd_.scalar(&side_raw_);
+  std::underlying_type_t<cublasFillMode_t> uplo_raw_{};
+  rd_.scalar(&uplo_raw_);
+  std::underlying_type_t<cublasOperation_t> trans_raw_{};
+  rd_.scalar(&trans_raw_);
+  std::underlying_type_t<cublasDiagType_t> diag_raw_{};
+  rd_.scalar(&diag_raw_);
+  int m{};
+  rd_.scalar(&m);
+  int n{};
+  rd_.scalar(&n);
+  uint32_t alpha_mode_ = 0;
+  rd_.scalar(&alpha_mode_);
+  std::span<const std::byte> alpha_b_;
+  uint64_t alpha_h_ = 0;
+  if (alpha_mode_ == 0) rd_.buffer(&alpha_b_, kMaxScalarBytes); else rd_.u64(&alpha_h_);
+  uint64_t A_h_ = 0;
+  rd_.u64(&A_h_);
+  int lda{};
+  rd_.scalar(&lda);
+  uint64_t B_h_ = 0;
+  rd_.u64(&B_h_);
+  int ldb{};
+  rd_.scalar(&ldb);
+  if (!rd_.finish()) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsm_v2: undecodable arguments");
+  void* handle_o_ = env_.find(static_cast<HandleKind>(16), handle_h_);
+  if (!handle_o_) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsm_v2: handle is not a live cublas");
+  cublasHandle_t handle = static_cast<cublasHandle_t>(handle_o_);
+  if (!valid_cublasSideMode_t(static_cast<long long>(side_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsm_v2: side out of range");
+  const cublasSideMode_t side = static_cast<cublasSideMode_t>(side_raw_);
+  if (!valid_cublasFillMode_t(static_cast<long long>(uplo_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsm_v2: uplo out of range");
+  const cublasFillMode_t uplo = static_cast<cublasFillMode_t>(uplo_raw_);
+  if (!valid_cublasOperation_t(static_cast<long long>(trans_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsm_v2: trans out of range");
+  const cublasOperation_t trans = static_cast<cublasOperation_t>(trans_raw_);
+  if (!valid_cublasDiagType_t(static_cast<long long>(diag_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsm_v2: diag out of range");
+  const cublasDiagType_t diag = static_cast<cublasDiagType_t>(diag_raw_);
+  if (alpha_mode_ > 1) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsm_v2: alpha has no pointer mode");
+  uint64_t alpha_s_[kMaxScalarBytes / 8] = {};
+  if (alpha_mode_ == 0 && !alpha_b_.empty()) std::memcpy(alpha_s_, alpha_b_.data(), alpha_b_.size());
+  auto alpha = alpha_mode_ == 0 ? static_cast<const double*>(static_cast<void*>(alpha_s_))
+                     : reinterpret_cast<const double*>(static_cast<uintptr_t>(alpha_h_));
+  auto A = reinterpret_cast<const double*>(static_cast<uintptr_t>(A_h_));
+  auto B = reinterpret_cast<double*>(static_cast<uintptr_t>(B_h_));
+  if (alpha_mode_ == 0 && alpha_b_.size() != static_cast<uint64_t>(sizeof(double)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsm_v2: alpha has the wrong length");
+  if (alpha_mode_ != 0 && !env_.device_range(alpha_h_, static_cast<uint64_t>(sizeof(double))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsm_v2: alpha is not memory of this context");
+  if (!env_.device_range(A_h_, static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,side==CUBLAS_SIDE_LEFT?m:n,side==CUBLAS_SIDE_LEFT?m:n,lda,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsm_v2: A is not memory of this context");
+  if (!env_.device_range(B_h_, static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,m,n,ldb,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsm_v2: B is not memory of this context");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  const auto* lib_ = ::rgpu::server::library_table<::rgpu::server::CublasTable>(env_);
+  if (!lib_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublas: not on this server");
+  {  // alpha: host or device as the handle's pointer mode says
+    cublasPointerMode_t m_{};
+    if (!lib_->cublasGetPointerMode_v2 || lib_->cublasGetPointerMode_v2(handle, &m_) != 0 ||
+        static_cast<uint32_t>(m_) != alpha_mode_)
+      return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsm_v2: alpha: the handle's pointer mode is not the one the client packed by");
+  }
+  auto fn_ = (*lib_).cublasDtrsm_v2;
+  if (!fn_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublasDtrsm_v2: not in this server's library");
+  out_.code = static_cast<uint32_t>(fn_(handle, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb));
+  if (out_.code != 0) return out_;
+  return out_;
+}
+
+InvokeOutcome run_cublasDtrsmBatched(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t handle_h_ = 0;
+  rd_.u64(&handle_h_);
+  std::underlying_type_t<cublasSideMode_t> side_raw_{};
+  rd_.scalar(&side_raw_);
+  std::underlying_type_t<cublasFillMode_t> uplo_raw_{};
+  rd_.scalar(&uplo_raw_);
+  std::underlying_type_t<cublasOperation_t> trans_raw_{};
+  rd_.scalar(&trans_raw_);
+  std::underlying_type_t<cublasDiagType_t> diag_raw_{};
+  rd_.scalar(&diag_raw_);
+  int m{};
+  rd_.scalar(&m);
+  int n{};
+  rd_.scalar(&n);
+  uint32_t alpha_mode_ = 0;
+  rd_.scalar(&alpha_mode_);
+  std::span<const std::byte> alpha_b_;
+  uint64_t alpha_h_ = 0;
+  if (alpha_mode_ == 0) rd_.buffer(&alpha_b_, kMaxScalarBytes); else rd_.u64(&alpha_h_);
+  uint64_t A_h_ = 0;
+  rd_.u64(&A_h_);
+  int lda{};
+  rd_.scalar(&lda);
+  uint64_t B_h_ = 0;
+  rd_.u64(&B_h_);
+  int ldb{};
+  rd_.scalar(&ldb);
+  int batchCount{};
+  rd_.scalar(&batchCount);
+  if (!rd_.finish()) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsmBatched: undecodable arguments");
+  void* handle_o_ = env_.find(static_cast<HandleKind>(16), handle_h_);
+  if (!handle_o_) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsmBatched: handle is not a live cublas");
+  cublasHandle_t handle = static_cast<cublasHandle_t>(handle_o_);
+  if (!valid_cublasSideMode_t(static_cast<long long>(side_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsmBatched: side out of range");
+  const cublasSideMode_t side = static_cast<cublasSideMode_t>(side_raw_);
+  if (!valid_cublasFillMode_t(static_cast<long long>(uplo_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsmBatched: uplo out of range");
+  const cublasFillMode_t uplo = static_cast<cublasFillMode_t>(uplo_raw_);
+  if (!valid_cublasOperation_t(static_cast<long long>(trans_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsmBatched: trans out of range");
+  const cublasOperation_t trans = static_cast<cublasOperation_t>(trans_raw_);
+  if (!valid_cublasDiagType_t(static_cast<long long>(diag_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsmBatched: diag out of range");
+  const cublasDiagType_t diag = static_cast<cublasDiagType_t>(diag_raw_);
+  if (alpha_mode_ > 1) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsmBatched: alpha has no pointer mode");
+  uint64_t alpha_s_[kMaxScalarBytes / 8] = {};
+  if (alpha_mode_ == 0 && !alpha_b_.empty()) std::memcpy(alpha_s_, alpha_b_.data(), alpha_b_.size());
+  auto alpha = alpha_mode_ == 0 ? static_cast<const double*>(static_cast<void*>(alpha_s_))
+                     : reinterpret_cast<const double*>(static_cast<uintptr_t>(alpha_h_));
+  if (alpha_mode_ == 0 && alpha_b_.size() != static_cast<uint64_t>(sizeof(double)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsmBatched: alpha has the wrong length");
+  if (alpha_mode_ != 0 && !env_.device_range(alpha_h_, static_cast<uint64_t>(sizeof(double))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsmBatched: alpha is not memory of this context");
+  if (!env_.device_range(A_h_, static_cast<uint64_t>(rgpu_array_bytes(batchCount,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsmBatched: A is not memory of this context");
+  if (!env_.device_range(B_h_, static_cast<uint64_t>(rgpu_array_bytes(batchCount,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsmBatched: B is not memory of this context");
+  ::rgpu::server::PointerArray A_pa_(env_);
+  if (InvokeOutcome v_ = A_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsmBatched: A", A_h_, static_cast<uint64_t>(batchCount), static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,side==CUBLAS_SIDE_LEFT?m:n,side==CUBLAS_SIDE_LEFT?m:n,lda,8))); v_.code != 0)
+    return v_;
+  ::rgpu::server::PointerArray B_pa_(env_);
+  if (InvokeOutcome v_ = B_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsmBatched: B", B_h_, static_cast<uint64_t>(batchCount), static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,m,n,ldb,8))); v_.code != 0)
+    return v_;
+  InvokeOutcome out_;
+  out_.api = kApi;
+  const auto* lib_ = ::rgpu::server::library_table<::rgpu::server::CublasTable>(env_);
+  if (!lib_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublas: not on this server");
+  {  // alpha: host or device as the handle's pointer mode says
+    cublasPointerMode_t m_{};
+    if (!lib_->cublasGetPointerMode_v2 || lib_->cublasGetPointerMode_v2(handle, &m_) != 0 ||
+        static_cast<uint32_t>(m_) != alpha_mode_)
+      return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDtrsmBatched: alpha: the handle's pointer mode is not the one the client packed by");
+  }
+  auto fn_ = (*lib_).cublasDtrsmBatched;
+  if (!fn_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublasDtrsmBatched: not in this server's library");
+  out_.code = static_cast<uint32_t>(fn_(handle, side, uplo, trans, diag, m, n, alpha, reinterpret_cast<const double* const*>(static_cast<uintptr_t>(A_pa_.device())), lda, reinterpret_cast<double* const*>(static_cast<uintptr_t>(B_pa_.device())), ldb, batchCount));
+  if (out_.code != 0) return out_;
+  return out_;
+}
+
+InvokeOutcome run_cublasDgetrfBatched(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t handle_h_ = 0;
+  rd_.u64(&handle_h_);
+  int n{};
+  rd_.scalar(&n);
+  uint64_t A_h_ = 0;
+  rd_.u64(&A_h_);
+  int lda{};
+  rd_.scalar(&lda);
+  uint64_t P_h_ = 0;
+  rd_.u64(&P_h_);
+  uint64_t info_h_ = 0;
+  rd_.u64(&info_h_);
+  int batchSize{};
+  rd_.scalar(&batchSize);
+  if (!rd_.finish()) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgetrfBatched: undecodable arguments");
+  void* handle_o_ = env_.find(static_cast<HandleKind>(16), handle_h_);
+  if (!handle_o_) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgetrfBatched: handle is not a live cublas");
+  cublasHandle_t handle = static_cast<cublasHandle_t>(handle_o_);
+  auto P = reinterpret_cast<int*>(static_cast<uintptr_t>(P_h_));
+  auto info = reinterpret_cast<int*>(static_cast<uintptr_t>(info_h_));
+  if (!env_.device_range(A_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgetrfBatched: A is not memory of this context");
+  if (P_h_ == 0 ? static_cast<uint64_t>(P?rgpu_grid_bytes(n,batchSize,4):0) != 0
+                : !env_.device_range(P_h_, static_cast<uint64_t>(P?rgpu_grid_bytes(n,batchSize,4):0)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgetrfBatched: P is not memory of this context");
+  if (!env_.device_range(info_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,4))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgetrfBatched: info is not memory of this context");
+  ::rgpu::server::PointerArray A_pa_(env_);
+  if (InvokeOutcome v_ = A_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgetrfBatched: A", A_h_, static_cast<uint64_t>(batchSize), static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,n,n,lda,8))); v_.code != 0)
+    return v_;
+  InvokeOutcome out_;
+  out_.api = kApi;
+  const auto* lib_ = ::rgpu::server::library_table<::rgpu::server::CublasTable>(env_);
+  if (!lib_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublas: not on this server");
+  auto fn_ = (*lib_).cublasDgetrfBatched;
+  if (!fn_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublasDgetrfBatched: not in this server's library");
+  out_.code = static_cast<uint32_t>(fn_(handle, n, reinterpret_cast<double* const*>(static_cast<uintptr_t>(A_pa_.device())), lda, P, info, batchSize));
+  if (out_.code != 0) return out_;
+  return out_;
+}
+
+InvokeOutcome run_cublasDgetrsBatched(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t handle_h_ = 0;
+  rd_.u64(&handle_h_);
+  std::underlying_type_t<cublasOperation_t> trans_raw_{};
+  rd_.scalar(&trans_raw_);
+  int n{};
+  rd_.scalar(&n);
+  int nrhs{};
+  rd_.scalar(&nrhs);
+  uint64_t Aarray_h_ = 0;
+  rd_.u64(&Aarray_h_);
+  int lda{};
+  rd_.scalar(&lda);
+  uint64_t devIpiv_h_ = 0;
+  rd_.u64(&devIpiv_h_);
+  uint64_t Barray_h_ = 0;
+  rd_.u64(&Barray_h_);
+  int ldb{};
+  rd_.scalar(&ldb);
+  int info{};
+  int batchSize{};
+  rd_.scalar(&batchSize);
+  if (!rd_.finish()) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgetrsBatched: undecodable arguments");
+  void* handle_o_ = env_.find(static_cast<HandleKind>(16), handle_h_);
+  if (!handle_o_) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgetrsBatched: handle is not a live cublas");
+  cublasHandle_t handle = static_cast<cublasHandle_t>(handle_o_);
+  if (!valid_cublasOperation_t(static_cast<long long>(trans_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgetrsBatched: trans out of range");
+  const cublasOperation_t trans = static_cast<cublasOperation_t>(trans_raw_);
+  auto devIpiv = reinterpret_cast<const int*>(static_cast<uintptr_t>(devIpiv_h_));
+  if (!env_.device_range(Aarray_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgetrsBatched: Aarray is not memory of this context");
+  if (!env_.device_range(devIpiv_h_, static_cast<uint64_t>(rgpu_grid_bytes(n,batchSize,4))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgetrsBatched: devIpiv is not memory of this context");
+  if (!env_.device_range(Barray_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgetrsBatched: Barray is not memory of this context");
+  ::rgpu::server::PointerArray Aarray_pa_(env_);
+  if (InvokeOutcome v_ = Aarray_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgetrsBatched: Aarray", Aarray_h_, static_cast<uint64_t>(batchSize), static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,n,n,lda,8))); v_.code != 0)
+    return v_;
+  ::rgpu::server::PointerArray Barray_pa_(env_);
+  if (InvokeOutcome v_ = Barray_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgetrsBatched: Barray", Barray_h_, static_cast<uint64_t>(batchSize), static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,n,nrhs,ldb,8))); v_.code != 0)
+    return v_;
+  InvokeOutcome out_;
+  out_.api = kApi;
+  const auto* lib_ = ::rgpu::server::library_table<::rgpu::server::CublasTable>(env_);
+  if (!lib_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublas: not on this server");
+  auto fn_ = (*lib_).cublasDgetrsBatched;
+  if (!fn_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublasDgetrsBatched: not in this server's library");
+  out_.code = static_cast<uint32_t>(fn_(handle, trans, n, nrhs, reinterpret_cast<const double* const*>(static_cast<uintptr_t>(Aarray_pa_.device())), lda, devIpiv, reinterpret_cast<double* const*>(static_cast<uintptr_t>(Barray_pa_.device())), ldb, &info, batchSize));
+  if (out_.code != 0) return out_;
+  ::rgpu::protocol::ArgWriter w_;
+  w_.scalar(info);
+  out_.out = w_.take();
+  return out_;
+}
+
+InvokeOutcome run_cublasDgeqrfBatched(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t handle_h_ = 0;
+  rd_.u64(&handle_h_);
+  int m{};
+  rd_.scalar(&m);
+  int n{};
+  rd_.scalar(&n);
+  uint64_t Aarray_h_ = 0;
+  rd_.u64(&Aarray_h_);
+  int lda{};
+  rd_.scalar(&lda);
+  uint64_t TauArray_h_ = 0;
+  rd_.u64(&TauArray_h_);
+  int info{};
+  int batchSize{};
+  rd_.scalar(&batchSize);
+  if (!rd_.finish()) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgeqrfBatched: undecodable arguments");
+  void* handle_o_ = env_.find(static_cast<HandleKind>(16), handle_h_);
+  if (!handle_o_) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgeqrfBatched: handle is not a live cublas");
+  cublasHandle_t handle = static_cast<cublasHandle_t>(handle_o_);
+  if (!env_.device_range(Aarray_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgeqrfBatched: Aarray is not memory of this context");
+  if (!env_.device_range(TauArray_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgeqrfBatched: TauArray is not memory of this context");
+  ::rgpu::server::PointerArray Aarray_pa_(env_);
+  if (InvokeOutcome v_ = Aarray_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgeqrfBatched: Aarray", Aarray_h_, static_cast<uint64_t>(batchSize), static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,m,n,lda,8))); v_.code != 0)
+    return v_;
+  ::rgpu::server::PointerArray TauArray_pa_(env_);
+  if (InvokeOutcome v_ = TauArray_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgeqrfBatched: TauArray", TauArray_h_, static_cast<uint64_t>(batchSize), static_cast<uint64_t>(rgpu_array_bytes(rgpu_min_dim(m,n),8))); v_.code != 0)
+    return v_;
+  InvokeOutcome out_;
+  out_.api = kApi;
+  const auto* lib_ = ::rgpu::server::library_table<::rgpu::server::CublasTable>(env_);
+  if (!lib_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublas: not on this server");
+  auto fn_ = (*lib_).cublasDgeqrfBatched;
+  if (!fn_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublasDgeqrfBatched: not in this server's library");
+  out_.code = static_cast<uint32_t>(fn_(handle, m, n, reinterpret_cast<double* const*>(static_cast<uintptr_t>(Aarray_pa_.device())), lda, reinterpret_cast<double* const*>(static_cast<uintptr_t>(TauArray_pa_.device())), &info, batchSize));
+  if (out_.code != 0) return out_;
+  ::rgpu::protocol::ArgWriter w_;
+  w_.scalar(info);
+  out_.out = w_.take();
+  return out_;
+}
+
+InvokeOutcome run_cublasDgelsBatched(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t handle_h_ = 0;
+  rd_.u64(&handle_h_);
+  std::underlying_type_t<cublasOperation_t> trans_raw_{};
+  rd_.scalar(&trans_raw_);
+  int m{};
+  rd_.scalar(&m);
+  int n{};
+  rd_.scalar(&n);
+  int nrhs{};
+  rd_.scalar(&nrhs);
+  uint64_t Aarray_h_ = 0;
+  rd_.u64(&Aarray_h_);
+  int lda{};
+  rd_.scalar(&lda);
+  uint64_t Carray_h_ = 0;
+  rd_.u64(&Carray_h_);
+  int ldc{};
+  rd_.scalar(&ldc);
+  int info{};
+  uint64_t devInfoArray_h_ = 0;
+  rd_.u64(&devInfoArray_h_);
+  int batchSize{};
+  rd_.scalar(&batchSize);
+  if (!rd_.finish()) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgelsBatched: undecodable arguments");
+  void* handle_o_ = env_.find(static_cast<HandleKind>(16), handle_h_);
+  if (!handle_o_) return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgelsBatched: handle is not a live cublas");
+  cublasHandle_t handle = static_cast<cublasHandle_t>(handle_o_);
+  if (!valid_cublasOperation_t(static_cast<long long>(trans_raw_)))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgelsBatched: trans out of range");
+  const cublasOperation_t trans = static_cast<cublasOperation_t>(trans_raw_);
+  auto devInfoArray = reinterpret_cast<int*>(static_cast<uintptr_t>(devInfoArray_h_));
+  if (!env_.device_range(Aarray_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgelsBatched: Aarray is not memory of this context");
+  if (!env_.device_range(Carray_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,8))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgelsBatched: Carray is not memory of this context");
+  if (devInfoArray_h_ == 0 ? static_cast<uint64_t>(rgpu_array_bytes(batchSize,4)) != 0
+                : !env_.device_range(devInfoArray_h_, static_cast<uint64_t>(rgpu_array_bytes(batchSize,4))))
+    return refuse(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgelsBatched: devInfoArray is not memory of this context");
+  ::rgpu::server::PointerArray Aarray_pa_(env_);
+  if (InvokeOutcome v_ = Aarray_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgelsBatched: Aarray", Aarray_h_, static_cast<uint64_t>(batchSize), static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,m,n,lda,8))); v_.code != 0)
+    return v_;
+  ::rgpu::server::PointerArray Carray_pa_(env_);
+  if (InvokeOutcome v_ = Carray_pa_.load(kApi, CUBLAS_STATUS_INVALID_VALUE, "cublasDgelsBatched: Carray", Carray_h_, static_cast<uint64_t>(batchSize), static_cast<uint64_t>(rgpu_blas_matrix_bytes(0,m>n?m:n,nrhs,ldc,8))); v_.code != 0)
+    return v_;
+  InvokeOutcome out_;
+  out_.api = kApi;
+  const auto* lib_ = ::rgpu::server::library_table<::rgpu::server::CublasTable>(env_);
+  if (!lib_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublas: not on this server");
+  auto fn_ = (*lib_).cublasDgelsBatched;
+  if (!fn_) return refuse(kApi, CUBLAS_STATUS_NOT_SUPPORTED, "cublasDgelsBatched: not in this server's library");
+  out_.code = static_cast<uint32_t>(fn_(handle, trans, m, n, nrhs, reinterpret_cast<double* const*>(static_cast<uintptr_t>(Aarray_pa_.device())), lda, reinterpret_cast<double* const*>(static_cast<uintptr_t>(Carray_pa_.device())), ldc, &info, devInfoArray, batchSize));
+  if (out_.code != 0) return out_;
+  ::rgpu::protocol::ArgWriter w_;
+  w_.scalar(info);
+  out_.out = w_.take();
+  return out_;
+}
+
 const DispatchRow kRows[] = {
     {"cublasCreate_v2", kApi, 1, false, false, &run_cublasCreate_v2},
     {"cublasDestroy_v2", kApi, 2, false, false, &run_cublasDestroy_v2},
@@ -1336,6 +2091,18 @@ const DispatchRow kRows[] = {
     {"cublasDgemv_v2", kApi, 17, false, false, &run_cublasDgemv_v2},
     {"cublasSdot_v2", kApi, 18, true, false, &run_cublasSdot_v2},
     {"cublasDdot_v2", kApi, 19, true, false, &run_cublasDdot_v2},
+    {"cublasStrsm_v2", kApi, 20, false, false, &run_cublasStrsm_v2},
+    {"cublasStrsmBatched", kApi, 21, false, false, &run_cublasStrsmBatched},
+    {"cublasSgetrfBatched", kApi, 22, false, false, &run_cublasSgetrfBatched},
+    {"cublasSgetrsBatched", kApi, 23, true, false, &run_cublasSgetrsBatched},
+    {"cublasSgeqrfBatched", kApi, 24, true, false, &run_cublasSgeqrfBatched},
+    {"cublasSgelsBatched", kApi, 25, true, false, &run_cublasSgelsBatched},
+    {"cublasDtrsm_v2", kApi, 26, false, false, &run_cublasDtrsm_v2},
+    {"cublasDtrsmBatched", kApi, 27, false, false, &run_cublasDtrsmBatched},
+    {"cublasDgetrfBatched", kApi, 28, false, false, &run_cublasDgetrfBatched},
+    {"cublasDgetrsBatched", kApi, 29, true, false, &run_cublasDgetrsBatched},
+    {"cublasDgeqrfBatched", kApi, 30, true, false, &run_cublasDgeqrfBatched},
+    {"cublasDgelsBatched", kApi, 31, true, false, &run_cublasDgelsBatched},
 };
 
 }  // namespace
@@ -1361,6 +2128,18 @@ const DispatchRow* find_cublas_row(uint32_t function) {
     case 17: return &kRows[16];
     case 18: return &kRows[17];
     case 19: return &kRows[18];
+    case 20: return &kRows[19];
+    case 21: return &kRows[20];
+    case 22: return &kRows[21];
+    case 23: return &kRows[22];
+    case 24: return &kRows[23];
+    case 25: return &kRows[24];
+    case 26: return &kRows[25];
+    case 27: return &kRows[26];
+    case 28: return &kRows[27];
+    case 29: return &kRows[28];
+    case 30: return &kRows[29];
+    case 31: return &kRows[30];
     default: return nullptr;
   }
 }

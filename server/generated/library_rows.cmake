@@ -6,4 +6,5 @@ set(RGPU_SERVER_LIBRARY_ROWS
     ${CMAKE_CURRENT_LIST_DIR}/cudnn_dispatch.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cufft_dispatch.cpp
     ${CMAKE_CURRENT_LIST_DIR}/curand_dispatch.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cusolver_dispatch.cpp
 )

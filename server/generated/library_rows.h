@@ -21,6 +21,8 @@ const DispatchRow* find_cufft_row(uint32_t function);
 const DispatchRow* find_cufft_row_at(size_t i);
 const DispatchRow* find_curand_row(uint32_t function);
 const DispatchRow* find_curand_row_at(size_t i);
+const DispatchRow* find_cusolver_row(uint32_t function);
+const DispatchRow* find_cusolver_row_at(size_t i);
 
 // The row of a library's call, or null (an API with no generated calls).
 inline const DispatchRow* find_library_row(wire::Api api, uint32_t function) {
@@ -30,6 +32,7 @@ inline const DispatchRow* find_library_row(wire::Api api, uint32_t function) {
     case wire::Api::CUDNN: return find_cudnn_row(function);
     case wire::Api::CUFFT: return find_cufft_row(function);
     case wire::Api::CURAND: return find_curand_row(function);
+    case wire::Api::CUSOLVER: return find_cusolver_row(function);
     default: return nullptr;
   }
 }

@@ -11,6 +11,7 @@
 #include <cudnn.h>
 #include <cufftXt.h>
 #include <curand.h>
+#include <cusolverDn.h>
 
 #include <cstddef>
 #include <tuple>
@@ -40,6 +41,18 @@ struct CublasTable {
   std::add_pointer_t<cublasStatus_t(cublasHandle_t handle, cublasOperation_t trans, int m, int n, const double* alpha, const double* A, int lda, const double* x, int incx, const double* beta, double* y, int incy)> cublasDgemv_v2 = nullptr;
   std::add_pointer_t<cublasStatus_t(cublasHandle_t handle, int n, const float* x, int incx, const float* y, int incy, float* result)> cublasSdot_v2 = nullptr;
   std::add_pointer_t<cublasStatus_t(cublasHandle_t handle, int n, const double* x, int incx, const double* y, int incy, double* result)> cublasDdot_v2 = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasHandle_t handle, cublasSideMode_t side, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag, int m, int n, const float* alpha, const float* A, int lda, float* B, int ldb)> cublasStrsm_v2 = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasHandle_t handle, cublasSideMode_t side, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag, int m, int n, const float* alpha, const float* const A[], int lda, float* const B[], int ldb, int batchCount)> cublasStrsmBatched = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasHandle_t handle, int n, float* const A[], int lda, int* P, int* info, int batchSize)> cublasSgetrfBatched = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasHandle_t handle, cublasOperation_t trans, int n, int nrhs, const float* const Aarray[], int lda, const int* devIpiv, float* const Barray[], int ldb, int* info, int batchSize)> cublasSgetrsBatched = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasHandle_t handle, int m, int n, float* const Aarray[], int lda, float* const TauArray[], int* info, int batchSize)> cublasSgeqrfBatched = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasHandle_t handle, cublasOperation_t trans, int m, int n, int nrhs, float* const Aarray[], int lda, float* const Carray[], int ldc, int* info, int* devInfoArray, int batchSize)> cublasSgelsBatched = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasHandle_t handle, cublasSideMode_t side, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag, int m, int n, const double* alpha, const double* A, int lda, double* B, int ldb)> cublasDtrsm_v2 = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasHandle_t handle, cublasSideMode_t side, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag, int m, int n, const double* alpha, const double* const A[], int lda, double* const B[], int ldb, int batchCount)> cublasDtrsmBatched = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasHandle_t handle, int n, double* const A[], int lda, int* P, int* info, int batchSize)> cublasDgetrfBatched = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasHandle_t handle, cublasOperation_t trans, int n, int nrhs, const double* const Aarray[], int lda, const int* devIpiv, double* const Barray[], int ldb, int* info, int batchSize)> cublasDgetrsBatched = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasHandle_t handle, int m, int n, double* const Aarray[], int lda, double* const TauArray[], int* info, int batchSize)> cublasDgeqrfBatched = nullptr;
+  std::add_pointer_t<cublasStatus_t(cublasHandle_t handle, cublasOperation_t trans, int m, int n, int nrhs, double* const Aarray[], int lda, double* const Carray[], int ldc, int* info, int* devInfoArray, int batchSize)> cublasDgelsBatched = nullptr;
 
   // dlsym's every function of `dl`; a missing one stays null.
   template <class Resolve>
@@ -63,6 +76,18 @@ struct CublasTable {
     cublasDgemv_v2 = reinterpret_cast<decltype(cublasDgemv_v2)>(sym("cublasDgemv_v2"));
     cublasSdot_v2 = reinterpret_cast<decltype(cublasSdot_v2)>(sym("cublasSdot_v2"));
     cublasDdot_v2 = reinterpret_cast<decltype(cublasDdot_v2)>(sym("cublasDdot_v2"));
+    cublasStrsm_v2 = reinterpret_cast<decltype(cublasStrsm_v2)>(sym("cublasStrsm_v2"));
+    cublasStrsmBatched = reinterpret_cast<decltype(cublasStrsmBatched)>(sym("cublasStrsmBatched"));
+    cublasSgetrfBatched = reinterpret_cast<decltype(cublasSgetrfBatched)>(sym("cublasSgetrfBatched"));
+    cublasSgetrsBatched = reinterpret_cast<decltype(cublasSgetrsBatched)>(sym("cublasSgetrsBatched"));
+    cublasSgeqrfBatched = reinterpret_cast<decltype(cublasSgeqrfBatched)>(sym("cublasSgeqrfBatched"));
+    cublasSgelsBatched = reinterpret_cast<decltype(cublasSgelsBatched)>(sym("cublasSgelsBatched"));
+    cublasDtrsm_v2 = reinterpret_cast<decltype(cublasDtrsm_v2)>(sym("cublasDtrsm_v2"));
+    cublasDtrsmBatched = reinterpret_cast<decltype(cublasDtrsmBatched)>(sym("cublasDtrsmBatched"));
+    cublasDgetrfBatched = reinterpret_cast<decltype(cublasDgetrfBatched)>(sym("cublasDgetrfBatched"));
+    cublasDgetrsBatched = reinterpret_cast<decltype(cublasDgetrsBatched)>(sym("cublasDgetrsBatched"));
+    cublasDgeqrfBatched = reinterpret_cast<decltype(cublasDgeqrfBatched)>(sym("cublasDgeqrfBatched"));
+    cublasDgelsBatched = reinterpret_cast<decltype(cublasDgelsBatched)>(sym("cublasDgelsBatched"));
   }
 };
 
@@ -222,6 +247,184 @@ struct CurandTable {
   }
 };
 
+// cusolver: NVIDIA's libcusolver.so.12 with --device cuda, librgpu-cpu-cusolver.so with the CPU device.
+struct CusolverTable {
+  static constexpr size_t kIndex = 5;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t* handle)> cusolverDnCreate = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle)> cusolverDnDestroy = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cudaStream_t streamId)> cusolverDnSetStream = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnParams_t* params)> cusolverDnCreateParams = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnParams_t params)> cusolverDnDestroyParams = nullptr;
+  std::add_pointer_t<cusolverStatus_t(gesvdjInfo_t* info)> cusolverDnCreateGesvdjInfo = nullptr;
+  std::add_pointer_t<cusolverStatus_t(gesvdjInfo_t info)> cusolverDnDestroyGesvdjInfo = nullptr;
+  std::add_pointer_t<cusolverStatus_t(gesvdjInfo_t info, int max_sweeps)> cusolverDnXgesvdjSetMaxSweeps = nullptr;
+  std::add_pointer_t<cusolverStatus_t(gesvdjInfo_t info, int sort_svd)> cusolverDnXgesvdjSetSortEig = nullptr;
+  std::add_pointer_t<cusolverStatus_t(gesvdjInfo_t info, double tolerance)> cusolverDnXgesvdjSetTolerance = nullptr;
+  std::add_pointer_t<cusolverStatus_t(syevjInfo_t* info)> cusolverDnCreateSyevjInfo = nullptr;
+  std::add_pointer_t<cusolverStatus_t(syevjInfo_t info)> cusolverDnDestroySyevjInfo = nullptr;
+  std::add_pointer_t<cusolverStatus_t(syevjInfo_t info, int max_sweeps)> cusolverDnXsyevjSetMaxSweeps = nullptr;
+  std::add_pointer_t<cusolverStatus_t(syevjInfo_t info, int sort_eig)> cusolverDnXsyevjSetSortEig = nullptr;
+  std::add_pointer_t<cusolverStatus_t(syevjInfo_t info, double tolerance)> cusolverDnXsyevjSetTolerance = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, float* A, int lda, int* Lwork)> cusolverDnSpotrf_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, float* A, int lda, float* Workspace, int Lwork, int* devInfo)> cusolverDnSpotrf = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, int nrhs, const float* A, int lda, float* B, int ldb, int* devInfo)> cusolverDnSpotrs = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, float* Aarray[], int lda, int* infoArray, int batchSize)> cusolverDnSpotrfBatched = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, int nrhs, float* A[], int lda, float* B[], int ldb, int* d_info, int batchSize)> cusolverDnSpotrsBatched = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, int m, int n, float* A, int lda, int* Lwork)> cusolverDnSgetrf_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, int m, int n, float* A, int lda, float* Workspace, int* devIpiv, int* devInfo)> cusolverDnSgetrf = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasOperation_t trans, int n, int nrhs, const float* A, int lda, const int* devIpiv, float* B, int ldb, int* devInfo)> cusolverDnSgetrs = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, int m, int n, float* A, int lda, int* lwork)> cusolverDnSgeqrf_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, int m, int n, float* A, int lda, float* TAU, float* Workspace, int Lwork, int* devInfo)> cusolverDnSgeqrf = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, int m, int n, int k, const float* A, int lda, const float* tau, int* lwork)> cusolverDnSorgqr_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, int m, int n, int k, float* A, int lda, const float* tau, float* work, int lwork, int* info)> cusolverDnSorgqr = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasSideMode_t side, cublasOperation_t trans, int m, int n, int k, const float* A, int lda, const float* tau, const float* C, int ldc, int* lwork)> cusolverDnSormqr_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasSideMode_t side, cublasOperation_t trans, int m, int n, int k, const float* A, int lda, const float* tau, float* C, int ldc, float* work, int lwork, int* devInfo)> cusolverDnSormqr = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, int m, int n, int* lwork)> cusolverDnSgesvd_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, signed char jobu, signed char jobvt, int m, int n, float* A, int lda, float* S, float* U, int ldu, float* VT, int ldvt, float* work, int lwork, float* rwork, int* info)> cusolverDnSgesvd = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int econ, int m, int n, const float* A, int lda, const float* S, const float* U, int ldu, const float* V, int ldv, int* lwork, gesvdjInfo_t params)> cusolverDnSgesvdj_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int econ, int m, int n, float* A, int lda, float* S, float* U, int ldu, float* V, int ldv, float* work, int lwork, int* info, gesvdjInfo_t params)> cusolverDnSgesvdj = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int m, int n, const float* A, int lda, const float* S, const float* U, int ldu, const float* V, int ldv, int* lwork, gesvdjInfo_t params, int batchSize)> cusolverDnSgesvdjBatched_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int m, int n, float* A, int lda, float* S, float* U, int ldu, float* V, int ldv, float* work, int lwork, int* info, gesvdjInfo_t params, int batchSize)> cusolverDnSgesvdjBatched = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int rank, int m, int n, const float* d_A, int lda, long long int strideA, const float* d_S, long long int strideS, const float* d_U, int ldu, long long int strideU, const float* d_V, int ldv, long long int strideV, int* lwork, int batchSize)> cusolverDnSgesvdaStridedBatched_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int rank, int m, int n, const float* d_A, int lda, long long int strideA, float* d_S, long long int strideS, float* d_U, int ldu, long long int strideU, float* d_V, int ldv, long long int strideV, float* d_work, int lwork, int* d_info, double* h_R_nrmF, int batchSize)> cusolverDnSgesvdaStridedBatched = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, const float* A, int lda, const float* W, int* lwork)> cusolverDnSsyevd_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, float* A, int lda, float* W, float* work, int lwork, int* info)> cusolverDnSsyevd = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, const float* A, int lda, const float* W, int* lwork, syevjInfo_t params)> cusolverDnSsyevj_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, float* A, int lda, float* W, float* work, int lwork, int* info, syevjInfo_t params)> cusolverDnSsyevj = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, const float* A, int lda, const float* W, int* lwork, syevjInfo_t params, int batchSize)> cusolverDnSsyevjBatched_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, float* A, int lda, float* W, float* work, int lwork, int* info, syevjInfo_t params, int batchSize)> cusolverDnSsyevjBatched = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, int n, float* A, int lda, int* lwork)> cusolverDnSsytrf_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, float* A, int lda, int* ipiv, float* work, int lwork, int* info)> cusolverDnSsytrf = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, double* A, int lda, int* Lwork)> cusolverDnDpotrf_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, double* A, int lda, double* Workspace, int Lwork, int* devInfo)> cusolverDnDpotrf = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, int nrhs, const double* A, int lda, double* B, int ldb, int* devInfo)> cusolverDnDpotrs = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, double* Aarray[], int lda, int* infoArray, int batchSize)> cusolverDnDpotrfBatched = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, int nrhs, double* A[], int lda, double* B[], int ldb, int* d_info, int batchSize)> cusolverDnDpotrsBatched = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, int m, int n, double* A, int lda, int* Lwork)> cusolverDnDgetrf_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, int m, int n, double* A, int lda, double* Workspace, int* devIpiv, int* devInfo)> cusolverDnDgetrf = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasOperation_t trans, int n, int nrhs, const double* A, int lda, const int* devIpiv, double* B, int ldb, int* devInfo)> cusolverDnDgetrs = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, int m, int n, double* A, int lda, int* lwork)> cusolverDnDgeqrf_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, int m, int n, double* A, int lda, double* TAU, double* Workspace, int Lwork, int* devInfo)> cusolverDnDgeqrf = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, int m, int n, int k, const double* A, int lda, const double* tau, int* lwork)> cusolverDnDorgqr_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, int m, int n, int k, double* A, int lda, const double* tau, double* work, int lwork, int* info)> cusolverDnDorgqr = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasSideMode_t side, cublasOperation_t trans, int m, int n, int k, const double* A, int lda, const double* tau, const double* C, int ldc, int* lwork)> cusolverDnDormqr_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasSideMode_t side, cublasOperation_t trans, int m, int n, int k, const double* A, int lda, const double* tau, double* C, int ldc, double* work, int lwork, int* devInfo)> cusolverDnDormqr = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, int m, int n, int* lwork)> cusolverDnDgesvd_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, signed char jobu, signed char jobvt, int m, int n, double* A, int lda, double* S, double* U, int ldu, double* VT, int ldvt, double* work, int lwork, double* rwork, int* info)> cusolverDnDgesvd = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int econ, int m, int n, const double* A, int lda, const double* S, const double* U, int ldu, const double* V, int ldv, int* lwork, gesvdjInfo_t params)> cusolverDnDgesvdj_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int econ, int m, int n, double* A, int lda, double* S, double* U, int ldu, double* V, int ldv, double* work, int lwork, int* info, gesvdjInfo_t params)> cusolverDnDgesvdj = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int m, int n, const double* A, int lda, const double* S, const double* U, int ldu, const double* V, int ldv, int* lwork, gesvdjInfo_t params, int batchSize)> cusolverDnDgesvdjBatched_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int m, int n, double* A, int lda, double* S, double* U, int ldu, double* V, int ldv, double* work, int lwork, int* info, gesvdjInfo_t params, int batchSize)> cusolverDnDgesvdjBatched = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int rank, int m, int n, const double* d_A, int lda, long long int strideA, const double* d_S, long long int strideS, const double* d_U, int ldu, long long int strideU, const double* d_V, int ldv, long long int strideV, int* lwork, int batchSize)> cusolverDnDgesvdaStridedBatched_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int rank, int m, int n, const double* d_A, int lda, long long int strideA, double* d_S, long long int strideS, double* d_U, int ldu, long long int strideU, double* d_V, int ldv, long long int strideV, double* d_work, int lwork, int* d_info, double* h_R_nrmF, int batchSize)> cusolverDnDgesvdaStridedBatched = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, const double* A, int lda, const double* W, int* lwork)> cusolverDnDsyevd_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, double* A, int lda, double* W, double* work, int lwork, int* info)> cusolverDnDsyevd = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, const double* A, int lda, const double* W, int* lwork, syevjInfo_t params)> cusolverDnDsyevj_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, double* A, int lda, double* W, double* work, int lwork, int* info, syevjInfo_t params)> cusolverDnDsyevj = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, const double* A, int lda, const double* W, int* lwork, syevjInfo_t params, int batchSize)> cusolverDnDsyevjBatched_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, double* A, int lda, double* W, double* work, int lwork, int* info, syevjInfo_t params, int batchSize)> cusolverDnDsyevjBatched = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, int n, double* A, int lda, int* lwork)> cusolverDnDsytrf_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, double* A, int lda, int* ipiv, double* work, int lwork, int* info)> cusolverDnDsytrf = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverDnParams_t params, cublasFillMode_t uplo, int64_t n, cudaDataType dataTypeA, const void* A, int64_t lda, cudaDataType computeType, size_t* workspaceInBytesOnDevice, size_t* workspaceInBytesOnHost)> cusolverDnXpotrf_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverDnParams_t params, cublasFillMode_t uplo, int64_t n, cudaDataType dataTypeA, void* A, int64_t lda, cudaDataType computeType, void* bufferOnDevice, size_t workspaceInBytesOnDevice, void* bufferOnHost, size_t workspaceInBytesOnHost, int* info)> cusolverDnXpotrf = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverDnParams_t params, cublasFillMode_t uplo, int64_t n, int64_t nrhs, cudaDataType dataTypeA, const void* A, int64_t lda, cudaDataType dataTypeB, void* B, int64_t ldb, int* info)> cusolverDnXpotrs = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverDnParams_t params, int64_t m, int64_t n, cudaDataType dataTypeA, const void* A, int64_t lda, cudaDataType dataTypeTau, const void* tau, cudaDataType computeType, size_t* workspaceInBytesOnDevice, size_t* workspaceInBytesOnHost)> cusolverDnXgeqrf_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverDnParams_t params, int64_t m, int64_t n, cudaDataType dataTypeA, void* A, int64_t lda, cudaDataType dataTypeTau, void* tau, cudaDataType computeType, void* bufferOnDevice, size_t workspaceInBytesOnDevice, void* bufferOnHost, size_t workspaceInBytesOnHost, int* info)> cusolverDnXgeqrf = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverDnParams_t params, cusolverEigMode_t jobz, cublasFillMode_t uplo, int64_t n, cudaDataType dataTypeA, const void* A, int64_t lda, cudaDataType dataTypeW, const void* W, cudaDataType computeType, size_t* workspaceInBytesOnDevice, size_t* workspaceInBytesOnHost)> cusolverDnXsyevd_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cusolverDnParams_t params, cusolverEigMode_t jobz, cublasFillMode_t uplo, int64_t n, cudaDataType dataTypeA, void* A, int64_t lda, cudaDataType dataTypeW, void* W, cudaDataType computeType, void* bufferOnDevice, size_t workspaceInBytesOnDevice, void* bufferOnHost, size_t workspaceInBytesOnHost, int* info)> cusolverDnXsyevd = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasFillMode_t uplo, int64_t n, int64_t nrhs, cudaDataType dataTypeA, const void* A, int64_t lda, const int64_t* ipiv, cudaDataType dataTypeB, void* B, int64_t ldb, size_t* workspaceInBytesOnDevice, size_t* workspaceInBytesOnHost)> cusolverDnXsytrs_bufferSize = nullptr;
+  std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cublasFillMode_t uplo, int64_t n, int64_t nrhs, cudaDataType dataTypeA, const void* A, int64_t lda, const int64_t* ipiv, cudaDataType dataTypeB, void* B, int64_t ldb, void* bufferOnDevice, size_t workspaceInBytesOnDevice, void* bufferOnHost, size_t workspaceInBytesOnHost, int* info)> cusolverDnXsytrs = nullptr;
+
+  // dlsym's every function of `dl`; a missing one stays null.
+  template <class Resolve>
+  void resolve(Resolve&& sym) {
+    cusolverDnCreate = reinterpret_cast<decltype(cusolverDnCreate)>(sym("cusolverDnCreate"));
+    cusolverDnDestroy = reinterpret_cast<decltype(cusolverDnDestroy)>(sym("cusolverDnDestroy"));
+    cusolverDnSetStream = reinterpret_cast<decltype(cusolverDnSetStream)>(sym("cusolverDnSetStream"));
+    cusolverDnCreateParams = reinterpret_cast<decltype(cusolverDnCreateParams)>(sym("cusolverDnCreateParams"));
+    cusolverDnDestroyParams = reinterpret_cast<decltype(cusolverDnDestroyParams)>(sym("cusolverDnDestroyParams"));
+    cusolverDnCreateGesvdjInfo = reinterpret_cast<decltype(cusolverDnCreateGesvdjInfo)>(sym("cusolverDnCreateGesvdjInfo"));
+    cusolverDnDestroyGesvdjInfo = reinterpret_cast<decltype(cusolverDnDestroyGesvdjInfo)>(sym("cusolverDnDestroyGesvdjInfo"));
+    cusolverDnXgesvdjSetMaxSweeps = reinterpret_cast<decltype(cusolverDnXgesvdjSetMaxSweeps)>(sym("cusolverDnXgesvdjSetMaxSweeps"));
+    cusolverDnXgesvdjSetSortEig = reinterpret_cast<decltype(cusolverDnXgesvdjSetSortEig)>(sym("cusolverDnXgesvdjSetSortEig"));
+    cusolverDnXgesvdjSetTolerance = reinterpret_cast<decltype(cusolverDnXgesvdjSetTolerance)>(sym("cusolverDnXgesvdjSetTolerance"));
+    cusolverDnCreateSyevjInfo = reinterpret_cast<decltype(cusolverDnCreateSyevjInfo)>(sym("cusolverDnCreateSyevjInfo"));
+    cusolverDnDestroySyevjInfo = reinterpret_cast<decltype(cusolverDnDestroySyevjInfo)>(sym("cusolverDnDestroySyevjInfo"));
+    cusolverDnXsyevjSetMaxSweeps = reinterpret_cast<decltype(cusolverDnXsyevjSetMaxSweeps)>(sym("cusolverDnXsyevjSetMaxSweeps"));
+    cusolverDnXsyevjSetSortEig = reinterpret_cast<decltype(cusolverDnXsyevjSetSortEig)>(sym("cusolverDnXsyevjSetSortEig"));
+    cusolverDnXsyevjSetTolerance = reinterpret_cast<decltype(cusolverDnXsyevjSetTolerance)>(sym("cusolverDnXsyevjSetTolerance"));
+    cusolverDnSpotrf_bufferSize = reinterpret_cast<decltype(cusolverDnSpotrf_bufferSize)>(sym("cusolverDnSpotrf_bufferSize"));
+    cusolverDnSpotrf = reinterpret_cast<decltype(cusolverDnSpotrf)>(sym("cusolverDnSpotrf"));
+    cusolverDnSpotrs = reinterpret_cast<decltype(cusolverDnSpotrs)>(sym("cusolverDnSpotrs"));
+    cusolverDnSpotrfBatched = reinterpret_cast<decltype(cusolverDnSpotrfBatched)>(sym("cusolverDnSpotrfBatched"));
+    cusolverDnSpotrsBatched = reinterpret_cast<decltype(cusolverDnSpotrsBatched)>(sym("cusolverDnSpotrsBatched"));
+    cusolverDnSgetrf_bufferSize = reinterpret_cast<decltype(cusolverDnSgetrf_bufferSize)>(sym("cusolverDnSgetrf_bufferSize"));
+    cusolverDnSgetrf = reinterpret_cast<decltype(cusolverDnSgetrf)>(sym("cusolverDnSgetrf"));
+    cusolverDnSgetrs = reinterpret_cast<decltype(cusolverDnSgetrs)>(sym("cusolverDnSgetrs"));
+    cusolverDnSgeqrf_bufferSize = reinterpret_cast<decltype(cusolverDnSgeqrf_bufferSize)>(sym("cusolverDnSgeqrf_bufferSize"));
+    cusolverDnSgeqrf = reinterpret_cast<decltype(cusolverDnSgeqrf)>(sym("cusolverDnSgeqrf"));
+    cusolverDnSorgqr_bufferSize = reinterpret_cast<decltype(cusolverDnSorgqr_bufferSize)>(sym("cusolverDnSorgqr_bufferSize"));
+    cusolverDnSorgqr = reinterpret_cast<decltype(cusolverDnSorgqr)>(sym("cusolverDnSorgqr"));
+    cusolverDnSormqr_bufferSize = reinterpret_cast<decltype(cusolverDnSormqr_bufferSize)>(sym("cusolverDnSormqr_bufferSize"));
+    cusolverDnSormqr = reinterpret_cast<decltype(cusolverDnSormqr)>(sym("cusolverDnSormqr"));
+    cusolverDnSgesvd_bufferSize = reinterpret_cast<decltype(cusolverDnSgesvd_bufferSize)>(sym("cusolverDnSgesvd_bufferSize"));
+    cusolverDnSgesvd = reinterpret_cast<decltype(cusolverDnSgesvd)>(sym("cusolverDnSgesvd"));
+    cusolverDnSgesvdj_bufferSize = reinterpret_cast<decltype(cusolverDnSgesvdj_bufferSize)>(sym("cusolverDnSgesvdj_bufferSize"));
+    cusolverDnSgesvdj = reinterpret_cast<decltype(cusolverDnSgesvdj)>(sym("cusolverDnSgesvdj"));
+    cusolverDnSgesvdjBatched_bufferSize = reinterpret_cast<decltype(cusolverDnSgesvdjBatched_bufferSize)>(sym("cusolverDnSgesvdjBatched_bufferSize"));
+    cusolverDnSgesvdjBatched = reinterpret_cast<decltype(cusolverDnSgesvdjBatched)>(sym("cusolverDnSgesvdjBatched"));
+    cusolverDnSgesvdaStridedBatched_bufferSize = reinterpret_cast<decltype(cusolverDnSgesvdaStridedBatched_bufferSize)>(sym("cusolverDnSgesvdaStridedBatched_bufferSize"));
+    cusolverDnSgesvdaStridedBatched = reinterpret_cast<decltype(cusolverDnSgesvdaStridedBatched)>(sym("cusolverDnSgesvdaStridedBatched"));
+    cusolverDnSsyevd_bufferSize = reinterpret_cast<decltype(cusolverDnSsyevd_bufferSize)>(sym("cusolverDnSsyevd_bufferSize"));
+    cusolverDnSsyevd = reinterpret_cast<decltype(cusolverDnSsyevd)>(sym("cusolverDnSsyevd"));
+    cusolverDnSsyevj_bufferSize = reinterpret_cast<decltype(cusolverDnSsyevj_bufferSize)>(sym("cusolverDnSsyevj_bufferSize"));
+    cusolverDnSsyevj = reinterpret_cast<decltype(cusolverDnSsyevj)>(sym("cusolverDnSsyevj"));
+    cusolverDnSsyevjBatched_bufferSize = reinterpret_cast<decltype(cusolverDnSsyevjBatched_bufferSize)>(sym("cusolverDnSsyevjBatched_bufferSize"));
+    cusolverDnSsyevjBatched = reinterpret_cast<decltype(cusolverDnSsyevjBatched)>(sym("cusolverDnSsyevjBatched"));
+    cusolverDnSsytrf_bufferSize = reinterpret_cast<decltype(cusolverDnSsytrf_bufferSize)>(sym("cusolverDnSsytrf_bufferSize"));
+    cusolverDnSsytrf = reinterpret_cast<decltype(cusolverDnSsytrf)>(sym("cusolverDnSsytrf"));
+    cusolverDnDpotrf_bufferSize = reinterpret_cast<decltype(cusolverDnDpotrf_bufferSize)>(sym("cusolverDnDpotrf_bufferSize"));
+    cusolverDnDpotrf = reinterpret_cast<decltype(cusolverDnDpotrf)>(sym("cusolverDnDpotrf"));
+    cusolverDnDpotrs = reinterpret_cast<decltype(cusolverDnDpotrs)>(sym("cusolverDnDpotrs"));
+    cusolverDnDpotrfBatched = reinterpret_cast<decltype(cusolverDnDpotrfBatched)>(sym("cusolverDnDpotrfBatched"));
+    cusolverDnDpotrsBatched = reinterpret_cast<decltype(cusolverDnDpotrsBatched)>(sym("cusolverDnDpotrsBatched"));
+    cusolverDnDgetrf_bufferSize = reinterpret_cast<decltype(cusolverDnDgetrf_bufferSize)>(sym("cusolverDnDgetrf_bufferSize"));
+    cusolverDnDgetrf = reinterpret_cast<decltype(cusolverDnDgetrf)>(sym("cusolverDnDgetrf"));
+    cusolverDnDgetrs = reinterpret_cast<decltype(cusolverDnDgetrs)>(sym("cusolverDnDgetrs"));
+    cusolverDnDgeqrf_bufferSize = reinterpret_cast<decltype(cusolverDnDgeqrf_bufferSize)>(sym("cusolverDnDgeqrf_bufferSize"));
+    cusolverDnDgeqrf = reinterpret_cast<decltype(cusolverDnDgeqrf)>(sym("cusolverDnDgeqrf"));
+    cusolverDnDorgqr_bufferSize = reinterpret_cast<decltype(cusolverDnDorgqr_bufferSize)>(sym("cusolverDnDorgqr_bufferSize"));
+    cusolverDnDorgqr = reinterpret_cast<decltype(cusolverDnDorgqr)>(sym("cusolverDnDorgqr"));
+    cusolverDnDormqr_bufferSize = reinterpret_cast<decltype(cusolverDnDormqr_bufferSize)>(sym("cusolverDnDormqr_bufferSize"));
+    cusolverDnDormqr = reinterpret_cast<decltype(cusolverDnDormqr)>(sym("cusolverDnDormqr"));
+    cusolverDnDgesvd_bufferSize = reinterpret_cast<decltype(cusolverDnDgesvd_bufferSize)>(sym("cusolverDnDgesvd_bufferSize"));
+    cusolverDnDgesvd = reinterpret_cast<decltype(cusolverDnDgesvd)>(sym("cusolverDnDgesvd"));
+    cusolverDnDgesvdj_bufferSize = reinterpret_cast<decltype(cusolverDnDgesvdj_bufferSize)>(sym("cusolverDnDgesvdj_bufferSize"));
+    cusolverDnDgesvdj = reinterpret_cast<decltype(cusolverDnDgesvdj)>(sym("cusolverDnDgesvdj"));
+    cusolverDnDgesvdjBatched_bufferSize = reinterpret_cast<decltype(cusolverDnDgesvdjBatched_bufferSize)>(sym("cusolverDnDgesvdjBatched_bufferSize"));
+    cusolverDnDgesvdjBatched = reinterpret_cast<decltype(cusolverDnDgesvdjBatched)>(sym("cusolverDnDgesvdjBatched"));
+    cusolverDnDgesvdaStridedBatched_bufferSize = reinterpret_cast<decltype(cusolverDnDgesvdaStridedBatched_bufferSize)>(sym("cusolverDnDgesvdaStridedBatched_bufferSize"));
+    cusolverDnDgesvdaStridedBatched = reinterpret_cast<decltype(cusolverDnDgesvdaStridedBatched)>(sym("cusolverDnDgesvdaStridedBatched"));
+    cusolverDnDsyevd_bufferSize = reinterpret_cast<decltype(cusolverDnDsyevd_bufferSize)>(sym("cusolverDnDsyevd_bufferSize"));
+    cusolverDnDsyevd = reinterpret_cast<decltype(cusolverDnDsyevd)>(sym("cusolverDnDsyevd"));
+    cusolverDnDsyevj_bufferSize = reinterpret_cast<decltype(cusolverDnDsyevj_bufferSize)>(sym("cusolverDnDsyevj_bufferSize"));
+    cusolverDnDsyevj = reinterpret_cast<decltype(cusolverDnDsyevj)>(sym("cusolverDnDsyevj"));
+    cusolverDnDsyevjBatched_bufferSize = reinterpret_cast<decltype(cusolverDnDsyevjBatched_bufferSize)>(sym("cusolverDnDsyevjBatched_bufferSize"));
+    cusolverDnDsyevjBatched = reinterpret_cast<decltype(cusolverDnDsyevjBatched)>(sym("cusolverDnDsyevjBatched"));
+    cusolverDnDsytrf_bufferSize = reinterpret_cast<decltype(cusolverDnDsytrf_bufferSize)>(sym("cusolverDnDsytrf_bufferSize"));
+    cusolverDnDsytrf = reinterpret_cast<decltype(cusolverDnDsytrf)>(sym("cusolverDnDsytrf"));
+    cusolverDnXpotrf_bufferSize = reinterpret_cast<decltype(cusolverDnXpotrf_bufferSize)>(sym("cusolverDnXpotrf_bufferSize"));
+    cusolverDnXpotrf = reinterpret_cast<decltype(cusolverDnXpotrf)>(sym("cusolverDnXpotrf"));
+    cusolverDnXpotrs = reinterpret_cast<decltype(cusolverDnXpotrs)>(sym("cusolverDnXpotrs"));
+    cusolverDnXgeqrf_bufferSize = reinterpret_cast<decltype(cusolverDnXgeqrf_bufferSize)>(sym("cusolverDnXgeqrf_bufferSize"));
+    cusolverDnXgeqrf = reinterpret_cast<decltype(cusolverDnXgeqrf)>(sym("cusolverDnXgeqrf"));
+    cusolverDnXsyevd_bufferSize = reinterpret_cast<decltype(cusolverDnXsyevd_bufferSize)>(sym("cusolverDnXsyevd_bufferSize"));
+    cusolverDnXsyevd = reinterpret_cast<decltype(cusolverDnXsyevd)>(sym("cusolverDnXsyevd"));
+    cusolverDnXsytrs_bufferSize = reinterpret_cast<decltype(cusolverDnXsytrs_bufferSize)>(sym("cusolverDnXsytrs_bufferSize"));
+    cusolverDnXsytrs = reinterpret_cast<decltype(cusolverDnXsytrs)>(sym("cusolverDnXsytrs"));
+  }
+};
+
 // Each library: its wire API, its name, and the file rgpud loads for it.
 struct LibraryInfo {
   const char* name;
@@ -234,10 +437,11 @@ inline constexpr LibraryInfo kLibraries[] = {
     {"cudnn", "libcudnn.so.9", "librgpu-cpu-cudnn.so"},
     {"cufft", "libcufft.so.12", "librgpu-cpu-cufft.so"},
     {"curand", "libcurand.so.10", "librgpu-cpu-curand.so"},
+    {"cusolver", "libcusolver.so.12", "librgpu-cpu-cusolver.so"},
 };
 inline constexpr size_t kLibraryCount = sizeof(kLibraries) / sizeof(kLibraries[0]);
 
 // The table types, by index.
-using LibraryTableTypes = std::tuple<CublasTable, CublasLtTable, CudnnTable, CufftTable, CurandTable>;
+using LibraryTableTypes = std::tuple<CublasTable, CublasLtTable, CudnnTable, CufftTable, CurandTable, CusolverTable>;
 
 }  // namespace rgpu::server

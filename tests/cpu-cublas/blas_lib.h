@@ -33,6 +33,9 @@ namespace rgpu::cpublas::test {
   X(cublasSdot_v2) X(cublasSdot_v2_64) X(cublasDdot_v2) X(cublasDdot_v2_64) X(cublasCdotu_v2)                     \
   X(cublasCdotu_v2_64) X(cublasCdotc_v2) X(cublasCdotc_v2_64) X(cublasZdotu_v2) X(cublasZdotu_v2_64)              \
   X(cublasZdotc_v2) X(cublasZdotc_v2_64)                                                                          \
+  X(cublasStrsm_v2) X(cublasDtrsm_v2) X(cublasStrsmBatched) X(cublasDtrsmBatched) X(cublasSgetrfBatched)           \
+  X(cublasDgetrfBatched) X(cublasSgetrsBatched) X(cublasDgetrsBatched) X(cublasSgeqrfBatched)                     \
+  X(cublasDgeqrfBatched) X(cublasSgelsBatched) X(cublasDgelsBatched)                                              \
   X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetVersion) X(cublasLtGetProperty) X(cublasLtGetStatusName)      \
   X(cublasLtGetStatusString) X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)                         \
   X(cublasLtMatrixLayoutSetAttribute) X(cublasLtMatrixLayoutGetAttribute) X(cublasLtMatmulDescCreate)             \

@@ -44,7 +44,7 @@ TEST(LibraryExports, EveryNameIsUnderItsSonamesNode) {
   }
   for (const char* soname : {"libcublas.so.12", "libcublas.so.13", "libcublasLt.so.12", "libcublasLt.so.13",
                              "libcudnn.so.9", "libcusparse.so.12", "libcufft.so.11", "libcurand.so.10",
-                             "libcusolver.so.11", "libnccl.so.2", "libnvToolsExt.so.1", "libnvidia-ml.so.1"}) {
+                             "libcusolver.so.11", "libcusolver.so.12", "libnccl.so.2", "libnvToolsExt.so.1", "libnvidia-ml.so.1"}) {
     EXPECT_GT(per_soname[soname], 0) << soname;
   }
 }
@@ -66,6 +66,16 @@ TEST(LibraryExports, OneEntryPointServesBothCublasSonames) {
   EXPECT_EQ(v12, v13);
   EXPECT_EQ(symbol("cublasSgemm_v2"), v13);  // the default node
   EXPECT_NE(dlvsym(library(), "cublasLtMatmul", "libcublasLt.so.12"), nullptr);
+}
+
+TEST(LibraryExports, CusolverElevenSharesTwelvesEntryPointsAndKeepsItsOwnNames) {
+  ASSERT_NE(library(), nullptr);
+  void* v11 = dlvsym(library(), "cusolverDnSpotrf", "libcusolver.so.11");
+  ASSERT_NE(v11, nullptr);
+  EXPECT_EQ(v11, dlvsym(library(), "cusolverDnSpotrf", "libcusolver.so.12"));
+  // cuSOLVER 12 dropped cusolverRf: its names are defined under 11's node alone.
+  EXPECT_NE(dlvsym(library(), "cusolverRfAnalyze", "libcusolver.so.11"), nullptr);
+  EXPECT_EQ(dlvsym(library(), "cusolverRfAnalyze", "libcusolver.so.12"), nullptr);
 }
 
 TEST(LibraryExports, EverySonameIsASymlinkToTheLibrary) {
@@ -109,7 +119,7 @@ TEST(LibraryExports, EveryStubAnswersItsLibrarysNotSupported) {
   EXPECT_EQ(codes["nvmlDeviceGetTemperature"], 3);  // NVML_ERROR_NOT_SUPPORTED
   EXPECT_EQ(codes["ncclCommInitRank"], 5);      // ncclInvalidUsage
   EXPECT_EQ(codes["cusparseCreate"], 10);       // CUSPARSE_STATUS_NOT_SUPPORTED
-  EXPECT_EQ(codes["cusolverDnCreate"], 9);      // CUSOLVER_STATUS_NOT_SUPPORTED
+  EXPECT_EQ(codes["cusolverDnCgetrf"], 9);      // CUSOLVER_STATUS_NOT_SUPPORTED
   EXPECT_EQ(codes["curandCreateGeneratorHost"], 103);  // CURAND_STATUS_TYPE_ERROR
 }
 

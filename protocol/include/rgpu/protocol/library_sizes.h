@@ -105,3 +105,55 @@ constexpr uint64_t rgpu_blas_vector_bytes(long long n, long long inc, uint64_t e
   const uint64_t step = inc < 0 ? static_cast<uint64_t>(-(inc + 1)) + 1 : static_cast<uint64_t>(inc);
   return rgpu_mul_extent(rgpu_add_extent(rgpu_mul_extent(static_cast<uint64_t>(n - 1), step), 1), elem);
 }
+
+// The smaller of two sizes (a LAPACK call's min(m, n)); a negative one
+// answers -1, which every extent above refuses.
+constexpr long long rgpu_min_dim(long long a, long long b) {
+  if (a < 0 || b < 0) return -1;
+  return a < b ? a : b;
+}
+
+// Bytes of gesvd's U (jobu 'A': m x m, 'S': m x min(m,n); 'N' and 'O' do not
+// touch it) and VT (jobvt 'A': n x n, 'S': min(m,n) x n), leading dimension ld.
+constexpr uint64_t rgpu_gesvd_u_bytes(long long job, long long m, long long n, long long ld, uint64_t elem) {
+  switch (job) {
+    case 'A': return rgpu_blas_matrix_bytes(0, m, m, ld, elem);
+    case 'S': return rgpu_blas_matrix_bytes(0, m, rgpu_min_dim(m, n), ld, elem);
+    case 'N': case 'O': return 0;
+    default: return kNoExtent;
+  }
+}
+constexpr uint64_t rgpu_gesvd_vt_bytes(long long job, long long m, long long n, long long ld, uint64_t elem) {
+  switch (job) {
+    case 'A': return rgpu_blas_matrix_bytes(0, n, n, ld, elem);
+    case 'S': return rgpu_blas_matrix_bytes(0, rgpu_min_dim(m, n), n, ld, elem);
+    case 'N': case 'O': return 0;
+    default: return kNoExtent;
+  }
+}
+
+// Bytes of a Jacobi SVD's U or V (gesvdj): `rows` x `rows`, or x min(m,n)
+// when `econ`; none when jobz is CUSOLVER_EIG_MODE_NOVECTOR (0).
+constexpr uint64_t rgpu_gesvdj_vectors_bytes(long long jobz, long long econ, long long rows, long long m, long long n,
+                                             long long ld, uint64_t elem) {
+  if (jobz == 0) return 0;
+  return rgpu_blas_matrix_bytes(0, rows, econ ? rgpu_min_dim(m, n) : rows, ld, elem);
+}
+
+// Bytes of `batch` column-major matrices of `rows` x `cols` stored back to
+// back with leading dimension ld (ld * cols elements each: cuSOLVER's
+// gesvdjBatched and syevjBatched).
+constexpr uint64_t rgpu_dense_batch_bytes(long long rows, long long cols, long long ld, long long batch,
+                                          uint64_t elem) {
+  if (batch < 0 || cols < 0 || ld < 1 || rows < 0 || ld < rows) return kNoExtent;
+  return rgpu_mul_extent(rgpu_mul_extent(rgpu_mul_extent(static_cast<uint64_t>(ld), static_cast<uint64_t>(cols)),
+                                         static_cast<uint64_t>(batch)),
+                         elem);
+}
+
+// Bytes of `count` vectors of `len` elements back to back (a batch of
+// singular values or eigenvalues).
+constexpr uint64_t rgpu_grid_bytes(long long len, long long count, uint64_t elem) {
+  if (len < 0 || count < 0) return kNoExtent;
+  return rgpu_mul_extent(rgpu_mul_extent(static_cast<uint64_t>(len), static_cast<uint64_t>(count)), elem);
+}
