@@ -17,6 +17,8 @@ packages=(
   clang libclang-rt-14-dev        # libFuzzer targets
   debootstrap patchelf            # the PyTorch test environment (scripts/torch-env.sh)
   llvm-16-dev                     # the CPU device's compiled kernels (ORC JIT, cpu-device/ptx/src/jit)
+  libcpp-httplib-dev nlohmann-json3-dev  # the pool's etcd client (JSON gateway over HTTP)
+  etcd-server                     # several pool instances sharing state; the etcd tests
 )
 
 missing=()
