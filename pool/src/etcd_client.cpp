@@ -139,10 +139,7 @@ Result<std::string> EtcdClient::call(const std::string& path, const std::string&
     };
     httplib::Response res;
     httplib::Error err = httplib::Error::Success;
-    const auto t0 = std::chrono::steady_clock::now();
     const bool ok = conns_[at]->http.send(req, res, err);
-    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
-    if (took > 300) RGPU_WARN("etcd slow call path=%s ms=%lld ok=%d status=%d err=%s", path.c_str(), (long long)took, ok, status, httplib::to_string(err).c_str());
     if (status == 0 || (ok == false && status == 200)) {
       last = options_.endpoints[at] + ": " + httplib::to_string(err);
       continue;  // cannot reach this one (or it broke off): try the next

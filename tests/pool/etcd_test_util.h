@@ -73,12 +73,14 @@ class EtcdServer {
       *why = "no etcd binary (install etcd-server or set RGPU_ETCD)";
       return false;
     }
-    char tmpl[] = "/tmp/rgpu-etcd-XXXXXX";
-    if (!mkdtemp(tmpl)) {
+    // In memory where there is /dev/shm: etcd syncs every write to disk,
+    // which on a busy machine makes each one slow.
+    std::string tmpl = access("/dev/shm", W_OK) == 0 ? "/dev/shm/rgpu-etcd-XXXXXX" : "/tmp/rgpu-etcd-XXXXXX";
+    if (!mkdtemp(tmpl.data())) {
       *why = "mkdtemp failed";
       return false;
     }
-    dir_ = tmpl;
+    dir_ = tmpl.c_str();
     for (int attempt = 0; attempt < 3; ++attempt) {
       const int client = free_port();
       const int peer = free_port();
