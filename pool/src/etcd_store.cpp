@@ -179,7 +179,9 @@ void EtcdStore::State::settle() {
       if (a != asked.end()) {
         (void)sched.requeue(g.lease.id, g.ticket, a->second.request, a->second.since);
       } else {
-        (void)sched.release(g.lease.id);  // not this instance's ticket: cannot happen
+        // Its ticket is gone (cancelled meanwhile): nothing waits for it.
+        Result<Changes> freed = sched.release(g.lease.id);
+        if (freed.is_ok()) absorb(std::move(freed.value()));
       }
     }
     if (!down.is_ok()) {
@@ -384,6 +386,7 @@ Status EtcdStore::cancel(TicketId ticket) {
 Result<Changes> EtcdStore::release(LeaseId lease) {
   std::lock_guard<std::mutex> lock(s_->mu);
   if (!s_->sched.lease(lease) && !s_->leases.count(lease)) return failed("lease " + std::to_string(lease) + " is not held");
+  // Any reason but kExpired: a release erases even a lease renewed elsewhere.
   Status st = s_->erase_lease(lease, EndReason::kServerLost);
   if (!st.is_ok()) return st;
   s_->served.erase(lease);
