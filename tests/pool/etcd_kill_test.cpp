@@ -2,6 +2,7 @@
 // (SIGKILL) mid-run while the other keeps placing: no lease is lost or
 // granted twice, and the dead instance's liveness records expire.
 #include <gtest/gtest.h>
+#include <sys/prctl.h>
 
 #include <atomic>
 #include <random>
@@ -29,6 +30,7 @@ class Child {
     if (pipe(fds) != 0) return false;
     pid_ = fork();
     if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlives a test killed by its timeout
       dup2(fds[1], 1);
       close(fds[0]);
       close(fds[1]);
