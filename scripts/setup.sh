@@ -19,9 +19,10 @@ packages=(
   debootstrap patchelf            # the PyTorch test environment (scripts/torch-env.sh)
   llvm-16-dev                     # the CPU device's compiled kernels (ORC JIT, cpu-device/ptx/src/jit)
   libfftw3-dev                    # FFTW: the transforms of the cuFFT stand-in (cpu-libs/cufft)
-  nlohmann-json3-dev              # the pool's usage history and report (JSON, header-only)
   chromium                        # tests: the usage report's page in a headless browser
   systemd                         # tests: systemd-analyze verify of the packaged units
+  libcpp-httplib-dev nlohmann-json3-dev  # the pool's etcd client (JSON gateway over HTTP), history and report
+  etcd-server                     # several pool instances sharing state; the etcd tests
 )
 
 missing=()

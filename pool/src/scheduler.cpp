@@ -241,7 +241,9 @@ struct Scheduler::State {
 
   // --- the queue ---
   void enqueue(TicketId t, Waiting w) {
-    levels[w.request.priority][w.request.tenant].push_back(t);
+    // In ticket order, also for a ticket put back by requeue().
+    std::deque<TicketId>& q = levels[w.request.priority][w.request.tenant];
+    q.insert(std::upper_bound(q.begin(), q.end(), t), t);
     if (w.deadline) deadlines.insert({w.deadline, t});
     tenants[w.request.tenant].queued += 1;
     waiting.emplace(t, std::move(w));
@@ -572,6 +574,80 @@ PoolStats Scheduler::stats() const {
     st.tenants.push_back(std::move(u));
   }
   return st;
+}
+
+void Scheduler::set_next_lease_id(LeaseId first) { s_->next_lease = first; }
+
+Status Scheduler::adopt(const Lease& lease) {
+  auto held = s_->leases.find(lease.id);
+  if (held != s_->leases.end()) {
+    Lease& l = held->second.lease;
+    s_->expiries.erase({l.expiry, lease.id});
+    l.expiry = lease.expiry;
+    s_->expiries.insert({l.expiry, lease.id});
+    return Status::ok();
+  }
+  // Every slice is found and checked before any is taken, so a refusal
+  // leaves the scheduler as it was.
+  std::vector<Located> where;
+  for (const PlacedDevice& pd : lease.placement) {
+    auto it = s_->by_id.find(pd.server_id);
+    if (it == s_->by_id.end()) return failed("adopted lease names unknown server " + pd.server_id);
+    const ServerState& s = *s_->servers[it->second];
+    Located at{it->second, {}};
+    bool found = false;
+    for (uint32_t d = 0; d < s.devices.size() && !found; ++d) {
+      if (s.devices[d].spec.index != pd.device) continue;
+      for (uint32_t k = 0; k < s.devices[d].slices.size(); ++k) {
+        if (s.devices[d].slices[k].spec.id != pd.slice) continue;
+        at.pick = {d, k, pd.memory_bytes, share_to_units(pd.share)};
+        found = true;
+        break;
+      }
+    }
+    if (!found) return failed("adopted lease names an unknown slice of server " + pd.server_id);
+    for (const Located& other : where) {
+      if (other.server == at.server && other.pick.device == at.pick.device && other.pick.slice == at.pick.slice) {
+        return failed("adopted lease names one slice twice");
+      }
+    }
+    const detail::SliceState& sl = s.devices[at.pick.device].slices[at.pick.slice];
+    if (!sl.has_session_left() || sl.free_memory < at.pick.memory || sl.free_share < at.pick.share) {
+      return failed("adopted lease does not fit slice " + std::to_string(pd.slice) + " of server " + pd.server_id);
+    }
+    where.push_back(at);
+  }
+  LeaseState ls;
+  ls.lease = lease;
+  std::set<uint32_t> touched;
+  for (const Located& at : where) {
+    ServerState& s = *s_->servers[at.server];
+    detail::take(s, at.pick);
+    s.leases.insert(lease.id);
+    touched.insert(at.server);
+    const uint32_t units = detail::pick_units(s, at.pick);
+    ls.holds.push_back({at.server, at.pick, units});
+    ls.units += units;
+  }
+  for (uint32_t slot : touched) s_->reindex(slot);
+  s_->tenants[lease.tenant].held_units += ls.units;
+  s_->expiries.insert({lease.expiry, lease.id});
+  s_->leases.emplace(lease.id, std::move(ls));
+  return Status::ok();
+}
+
+Status Scheduler::requeue(LeaseId lease, TicketId ticket, Request request, Millis since) {
+  if (!s_->leases.count(lease)) return failed("lease " + std::to_string(lease) + " is not held");
+  if (s_->waiting.count(ticket)) return failed("ticket " + std::to_string(ticket) + " is already waiting");
+  s_->end_lease(lease);
+  Waiting w;
+  w.need = Need::from(request);
+  w.since = since;
+  const Millis timeout = request.timeout_ms ? request.timeout_ms : s_->config.queue_timeout_ms;
+  w.deadline = timeout ? since + timeout : 0;
+  w.request = std::move(request);
+  s_->enqueue(ticket, std::move(w));
+  return Status::ok();
 }
 
 }  // namespace rgpu::pool

@@ -138,6 +138,22 @@ class Scheduler {
   std::vector<QueuedView> queue() const;
   PoolStats stats() const;
 
+  // --- several pool instances sharing one state (docs/pool.md, "Several
+  // pool instances on etcd"); a single instance never calls these. ---
+
+  // Leases granted from now on get ids first, first + 1, ...: instances
+  // that share a pool use disjoint ranges, so every id names one lease.
+  void set_next_lease_id(LeaseId first);
+  // Holds the slices of a lease another instance granted, as its placement
+  // names them, without placing anything; for a lease already held, takes
+  // its (renewed) expiry. An error when a server, device or slice is
+  // unknown or lacks the room, and then nothing changes.
+  Status adopt(const Lease& lease);
+  // Takes back a grant that could not be made durable (another instance
+  // took the slices first) and puts `request` back in the queue under its
+  // ticket, waiting since `since`. Places nothing.
+  Status requeue(LeaseId lease, TicketId ticket, Request request, Millis since);
+
  private:
   struct State;
   std::unique_ptr<State> s_;
