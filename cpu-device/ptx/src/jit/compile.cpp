@@ -36,6 +36,7 @@
 // bar.red run interpreted.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -57,6 +58,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
@@ -373,21 +375,32 @@ class Gen {
     kparam_size_ = B.CreateLoad(i64, field(kOffKparamSize));
     B.CreateStore(B.CreateLoad(i64, field(kOffBudget)), budget_a);
     B.CreateStore(B.getInt64(0), exec_a);
+    // Registers are locals of the function (allocas that LLVM turns into SSA
+    // values); only those live across a barrier go to the warp's register
+    // file when the warp leaves there, and come back when it re-enters.
+    slot_a_.assign(fn_.num_slots, nullptr);
+    for (uint32_t s = 0; s < fn_.num_slots; ++s)
+      if (used_[s] && !const_[s]) slot_a_[s] = B.CreateAlloca(slot_ty(s), nullptr, "r" + std::to_string(s));
     dispatch_ = BasicBlock::Create(C, "dispatch", F);
+    BasicBlock* reentry = BasicBlock::Create(C, "reentry", F);
     {
       // A fresh warp: every lane at pc 0, nothing waiting; no need to ask
       // the scheduler.
       BasicBlock* fresh = BasicBlock::Create(C, "fresh", F);
-      B.CreateCondBr(B.CreateICmpNE(B.CreateLoad(i32, field(kOffFresh)), B.getInt32(0)), fresh, dispatch_);
+      B.CreateCondBr(B.CreateICmpNE(B.CreateLoad(i32, field(kOffFresh)), B.getInt32(0)), fresh, reentry);
       B.SetInsertPoint(fresh);
       B.CreateStore(B.getInt32(0), field(kOffFresh));
-      // The runner initialized slots in the 64-bit file.
+      // Registers start at zero, but for those the runner initialized in the
+      // 64-bit file.
+      std::vector<bool> inited(fn_.num_slots, false);
       for (const SlotInit& si : fn_.inits)
-        if (narrow_[si.slot])
-          tag(B.CreateAlignedStore(B.CreateTrunc(tag(B.CreateAlignedLoad(vty(64), reg_addr(si.slot), llvm::Align(8)), true),
-                                                 vty(32)),
-                                   nreg_addr(si.slot), llvm::Align(4)),
-              true);
+        if (slot_a_[si.slot]) {
+          Value* v = tag(B.CreateAlignedLoad(vty(64), reg_addr(si.slot), llvm::Align(8)), true);
+          B.CreateStore(narrow_[si.slot] ? B.CreateTrunc(v, vty(32)) : v, slot_a_[si.slot]);
+          inited[si.slot] = true;
+        }
+      for (uint32_t s = 0; s < fn_.num_slots; ++s)
+        if (slot_a_[s] && !inited[s] && waits_[s]) B.CreateStore(llvm::Constant::getNullValue(slot_ty(s)), slot_a_[s]);
       B.CreateStore(B.CreateLoad(i32, field(kOffCurMask)), mask_a);
       B.CreateStore(B.getInt32(kNoPc), wait_a);
       fresh_ = B.GetInsertBlock();
@@ -402,7 +415,13 @@ class Gen {
     B.CreateStore(B.CreateAdd(ex, B.CreateLoad(i64, exec_a)), field(kOffExecuted));
     B.CreateStore(B.CreateLoad(i64, budget_a), field(kOffBudget));
     B.CreateRet(leave_code_);
+    B.SetInsertPoint(reentry);
+    for (uint32_t s = 0; s < fn_.num_slots; ++s)
+      if (slot_a_[s] && saved_[s]) B.CreateStore(load_file(s), slot_a_[s]);
+    B.CreateBr(dispatch_);
     B.SetInsertPoint(leave_store_);
+    for (uint32_t s = 0; s < fn_.num_slots; ++s)
+      if (slot_a_[s] && saved_[s]) store_file(s, B.CreateLoad(slot_ty(s), slot_a_[s]));
     leave_code_->addIncoming(B.getInt32(kRunBarrier), B.GetInsertBlock());
     B.CreateBr(leave_);
 
@@ -457,6 +476,11 @@ class Gen {
   llvm::AllocaInst *mask_a = nullptr, *wait_a = nullptr, *budget_a = nullptr, *exec_a = nullptr;
   llvm::MDNode *regs_scope_ = nullptr, *mem_scope_ = nullptr;
   std::vector<bool> used_, const_, leader_, narrow_;
+  std::vector<bool> saved_;                 // live across a barrier
+  // Live where lanes can wait (at some leader): a write by one group must
+  // keep the other lanes' values. Slots that are not need no merge.
+  std::vector<bool> waits_;
+  std::vector<llvm::AllocaInst*> slot_a_;   // per used, non-constant slot
   std::vector<bool> handler_reads_;  // operands of instructions run by the interpreter's handlers
   std::vector<uint64_t> const_val_;
   std::vector<Native> natives_;
@@ -496,11 +520,9 @@ class Gen {
     unsigned w = 64;
     if (const_[s]) {
       v = splat(64, const_val_[s]);
-    } else if (narrow_[s]) {
-      v = tag(B.CreateAlignedLoad(vty(32), nreg_addr(s), llvm::Align(4)), true);
-      w = 32;
     } else {
-      v = tag(B.CreateAlignedLoad(vty(64), reg_addr(s), llvm::Align(8)), true);
+      v = B.CreateLoad(slot_ty(s), slot_a_[s]);
+      if (narrow_[s]) w = 32;
     }
     if (bits < w) return B.CreateTrunc(v, vty(bits));
     if (bits > w) return B.CreateZExt(v, vty(bits));
@@ -520,13 +542,25 @@ class Gen {
         return;
       }
       if (n < 32) v = B.CreateZExt(v, vty(32));
-      Value* old = tag(B.CreateAlignedLoad(vty(32), nreg_addr(s), llvm::Align(4)), true);
-      tag(B.CreateAlignedStore(B.CreateSelect(active, v, old), nreg_addr(s), llvm::Align(4)), true);
+    } else if (n < 64) {
+      v = sext ? B.CreateSExt(v, vty(64)) : B.CreateZExt(v, vty(64));
+    }
+    if (!waits_[s]) {
+      B.CreateStore(v, slot_a_[s]);
       return;
     }
-    if (n < 64) v = sext ? B.CreateSExt(v, vty(64)) : B.CreateZExt(v, vty(64));
-    Value* old = tag(B.CreateAlignedLoad(vty(64), reg_addr(s), llvm::Align(8)), true);
-    tag(B.CreateAlignedStore(B.CreateSelect(active, v, old), reg_addr(s), llvm::Align(8)), true);
+    Value* old = B.CreateLoad(slot_ty(s), slot_a_[s]);
+    B.CreateStore(B.CreateSelect(active, v, old), slot_a_[s]);
+  }
+  llvm::Type* slot_ty(uint32_t s) { return vty(narrow_[s] ? 32 : 64); }
+  // Slot s in the warp's register file (the 32-bit one for narrow slots).
+  Value* load_file(uint32_t s) {
+    if (narrow_[s]) return tag(B.CreateAlignedLoad(vty(32), nreg_addr(s), llvm::Align(4)), true);
+    return tag(B.CreateAlignedLoad(vty(64), reg_addr(s), llvm::Align(8)), true);
+  }
+  void store_file(uint32_t s, Value* v) {
+    if (narrow_[s]) tag(B.CreateAlignedStore(v, nreg_addr(s), llvm::Align(4)), true);
+    else tag(B.CreateAlignedStore(v, reg_addr(s), llvm::Align(8)), true);
   }
   void setf(uint32_t s, Value* v, Value* active) {
     bool dbl = v->getType()->getScalarType()->isDoubleTy();
@@ -624,6 +658,106 @@ class Gen {
     }
     for (uint32_t s = 0; s < ns; ++s)
       if (const_[s]) narrow_[s] = false;
+    liveness();
+  }
+
+  // Whether the interpreter's handler for the instruction at pc writes its
+  // d (and d2) in every active lane without reading them: the families
+  // known to, by opcode; others count as reading them.
+  bool handler_defines(size_t pc) const {
+    static const char* kFull[] = {"sin", "cos", "ex2", "lg2", "sqrt", "rsqrt", "rcp", "tanh", "div", "rem", "abs",
+                                  "neg", "min", "max", "fma", "mad", "mul", "add", "sub", "cvt", "cvta", "selp",
+                                  "set", "setp", "popc", "clz", "brev", "bfe", "bfi", "bfind", "testp", "copysign",
+                                  "and", "or", "xor", "not", "shl", "shr", "cnot", "mul24", "mad24", "sad", "prmt",
+                                  "shf", "ld", "ldu", "atom", "shfl", "vote", "activemask", "mov"};
+    const Inst& in = fn_.code[pc];
+    if (in.d == kNoSlot || (in.aux & 0xf0) || in.d == in.a || in.d == in.b || in.d == in.c || in.d == in.e) return false;
+    for (uint32_t v : in.v)
+      if (v != kNoSlot && (v == in.d || v == in.d2)) return false;
+    std::string base = opcodes_[pc].substr(0, opcodes_[pc].find('.'));
+    for (const char* k : kFull)
+      if (base == k) return true;
+    return false;
+  }
+
+  // saved_: the slots live where warps resume after a barrier (every live
+  // lane of a warp that leaves waits right after a bar.sync). Per-thread
+  // liveness over the PTX control flow, run by run; conservative where it
+  // does not know an instruction (every named slot read, no write kills).
+  void liveness() {
+    const auto& code = fn_.code;
+    size_t n = code.size();
+    uint32_t ns = fn_.num_slots;
+    size_t words = (ns + 63) / 64;
+    std::vector<size_t> start;                 // run index -> first pc
+    std::vector<uint32_t> run_of(n, 0);
+    for (size_t pc = 0; pc < n; ++pc) {
+      if (leader_[pc]) start.push_back(pc);
+      run_of[pc] = static_cast<uint32_t>(start.size() - 1);
+    }
+    size_t nr = start.size();
+    std::vector<uint64_t> use(nr * words, 0), def(nr * words, 0), in(nr * words, 0);
+    std::vector<std::vector<uint32_t>> succ(nr);
+    auto bit = [&](std::vector<uint64_t>& v, size_t r, uint32_t s) -> uint64_t& { return v[r * words + s / 64]; };
+    for (size_t r = 0; r < nr; ++r) {
+      size_t end = r + 1 < nr ? start[r + 1] : n;
+      // Backwards through the run: use = read before any killing write.
+      for (size_t pc = end; pc-- > start[r];) {
+        const Inst& ins = code[pc];
+        auto read = [&](uint32_t s) {
+          if (s != kNoSlot) bit(use, r, s) |= 1ull << (s % 64);
+        };
+        auto kill = [&](uint32_t s) {
+          if (s == kNoSlot || ins.guard != kNoSlot) return;
+          bit(use, r, s) &= ~(1ull << (s % 64));
+          bit(def, r, s) |= 1ull << (s % 64);
+        };
+        const Native& nt = ins.kind == Kind::kOp ? natives_[pc] : Native{};
+        if (ins.kind == Kind::kOp && nt.op == Op::kLd) {
+          for (int k = 0; k < nt.vec; ++k) kill(ins.v[k]);
+        } else if (ins.kind == Kind::kOp && (nt.op != Op::kNone || handler_defines(pc)) && nt.op != Op::kSt) {
+          kill(ins.d);
+          kill(ins.d2);
+        }
+        bool native = ins.kind == Kind::kOp && nt.op != Op::kNone;
+        if (native && nt.op == Op::kLd) {
+          read(ins.a);
+        } else if (native && nt.op != Op::kSt) {
+          for (uint32_t s : {ins.a, ins.b, ins.c, ins.e, ins.v[0], ins.v[1], ins.v[2], ins.v[3]}) read(s);
+        } else if (ins.kind == Kind::kOp && handler_defines(pc)) {
+          for (uint32_t s : {ins.a, ins.b, ins.c, ins.e, ins.v[0], ins.v[1], ins.v[2], ins.v[3]}) read(s);
+        } else {
+          for (uint32_t s : {ins.d, ins.d2, ins.a, ins.b, ins.c, ins.e, ins.v[0], ins.v[1], ins.v[2], ins.v[3]}) read(s);
+        }
+        read(ins.guard);
+        if (ins.kind == Kind::kWarpSync) read(ins.target);
+      }
+      const Inst& last = code[end - 1];
+      if (last.kind == Kind::kBra && last.target < n) succ[r].push_back(run_of[last.target]);
+      bool stops = (last.kind == Kind::kBra || last.kind == Kind::kExit || last.kind == Kind::kRet) && last.guard == kNoSlot;
+      if (!stops && end < n) succ[r].push_back(run_of[end]);
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t r = nr; r-- > 0;)
+        for (size_t w = 0; w < words; ++w) {
+          uint64_t out = 0;
+          for (uint32_t q : succ[r]) out |= in[q * words + w];
+          uint64_t v = use[r * words + w] | (out & ~def[r * words + w]);
+          if (v != in[r * words + w]) in[r * words + w] = v, changed = true;
+        }
+    }
+    waits_.assign(ns, false);
+    for (size_t r = 0; r < nr; ++r)
+      for (uint32_t s = 0; s < ns; ++s)
+        if (in[r * words + s / 64] >> (s % 64) & 1) waits_[s] = true;
+    saved_.assign(ns, false);
+    for (size_t pc = 0; pc + 1 < n; ++pc)
+      if (code[pc].kind == Kind::kBar) {
+        size_t r = run_of[pc + 1];
+        for (uint32_t s = 0; s < ns; ++s)
+          if (in[r * words + s / 64] >> (s % 64) & 1) saved_[s] = true;
+      }
   }
 
   // Adds popcount(mask) to the thread-instruction count.
@@ -645,11 +779,11 @@ class Gen {
   // Calls the interpreter's handler for in with mask gm; the slots it names
   // go through the warp's register file.
   void call_handler(const Inst& in, Value* gm) {
-    // Narrow registers the handler reads go to the 64-bit file first (it
-    // writes no narrow register, by construction).
+    // The registers it names go to the 64-bit file first (destinations
+    // too: it writes only the active lanes); it writes no narrow register,
+    // by construction, so only wide destinations come back.
     for (uint32_t s : {in.a, in.b, in.c, in.e, in.v[0], in.v[1], in.v[2], in.v[3], in.d, in.d2})
-      if (s != kNoSlot && narrow_[s])
-        tag(B.CreateAlignedStore(get(s, 64), reg_addr(s), llvm::Align(8)), true);
+      if (s != kNoSlot && slot_a_[s]) tag(B.CreateAlignedStore(get(s, 64), reg_addr(s), llvm::Align(8)), true);
     Value* r = B.CreateCall(helper_ty({ptr, ptr, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_op)),
                             {W, inst_ptr(in), gm});
     BasicBlock* fault = BasicBlock::Create(C, "fault", F);
@@ -658,6 +792,9 @@ class Gen {
     B.SetInsertPoint(fault);
     leave_with(kRunFault);
     B.SetInsertPoint(ok);
+    for (uint32_t s : {in.v[0], in.v[1], in.v[2], in.v[3], in.d, in.d2})
+      if (s != kNoSlot && slot_a_[s] && !narrow_[s])
+        B.CreateStore(tag(B.CreateAlignedLoad(vty(64), reg_addr(s), llvm::Align(8)), true), slot_a_[s]);
   }
 
   // Emits instructions [begin, end): begin is a leader.
@@ -1204,6 +1341,13 @@ const CompiledKernel* kernel_code(const ProgramImpl& p, ProgramJit& pj, int k, c
       mpm.run(*mod, mam);
     }
     auto t2 = std::chrono::steady_clock::now();
+    // A developer's view of the optimized code: RGPU_CPU_JIT_DUMP=DIR writes
+    // each compiled kernel's IR there.
+    if (const char* dir = getenv("RGPU_CPU_JIT_DUMP")) {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(std::string(dir) + "/" + kname + ".ll", ec);
+      if (!ec) mod->print(os, nullptr);
+    }
     if (auto er = e.jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx)))) {
       RGPU_INFO("ptx jit kernel=%s compiled=no reason=\"%s\"", kname.c_str(), take_error(std::move(er)).c_str());
       return;
