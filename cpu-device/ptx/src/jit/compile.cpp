@@ -47,7 +47,10 @@
 #pragma GCC diagnostic ignored "-Wredundant-move"
 #pragma GCC diagnostic ignored "-Wpessimizing-move"
 #endif
+#include <llvm/ExecutionEngine/JITEventListener.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h>
+#include <llvm/ExecutionEngine/SectionMemoryManager.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/IRBuilder.h>
@@ -107,7 +110,20 @@ std::shared_ptr<Engine> make_engine(std::string* err) {
     *err = take_error(tm.takeError());
     return nullptr;
   }
-  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*jtmb).create();
+  llvm::orc::LLJITBuilder builder;
+  builder.setJITTargetMachineBuilder(*jtmb);
+  // RGPU_CPU_JIT_PERF=1: compiled kernels are visible to `perf record -k 1`
+  // after `perf inject --jit` (a developer's profiling aid).
+  if (const char* pv = getenv("RGPU_CPU_JIT_PERF"); pv && !strcmp(pv, "1")) {
+    builder.setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession& es, const llvm::Triple&) {
+      auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+          es, [] { return std::make_unique<llvm::SectionMemoryManager>(); });
+      if (llvm::JITEventListener* l = llvm::JITEventListener::createPerfJITEventListener())
+        layer->registerJITEventListener(*l);
+      return layer;
+    });
+  }
+  auto jit = builder.create();
   if (!jit) {
     *err = take_error(jit.takeError());
     return nullptr;
@@ -327,6 +343,8 @@ constexpr size_t kOffShared = offsetof(WarpHead, shared);
 constexpr size_t kOffKparams = offsetof(WarpHead, kparams);
 constexpr size_t kOffSharedSize = offsetof(WarpHead, shared_size);
 constexpr size_t kOffKparamSize = offsetof(WarpHead, kparam_size);
+constexpr size_t kOffSpecials = offsetof(WarpHead, specials);
+constexpr size_t kOffCtaid = offsetof(WarpHead, ctaid);
 
 class Gen {
  public:
@@ -393,12 +411,25 @@ class Gen {
       // Registers start at zero, but for those the runner initialized in the
       // 64-bit file.
       std::vector<bool> inited(fn_.num_slots, false);
-      for (const SlotInit& si : fn_.inits)
-        if (slot_a_[si.slot]) {
-          Value* v = tag(B.CreateAlignedLoad(vty(64), reg_addr(si.slot), llvm::Align(8)), true);
-          B.CreateStore(narrow_[si.slot] ? B.CreateTrunc(v, vty(32)) : v, slot_a_[si.slot]);
-          inited[si.slot] = true;
+      Value* specials = B.CreateLoad(ptr, field(kOffSpecials));
+      for (const SlotInit& si : fn_.inits) {
+        if (!slot_a_[si.slot]) continue;
+        Value* v;
+        if (si.kind == SlotInit::Kind::kImm) {
+          v = splat(64, si.value);
+        } else if (si.kind == SlotInit::Kind::kSpecial && (si.index == kCtaidX || si.index == kCtaidY ||
+                                                            si.index == kCtaidZ)) {
+          Value* c = B.CreateLoad(i32, field(kOffCtaid + 4 * (si.index - kCtaidX)));
+          v = B.CreateVectorSplat(32, B.CreateZExt(c, i64));
+        } else if (si.kind == SlotInit::Kind::kSpecial) {
+          Value* p = B.CreateConstInBoundsGEP1_64(i32, specials, uint64_t{si.index} * 32);
+          v = B.CreateZExt(tag(B.CreateAlignedLoad(vty(32), p, llvm::Align(4)), true), vty(64));
+        } else {
+          v = tag(B.CreateAlignedLoad(vty(64), reg_addr(si.slot), llvm::Align(8)), true);
         }
+        B.CreateStore(narrow_[si.slot] ? B.CreateTrunc(v, vty(32)) : v, slot_a_[si.slot]);
+        inited[si.slot] = true;
+      }
       for (uint32_t s = 0; s < fn_.num_slots; ++s)
         if (slot_a_[s] && !inited[s] && waits_[s]) B.CreateStore(llvm::Constant::getNullValue(slot_ty(s)), slot_a_[s]);
       B.CreateStore(B.CreateLoad(i32, field(kOffCurMask)), mask_a);
@@ -783,7 +814,8 @@ class Gen {
     // too: it writes only the active lanes); it writes no narrow register,
     // by construction, so only wide destinations come back.
     for (uint32_t s : {in.a, in.b, in.c, in.e, in.v[0], in.v[1], in.v[2], in.v[3], in.d, in.d2})
-      if (s != kNoSlot && slot_a_[s]) tag(B.CreateAlignedStore(get(s, 64), reg_addr(s), llvm::Align(8)), true);
+      if (s != kNoSlot && (slot_a_[s] || const_[s]))
+        tag(B.CreateAlignedStore(get(s, 64), reg_addr(s), llvm::Align(8)), true);
     Value* r = B.CreateCall(helper_ty({ptr, ptr, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_op)),
                             {W, inst_ptr(in), gm});
     BasicBlock* fault = BasicBlock::Create(C, "fault", F);
@@ -1362,7 +1394,8 @@ const CompiledKernel* kernel_code(const ProgramImpl& p, ProgramJit& pj, int k, c
     ck->fn = sym->toPtr<KernelFn>();
     ck->num_slots = unit.functions[0].num_slots;
     for (const SlotInit& si : unit.functions[0].inits)
-      if (!gen.is_const(si.slot)) ck->inits.push_back(si);
+      if (!gen.is_const(si.slot) && si.kind != SlotInit::Kind::kImm && si.kind != SlotInit::Kind::kSpecial)
+        ck->inits.push_back(si);
     ck->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
     RGPU_DEBUG("ptx jit kernel=%s compiled=yes instructions=%zu ms=%.1f build_ms=%.1f opt_ms=%.1f codegen_ms=%.1f",

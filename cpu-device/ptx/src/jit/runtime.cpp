@@ -30,6 +30,7 @@ struct Runner {
   std::vector<WarpState> warps;
   std::unique_ptr<uint8_t[]> shared_mem;
   std::unique_ptr<uint8_t[]> local_mem;
+  std::vector<uint32_t> specials;  // per warp, WarpHead::specials
 
   Runner(LaunchState& s, const CompiledKernel& c) : st(s), ck(c) {}
 
@@ -69,20 +70,7 @@ struct Runner {
     w.shared_size = st.shared_bytes;
     w.kparams = st.params;
     w.kparam_size = st.params_size;
-    // %tid of each lane without a division per lane.
-    uint32_t tid[3][32];
-    {
-      const Dim3& bd = st.block;
-      uint32_t t0 = index * 32;
-      uint32_t x = t0 % bd.x, y = (t0 / bd.x) % bd.y, z = t0 / (bd.x * bd.y);
-      for (int l = 0; l < 32; ++l) {
-        tid[0][l] = x, tid[1][l] = y, tid[2][l] = z;
-        if (++x == bd.x) {
-          x = 0;
-          if (++y == bd.y) y = 0, ++z;
-        }
-      }
-    }
+    w.specials = specials.data() + static_cast<size_t>(index) * kLaneSpecials * 32;
     uint64_t* regs = w.regs;
     for (const SlotInit& si : ck.inits) {
       uint64_t* s = regs + static_cast<size_t>(si.slot) * 32;
@@ -97,15 +85,7 @@ struct Runner {
           break;
         }
         case SlotInit::Kind::kSpecial:
-          if (si.index == kTidX || si.index == kTidY || si.index == kTidZ) {
-            const uint32_t* src = si.index == kTidX ? tid[0] : si.index == kTidY ? tid[1] : tid[2];
-            for (int l = 0; l < 32; ++l) s[l] = src[l];
-          } else if (si.index == kLaneId || (si.index >= kLanemaskEq && si.index <= kLanemaskGt)) {
-            for (uint32_t l = 0; l < 32; ++l) s[l] = special(w, si.index, l);
-          } else {
-            uint64_t v = special(w, si.index, 0);  // the same for every lane
-            for (int l = 0; l < 32; ++l) s[l] = v;
-          }
+          for (uint32_t l = 0; l < 32; ++l) s[l] = special(w, si.index, l);
           break;
       }
     }
@@ -174,6 +154,20 @@ struct Runner {
     x.kparam_size = st.params_size;
     x.launch = &st;
     for (auto& w : warps) w.budget = kWatchdogPeriod;
+    // Special registers that do not depend on the block, once per launch.
+    try {
+      specials.resize(static_cast<size_t>(st.warps_per_block) * kLaneSpecials * 32);
+    } catch (const std::bad_alloc&) {
+      st.record(Fault::kOutOfResources, "cannot allocate block memory for " + st.kernel->name, 0);
+      return;
+    }
+    {
+      const uint32_t zero[3] = {0, 0, 0};
+      uint32_t* p = specials.data();
+      for (uint32_t wi = 0; wi < st.warps_per_block; ++wi)
+        for (uint32_t id = 0; id < kLaneSpecials; ++id)
+          for (uint32_t l = 0; l < 32; ++l) *p++ = static_cast<uint32_t>(special_register(st, wi, zero, id, l));
+    }
     const uint64_t blocks = st.grid.count();
     while (!st.stop.load(std::memory_order_relaxed)) {
       uint64_t b = st.next_block.fetch_add(1, std::memory_order_relaxed);

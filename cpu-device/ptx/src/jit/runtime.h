@@ -39,6 +39,11 @@ struct WarpHead {
   uint64_t shared_size = 0;
   uint64_t kparam_size = 0;
   uint32_t* nregs = nullptr;    // the compiler's 32-bit register file, slot * 32 + lane
+  // Special registers a new warp's code starts from: per lane, id * 32 +
+  // lane for ids up to kGridId (the ctaid ones aside), the same for every
+  // block of the launch; and the block's ctaid.
+  const uint32_t* specials = nullptr;
+  uint32_t ctaid[3] = {};
 };
 
 // One warp: the head, and what only the helpers and the runner use.
@@ -47,7 +52,6 @@ struct WarpState : WarpHead {
   uint32_t live = 0, exited = 0, blocked = 0;
   bool done = false, at_barrier = false;
   uint32_t index = 0;
-  uint32_t ctaid[3] = {};
   std::vector<uint64_t> reg_file;
   std::vector<uint32_t> nreg_file;
   std::vector<uint8_t> lparams;
@@ -58,10 +62,14 @@ struct WarpState : WarpHead {
 // faults (kRun*).
 using KernelFn = uint32_t (*)(WarpState* w);
 
+constexpr uint32_t kLaneSpecials = kGridId + 1;
+
 struct CompiledKernel {
   KernelFn fn = nullptr;
   uint32_t num_slots = 0;
-  std::vector<SlotInit> inits;  // the kernel's slot inits but for immediates compiled in as constants
+  // The kernel's slot inits the runner does (the code starts immediates
+  // and special registers itself).
+  std::vector<SlotInit> inits;
   double compile_ms = 0;
 };
 
