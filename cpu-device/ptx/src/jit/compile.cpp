@@ -1166,6 +1166,82 @@ class Gen {
 
   Value* reduce(llvm::Intrinsic::ID id, Value* v) { return B.CreateUnaryIntrinsic(id, v); }
 
+  // The common shapes of a warp's access, checked once for the warp: an
+  // address the same in every lane known when compiling (kernel parameters,
+  // shared variables), and a full warp at consecutive addresses. On success
+  // they end in `done`; what they do not accept goes on in the general
+  // path, emitted after them at the insert point (it checks again).
+  void emit_mem_quick(const Inst& in, const Native& n, Value* gm, Value* act, Value* av, BasicBlock* done,
+                      BasicBlock* slow) {
+    bool write = n.op == Op::kSt;
+    uint32_t esize = ty_size(n.t);
+    bool sext = is_signed_ty(n.t);
+    llvm::Align al(esize);
+    llvm::Type* ety = B.getIntNTy(esize * 8);
+    // Whether [lo, lo + len) is inside the space, and where it is on the host.
+    auto range = [&](Value* lo, uint64_t len, Value** host) -> Value* {
+      if (in.space == Mem::kGlobal || in.space == Mem::kConst) {
+        *host = B.CreateIntToPtr(lo, ptr);
+        Value* c = B.CreateCall(helper_ty({ptr, i64, i64, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_check)),
+                                {W, lo, B.getInt64(len), B.getInt32(write)});
+        return B.CreateICmpNE(c, B.getInt32(0));
+      }
+      if (in.space == Mem::kShared) {
+        Value* off = B.CreateAnd(lo, B.getInt64(0xffffffffull));
+        *host = B.CreateGEP(i8, shared_, off);
+        return B.CreateICmpULE(B.CreateAdd(off, B.getInt64(len)), shared_size_);
+      }
+      *host = B.CreateGEP(i8, kparams_, lo);
+      return B.CreateAnd(B.CreateICmpULT(lo, B.getInt64(1ull << 32)),
+                         B.CreateICmpULE(B.CreateAdd(lo, B.getInt64(len)), kparam_size_));
+    };
+    if (const_[in.a] && !(write && n.vec > 1)) {
+      uint64_t lo = const_val_[in.a] + static_cast<uint64_t>(in.imm);
+      if (lo % (esize * n.vec)) return;  // misaligned: the handler faults
+      Value* host = nullptr;
+      Value* ok = range(B.getInt64(lo), uint64_t{esize} * n.vec, &host);
+      BasicBlock* go = BasicBlock::Create(C, "mconst", F);
+      B.CreateCondBr(ok, go, slow);
+      B.SetInsertPoint(go);
+      if (write) {
+        // The highest active lane's value is the one left in memory.
+        Value* last = B.CreateSub(B.getInt32(31), B.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, gm, B.getTrue()));
+        tag(B.CreateAlignedStore(B.CreateExtractElement(get(in.v[0], esize * 8), last), host, al), false);
+      } else {
+        for (uint32_t k = 0; k < n.vec; ++k) {
+          Value* hk = k ? B.CreateConstInBoundsGEP1_64(i8, host, uint64_t{k} * esize) : host;
+          Value* v = tag(B.CreateAlignedLoad(ety, hk, al), false);
+          set(in.v[k], B.CreateVectorSplat(32, v), act, sext);
+        }
+      }
+      B.CreateBr(done);
+      // Unreachable from here: a fresh block for the general path's code.
+      B.SetInsertPoint(BasicBlock::Create(C, "mdead", F));
+      return;
+    }
+    if (n.vec != 1 || (esize != 4 && esize != 8)) return;
+    BasicBlock* contig = BasicBlock::Create(C, "mcontig", F);
+    BasicBlock* vec = BasicBlock::Create(C, "mcvec", F);
+    BasicBlock* general = BasicBlock::Create(C, "mgeneral", F);
+    Value* first = B.CreateExtractElement(av, uint64_t{0});
+    std::vector<llvm::Constant*> steps;
+    for (uint64_t l = 0; l < 32; ++l) steps.push_back(B.getInt64(l * esize));
+    Value* expect = B.CreateAdd(B.CreateVectorSplat(32, first), llvm::ConstantVector::get(steps));
+    Value* same = B.CreateBitCast(B.CreateICmpEQ(av, expect), i32);
+    B.CreateCondBr(B.CreateAnd(B.CreateICmpEQ(gm, B.getInt32(~0u)), B.CreateICmpEQ(same, B.getInt32(~0u))), contig,
+                   general);
+    B.SetInsertPoint(contig);
+    Value* host = nullptr;
+    Value* ok = B.CreateAnd(B.CreateICmpEQ(B.CreateAnd(first, B.getInt64(esize - 1)), B.getInt64(0)),
+                            range(first, uint64_t{esize} * 32, &host));
+    B.CreateCondBr(ok, vec, general);
+    B.SetInsertPoint(vec);
+    if (write) tag(B.CreateAlignedStore(get(in.v[0], esize * 8), host, al), false);
+    else set(in.v[0], tag(B.CreateAlignedLoad(vty(esize * 8), host, al), false), act, sext);
+    B.CreateBr(done);
+    B.SetInsertPoint(general);
+  }
+
   // ld/st with the interpreter's checks; anything the fast path does not
   // accept runs the handler, which reports the exact fault.
   void emit_mem(const Inst& in, const Native& n, Value* gm) {
@@ -1180,6 +1256,7 @@ class Gen {
     B.SetInsertPoint(check);
     Value* act = lanes(gm);
     Value* av = B.CreateAdd(get(in.a, 64), splat(64, static_cast<uint64_t>(in.imm)));
+    emit_mem_quick(in, n, gm, act, av, done, slow);
     Value* anyb = reduce(llvm::Intrinsic::vector_reduce_or, B.CreateSelect(act, av, splat(64, 0)));
     Value* ok = B.CreateICmpEQ(B.CreateAnd(anyb, B.getInt64(size - 1)), B.getInt64(0));
     Value* base = nullptr;
