@@ -612,6 +612,12 @@ class Gen {
         if (pc + 1 < n) leader_[pc + 1] = true;
       }
       if (in.kind == Kind::kBar && pc + 1 < n) leader_[pc + 1] = true;
+      // Lanes park at a warp-sync instruction, and those of the group the
+      // guard leaves out go on after it.
+      if (in.kind == Kind::kWarpSync) {
+        leader_[pc] = true;
+        if (pc + 1 < n) leader_[pc + 1] = true;
+      }
     }
     uint32_t ns = fn_.num_slots;
     used_.assign(ns, false);
@@ -626,6 +632,13 @@ class Gen {
     for (size_t pc = 0; pc < n; ++pc) {
       const Inst& in = code[pc];
       fields(in, [&](uint32_t s) { used_[s] = true; });
+      if (in.kind == Kind::kWarpSync) {
+        used_[in.target] = true;
+        handler_reads_[in.target] = true;
+        fields(in, [&](uint32_t s) { handler_reads_[s] = true; });
+        for (uint32_t s : {in.d, in.d2, in.v[0], in.v[1], in.v[2], in.v[3]})
+          if (s != kNoSlot) written[s] = true;
+      }
       if (in.kind != Kind::kOp) continue;
       const Native& nt = natives_[pc];
       if (nt.op == Op::kNone) {
@@ -657,6 +670,9 @@ class Gen {
         for (uint32_t s : {in.d, in.d2, in.v[0], in.v[1], in.v[2], in.v[3]})
           if (s != kNoSlot) narrow_[s] = false;
       if (in.kind == Kind::kBar && in.d != kNoSlot) narrow_[in.d] = false;
+      if (in.kind == Kind::kWarpSync)
+        for (uint32_t s : {in.d, in.d2, in.v[0], in.v[1], in.v[2], in.v[3]})
+          if (s != kNoSlot) narrow_[s] = false;
     }
     for (const SlotInit& si : fn_.inits) {
       bool small = (si.kind == SlotInit::Kind::kImm && si.value <= 0xffffffffull) ||
@@ -813,9 +829,7 @@ class Gen {
     // The registers it names go to the 64-bit file first (destinations
     // too: it writes only the active lanes); it writes no narrow register,
     // by construction, so only wide destinations come back.
-    for (uint32_t s : {in.a, in.b, in.c, in.e, in.v[0], in.v[1], in.v[2], in.v[3], in.d, in.d2})
-      if (s != kNoSlot && (slot_a_[s] || const_[s]))
-        tag(B.CreateAlignedStore(get(s, 64), reg_addr(s), llvm::Align(8)), true);
+    spill(in);
     Value* r = B.CreateCall(helper_ty({ptr, ptr, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_op)),
                             {W, inst_ptr(in), gm});
     BasicBlock* fault = BasicBlock::Create(C, "fault", F);
@@ -824,6 +838,14 @@ class Gen {
     B.SetInsertPoint(fault);
     leave_with(kRunFault);
     B.SetInsertPoint(ok);
+    reload(in);
+  }
+  void spill(const Inst& in) {
+    for (uint32_t s : {in.a, in.b, in.c, in.e, in.v[0], in.v[1], in.v[2], in.v[3], in.d, in.d2})
+      if (s != kNoSlot && (slot_a_[s] || const_[s]))
+        tag(B.CreateAlignedStore(get(s, 64), reg_addr(s), llvm::Align(8)), true);
+  }
+  void reload(const Inst& in) {
     for (uint32_t s : {in.v[0], in.v[1], in.v[2], in.v[3], in.d, in.d2})
       if (s != kNoSlot && slot_a_[s] && !narrow_[s])
         B.CreateStore(tag(B.CreateAlignedLoad(vty(64), reg_addr(s), llvm::Align(8)), true), slot_a_[s]);
@@ -967,9 +989,33 @@ class Gen {
         case Kind::kExtern:
           error_ = "internal: call";
           return;
-        case Kind::kWarpSync:  // reason_not_compiled keeps these interpreted
-          error_ = "internal: warp sync";
-          return;
+        case Kind::kWarpSync: {
+          // The interpreter's rule, in a helper on the warp's state: the
+          // group waits until its member mask's lanes are here, or runs
+          // the instruction with the lanes parked here joined.
+          spill(in);
+          for (uint32_t s : {in.guard, in.target})
+            if (s != kNoSlot && (slot_a_[s] || const_[s]))
+              tag(B.CreateAlignedStore(get(s, 64), reg_addr(s), llvm::Align(8)), true);
+          store_field32(kOffCurPc, B.getInt32(static_cast<uint32_t>(pc)));
+          store_field32(kOffCurMask, m_);
+          Value* r = B.CreateCall(helper_ty({ptr, ptr}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_warpsync)),
+                                  {W, inst_ptr(in)});
+          BasicBlock* parked = BasicBlock::Create(C, "parked", F);
+          BasicBlock* fault = BasicBlock::Create(C, "fault", F);
+          BasicBlock* go = BasicBlock::Create(C, "synced", F);
+          auto* sw = B.CreateSwitch(r, fault, 2);
+          sw->addCase(B.getInt32(0), go);
+          sw->addCase(B.getInt32(1), parked);
+          B.SetInsertPoint(parked);
+          to_dispatch();
+          B.SetInsertPoint(fault);
+          leave_with(kRunFault);
+          B.SetInsertPoint(go);
+          reload(in);
+          m_ = B.CreateLoad(i32, field(kOffCurMask));
+          break;
+        }
       }
     }
     if (end < code.size()) jump(end);
@@ -1370,9 +1416,6 @@ std::string reason_not_compiled(const ProgramImpl& p, const KernelUnit& unit) {
     if (in.kind == Kind::kCall) return "calls device functions";
     if (in.kind == Kind::kExtern) return "calls printf or assert";
     if (in.kind == Kind::kBar && in.mode != 0) return "uses bar.red";
-    // Lanes of a warp meet at these by the interpreter's scheduling of
-    // waiting lanes, which compiled warps do not follow.
-    if (in.kind == Kind::kWarpSync) return "uses warp-sync instructions with a member mask";
   }
   for (const SlotInit& si : fn.inits) {
     switch (si.kind) {

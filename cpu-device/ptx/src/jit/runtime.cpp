@@ -53,6 +53,8 @@ struct Runner {
     w.live = exists;
     w.exited = 0;
     w.blocked = 0;
+    w.parked = 0;
+    w.excused = 0;
     w.done = false;
     w.at_barrier = false;
     w.cur_pc = 0;
@@ -206,7 +208,14 @@ extern "C" {
 // kPcBarrier when no lane is ready.
 uint32_t rgpu_jit_schedule(WarpState* w) {
   for (uint32_t m = w->cur_mask; m; m &= m - 1) w->pc[__builtin_ctz(m)] = w->cur_pc;
-  uint32_t ready = w->live & ~w->blocked;
+  uint32_t ready = w->live & ~w->blocked & ~w->parked;
+  if (!ready && (w->live & w->parked)) {
+    // Every lane that could still come waits at a barrier or is parked: the
+    // parked lanes go on with the lanes that are there.
+    w->excused |= w->live & w->parked;
+    w->parked &= ~w->live;
+    ready = w->live & ~w->blocked;
+  }
   w->cur_mask = 0;
   w->wait_min = kNoPc;
   if (!ready) return w->live ? kPcBarrier : kPcDone;
@@ -280,6 +289,47 @@ uint32_t rgpu_jit_op(WarpState* w, const Inst* in, uint32_t m) {
   ExecCtx& x = w->runner->x;
   in->fn(x, *in, m);
   return x.fault != Fault::kNone;
+}
+
+// A warp-sync instruction at w->cur_pc for the group w->cur_mask, whose
+// registers are in the warp's file: 0 when it ran (w->cur_mask is the group
+// that goes on), 1 when the group parked (schedule the next), 2 on a fault.
+uint32_t rgpu_jit_warpsync(WarpState* w, const Inst* in) {
+  ExecCtx& x = w->runner->x;
+  uint32_t here = w->cur_mask;
+  for (uint32_t r = w->parked & w->live & ~here; r; r &= r - 1)
+    if (w->pc[__builtin_ctz(r)] == w->cur_pc) here |= 1u << __builtin_ctz(r);
+  uint32_t g = here;
+  if (in->guard != kNoSlot) {
+    const uint64_t* gp = x.reg(in->guard);
+    g = 0;
+    for (uint32_t r = here; r; r &= r - 1) {
+      int l = __builtin_ctz(r);
+      g |= static_cast<uint32_t>((gp[l] & 1) ^ in->guard_neg) << l;
+    }
+  }
+  if (g) {
+    const uint64_t* mm = x.reg(in->target);
+    uint32_t need = 0;
+    for (uint32_t r = g; r; r &= r - 1) need |= static_cast<uint32_t>(mm[__builtin_ctz(r)]);
+    if ((need & w->live & ~here) && !(g & w->excused)) {
+      for (uint32_t r = here; r; r &= r - 1) {
+        int l = __builtin_ctz(r);
+        w->pc[l] = (g >> l) & 1 ? w->cur_pc : w->cur_pc + 1;
+      }
+      w->parked |= g;
+      w->cur_mask = 0;
+      return 1;
+    }
+    w->parked &= ~here;
+    w->excused &= ~here;
+    if (in->fn) {
+      in->fn(x, *in, g);
+      if (x.fault != Fault::kNone) return 2;
+    }
+  }
+  w->cur_mask = here;
+  return 0;
 }
 
 uint32_t rgpu_jit_trap(WarpState* w, const Inst* in) {

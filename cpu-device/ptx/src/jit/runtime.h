@@ -50,6 +50,9 @@ struct WarpHead {
 struct WarpState : WarpHead {
   uint32_t pc[32] = {};
   uint32_t live = 0, exited = 0, blocked = 0;
+  // Warp-sync instructions: lanes waiting for the rest of their member
+  // mask, and lanes released to go on without them (as the interpreter).
+  uint32_t parked = 0, excused = 0;
   bool done = false, at_barrier = false;
   uint32_t index = 0;
   std::vector<uint64_t> reg_file;
@@ -83,6 +86,7 @@ void rgpu_jit_barrier(WarpState* w, uint32_t m, uint32_t next_pc);
 uint32_t rgpu_jit_watchdog(WarpState* w);
 uint32_t rgpu_jit_op(WarpState* w, const Inst* in, uint32_t m);
 uint32_t rgpu_jit_trap(WarpState* w, const Inst* in);
+uint32_t rgpu_jit_warpsync(WarpState* w, const Inst* in);
 uint32_t rgpu_jit_check(WarpState* w, uint64_t lo, uint64_t len, uint32_t write);
 void rgpu_jit_gather(uint64_t* out, const uint64_t* addrs, uint32_t m, uint32_t size, uint32_t sext);
 void rgpu_jit_scatter(const uint64_t* vals, const uint64_t* addrs, uint32_t m, uint32_t size);
