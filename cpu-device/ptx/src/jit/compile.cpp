@@ -345,6 +345,8 @@ constexpr size_t kOffSharedSize = offsetof(WarpHead, shared_size);
 constexpr size_t kOffKparamSize = offsetof(WarpHead, kparam_size);
 constexpr size_t kOffSpecials = offsetof(WarpHead, specials);
 constexpr size_t kOffCtaid = offsetof(WarpHead, ctaid);
+constexpr size_t kOffParked = offsetof(WarpHead, parked);
+constexpr size_t kOffExcused = offsetof(WarpHead, excused);
 
 class Gen {
  public:
@@ -508,6 +510,8 @@ class Gen {
   llvm::MDNode *regs_scope_ = nullptr, *mem_scope_ = nullptr;
   std::vector<bool> used_, const_, leader_, narrow_;
   std::vector<bool> saved_;                 // live across a barrier
+  std::vector<uint8_t> known_;              // 1: every write moves known_val_ in
+  std::vector<uint64_t> known_val_;
   // Live where lanes can wait (at some leader): a write by one group must
   // keep the other lanes' values. Slots that are not need no merge.
   std::vector<bool> waits_;
@@ -705,12 +709,38 @@ class Gen {
     }
     for (uint32_t s = 0; s < ns; ++s)
       if (const_[s]) narrow_[s] = false;
+    // Slots every write of which moves the same immediate into them: a
+    // lane that reads one (having written it first, as PTX requires) reads
+    // that value. Shuffles use it for their lane and clamp operands.
+    known_.assign(ns, 0);
+    known_val_.assign(ns, 0);
+    for (size_t pc = 0; pc < n; ++pc) {
+      const Inst& in = code[pc];
+      auto wr = [&](uint32_t s, bool ok, uint64_t v) {
+        if (s == kNoSlot) return;
+        if (!ok) known_[s] = 2;
+        else if (known_[s] == 0) known_[s] = 1, known_val_[s] = v;
+        else if (known_[s] == 1 && known_val_[s] != v) known_[s] = 2;
+      };
+      bool mov = in.kind == Kind::kOp && natives_[pc].op == Op::kMov && const_[in.a];
+      uint64_t v = mov ? const_val_[in.a] : 0;
+      if (mov) v &= ty_size(natives_[pc].t) >= 8 ? ~0ull : (1ull << (8 * ty_size(natives_[pc].t))) - 1;
+      if (mov) {
+        wr(in.d, true, v);
+      } else {
+        for (uint32_t s : {in.d, in.d2, in.v[0], in.v[1], in.v[2], in.v[3]}) wr(s, false, 0);
+      }
+    }
+    for (const SlotInit& si : fn_.inits) known_[si.slot] = 2;
     liveness();
   }
 
   // Whether the interpreter's handler for the instruction at pc writes its
   // d (and d2) in every active lane without reading them: the families
   // known to, by opcode; others count as reading them.
+  bool fixed(uint32_t s) const { return const_[s] || known_[s] == 1; }
+  uint64_t fixed_val(uint32_t s) const { return const_[s] ? const_val_[s] : known_val_[s]; }
+
   bool handler_defines(size_t pc) const {
     static const char* kFull[] = {"sin", "cos", "ex2", "lg2", "sqrt", "rsqrt", "rcp", "tanh", "div", "rem", "abs",
                                   "neg", "min", "max", "fma", "mad", "mul", "add", "sub", "cvt", "cvta", "selp",
@@ -990,6 +1020,50 @@ class Gen {
           error_ = "internal: call";
           return;
         case Kind::kWarpSync: {
+          // A full warp with nobody parked or excused runs a shuffle whose
+          // lane and clamp operands are constants as one vector shuffle.
+          BasicBlock* joined = nullptr;
+          BasicBlock* fast_end = nullptr;
+          if (opcodes_[pc].compare(0, 5, "shfl.") == 0 && in.a != kNoSlot && in.b != kNoSlot && in.c != kNoSlot &&
+              in.d != kNoSlot && fixed(in.b) && fixed(in.c) && in.mode <= 3) {
+            Value* full = B.CreateAnd(B.CreateICmpEQ(gm, B.getInt32(~0u)), B.CreateICmpEQ(m_, B.getInt32(~0u)));
+            Value* calm = B.CreateICmpEQ(B.CreateOr(B.CreateLoad(i32, field(kOffParked)),
+                                                    B.CreateLoad(i32, field(kOffExcused))),
+                                         B.getInt32(0));
+            BasicBlock* fast = BasicBlock::Create(C, "shfl_fast", F);
+            BasicBlock* slow = BasicBlock::Create(C, "shfl_slow", F);
+            joined = BasicBlock::Create(C, "shfl_done", F);
+            B.CreateCondBr(B.CreateAnd(full, calm), fast, slow);
+            B.SetInsertPoint(fast);
+            // h_shfl's lane choice, lane by lane, when compiling.
+            uint32_t bval = static_cast<uint32_t>(fixed_val(in.b)) & 0x1f;
+            uint32_t cval = static_cast<uint32_t>(fixed_val(in.c));
+            int seg = static_cast<int>((cval >> 8) & 0x1f);
+            std::vector<int> sel(32);
+            std::vector<llvm::Constant*> pv(32);
+            for (int lane = 0; lane < 32; ++lane) {
+              int max_lane = (lane & seg) | (static_cast<int>(cval & 0x1f) & ~seg);
+              int min_lane = lane & seg;
+              int j;
+              bool pval;
+              switch (in.mode) {
+                case 0: j = lane - static_cast<int>(bval); pval = j >= max_lane; break;
+                case 1: j = lane + static_cast<int>(bval); pval = j <= max_lane; break;
+                case 2: j = lane ^ static_cast<int>(bval); pval = j <= max_lane; break;
+                default: j = min_lane | (static_cast<int>(bval) & ~seg); pval = j <= max_lane; break;
+              }
+              if (!pval || j < 0 || j > 31) j = lane;
+              sel[static_cast<size_t>(lane)] = j;
+              pv[static_cast<size_t>(lane)] = B.getInt64(pval ? 1 : 0);
+            }
+            Value* a = get(in.a, 32);
+            Value* all = lanes(B.getInt32(~0u));
+            set(in.d, B.CreateShuffleVector(a, a, sel), all);
+            if (in.d2 != kNoSlot) set(in.d2, llvm::ConstantVector::get(pv), all);
+            fast_end = B.GetInsertBlock();
+            B.CreateBr(joined);
+            B.SetInsertPoint(slow);
+          }
           // The interpreter's rule, in a helper on the warp's state: the
           // group waits until its member mask's lanes are here, or runs
           // the instruction with the lanes parked here joined.
@@ -1014,6 +1088,15 @@ class Gen {
           B.SetInsertPoint(go);
           reload(in);
           m_ = B.CreateLoad(i32, field(kOffCurMask));
+          if (joined) {
+            BasicBlock* slow_end = B.GetInsertBlock();
+            B.CreateBr(joined);
+            B.SetInsertPoint(joined);
+            llvm::PHINode* mm = B.CreatePHI(i32, 2);
+            mm->addIncoming(B.getInt32(~0u), fast_end);
+            mm->addIncoming(m_, slow_end);
+            m_ = mm;
+          }
           break;
         }
       }

@@ -44,15 +44,15 @@ struct WarpHead {
   // block of the launch; and the block's ctaid.
   const uint32_t* specials = nullptr;
   uint32_t ctaid[3] = {};
+  // Warp-sync instructions: lanes waiting for the rest of their member
+  // mask, and lanes released to go on without them (as the interpreter).
+  uint32_t parked = 0, excused = 0;
 };
 
 // One warp: the head, and what only the helpers and the runner use.
 struct WarpState : WarpHead {
   uint32_t pc[32] = {};
   uint32_t live = 0, exited = 0, blocked = 0;
-  // Warp-sync instructions: lanes waiting for the rest of their member
-  // mask, and lanes released to go on without them (as the interpreter).
-  uint32_t parked = 0, excused = 0;
   bool done = false, at_barrier = false;
   uint32_t index = 0;
   std::vector<uint64_t> reg_file;
