@@ -1369,6 +1369,56 @@ class Gen {
     else set(in.v[0], tag(B.CreateAlignedLoad(vty(esize * 8), host, al), false), act, sext);
     B.CreateBr(done);
     B.SetInsertPoint(general);
+    if (write) return;
+    // Loads of a full warp in groups of 8 lanes (rows of a 2D block 8 or
+    // 16 wide): each group at consecutive addresses, or each at one
+    // address; 4 short vector loads or 4 scalar ones instead of 32.
+    std::vector<int> lead(32);
+    std::vector<llvm::Constant*> step8;
+    for (int l = 0; l < 32; ++l) {
+      lead[static_cast<size_t>(l)] = l & ~7;
+      step8.push_back(B.getInt64(static_cast<uint64_t>(l & 7) * esize));
+    }
+    Value* fv = B.CreateShuffleVector(av, av, lead);
+    Value* isc = B.CreateICmpEQ(B.CreateBitCast(B.CreateICmpEQ(av, B.CreateAdd(fv, llvm::ConstantVector::get(step8))), i32),
+                                B.getInt32(~0u));
+    Value* isu = B.CreateICmpEQ(B.CreateBitCast(B.CreateICmpEQ(av, fv), i32), B.getInt32(~0u));
+    Value* fullw = B.CreateICmpEQ(gm, B.getInt32(~0u));
+    BasicBlock* segc = BasicBlock::Create(C, "msegc", F);
+    BasicBlock* segu0 = BasicBlock::Create(C, "msegu_test", F);
+    BasicBlock* segu = BasicBlock::Create(C, "msegu", F);
+    BasicBlock* rest = BasicBlock::Create(C, "mrest", F);
+    B.CreateCondBr(B.CreateAnd(fullw, isc), segc, segu0);
+    B.SetInsertPoint(segu0);
+    B.CreateCondBr(B.CreateAnd(fullw, isu), segu, rest);
+    for (int uni = 0; uni < 2; ++uni) {
+      B.SetInsertPoint(uni ? segu : segc);
+      uint64_t len = uni ? esize : uint64_t{esize} * 8;
+      Value* hosts[4];
+      Value* ok = B.getTrue();
+      for (int k = 0; k < 4; ++k) {
+        Value* f = B.CreateExtractElement(av, uint64_t(8 * k));
+        ok = B.CreateAnd(ok, B.CreateICmpEQ(B.CreateAnd(f, B.getInt64(esize - 1)), B.getInt64(0)));
+        ok = B.CreateAnd(ok, range(f, len, &hosts[k]));
+      }
+      BasicBlock* go = BasicBlock::Create(C, uni ? "msegu_go" : "msegc_go", F);
+      B.CreateCondBr(ok, go, rest);
+      B.SetInsertPoint(go);
+      auto* v8 = llvm::FixedVectorType::get(ety, 8);
+      Value* part[4];
+      for (int k = 0; k < 4; ++k) {
+        if (uni) part[k] = B.CreateVectorSplat(8, tag(B.CreateAlignedLoad(ety, hosts[k], al), false));
+        else part[k] = tag(B.CreateAlignedLoad(v8, hosts[k], al), false);
+      }
+      std::vector<int> c16(16), c32(32);
+      for (int l = 0; l < 16; ++l) c16[static_cast<size_t>(l)] = l;
+      for (int l = 0; l < 32; ++l) c32[static_cast<size_t>(l)] = l;
+      Value* lo = B.CreateShuffleVector(part[0], part[1], c16);
+      Value* hi = B.CreateShuffleVector(part[2], part[3], c16);
+      set(in.v[0], B.CreateShuffleVector(lo, hi, c32), act, sext);
+      B.CreateBr(done);
+    }
+    B.SetInsertPoint(rest);
   }
 
   // ld/st with the interpreter's checks; anything the fast path does not
