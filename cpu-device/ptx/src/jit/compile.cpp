@@ -346,6 +346,7 @@ constexpr size_t kOffKparamSize = offsetof(WarpHead, kparam_size);
 constexpr size_t kOffSpecials = offsetof(WarpHead, specials);
 constexpr size_t kOffCtaid = offsetof(WarpHead, ctaid);
 constexpr size_t kOffParked = offsetof(WarpHead, parked);
+constexpr size_t kOffResume = offsetof(WarpHead, resume);
 constexpr size_t kOffExcused = offsetof(WarpHead, excused);
 
 class Gen {
@@ -451,7 +452,8 @@ class Gen {
     B.SetInsertPoint(reentry);
     for (uint32_t s = 0; s < fn_.num_slots; ++s)
       if (slot_a_[s] && saved_[s]) B.CreateStore(load_file(s), slot_a_[s]);
-    B.CreateBr(dispatch_);
+    resume_ = BasicBlock::Create(C, "resume", F);
+    B.CreateCondBr(B.CreateICmpNE(B.CreateLoad(i32, field(kOffResume)), B.getInt32(0)), resume_, dispatch_);
     B.SetInsertPoint(leave_store_);
     for (uint32_t s = 0; s < fn_.num_slots; ++s)
       if (slot_a_[s] && saved_[s]) store_file(s, B.CreateLoad(slot_ty(s), slot_a_[s]));
@@ -476,6 +478,15 @@ class Gen {
     sw->addCase(B.getInt32(kPcDone), done);
     for (size_t pc = 0; pc < n; ++pc)
       if (leader_[pc]) sw->addCase(B.getInt32(static_cast<uint32_t>(pc)), bb_[pc]);
+    // After a barrier every live lane left at one pc: straight there.
+    B.SetInsertPoint(resume_);
+    B.CreateStore(B.getInt32(0), field(kOffResume));
+    B.CreateStore(B.CreateLoad(i32, field(kOffCurMask)), mask_a);
+    B.CreateStore(B.getInt32(kNoPc), wait_a);
+    auto* rsw = B.CreateSwitch(B.CreateLoad(i32, field(kOffCurPc)), dispatch_, 4);
+    for (size_t pc = 0; pc + 1 < n; ++pc)
+      if (fn_.code[pc].kind == Kind::kBar && leader_[pc + 1])
+        rsw->addCase(B.getInt32(static_cast<uint32_t>(pc + 1)), bb_[pc + 1]);
     B.SetInsertPoint(done);
     leave_code_->addIncoming(B.getInt32(kRunDone), done);
     B.CreateBr(leave_);
@@ -521,6 +532,7 @@ class Gen {
   std::vector<Native> natives_;
   std::vector<BasicBlock*> bb_;
   BasicBlock* fresh_ = nullptr;
+  BasicBlock* resume_ = nullptr;
   BasicBlock *dispatch_ = nullptr, *leave_ = nullptr, *leave_store_ = nullptr;
   llvm::PHINode* leave_code_ = nullptr;
   std::string error_;
@@ -998,9 +1010,9 @@ class Gen {
           B.CreateCondBr(B.CreateICmpNE(gm, B.getInt32(0)), some, cont);
           B.SetInsertPoint(some);
           store_field32(kOffCurMask, m_);
-          B.CreateCall(helper_ty({ptr, i32, i32}, B.getVoidTy()), helper(reinterpret_cast<void*>(&rgpu_jit_barrier)),
-                       {W, gm, B.getInt32(static_cast<uint32_t>(pc + 1))});
-          to_dispatch();
+          Value* gone = B.CreateCall(helper_ty({ptr, i32, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_barrier)),
+                                     {W, gm, B.getInt32(static_cast<uint32_t>(pc + 1))});
+          B.CreateCondBr(B.CreateICmpNE(gone, B.getInt32(0)), leave_store_, dispatch_);
           B.SetInsertPoint(cont);
           break;
         }

@@ -61,6 +61,7 @@ struct Runner {
     w.cur_mask = exists;
     w.wait_min = kNoPc;
     w.fresh = 1;
+    w.resume = 0;
     size_t need = static_cast<size_t>(fn.num_slots) * 32;
     if (w.reg_file.size() < need) w.reg_file.resize(need);
     w.regs = w.reg_file.data();
@@ -133,6 +134,19 @@ struct Runner {
         w.at_barrier = false;
         w.blocked = 0;
         w.cur_mask = 0;
+        // The common case, every live lane at one pc: the code resumes
+        // there without asking the scheduler.
+        if (w.parked == 0 && w.live) {
+          uint32_t p = w.pc[__builtin_ctz(w.live)];
+          bool one = true;
+          for (uint32_t r = w.live; r && one; r &= r - 1) one = w.pc[__builtin_ctz(r)] == p;
+          if (one) {
+            w.cur_pc = p;
+            w.cur_mask = w.live;
+            w.wait_min = kNoPc;
+            w.resume = 1;
+          }
+        }
       }
     }
   }
@@ -257,10 +271,15 @@ void rgpu_jit_exit(WarpState* w, uint32_t m) {
   w->live &= ~m;
 }
 
-void rgpu_jit_barrier(WarpState* w, uint32_t m, uint32_t next_pc) {
+// Returns 1 when no lane of the warp is left to run (the warp leaves for
+// the barrier; rgpu_jit_schedule would say kPcBarrier), else 0.
+uint32_t rgpu_jit_barrier(WarpState* w, uint32_t m, uint32_t next_pc) {
   w->blocked |= m;
   for (uint32_t r = w->cur_mask; r; r &= r - 1) w->pc[__builtin_ctz(r)] = next_pc;
   w->cur_mask = 0;
+  if ((w->live & ~w->blocked) || w->parked) return 0;
+  w->wait_min = kNoPc;
+  return 1;
 }
 
 uint32_t rgpu_jit_watchdog(WarpState* w) {

@@ -47,6 +47,9 @@ struct WarpHead {
   // Warp-sync instructions: lanes waiting for the rest of their member
   // mask, and lanes released to go on without them (as the interpreter).
   uint32_t parked = 0, excused = 0;
+  // 1: the runner released a barrier at which every live lane waited at one
+  // pc; cur_pc and cur_mask hold that group, nothing else waits.
+  uint32_t resume = 0;
 };
 
 // One warp: the head, and what only the helpers and the runner use.
@@ -82,7 +85,7 @@ uint32_t rgpu_jit_schedule(WarpState* w);
 void rgpu_jit_merge(WarpState* w);
 void rgpu_jit_diverge(WarpState* w, uint32_t taken, uint32_t target, uint32_t fall);
 void rgpu_jit_exit(WarpState* w, uint32_t m);
-void rgpu_jit_barrier(WarpState* w, uint32_t m, uint32_t next_pc);
+uint32_t rgpu_jit_barrier(WarpState* w, uint32_t m, uint32_t next_pc);
 uint32_t rgpu_jit_watchdog(WarpState* w);
 uint32_t rgpu_jit_op(WarpState* w, const Inst* in, uint32_t m);
 uint32_t rgpu_jit_trap(WarpState* w, const Inst* in);
