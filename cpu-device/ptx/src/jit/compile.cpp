@@ -4,34 +4,41 @@
 //
 // Shape of the code. A warp's 32 lanes are one vector: an instruction is a
 // few AVX operations over <32 x i32> or <32 x i64>, and the running group's
-// lane mask (an i32) selects the lanes it writes. Registers stay where the
-// interpreter keeps them (slot * 32 + lane, 64 bits), except those that only
-// ever hold 32-bit values, which live in a 32-bit file of the compiler's own
-// (half the vector work); scoped alias metadata tells LLVM that registers
-// and device memory never overlap, so it forwards and combines register
-// accesses across memory operations. Keeping registers in memory rather than
-// in SSA values makes compile time linear in the kernel's size: a first
-// version with one SSA value per register built a phi for every register at
-// every join and took minutes on larger kernels.
+// lane mask (an i32) selects the lanes it writes. Registers are locals of
+// the function (allocas that LLVM's mem2reg makes SSA values); registers
+// that only ever hold 32-bit values are 32-bit vectors (half the vector
+// work). What keeps that affordable is per-thread liveness over the PTX
+// control flow: a write merges with the inactive lanes' old values only for
+// registers live where lanes can wait (a leader), so most registers have no
+// phi at joins; only registers live after a bar.sync go to the warp's
+// register file when the warp leaves there and come back on re-entry; an
+// instruction run by an interpreter's handler gets its registers spilled to
+// the file and its results reloaded.
 //
 // Control flow follows the interpreter exactly: basic blocks start at the
-// pcs where lanes can wait (branch targets, after branches and barriers); a
-// uniform branch is a jump, a divergent one records each lane's pc and asks
-// the scheduler helper for the lowest group, and waiting lanes join when the
-// running group reaches their pc. So warp-level instructions see the same
-// active masks as in the interpreter. A barrier returns to the block runner,
-// which runs the block's other warps and re-enters.
+// pcs where lanes can wait (branch targets, after branches and barriers,
+// warp-sync instructions); a uniform branch is a jump, a divergent one
+// records each lane's pc and asks the scheduler helper for the lowest
+// group, and waiting lanes join when the running group reaches their pc. So
+// warp-level instructions see the same active masks as in the interpreter.
+// A barrier returns to the block runner, which runs the block's other warps
+// and re-enters (straight at the barrier's pc when every lane waits there).
+// Warp-sync instructions follow the interpreter's waiting rule in a helper;
+// a shuffle of a full warp with constant lane/clamp operands is one vector
+// shuffle.
 //
 // Compiled natively: integer and f32/f64 arithmetic, comparisons, selects,
 // conversions, predicate logic, cvta to global and shared, loads and stores
-// in the global, shared, const and kernel parameter spaces. A warp's global
-// access is checked with one call to the memory checker for its span, as the
-// interpreter does; anything the fast path does not accept (misaligned,
-// refused, out of bounds) runs the interpreter's own handler, which checks
-// lane by lane and reports the same fault. Every other instruction (atomics,
-// shuffles, votes, match, redux, transcendental functions, half precision,
-// generic addresses, ...) calls the interpreter's handler on the warp's
-// register file, so its semantics, member masks included, are the
+// in the global, shared, const and kernel parameter spaces. A warp's access
+// is checked once for its common shapes (an address known when compiling,
+// a full warp at consecutive addresses, loads by groups of 8 lanes each
+// consecutive or uniform), else its span with one call to the memory
+// checker, as the interpreter does; anything the fast paths do not accept
+// (misaligned, refused, out of bounds) runs the interpreter's own handler,
+// which checks lane by lane and reports the same fault. Every other
+// instruction (atomics, votes, match, redux, transcendental functions, half
+// precision, generic addresses, ...) calls the interpreter's handler on the
+// warp's register file, so its semantics, member masks included, are the
 // interpreter's by construction. Kernels with calls, printf/assert or
 // bar.red run interpreted.
 #include <chrono>
