@@ -41,6 +41,7 @@
 // warp's register file, so its semantics, member masks included, are the
 // interpreter's by construction. Kernels with calls, printf/assert or
 // bar.red run interpreted.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -978,6 +979,26 @@ class Gen {
             B.SetInsertPoint(none);
             jump(pc + 1);
             B.SetInsertPoint(split);
+            if (t != pc + 1) {
+              // The lower of the two pcs runs next when no waiting lane is
+              // lower still (what the scheduler would pick): the other
+              // group waits, and no lane loop is needed for the running one.
+              uint32_t lo = static_cast<uint32_t>(std::min<size_t>(t, pc + 1));
+              uint32_t hi = static_cast<uint32_t>(std::max<size_t>(t, pc + 1));
+              Value* grp = t < pc + 1 ? gm : B.CreateAnd(m_, B.CreateNot(gm));
+              Value* oth = B.CreateXor(m_, grp);
+              Value* w = B.CreateLoad(i32, wait_a);
+              BasicBlock* quick = BasicBlock::Create(C, "split_quick", F);
+              BasicBlock* sched = BasicBlock::Create(C, "split_sched", F);
+              B.CreateCondBr(B.CreateICmpULT(B.getInt32(lo), w), quick, sched);
+              B.SetInsertPoint(quick);
+              B.CreateCall(helper_ty({ptr, i32, i32}, B.getVoidTy()), helper(reinterpret_cast<void*>(&rgpu_jit_wait)),
+                           {W, oth, B.getInt32(hi)});
+              B.CreateStore(B.CreateBinaryIntrinsic(llvm::Intrinsic::umin, w, B.getInt32(hi)), wait_a);
+              m_ = grp;
+              jump(lo);
+              B.SetInsertPoint(sched);
+            }
             store_field32(kOffCurMask, m_);
             B.CreateCall(helper_ty({ptr, i32, i32, i32}, B.getVoidTy()),
                          helper(reinterpret_cast<void*>(&rgpu_jit_diverge)),

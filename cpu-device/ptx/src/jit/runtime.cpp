@@ -266,6 +266,11 @@ void rgpu_jit_diverge(WarpState* w, uint32_t taken, uint32_t target, uint32_t fa
   w->cur_mask = 0;
 }
 
+// Lanes m wait at pc while the rest of their group runs on.
+void rgpu_jit_wait(WarpState* w, uint32_t m, uint32_t pc) {
+  for (; m; m &= m - 1) w->pc[__builtin_ctz(m)] = pc;
+}
+
 void rgpu_jit_exit(WarpState* w, uint32_t m) {
   w->exited |= m;
   w->live &= ~m;
