@@ -1015,11 +1015,20 @@ class Gen {
           BasicBlock* empty = BasicBlock::Create(C, "empty", F);
           B.CreateCondBr(B.CreateICmpNE(gm, B.getInt32(0)), some, cont);
           B.SetInsertPoint(some);
-          B.CreateCall(helper_ty({ptr, i32}, B.getVoidTy()), helper(reinterpret_cast<void*>(&rgpu_jit_exit)), {W, gm});
+          Value* over = B.CreateCall(helper_ty({ptr, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_exit)), {W, gm});
           Value* rest = B.CreateAnd(m_, B.CreateNot(gm));
           B.CreateCondBr(B.CreateICmpEQ(rest, B.getInt32(0)), empty, cont);
           B.SetInsertPoint(empty);
           store_field32(kOffCurMask, B.getInt32(0));
+          {
+            // The warp's last lanes: done, without asking the scheduler.
+            BasicBlock* fin = BasicBlock::Create(C, "finished", F);
+            BasicBlock* more = BasicBlock::Create(C, "others", F);
+            B.CreateCondBr(B.CreateICmpNE(over, B.getInt32(0)), fin, more);
+            B.SetInsertPoint(fin);
+            leave_with(kRunDone);
+            B.SetInsertPoint(more);
+          }
           to_dispatch();
           B.SetInsertPoint(cont);
           llvm::PHINode* nm = B.CreatePHI(i32, 2);

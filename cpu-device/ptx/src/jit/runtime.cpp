@@ -47,9 +47,8 @@ struct Runner {
     w.ctaid[0] = ctaid[0];
     w.ctaid[1] = ctaid[1];
     w.ctaid[2] = ctaid[2];
-    uint32_t exists = 0;
-    for (uint32_t l = 0; l < 32; ++l)
-      if (index * 32 + l < nthreads) exists |= 1u << l;
+    const uint32_t have = nthreads > index * 32 ? nthreads - index * 32 : 0;
+    const uint32_t exists = have >= 32 ? kFullMask : (1u << have) - 1;
     w.live = exists;
     w.exited = 0;
     w.blocked = 0;
@@ -271,9 +270,14 @@ void rgpu_jit_wait(WarpState* w, uint32_t m, uint32_t pc) {
   for (; m; m &= m - 1) w->pc[__builtin_ctz(m)] = pc;
 }
 
-void rgpu_jit_exit(WarpState* w, uint32_t m) {
+// Returns 1 when no lane of the warp is left (rgpu_jit_schedule would say
+// kPcDone).
+uint32_t rgpu_jit_exit(WarpState* w, uint32_t m) {
   w->exited |= m;
   w->live &= ~m;
+  if (w->live) return 0;
+  w->wait_min = kNoPc;
+  return 1;
 }
 
 // Returns 1 when no lane of the warp is left to run (the warp leaves for

@@ -84,7 +84,7 @@ extern "C" {
 uint32_t rgpu_jit_schedule(WarpState* w);
 void rgpu_jit_merge(WarpState* w);
 void rgpu_jit_diverge(WarpState* w, uint32_t taken, uint32_t target, uint32_t fall);
-void rgpu_jit_exit(WarpState* w, uint32_t m);
+uint32_t rgpu_jit_exit(WarpState* w, uint32_t m);
 void rgpu_jit_wait(WarpState* w, uint32_t m, uint32_t pc);
 uint32_t rgpu_jit_barrier(WarpState* w, uint32_t m, uint32_t next_pc);
 uint32_t rgpu_jit_watchdog(WarpState* w);
