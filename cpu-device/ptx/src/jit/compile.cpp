@@ -47,6 +47,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -1702,10 +1703,23 @@ const CompiledKernel* kernel_code(const ProgramImpl& p, ProgramJit& pj, int k, c
     auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
     RGPU_DEBUG("ptx jit kernel=%s compiled=yes instructions=%zu ms=%.1f build_ms=%.1f opt_ms=%.1f codegen_ms=%.1f",
                kname.c_str(), unit.functions[0].code.size(), ck->compile_ms, ms(t0, t1), ms(t1, t2), ms(t2, t3));
-    pj.code[static_cast<size_t>(k)] = ck.get();
+    pj.code[static_cast<size_t>(k)].store(ck.get(), std::memory_order_release);
     e.kernels.push_back(std::move(ck));
   });
-  return pj.code[static_cast<size_t>(k)];
+  return pj.code[static_cast<size_t>(k)].load(std::memory_order_acquire);
+}
+
+const CompiledKernel* kernel_code_background(const ProgramImpl& p, ProgramJit& pj, int k, const KernelUnit& unit) {
+  const size_t i = static_cast<size_t>(k);
+  if (const CompiledKernel* ck = pj.code[i].load(std::memory_order_acquire)) return ck;
+  if (pj.started[i].exchange(true)) return nullptr;  // compiling, or refused
+  std::lock_guard<std::mutex> lock(pj.threads_mu);
+  try {
+    pj.threads.emplace_back([&p, &pj, k, &unit] { kernel_code(p, pj, k, unit); });
+  } catch (const std::system_error&) {
+    return kernel_code(p, pj, k, unit);  // no thread to be had: compile here
+  }
+  return nullptr;
 }
 
 }  // namespace rgpu::ptx::jit

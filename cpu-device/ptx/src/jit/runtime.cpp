@@ -14,6 +14,7 @@
 namespace rgpu::ptx::jit {
 
 Policy policy(const LaunchEnv& env) {
+  if (env.jit == 2) return Policy::kBackground;
   if (env.jit >= 0) return env.jit ? Policy::kAlways : Policy::kOff;
   const char* v = getenv("RGPU_CPU_JIT");
   if (v && !strcmp(v, "0")) return Policy::kOff;
