@@ -2,6 +2,7 @@
 // at parse(), each kernel parsed and decoded when first prepared; and the
 // PTX constants and declarations that large nvcc modules carry.
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "harness.h"
@@ -69,6 +70,54 @@ TEST(PtxLazy, MalformedKernelFailsOnlyWhenUsed) {
   EXPECT_EQ(out[0], 32u);
   EXPECT_EQ(m.kernel("good").static_shared_bytes, 64u);
 }
+
+// LaunchEnv::jit = 2: the first launch starts the compile on a thread of
+// its own and runs interpreted; later launches run interpreted until the
+// code is ready, then compiled, with the same results throughout. A module
+// dropped while its compile runs waits for it.
+TEST(PtxLazy, BackgroundCompileTakesOverWhileLaunchesGoOn) {
+  {
+    Module probe(kTwoKernels, Decode::kOnUse);
+    ASSERT_TRUE(probe.ok());
+    std::vector<uint32_t> out(1, 0);
+    DeviceTable mem;
+    auto args = probe.args("good");
+    args.add(mem.add(out));
+    LaunchEnv env;
+    env.jit = 1;
+    LaunchResult r = probe.launch("good", {1}, {32}, args, mem, 0, env);
+    ASSERT_TRUE(r.ok()) << r.message;
+    if (!r.compiled) GTEST_SKIP() << "built without the compiled path";
+  }
+  Module m(kTwoKernels, Decode::kOnUse);
+  ASSERT_TRUE(m.ok());
+  std::vector<uint32_t> out(1, 0);
+  DeviceTable mem;
+  auto args = m.args("good");
+  args.add(mem.add(out));
+  LaunchEnv env;
+  env.jit = 2;
+  LaunchResult first = m.launch("good", {1}, {32}, args, mem, 0, env);
+  ASSERT_TRUE(first.ok()) << first.message;
+  EXPECT_FALSE(first.compiled);
+  EXPECT_EQ(out[0], 32u);
+  bool compiled = false;
+  for (int i = 0; i < 3000 && !compiled; ++i) {
+    out[0] = 0;
+    LaunchResult r = m.launch("good", {1}, {32}, args, mem, 0, env);
+    ASSERT_TRUE(r.ok()) << r.message;
+    ASSERT_EQ(out[0], 32u) << "launch " << i << (r.compiled ? " compiled" : " interpreted");
+    compiled = r.compiled;
+    if (!compiled) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(compiled);
+
+  Module dropped(kTwoKernels, Decode::kOnUse);
+  ASSERT_TRUE(dropped.ok());
+  auto dargs = dropped.args("good");
+  dargs.add(mem.add(out));
+  ASSERT_TRUE(dropped.launch("good", {1}, {32}, dargs, mem, 0, env).ok());
+}  // `dropped` goes while its compile may still run
 
 TEST(PtxLazy, KernelsPreparedFromManyThreadsAgree) {
   // A module of 32 copies of one kernel, prepared concurrently.

@@ -178,11 +178,13 @@ LaunchResult Program::launch(int kernel_index, Dim3 grid, Dim3 block, uint32_t d
     return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
   };
   jit::Policy policy = p.jit ? jit::policy(env) : jit::Policy::kOff;
-  if (policy == jit::Policy::kAlways ||
+  if (policy == jit::Policy::kAlways || policy == jit::Policy::kBackground ||
       (policy == jit::Policy::kHot && p.jit->interpreted[static_cast<size_t>(kernel_index)].load(
                                           std::memory_order_relaxed) >= jit::kHotInstructions)) {
     const uint64_t before = thread_cpu_ns();
-    const jit::CompiledKernel* ck = jit::kernel_code(p, *p.jit, kernel_index, unit);
+    const jit::CompiledKernel* ck = policy == jit::Policy::kAlways
+                                        ? jit::kernel_code(p, *p.jit, kernel_index, unit)
+                                        : jit::kernel_code_background(p, *p.jit, kernel_index, unit);
     compile_cpu_ns = thread_cpu_ns() - before;  // near 0 once compiled (or refused)
     if (ck) {
       work = [&st, ck] { jit::run_worker(st, *ck); };

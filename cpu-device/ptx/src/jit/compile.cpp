@@ -4,40 +4,50 @@
 //
 // Shape of the code. A warp's 32 lanes are one vector: an instruction is a
 // few AVX operations over <32 x i32> or <32 x i64>, and the running group's
-// lane mask (an i32) selects the lanes it writes. Registers stay where the
-// interpreter keeps them (slot * 32 + lane, 64 bits), except those that only
-// ever hold 32-bit values, which live in a 32-bit file of the compiler's own
-// (half the vector work); scoped alias metadata tells LLVM that registers
-// and device memory never overlap, so it forwards and combines register
-// accesses across memory operations. Keeping registers in memory rather than
-// in SSA values makes compile time linear in the kernel's size: a first
-// version with one SSA value per register built a phi for every register at
-// every join and took minutes on larger kernels.
+// lane mask (an i32) selects the lanes it writes. Registers are locals of
+// the function (allocas that LLVM's mem2reg makes SSA values); registers
+// that only ever hold 32-bit values are 32-bit vectors (half the vector
+// work). What keeps that affordable is per-thread liveness over the PTX
+// control flow: a write merges with the inactive lanes' old values only for
+// registers live where lanes can wait (a leader), so most registers have no
+// phi at joins; only registers live after a bar.sync go to the warp's
+// register file when the warp leaves there and come back on re-entry; an
+// instruction run by an interpreter's handler gets its registers spilled to
+// the file and its results reloaded.
 //
 // Control flow follows the interpreter exactly: basic blocks start at the
-// pcs where lanes can wait (branch targets, after branches and barriers); a
-// uniform branch is a jump, a divergent one records each lane's pc and asks
-// the scheduler helper for the lowest group, and waiting lanes join when the
-// running group reaches their pc. So warp-level instructions see the same
-// active masks as in the interpreter. A barrier returns to the block runner,
-// which runs the block's other warps and re-enters.
+// pcs where lanes can wait (branch targets, after branches and barriers,
+// warp-sync instructions); a uniform branch is a jump, a divergent one
+// records each lane's pc and asks the scheduler helper for the lowest
+// group, and waiting lanes join when the running group reaches their pc. So
+// warp-level instructions see the same active masks as in the interpreter.
+// A barrier returns to the block runner, which runs the block's other warps
+// and re-enters (straight at the barrier's pc when every lane waits there).
+// Warp-sync instructions follow the interpreter's waiting rule in a helper;
+// a shuffle of a full warp with constant lane/clamp operands is one vector
+// shuffle.
 //
 // Compiled natively: integer and f32/f64 arithmetic, comparisons, selects,
 // conversions, predicate logic, cvta to global and shared, loads and stores
-// in the global, shared, const and kernel parameter spaces. A warp's global
-// access is checked with one call to the memory checker for its span, as the
-// interpreter does; anything the fast path does not accept (misaligned,
-// refused, out of bounds) runs the interpreter's own handler, which checks
-// lane by lane and reports the same fault. Every other instruction (atomics,
-// shuffles, votes, match, redux, transcendental functions, half precision,
-// generic addresses, ...) calls the interpreter's handler on the warp's
-// register file, so its semantics, member masks included, are the
+// in the global, shared, const and kernel parameter spaces. A warp's access
+// is checked once for its common shapes (an address known when compiling,
+// a full warp at consecutive addresses, loads by groups of 8 lanes each
+// consecutive or uniform), else its span with one call to the memory
+// checker, as the interpreter does; anything the fast paths do not accept
+// (misaligned, refused, out of bounds) runs the interpreter's own handler,
+// which checks lane by lane and reports the same fault. Every other
+// instruction (atomics, votes, match, redux, transcendental functions, half
+// precision, generic addresses, ...) calls the interpreter's handler on the
+// warp's register file, so its semantics, member masks included, are the
 // interpreter's by construction. Kernels with calls, printf/assert or
 // bar.red run interpreted.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -46,7 +56,10 @@
 #pragma GCC diagnostic ignored "-Wredundant-move"
 #pragma GCC diagnostic ignored "-Wpessimizing-move"
 #endif
+#include <llvm/ExecutionEngine/JITEventListener.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h>
+#include <llvm/ExecutionEngine/SectionMemoryManager.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/IRBuilder.h>
@@ -57,6 +70,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
@@ -105,7 +119,20 @@ std::shared_ptr<Engine> make_engine(std::string* err) {
     *err = take_error(tm.takeError());
     return nullptr;
   }
-  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*jtmb).create();
+  llvm::orc::LLJITBuilder builder;
+  builder.setJITTargetMachineBuilder(*jtmb);
+  // RGPU_CPU_JIT_PERF=1: compiled kernels are visible to `perf record -k 1`
+  // after `perf inject --jit` (a developer's profiling aid).
+  if (const char* pv = getenv("RGPU_CPU_JIT_PERF"); pv && !strcmp(pv, "1")) {
+    builder.setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession& es, const llvm::Triple&) {
+      auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+          es, [] { return std::make_unique<llvm::SectionMemoryManager>(); });
+      if (llvm::JITEventListener* l = llvm::JITEventListener::createPerfJITEventListener())
+        layer->registerJITEventListener(*l);
+      return layer;
+    });
+  }
+  auto jit = builder.create();
   if (!jit) {
     *err = take_error(jit.takeError());
     return nullptr;
@@ -325,6 +352,11 @@ constexpr size_t kOffShared = offsetof(WarpHead, shared);
 constexpr size_t kOffKparams = offsetof(WarpHead, kparams);
 constexpr size_t kOffSharedSize = offsetof(WarpHead, shared_size);
 constexpr size_t kOffKparamSize = offsetof(WarpHead, kparam_size);
+constexpr size_t kOffSpecials = offsetof(WarpHead, specials);
+constexpr size_t kOffCtaid = offsetof(WarpHead, ctaid);
+constexpr size_t kOffParked = offsetof(WarpHead, parked);
+constexpr size_t kOffResume = offsetof(WarpHead, resume);
+constexpr size_t kOffExcused = offsetof(WarpHead, excused);
 
 class Gen {
  public:
@@ -373,21 +405,45 @@ class Gen {
     kparam_size_ = B.CreateLoad(i64, field(kOffKparamSize));
     B.CreateStore(B.CreateLoad(i64, field(kOffBudget)), budget_a);
     B.CreateStore(B.getInt64(0), exec_a);
+    // Registers are locals of the function (allocas that LLVM turns into SSA
+    // values); only those live across a barrier go to the warp's register
+    // file when the warp leaves there, and come back when it re-enters.
+    slot_a_.assign(fn_.num_slots, nullptr);
+    for (uint32_t s = 0; s < fn_.num_slots; ++s)
+      if (used_[s] && !const_[s]) slot_a_[s] = B.CreateAlloca(slot_ty(s), nullptr, "r" + std::to_string(s));
     dispatch_ = BasicBlock::Create(C, "dispatch", F);
+    BasicBlock* reentry = BasicBlock::Create(C, "reentry", F);
     {
       // A fresh warp: every lane at pc 0, nothing waiting; no need to ask
       // the scheduler.
       BasicBlock* fresh = BasicBlock::Create(C, "fresh", F);
-      B.CreateCondBr(B.CreateICmpNE(B.CreateLoad(i32, field(kOffFresh)), B.getInt32(0)), fresh, dispatch_);
+      B.CreateCondBr(B.CreateICmpNE(B.CreateLoad(i32, field(kOffFresh)), B.getInt32(0)), fresh, reentry);
       B.SetInsertPoint(fresh);
       B.CreateStore(B.getInt32(0), field(kOffFresh));
-      // The runner initialized slots in the 64-bit file.
-      for (const SlotInit& si : fn_.inits)
-        if (narrow_[si.slot])
-          tag(B.CreateAlignedStore(B.CreateTrunc(tag(B.CreateAlignedLoad(vty(64), reg_addr(si.slot), llvm::Align(8)), true),
-                                                 vty(32)),
-                                   nreg_addr(si.slot), llvm::Align(4)),
-              true);
+      // Registers start at zero, but for those the runner initialized in the
+      // 64-bit file.
+      std::vector<bool> inited(fn_.num_slots, false);
+      Value* specials = B.CreateLoad(ptr, field(kOffSpecials));
+      for (const SlotInit& si : fn_.inits) {
+        if (!slot_a_[si.slot]) continue;
+        Value* v;
+        if (si.kind == SlotInit::Kind::kImm) {
+          v = splat(64, si.value);
+        } else if (si.kind == SlotInit::Kind::kSpecial && (si.index == kCtaidX || si.index == kCtaidY ||
+                                                            si.index == kCtaidZ)) {
+          Value* c = B.CreateLoad(i32, field(kOffCtaid + 4 * (si.index - kCtaidX)));
+          v = B.CreateVectorSplat(32, B.CreateZExt(c, i64));
+        } else if (si.kind == SlotInit::Kind::kSpecial) {
+          Value* p = B.CreateConstInBoundsGEP1_64(i32, specials, uint64_t{si.index} * 32);
+          v = B.CreateZExt(tag(B.CreateAlignedLoad(vty(32), p, llvm::Align(4)), true), vty(64));
+        } else {
+          v = tag(B.CreateAlignedLoad(vty(64), reg_addr(si.slot), llvm::Align(8)), true);
+        }
+        B.CreateStore(narrow_[si.slot] ? B.CreateTrunc(v, vty(32)) : v, slot_a_[si.slot]);
+        inited[si.slot] = true;
+      }
+      for (uint32_t s = 0; s < fn_.num_slots; ++s)
+        if (slot_a_[s] && !inited[s] && waits_[s]) B.CreateStore(llvm::Constant::getNullValue(slot_ty(s)), slot_a_[s]);
       B.CreateStore(B.CreateLoad(i32, field(kOffCurMask)), mask_a);
       B.CreateStore(B.getInt32(kNoPc), wait_a);
       fresh_ = B.GetInsertBlock();
@@ -402,7 +458,14 @@ class Gen {
     B.CreateStore(B.CreateAdd(ex, B.CreateLoad(i64, exec_a)), field(kOffExecuted));
     B.CreateStore(B.CreateLoad(i64, budget_a), field(kOffBudget));
     B.CreateRet(leave_code_);
+    B.SetInsertPoint(reentry);
+    for (uint32_t s = 0; s < fn_.num_slots; ++s)
+      if (slot_a_[s] && saved_[s]) B.CreateStore(load_file(s), slot_a_[s]);
+    resume_ = BasicBlock::Create(C, "resume", F);
+    B.CreateCondBr(B.CreateICmpNE(B.CreateLoad(i32, field(kOffResume)), B.getInt32(0)), resume_, dispatch_);
     B.SetInsertPoint(leave_store_);
+    for (uint32_t s = 0; s < fn_.num_slots; ++s)
+      if (slot_a_[s] && saved_[s]) store_file(s, B.CreateLoad(slot_ty(s), slot_a_[s]));
     leave_code_->addIncoming(B.getInt32(kRunBarrier), B.GetInsertBlock());
     B.CreateBr(leave_);
 
@@ -424,6 +487,15 @@ class Gen {
     sw->addCase(B.getInt32(kPcDone), done);
     for (size_t pc = 0; pc < n; ++pc)
       if (leader_[pc]) sw->addCase(B.getInt32(static_cast<uint32_t>(pc)), bb_[pc]);
+    // After a barrier every live lane left at one pc: straight there.
+    B.SetInsertPoint(resume_);
+    B.CreateStore(B.getInt32(0), field(kOffResume));
+    B.CreateStore(B.CreateLoad(i32, field(kOffCurMask)), mask_a);
+    B.CreateStore(B.getInt32(kNoPc), wait_a);
+    auto* rsw = B.CreateSwitch(B.CreateLoad(i32, field(kOffCurPc)), dispatch_, 4);
+    for (size_t pc = 0; pc + 1 < n; ++pc)
+      if (fn_.code[pc].kind == Kind::kBar && leader_[pc + 1])
+        rsw->addCase(B.getInt32(static_cast<uint32_t>(pc + 1)), bb_[pc + 1]);
     B.SetInsertPoint(done);
     leave_code_->addIncoming(B.getInt32(kRunDone), done);
     B.CreateBr(leave_);
@@ -457,11 +529,19 @@ class Gen {
   llvm::AllocaInst *mask_a = nullptr, *wait_a = nullptr, *budget_a = nullptr, *exec_a = nullptr;
   llvm::MDNode *regs_scope_ = nullptr, *mem_scope_ = nullptr;
   std::vector<bool> used_, const_, leader_, narrow_;
+  std::vector<bool> saved_;                 // live across a barrier
+  std::vector<uint8_t> known_;              // 1: every write moves known_val_ in
+  std::vector<uint64_t> known_val_;
+  // Live where lanes can wait (at some leader): a write by one group must
+  // keep the other lanes' values. Slots that are not need no merge.
+  std::vector<bool> waits_;
+  std::vector<llvm::AllocaInst*> slot_a_;   // per used, non-constant slot
   std::vector<bool> handler_reads_;  // operands of instructions run by the interpreter's handlers
   std::vector<uint64_t> const_val_;
   std::vector<Native> natives_;
   std::vector<BasicBlock*> bb_;
   BasicBlock* fresh_ = nullptr;
+  BasicBlock* resume_ = nullptr;
   BasicBlock *dispatch_ = nullptr, *leave_ = nullptr, *leave_store_ = nullptr;
   llvm::PHINode* leave_code_ = nullptr;
   std::string error_;
@@ -496,11 +576,9 @@ class Gen {
     unsigned w = 64;
     if (const_[s]) {
       v = splat(64, const_val_[s]);
-    } else if (narrow_[s]) {
-      v = tag(B.CreateAlignedLoad(vty(32), nreg_addr(s), llvm::Align(4)), true);
-      w = 32;
     } else {
-      v = tag(B.CreateAlignedLoad(vty(64), reg_addr(s), llvm::Align(8)), true);
+      v = B.CreateLoad(slot_ty(s), slot_a_[s]);
+      if (narrow_[s]) w = 32;
     }
     if (bits < w) return B.CreateTrunc(v, vty(bits));
     if (bits > w) return B.CreateZExt(v, vty(bits));
@@ -520,13 +598,25 @@ class Gen {
         return;
       }
       if (n < 32) v = B.CreateZExt(v, vty(32));
-      Value* old = tag(B.CreateAlignedLoad(vty(32), nreg_addr(s), llvm::Align(4)), true);
-      tag(B.CreateAlignedStore(B.CreateSelect(active, v, old), nreg_addr(s), llvm::Align(4)), true);
+    } else if (n < 64) {
+      v = sext ? B.CreateSExt(v, vty(64)) : B.CreateZExt(v, vty(64));
+    }
+    if (!waits_[s]) {
+      B.CreateStore(v, slot_a_[s]);
       return;
     }
-    if (n < 64) v = sext ? B.CreateSExt(v, vty(64)) : B.CreateZExt(v, vty(64));
-    Value* old = tag(B.CreateAlignedLoad(vty(64), reg_addr(s), llvm::Align(8)), true);
-    tag(B.CreateAlignedStore(B.CreateSelect(active, v, old), reg_addr(s), llvm::Align(8)), true);
+    Value* old = B.CreateLoad(slot_ty(s), slot_a_[s]);
+    B.CreateStore(B.CreateSelect(active, v, old), slot_a_[s]);
+  }
+  llvm::Type* slot_ty(uint32_t s) { return vty(narrow_[s] ? 32 : 64); }
+  // Slot s in the warp's register file (the 32-bit one for narrow slots).
+  Value* load_file(uint32_t s) {
+    if (narrow_[s]) return tag(B.CreateAlignedLoad(vty(32), nreg_addr(s), llvm::Align(4)), true);
+    return tag(B.CreateAlignedLoad(vty(64), reg_addr(s), llvm::Align(8)), true);
+  }
+  void store_file(uint32_t s, Value* v) {
+    if (narrow_[s]) tag(B.CreateAlignedStore(v, nreg_addr(s), llvm::Align(4)), true);
+    else tag(B.CreateAlignedStore(v, reg_addr(s), llvm::Align(8)), true);
   }
   void setf(uint32_t s, Value* v, Value* active) {
     bool dbl = v->getType()->getScalarType()->isDoubleTy();
@@ -547,6 +637,12 @@ class Gen {
         if (pc + 1 < n) leader_[pc + 1] = true;
       }
       if (in.kind == Kind::kBar && pc + 1 < n) leader_[pc + 1] = true;
+      // Lanes park at a warp-sync instruction, and those of the group the
+      // guard leaves out go on after it.
+      if (in.kind == Kind::kWarpSync) {
+        leader_[pc] = true;
+        if (pc + 1 < n) leader_[pc + 1] = true;
+      }
     }
     uint32_t ns = fn_.num_slots;
     used_.assign(ns, false);
@@ -561,6 +657,13 @@ class Gen {
     for (size_t pc = 0; pc < n; ++pc) {
       const Inst& in = code[pc];
       fields(in, [&](uint32_t s) { used_[s] = true; });
+      if (in.kind == Kind::kWarpSync) {
+        used_[in.target] = true;
+        handler_reads_[in.target] = true;
+        fields(in, [&](uint32_t s) { handler_reads_[s] = true; });
+        for (uint32_t s : {in.d, in.d2, in.v[0], in.v[1], in.v[2], in.v[3]})
+          if (s != kNoSlot) written[s] = true;
+      }
       if (in.kind != Kind::kOp) continue;
       const Native& nt = natives_[pc];
       if (nt.op == Op::kNone) {
@@ -592,6 +695,9 @@ class Gen {
         for (uint32_t s : {in.d, in.d2, in.v[0], in.v[1], in.v[2], in.v[3]})
           if (s != kNoSlot) narrow_[s] = false;
       if (in.kind == Kind::kBar && in.d != kNoSlot) narrow_[in.d] = false;
+      if (in.kind == Kind::kWarpSync)
+        for (uint32_t s : {in.d, in.d2, in.v[0], in.v[1], in.v[2], in.v[3]})
+          if (s != kNoSlot) narrow_[s] = false;
     }
     for (const SlotInit& si : fn_.inits) {
       bool small = (si.kind == SlotInit::Kind::kImm && si.value <= 0xffffffffull) ||
@@ -624,6 +730,132 @@ class Gen {
     }
     for (uint32_t s = 0; s < ns; ++s)
       if (const_[s]) narrow_[s] = false;
+    // Slots every write of which moves the same immediate into them: a
+    // lane that reads one (having written it first, as PTX requires) reads
+    // that value. Shuffles use it for their lane and clamp operands.
+    known_.assign(ns, 0);
+    known_val_.assign(ns, 0);
+    for (size_t pc = 0; pc < n; ++pc) {
+      const Inst& in = code[pc];
+      auto wr = [&](uint32_t s, bool ok, uint64_t v) {
+        if (s == kNoSlot) return;
+        if (!ok) known_[s] = 2;
+        else if (known_[s] == 0) known_[s] = 1, known_val_[s] = v;
+        else if (known_[s] == 1 && known_val_[s] != v) known_[s] = 2;
+      };
+      bool mov = in.kind == Kind::kOp && natives_[pc].op == Op::kMov && const_[in.a];
+      uint64_t v = mov ? const_val_[in.a] : 0;
+      if (mov) v &= ty_size(natives_[pc].t) >= 8 ? ~0ull : (1ull << (8 * ty_size(natives_[pc].t))) - 1;
+      if (mov) {
+        wr(in.d, true, v);
+      } else {
+        for (uint32_t s : {in.d, in.d2, in.v[0], in.v[1], in.v[2], in.v[3]}) wr(s, false, 0);
+      }
+    }
+    for (const SlotInit& si : fn_.inits) known_[si.slot] = 2;
+    liveness();
+  }
+
+  // Whether the interpreter's handler for the instruction at pc writes its
+  // d (and d2) in every active lane without reading them: the families
+  // known to, by opcode; others count as reading them.
+  bool fixed(uint32_t s) const { return const_[s] || known_[s] == 1; }
+  uint64_t fixed_val(uint32_t s) const { return const_[s] ? const_val_[s] : known_val_[s]; }
+
+  bool handler_defines(size_t pc) const {
+    static const char* kFull[] = {"sin", "cos", "ex2", "lg2", "sqrt", "rsqrt", "rcp", "tanh", "div", "rem", "abs",
+                                  "neg", "min", "max", "fma", "mad", "mul", "add", "sub", "cvt", "cvta", "selp",
+                                  "set", "setp", "popc", "clz", "brev", "bfe", "bfi", "bfind", "testp", "copysign",
+                                  "and", "or", "xor", "not", "shl", "shr", "cnot", "mul24", "mad24", "sad", "prmt",
+                                  "shf", "ld", "ldu", "atom", "shfl", "vote", "activemask", "mov"};
+    const Inst& in = fn_.code[pc];
+    if (in.d == kNoSlot || (in.aux & 0xf0) || in.d == in.a || in.d == in.b || in.d == in.c || in.d == in.e) return false;
+    for (uint32_t v : in.v)
+      if (v != kNoSlot && (v == in.d || v == in.d2)) return false;
+    std::string base = opcodes_[pc].substr(0, opcodes_[pc].find('.'));
+    for (const char* k : kFull)
+      if (base == k) return true;
+    return false;
+  }
+
+  // saved_: the slots live where warps resume after a barrier (every live
+  // lane of a warp that leaves waits right after a bar.sync). Per-thread
+  // liveness over the PTX control flow, run by run; conservative where it
+  // does not know an instruction (every named slot read, no write kills).
+  void liveness() {
+    const auto& code = fn_.code;
+    size_t n = code.size();
+    uint32_t ns = fn_.num_slots;
+    size_t words = (ns + 63) / 64;
+    std::vector<size_t> start;                 // run index -> first pc
+    std::vector<uint32_t> run_of(n, 0);
+    for (size_t pc = 0; pc < n; ++pc) {
+      if (leader_[pc]) start.push_back(pc);
+      run_of[pc] = static_cast<uint32_t>(start.size() - 1);
+    }
+    size_t nr = start.size();
+    std::vector<uint64_t> use(nr * words, 0), def(nr * words, 0), in(nr * words, 0);
+    std::vector<std::vector<uint32_t>> succ(nr);
+    auto bit = [&](std::vector<uint64_t>& v, size_t r, uint32_t s) -> uint64_t& { return v[r * words + s / 64]; };
+    for (size_t r = 0; r < nr; ++r) {
+      size_t end = r + 1 < nr ? start[r + 1] : n;
+      // Backwards through the run: use = read before any killing write.
+      for (size_t pc = end; pc-- > start[r];) {
+        const Inst& ins = code[pc];
+        auto read = [&](uint32_t s) {
+          if (s != kNoSlot) bit(use, r, s) |= 1ull << (s % 64);
+        };
+        auto kill = [&](uint32_t s) {
+          if (s == kNoSlot || ins.guard != kNoSlot) return;
+          bit(use, r, s) &= ~(1ull << (s % 64));
+          bit(def, r, s) |= 1ull << (s % 64);
+        };
+        const Native& nt = ins.kind == Kind::kOp ? natives_[pc] : Native{};
+        if (ins.kind == Kind::kOp && nt.op == Op::kLd) {
+          for (int k = 0; k < nt.vec; ++k) kill(ins.v[k]);
+        } else if (ins.kind == Kind::kOp && (nt.op != Op::kNone || handler_defines(pc)) && nt.op != Op::kSt) {
+          kill(ins.d);
+          kill(ins.d2);
+        }
+        bool native = ins.kind == Kind::kOp && nt.op != Op::kNone;
+        if (native && nt.op == Op::kLd) {
+          read(ins.a);
+        } else if (native && nt.op != Op::kSt) {
+          for (uint32_t s : {ins.a, ins.b, ins.c, ins.e, ins.v[0], ins.v[1], ins.v[2], ins.v[3]}) read(s);
+        } else if (ins.kind == Kind::kOp && handler_defines(pc)) {
+          for (uint32_t s : {ins.a, ins.b, ins.c, ins.e, ins.v[0], ins.v[1], ins.v[2], ins.v[3]}) read(s);
+        } else {
+          for (uint32_t s : {ins.d, ins.d2, ins.a, ins.b, ins.c, ins.e, ins.v[0], ins.v[1], ins.v[2], ins.v[3]}) read(s);
+        }
+        read(ins.guard);
+        if (ins.kind == Kind::kWarpSync) read(ins.target);
+      }
+      const Inst& last = code[end - 1];
+      if (last.kind == Kind::kBra && last.target < n) succ[r].push_back(run_of[last.target]);
+      bool stops = (last.kind == Kind::kBra || last.kind == Kind::kExit || last.kind == Kind::kRet) && last.guard == kNoSlot;
+      if (!stops && end < n) succ[r].push_back(run_of[end]);
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t r = nr; r-- > 0;)
+        for (size_t w = 0; w < words; ++w) {
+          uint64_t out = 0;
+          for (uint32_t q : succ[r]) out |= in[q * words + w];
+          uint64_t v = use[r * words + w] | (out & ~def[r * words + w]);
+          if (v != in[r * words + w]) in[r * words + w] = v, changed = true;
+        }
+    }
+    waits_.assign(ns, false);
+    for (size_t r = 0; r < nr; ++r)
+      for (uint32_t s = 0; s < ns; ++s)
+        if (in[r * words + s / 64] >> (s % 64) & 1) waits_[s] = true;
+    saved_.assign(ns, false);
+    for (size_t pc = 0; pc + 1 < n; ++pc)
+      if (code[pc].kind == Kind::kBar) {
+        size_t r = run_of[pc + 1];
+        for (uint32_t s = 0; s < ns; ++s)
+          if (in[r * words + s / 64] >> (s % 64) & 1) saved_[s] = true;
+      }
   }
 
   // Adds popcount(mask) to the thread-instruction count.
@@ -645,11 +877,10 @@ class Gen {
   // Calls the interpreter's handler for in with mask gm; the slots it names
   // go through the warp's register file.
   void call_handler(const Inst& in, Value* gm) {
-    // Narrow registers the handler reads go to the 64-bit file first (it
-    // writes no narrow register, by construction).
-    for (uint32_t s : {in.a, in.b, in.c, in.e, in.v[0], in.v[1], in.v[2], in.v[3], in.d, in.d2})
-      if (s != kNoSlot && narrow_[s])
-        tag(B.CreateAlignedStore(get(s, 64), reg_addr(s), llvm::Align(8)), true);
+    // The registers it names go to the 64-bit file first (destinations
+    // too: it writes only the active lanes); it writes no narrow register,
+    // by construction, so only wide destinations come back.
+    spill(in);
     Value* r = B.CreateCall(helper_ty({ptr, ptr, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_op)),
                             {W, inst_ptr(in), gm});
     BasicBlock* fault = BasicBlock::Create(C, "fault", F);
@@ -658,6 +889,17 @@ class Gen {
     B.SetInsertPoint(fault);
     leave_with(kRunFault);
     B.SetInsertPoint(ok);
+    reload(in);
+  }
+  void spill(const Inst& in) {
+    for (uint32_t s : {in.a, in.b, in.c, in.e, in.v[0], in.v[1], in.v[2], in.v[3], in.d, in.d2})
+      if (s != kNoSlot && (slot_a_[s] || const_[s]))
+        tag(B.CreateAlignedStore(get(s, 64), reg_addr(s), llvm::Align(8)), true);
+  }
+  void reload(const Inst& in) {
+    for (uint32_t s : {in.v[0], in.v[1], in.v[2], in.v[3], in.d, in.d2})
+      if (s != kNoSlot && slot_a_[s] && !narrow_[s])
+        B.CreateStore(tag(B.CreateAlignedLoad(vty(64), reg_addr(s), llvm::Align(8)), true), slot_a_[s]);
   }
 
   // Emits instructions [begin, end): begin is a leader.
@@ -738,6 +980,26 @@ class Gen {
             B.SetInsertPoint(none);
             jump(pc + 1);
             B.SetInsertPoint(split);
+            if (t != pc + 1) {
+              // The lower of the two pcs runs next when no waiting lane is
+              // lower still (what the scheduler would pick): the other
+              // group waits, and no lane loop is needed for the running one.
+              uint32_t lo = static_cast<uint32_t>(std::min<size_t>(t, pc + 1));
+              uint32_t hi = static_cast<uint32_t>(std::max<size_t>(t, pc + 1));
+              Value* grp = t < pc + 1 ? gm : B.CreateAnd(m_, B.CreateNot(gm));
+              Value* oth = B.CreateXor(m_, grp);
+              Value* w = B.CreateLoad(i32, wait_a);
+              BasicBlock* quick = BasicBlock::Create(C, "split_quick", F);
+              BasicBlock* sched = BasicBlock::Create(C, "split_sched", F);
+              B.CreateCondBr(B.CreateICmpULT(B.getInt32(lo), w), quick, sched);
+              B.SetInsertPoint(quick);
+              B.CreateCall(helper_ty({ptr, i32, i32}, B.getVoidTy()), helper(reinterpret_cast<void*>(&rgpu_jit_wait)),
+                           {W, oth, B.getInt32(hi)});
+              B.CreateStore(B.CreateBinaryIntrinsic(llvm::Intrinsic::umin, w, B.getInt32(hi)), wait_a);
+              m_ = grp;
+              jump(lo);
+              B.SetInsertPoint(sched);
+            }
             store_field32(kOffCurMask, m_);
             B.CreateCall(helper_ty({ptr, i32, i32, i32}, B.getVoidTy()),
                          helper(reinterpret_cast<void*>(&rgpu_jit_diverge)),
@@ -754,11 +1016,20 @@ class Gen {
           BasicBlock* empty = BasicBlock::Create(C, "empty", F);
           B.CreateCondBr(B.CreateICmpNE(gm, B.getInt32(0)), some, cont);
           B.SetInsertPoint(some);
-          B.CreateCall(helper_ty({ptr, i32}, B.getVoidTy()), helper(reinterpret_cast<void*>(&rgpu_jit_exit)), {W, gm});
+          Value* over = B.CreateCall(helper_ty({ptr, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_exit)), {W, gm});
           Value* rest = B.CreateAnd(m_, B.CreateNot(gm));
           B.CreateCondBr(B.CreateICmpEQ(rest, B.getInt32(0)), empty, cont);
           B.SetInsertPoint(empty);
           store_field32(kOffCurMask, B.getInt32(0));
+          {
+            // The warp's last lanes: done, without asking the scheduler.
+            BasicBlock* fin = BasicBlock::Create(C, "finished", F);
+            BasicBlock* more = BasicBlock::Create(C, "others", F);
+            B.CreateCondBr(B.CreateICmpNE(over, B.getInt32(0)), fin, more);
+            B.SetInsertPoint(fin);
+            leave_with(kRunDone);
+            B.SetInsertPoint(more);
+          }
           to_dispatch();
           B.SetInsertPoint(cont);
           llvm::PHINode* nm = B.CreatePHI(i32, 2);
@@ -777,9 +1048,9 @@ class Gen {
           B.CreateCondBr(B.CreateICmpNE(gm, B.getInt32(0)), some, cont);
           B.SetInsertPoint(some);
           store_field32(kOffCurMask, m_);
-          B.CreateCall(helper_ty({ptr, i32, i32}, B.getVoidTy()), helper(reinterpret_cast<void*>(&rgpu_jit_barrier)),
-                       {W, gm, B.getInt32(static_cast<uint32_t>(pc + 1))});
-          to_dispatch();
+          Value* gone = B.CreateCall(helper_ty({ptr, i32, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_barrier)),
+                                     {W, gm, B.getInt32(static_cast<uint32_t>(pc + 1))});
+          B.CreateCondBr(B.CreateICmpNE(gone, B.getInt32(0)), leave_store_, dispatch_);
           B.SetInsertPoint(cont);
           break;
         }
@@ -798,9 +1069,86 @@ class Gen {
         case Kind::kExtern:
           error_ = "internal: call";
           return;
-        case Kind::kWarpSync:  // reason_not_compiled keeps these interpreted
-          error_ = "internal: warp sync";
-          return;
+        case Kind::kWarpSync: {
+          // A full warp with nobody parked or excused runs a shuffle whose
+          // lane and clamp operands are constants as one vector shuffle.
+          BasicBlock* joined = nullptr;
+          BasicBlock* fast_end = nullptr;
+          if (opcodes_[pc].compare(0, 5, "shfl.") == 0 && in.a != kNoSlot && in.b != kNoSlot && in.c != kNoSlot &&
+              in.d != kNoSlot && fixed(in.b) && fixed(in.c) && in.mode <= 3) {
+            Value* full = B.CreateAnd(B.CreateICmpEQ(gm, B.getInt32(~0u)), B.CreateICmpEQ(m_, B.getInt32(~0u)));
+            Value* calm = B.CreateICmpEQ(B.CreateOr(B.CreateLoad(i32, field(kOffParked)),
+                                                    B.CreateLoad(i32, field(kOffExcused))),
+                                         B.getInt32(0));
+            BasicBlock* fast = BasicBlock::Create(C, "shfl_fast", F);
+            BasicBlock* slow = BasicBlock::Create(C, "shfl_slow", F);
+            joined = BasicBlock::Create(C, "shfl_done", F);
+            B.CreateCondBr(B.CreateAnd(full, calm), fast, slow);
+            B.SetInsertPoint(fast);
+            // h_shfl's lane choice, lane by lane, when compiling.
+            uint32_t bval = static_cast<uint32_t>(fixed_val(in.b)) & 0x1f;
+            uint32_t cval = static_cast<uint32_t>(fixed_val(in.c));
+            int seg = static_cast<int>((cval >> 8) & 0x1f);
+            std::vector<int> sel(32);
+            std::vector<llvm::Constant*> pv(32);
+            for (int lane = 0; lane < 32; ++lane) {
+              int max_lane = (lane & seg) | (static_cast<int>(cval & 0x1f) & ~seg);
+              int min_lane = lane & seg;
+              int j;
+              bool pval;
+              switch (in.mode) {
+                case 0: j = lane - static_cast<int>(bval); pval = j >= max_lane; break;
+                case 1: j = lane + static_cast<int>(bval); pval = j <= max_lane; break;
+                case 2: j = lane ^ static_cast<int>(bval); pval = j <= max_lane; break;
+                default: j = min_lane | (static_cast<int>(bval) & ~seg); pval = j <= max_lane; break;
+              }
+              if (!pval || j < 0 || j > 31) j = lane;
+              sel[static_cast<size_t>(lane)] = j;
+              pv[static_cast<size_t>(lane)] = B.getInt64(pval ? 1 : 0);
+            }
+            Value* a = get(in.a, 32);
+            Value* all = lanes(B.getInt32(~0u));
+            set(in.d, B.CreateShuffleVector(a, a, sel), all);
+            if (in.d2 != kNoSlot) set(in.d2, llvm::ConstantVector::get(pv), all);
+            fast_end = B.GetInsertBlock();
+            B.CreateBr(joined);
+            B.SetInsertPoint(slow);
+          }
+          // The interpreter's rule, in a helper on the warp's state: the
+          // group waits until its member mask's lanes are here, or runs
+          // the instruction with the lanes parked here joined.
+          spill(in);
+          for (uint32_t s : {in.guard, in.target})
+            if (s != kNoSlot && (slot_a_[s] || const_[s]))
+              tag(B.CreateAlignedStore(get(s, 64), reg_addr(s), llvm::Align(8)), true);
+          store_field32(kOffCurPc, B.getInt32(static_cast<uint32_t>(pc)));
+          store_field32(kOffCurMask, m_);
+          Value* r = B.CreateCall(helper_ty({ptr, ptr}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_warpsync)),
+                                  {W, inst_ptr(in)});
+          BasicBlock* parked = BasicBlock::Create(C, "parked", F);
+          BasicBlock* fault = BasicBlock::Create(C, "fault", F);
+          BasicBlock* go = BasicBlock::Create(C, "synced", F);
+          auto* sw = B.CreateSwitch(r, fault, 2);
+          sw->addCase(B.getInt32(0), go);
+          sw->addCase(B.getInt32(1), parked);
+          B.SetInsertPoint(parked);
+          to_dispatch();
+          B.SetInsertPoint(fault);
+          leave_with(kRunFault);
+          B.SetInsertPoint(go);
+          reload(in);
+          m_ = B.CreateLoad(i32, field(kOffCurMask));
+          if (joined) {
+            BasicBlock* slow_end = B.GetInsertBlock();
+            B.CreateBr(joined);
+            B.SetInsertPoint(joined);
+            llvm::PHINode* mm = B.CreatePHI(i32, 2);
+            mm->addIncoming(B.getInt32(~0u), fast_end);
+            mm->addIncoming(m_, slow_end);
+            m_ = mm;
+          }
+          break;
+        }
       }
     }
     if (end < code.size()) jump(end);
@@ -997,6 +1345,132 @@ class Gen {
 
   Value* reduce(llvm::Intrinsic::ID id, Value* v) { return B.CreateUnaryIntrinsic(id, v); }
 
+  // The common shapes of a warp's access, checked once for the warp: an
+  // address the same in every lane known when compiling (kernel parameters,
+  // shared variables), and a full warp at consecutive addresses. On success
+  // they end in `done`; what they do not accept goes on in the general
+  // path, emitted after them at the insert point (it checks again).
+  void emit_mem_quick(const Inst& in, const Native& n, Value* gm, Value* act, Value* av, BasicBlock* done,
+                      BasicBlock* slow) {
+    bool write = n.op == Op::kSt;
+    uint32_t esize = ty_size(n.t);
+    bool sext = is_signed_ty(n.t);
+    llvm::Align al(esize);
+    llvm::Type* ety = B.getIntNTy(esize * 8);
+    // Whether [lo, lo + len) is inside the space, and where it is on the host.
+    auto range = [&](Value* lo, uint64_t len, Value** host) -> Value* {
+      if (in.space == Mem::kGlobal || in.space == Mem::kConst) {
+        *host = B.CreateIntToPtr(lo, ptr);
+        Value* c = B.CreateCall(helper_ty({ptr, i64, i64, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_check)),
+                                {W, lo, B.getInt64(len), B.getInt32(write)});
+        return B.CreateICmpNE(c, B.getInt32(0));
+      }
+      if (in.space == Mem::kShared) {
+        Value* off = B.CreateAnd(lo, B.getInt64(0xffffffffull));
+        *host = B.CreateGEP(i8, shared_, off);
+        return B.CreateICmpULE(B.CreateAdd(off, B.getInt64(len)), shared_size_);
+      }
+      *host = B.CreateGEP(i8, kparams_, lo);
+      return B.CreateAnd(B.CreateICmpULT(lo, B.getInt64(1ull << 32)),
+                         B.CreateICmpULE(B.CreateAdd(lo, B.getInt64(len)), kparam_size_));
+    };
+    if (const_[in.a] && !(write && n.vec > 1)) {
+      uint64_t lo = const_val_[in.a] + static_cast<uint64_t>(in.imm);
+      if (lo % (esize * n.vec)) return;  // misaligned: the handler faults
+      Value* host = nullptr;
+      Value* ok = range(B.getInt64(lo), uint64_t{esize} * n.vec, &host);
+      BasicBlock* go = BasicBlock::Create(C, "mconst", F);
+      B.CreateCondBr(ok, go, slow);
+      B.SetInsertPoint(go);
+      if (write) {
+        // The highest active lane's value is the one left in memory.
+        Value* last = B.CreateSub(B.getInt32(31), B.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, gm, B.getTrue()));
+        tag(B.CreateAlignedStore(B.CreateExtractElement(get(in.v[0], esize * 8), last), host, al), false);
+      } else {
+        for (uint32_t k = 0; k < n.vec; ++k) {
+          Value* hk = k ? B.CreateConstInBoundsGEP1_64(i8, host, uint64_t{k} * esize) : host;
+          Value* v = tag(B.CreateAlignedLoad(ety, hk, al), false);
+          set(in.v[k], B.CreateVectorSplat(32, v), act, sext);
+        }
+      }
+      B.CreateBr(done);
+      // Unreachable from here: a fresh block for the general path's code.
+      B.SetInsertPoint(BasicBlock::Create(C, "mdead", F));
+      return;
+    }
+    if (n.vec != 1 || (esize != 4 && esize != 8)) return;
+    BasicBlock* contig = BasicBlock::Create(C, "mcontig", F);
+    BasicBlock* vec = BasicBlock::Create(C, "mcvec", F);
+    BasicBlock* general = BasicBlock::Create(C, "mgeneral", F);
+    Value* first = B.CreateExtractElement(av, uint64_t{0});
+    std::vector<llvm::Constant*> steps;
+    for (uint64_t l = 0; l < 32; ++l) steps.push_back(B.getInt64(l * esize));
+    Value* expect = B.CreateAdd(B.CreateVectorSplat(32, first), llvm::ConstantVector::get(steps));
+    Value* same = B.CreateBitCast(B.CreateICmpEQ(av, expect), i32);
+    B.CreateCondBr(B.CreateAnd(B.CreateICmpEQ(gm, B.getInt32(~0u)), B.CreateICmpEQ(same, B.getInt32(~0u))), contig,
+                   general);
+    B.SetInsertPoint(contig);
+    Value* host = nullptr;
+    Value* ok = B.CreateAnd(B.CreateICmpEQ(B.CreateAnd(first, B.getInt64(esize - 1)), B.getInt64(0)),
+                            range(first, uint64_t{esize} * 32, &host));
+    B.CreateCondBr(ok, vec, general);
+    B.SetInsertPoint(vec);
+    if (write) tag(B.CreateAlignedStore(get(in.v[0], esize * 8), host, al), false);
+    else set(in.v[0], tag(B.CreateAlignedLoad(vty(esize * 8), host, al), false), act, sext);
+    B.CreateBr(done);
+    B.SetInsertPoint(general);
+    if (write) return;
+    // Loads of a full warp in groups of 8 lanes (rows of a 2D block 8 or
+    // 16 wide): each group at consecutive addresses, or each at one
+    // address; 4 short vector loads or 4 scalar ones instead of 32.
+    std::vector<int> lead(32);
+    std::vector<llvm::Constant*> step8;
+    for (int l = 0; l < 32; ++l) {
+      lead[static_cast<size_t>(l)] = l & ~7;
+      step8.push_back(B.getInt64(static_cast<uint64_t>(l & 7) * esize));
+    }
+    Value* fv = B.CreateShuffleVector(av, av, lead);
+    Value* isc = B.CreateICmpEQ(B.CreateBitCast(B.CreateICmpEQ(av, B.CreateAdd(fv, llvm::ConstantVector::get(step8))), i32),
+                                B.getInt32(~0u));
+    Value* isu = B.CreateICmpEQ(B.CreateBitCast(B.CreateICmpEQ(av, fv), i32), B.getInt32(~0u));
+    Value* fullw = B.CreateICmpEQ(gm, B.getInt32(~0u));
+    BasicBlock* segc = BasicBlock::Create(C, "msegc", F);
+    BasicBlock* segu0 = BasicBlock::Create(C, "msegu_test", F);
+    BasicBlock* segu = BasicBlock::Create(C, "msegu", F);
+    BasicBlock* rest = BasicBlock::Create(C, "mrest", F);
+    B.CreateCondBr(B.CreateAnd(fullw, isc), segc, segu0);
+    B.SetInsertPoint(segu0);
+    B.CreateCondBr(B.CreateAnd(fullw, isu), segu, rest);
+    for (int uni = 0; uni < 2; ++uni) {
+      B.SetInsertPoint(uni ? segu : segc);
+      uint64_t len = uni ? esize : uint64_t{esize} * 8;
+      Value* hosts[4];
+      Value* ok = B.getTrue();
+      for (int k = 0; k < 4; ++k) {
+        Value* f = B.CreateExtractElement(av, uint64_t(8 * k));
+        ok = B.CreateAnd(ok, B.CreateICmpEQ(B.CreateAnd(f, B.getInt64(esize - 1)), B.getInt64(0)));
+        ok = B.CreateAnd(ok, range(f, len, &hosts[k]));
+      }
+      BasicBlock* go = BasicBlock::Create(C, uni ? "msegu_go" : "msegc_go", F);
+      B.CreateCondBr(ok, go, rest);
+      B.SetInsertPoint(go);
+      auto* v8 = llvm::FixedVectorType::get(ety, 8);
+      Value* part[4];
+      for (int k = 0; k < 4; ++k) {
+        if (uni) part[k] = B.CreateVectorSplat(8, tag(B.CreateAlignedLoad(ety, hosts[k], al), false));
+        else part[k] = tag(B.CreateAlignedLoad(v8, hosts[k], al), false);
+      }
+      std::vector<int> c16(16), c32(32);
+      for (int l = 0; l < 16; ++l) c16[static_cast<size_t>(l)] = l;
+      for (int l = 0; l < 32; ++l) c32[static_cast<size_t>(l)] = l;
+      Value* lo = B.CreateShuffleVector(part[0], part[1], c16);
+      Value* hi = B.CreateShuffleVector(part[2], part[3], c16);
+      set(in.v[0], B.CreateShuffleVector(lo, hi, c32), act, sext);
+      B.CreateBr(done);
+    }
+    B.SetInsertPoint(rest);
+  }
+
   // ld/st with the interpreter's checks; anything the fast path does not
   // accept runs the handler, which reports the exact fault.
   void emit_mem(const Inst& in, const Native& n, Value* gm) {
@@ -1011,6 +1485,7 @@ class Gen {
     B.SetInsertPoint(check);
     Value* act = lanes(gm);
     Value* av = B.CreateAdd(get(in.a, 64), splat(64, static_cast<uint64_t>(in.imm)));
+    emit_mem_quick(in, n, gm, act, av, done, slow);
     Value* anyb = reduce(llvm::Intrinsic::vector_reduce_or, B.CreateSelect(act, av, splat(64, 0)));
     Value* ok = B.CreateICmpEQ(B.CreateAnd(anyb, B.getInt64(size - 1)), B.getInt64(0));
     Value* base = nullptr;
@@ -1124,9 +1599,6 @@ std::string reason_not_compiled(const ProgramImpl& p, const KernelUnit& unit) {
     if (in.kind == Kind::kCall) return "calls device functions";
     if (in.kind == Kind::kExtern) return "calls printf or assert";
     if (in.kind == Kind::kBar && in.mode != 0) return "uses bar.red";
-    // Lanes of a warp meet at these by the interpreter's scheduling of
-    // waiting lanes, which compiled warps do not follow.
-    if (in.kind == Kind::kWarpSync) return "uses warp-sync instructions with a member mask";
   }
   for (const SlotInit& si : fn.inits) {
     switch (si.kind) {
@@ -1204,6 +1676,13 @@ const CompiledKernel* kernel_code(const ProgramImpl& p, ProgramJit& pj, int k, c
       mpm.run(*mod, mam);
     }
     auto t2 = std::chrono::steady_clock::now();
+    // A developer's view of the optimized code: RGPU_CPU_JIT_DUMP=DIR writes
+    // each compiled kernel's IR there.
+    if (const char* dir = getenv("RGPU_CPU_JIT_DUMP")) {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(std::string(dir) + "/" + kname + ".ll", ec);
+      if (!ec) mod->print(os, nullptr);
+    }
     if (auto er = e.jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx)))) {
       RGPU_INFO("ptx jit kernel=%s compiled=no reason=\"%s\"", kname.c_str(), take_error(std::move(er)).c_str());
       return;
@@ -1218,15 +1697,29 @@ const CompiledKernel* kernel_code(const ProgramImpl& p, ProgramJit& pj, int k, c
     ck->fn = sym->toPtr<KernelFn>();
     ck->num_slots = unit.functions[0].num_slots;
     for (const SlotInit& si : unit.functions[0].inits)
-      if (!gen.is_const(si.slot)) ck->inits.push_back(si);
+      if (!gen.is_const(si.slot) && si.kind != SlotInit::Kind::kImm && si.kind != SlotInit::Kind::kSpecial)
+        ck->inits.push_back(si);
     ck->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
     RGPU_DEBUG("ptx jit kernel=%s compiled=yes instructions=%zu ms=%.1f build_ms=%.1f opt_ms=%.1f codegen_ms=%.1f",
                kname.c_str(), unit.functions[0].code.size(), ck->compile_ms, ms(t0, t1), ms(t1, t2), ms(t2, t3));
-    pj.code[static_cast<size_t>(k)] = ck.get();
+    pj.code[static_cast<size_t>(k)].store(ck.get(), std::memory_order_release);
     e.kernels.push_back(std::move(ck));
   });
-  return pj.code[static_cast<size_t>(k)];
+  return pj.code[static_cast<size_t>(k)].load(std::memory_order_acquire);
+}
+
+const CompiledKernel* kernel_code_background(const ProgramImpl& p, ProgramJit& pj, int k, const KernelUnit& unit) {
+  const size_t i = static_cast<size_t>(k);
+  if (const CompiledKernel* ck = pj.code[i].load(std::memory_order_acquire)) return ck;
+  if (pj.started[i].exchange(true)) return nullptr;  // compiling, or refused
+  std::lock_guard<std::mutex> lock(pj.threads_mu);
+  try {
+    pj.threads.emplace_back([&p, &pj, k, &unit] { kernel_code(p, pj, k, unit); });
+  } catch (const std::system_error&) {
+    return kernel_code(p, pj, k, unit);  // no thread to be had: compile here
+  }
+  return nullptr;
 }
 
 }  // namespace rgpu::ptx::jit

@@ -14,6 +14,7 @@
 namespace rgpu::ptx::jit {
 
 Policy policy(const LaunchEnv& env) {
+  if (env.jit == 2) return Policy::kBackground;
   if (env.jit >= 0) return env.jit ? Policy::kAlways : Policy::kOff;
   const char* v = getenv("RGPU_CPU_JIT");
   if (v && !strcmp(v, "0")) return Policy::kOff;
@@ -30,6 +31,7 @@ struct Runner {
   std::vector<WarpState> warps;
   std::unique_ptr<uint8_t[]> shared_mem;
   std::unique_ptr<uint8_t[]> local_mem;
+  std::vector<uint32_t> specials;  // per warp, WarpHead::specials
 
   Runner(LaunchState& s, const CompiledKernel& c) : st(s), ck(c) {}
 
@@ -46,18 +48,20 @@ struct Runner {
     w.ctaid[0] = ctaid[0];
     w.ctaid[1] = ctaid[1];
     w.ctaid[2] = ctaid[2];
-    uint32_t exists = 0;
-    for (uint32_t l = 0; l < 32; ++l)
-      if (index * 32 + l < nthreads) exists |= 1u << l;
+    const uint32_t have = nthreads > index * 32 ? nthreads - index * 32 : 0;
+    const uint32_t exists = have >= 32 ? kFullMask : (1u << have) - 1;
     w.live = exists;
     w.exited = 0;
     w.blocked = 0;
+    w.parked = 0;
+    w.excused = 0;
     w.done = false;
     w.at_barrier = false;
     w.cur_pc = 0;
     w.cur_mask = exists;
     w.wait_min = kNoPc;
     w.fresh = 1;
+    w.resume = 0;
     size_t need = static_cast<size_t>(fn.num_slots) * 32;
     if (w.reg_file.size() < need) w.reg_file.resize(need);
     w.regs = w.reg_file.data();
@@ -69,20 +73,7 @@ struct Runner {
     w.shared_size = st.shared_bytes;
     w.kparams = st.params;
     w.kparam_size = st.params_size;
-    // %tid of each lane without a division per lane.
-    uint32_t tid[3][32];
-    {
-      const Dim3& bd = st.block;
-      uint32_t t0 = index * 32;
-      uint32_t x = t0 % bd.x, y = (t0 / bd.x) % bd.y, z = t0 / (bd.x * bd.y);
-      for (int l = 0; l < 32; ++l) {
-        tid[0][l] = x, tid[1][l] = y, tid[2][l] = z;
-        if (++x == bd.x) {
-          x = 0;
-          if (++y == bd.y) y = 0, ++z;
-        }
-      }
-    }
+    w.specials = specials.data() + static_cast<size_t>(index) * kLaneSpecials * 32;
     uint64_t* regs = w.regs;
     for (const SlotInit& si : ck.inits) {
       uint64_t* s = regs + static_cast<size_t>(si.slot) * 32;
@@ -97,15 +88,7 @@ struct Runner {
           break;
         }
         case SlotInit::Kind::kSpecial:
-          if (si.index == kTidX || si.index == kTidY || si.index == kTidZ) {
-            const uint32_t* src = si.index == kTidX ? tid[0] : si.index == kTidY ? tid[1] : tid[2];
-            for (int l = 0; l < 32; ++l) s[l] = src[l];
-          } else if (si.index == kLaneId || (si.index >= kLanemaskEq && si.index <= kLanemaskGt)) {
-            for (uint32_t l = 0; l < 32; ++l) s[l] = special(w, si.index, l);
-          } else {
-            uint64_t v = special(w, si.index, 0);  // the same for every lane
-            for (int l = 0; l < 32; ++l) s[l] = v;
-          }
+          for (uint32_t l = 0; l < 32; ++l) s[l] = special(w, si.index, l);
           break;
       }
     }
@@ -151,6 +134,19 @@ struct Runner {
         w.at_barrier = false;
         w.blocked = 0;
         w.cur_mask = 0;
+        // The common case, every live lane at one pc: the code resumes
+        // there without asking the scheduler.
+        if (w.parked == 0 && w.live) {
+          uint32_t p = w.pc[__builtin_ctz(w.live)];
+          bool one = true;
+          for (uint32_t r = w.live; r && one; r &= r - 1) one = w.pc[__builtin_ctz(r)] == p;
+          if (one) {
+            w.cur_pc = p;
+            w.cur_mask = w.live;
+            w.wait_min = kNoPc;
+            w.resume = 1;
+          }
+        }
       }
     }
   }
@@ -174,6 +170,20 @@ struct Runner {
     x.kparam_size = st.params_size;
     x.launch = &st;
     for (auto& w : warps) w.budget = kWatchdogPeriod;
+    // Special registers that do not depend on the block, once per launch.
+    try {
+      specials.resize(static_cast<size_t>(st.warps_per_block) * kLaneSpecials * 32);
+    } catch (const std::bad_alloc&) {
+      st.record(Fault::kOutOfResources, "cannot allocate block memory for " + st.kernel->name, 0);
+      return;
+    }
+    {
+      const uint32_t zero[3] = {0, 0, 0};
+      uint32_t* p = specials.data();
+      for (uint32_t wi = 0; wi < st.warps_per_block; ++wi)
+        for (uint32_t id = 0; id < kLaneSpecials; ++id)
+          for (uint32_t l = 0; l < 32; ++l) *p++ = static_cast<uint32_t>(special_register(st, wi, zero, id, l));
+    }
     const uint64_t blocks = st.grid.count();
     while (!st.stop.load(std::memory_order_relaxed)) {
       uint64_t b = st.next_block.fetch_add(1, std::memory_order_relaxed);
@@ -212,7 +222,14 @@ extern "C" {
 // kPcBarrier when no lane is ready.
 uint32_t rgpu_jit_schedule(WarpState* w) {
   for (uint32_t m = w->cur_mask; m; m &= m - 1) w->pc[__builtin_ctz(m)] = w->cur_pc;
-  uint32_t ready = w->live & ~w->blocked;
+  uint32_t ready = w->live & ~w->blocked & ~w->parked;
+  if (!ready && (w->live & w->parked)) {
+    // Every lane that could still come waits at a barrier or is parked: the
+    // parked lanes go on with the lanes that are there.
+    w->excused |= w->live & w->parked;
+    w->parked &= ~w->live;
+    ready = w->live & ~w->blocked;
+  }
   w->cur_mask = 0;
   w->wait_min = kNoPc;
   if (!ready) return w->live ? kPcBarrier : kPcDone;
@@ -249,15 +266,30 @@ void rgpu_jit_diverge(WarpState* w, uint32_t taken, uint32_t target, uint32_t fa
   w->cur_mask = 0;
 }
 
-void rgpu_jit_exit(WarpState* w, uint32_t m) {
-  w->exited |= m;
-  w->live &= ~m;
+// Lanes m wait at pc while the rest of their group runs on.
+void rgpu_jit_wait(WarpState* w, uint32_t m, uint32_t pc) {
+  for (; m; m &= m - 1) w->pc[__builtin_ctz(m)] = pc;
 }
 
-void rgpu_jit_barrier(WarpState* w, uint32_t m, uint32_t next_pc) {
+// Returns 1 when no lane of the warp is left (rgpu_jit_schedule would say
+// kPcDone).
+uint32_t rgpu_jit_exit(WarpState* w, uint32_t m) {
+  w->exited |= m;
+  w->live &= ~m;
+  if (w->live) return 0;
+  w->wait_min = kNoPc;
+  return 1;
+}
+
+// Returns 1 when no lane of the warp is left to run (the warp leaves for
+// the barrier; rgpu_jit_schedule would say kPcBarrier), else 0.
+uint32_t rgpu_jit_barrier(WarpState* w, uint32_t m, uint32_t next_pc) {
   w->blocked |= m;
   for (uint32_t r = w->cur_mask; r; r &= r - 1) w->pc[__builtin_ctz(r)] = next_pc;
   w->cur_mask = 0;
+  if ((w->live & ~w->blocked) || w->parked) return 0;
+  w->wait_min = kNoPc;
+  return 1;
 }
 
 uint32_t rgpu_jit_watchdog(WarpState* w) {
@@ -286,6 +318,47 @@ uint32_t rgpu_jit_op(WarpState* w, const Inst* in, uint32_t m) {
   ExecCtx& x = w->runner->x;
   in->fn(x, *in, m);
   return x.fault != Fault::kNone;
+}
+
+// A warp-sync instruction at w->cur_pc for the group w->cur_mask, whose
+// registers are in the warp's file: 0 when it ran (w->cur_mask is the group
+// that goes on), 1 when the group parked (schedule the next), 2 on a fault.
+uint32_t rgpu_jit_warpsync(WarpState* w, const Inst* in) {
+  ExecCtx& x = w->runner->x;
+  uint32_t here = w->cur_mask;
+  for (uint32_t r = w->parked & w->live & ~here; r; r &= r - 1)
+    if (w->pc[__builtin_ctz(r)] == w->cur_pc) here |= 1u << __builtin_ctz(r);
+  uint32_t g = here;
+  if (in->guard != kNoSlot) {
+    const uint64_t* gp = x.reg(in->guard);
+    g = 0;
+    for (uint32_t r = here; r; r &= r - 1) {
+      int l = __builtin_ctz(r);
+      g |= static_cast<uint32_t>((gp[l] & 1) ^ in->guard_neg) << l;
+    }
+  }
+  if (g) {
+    const uint64_t* mm = x.reg(in->target);
+    uint32_t need = 0;
+    for (uint32_t r = g; r; r &= r - 1) need |= static_cast<uint32_t>(mm[__builtin_ctz(r)]);
+    if ((need & w->live & ~here) && !(g & w->excused)) {
+      for (uint32_t r = here; r; r &= r - 1) {
+        int l = __builtin_ctz(r);
+        w->pc[l] = (g >> l) & 1 ? w->cur_pc : w->cur_pc + 1;
+      }
+      w->parked |= g;
+      w->cur_mask = 0;
+      return 1;
+    }
+    w->parked &= ~here;
+    w->excused &= ~here;
+    if (in->fn) {
+      in->fn(x, *in, g);
+      if (x.fault != Fault::kNone) return 2;
+    }
+  }
+  w->cur_mask = here;
+  return 0;
 }
 
 uint32_t rgpu_jit_trap(WarpState* w, const Inst* in) {

@@ -39,6 +39,17 @@ struct WarpHead {
   uint64_t shared_size = 0;
   uint64_t kparam_size = 0;
   uint32_t* nregs = nullptr;    // the compiler's 32-bit register file, slot * 32 + lane
+  // Special registers a new warp's code starts from: per lane, id * 32 +
+  // lane for ids up to kGridId (the ctaid ones aside), the same for every
+  // block of the launch; and the block's ctaid.
+  const uint32_t* specials = nullptr;
+  uint32_t ctaid[3] = {};
+  // Warp-sync instructions: lanes waiting for the rest of their member
+  // mask, and lanes released to go on without them (as the interpreter).
+  uint32_t parked = 0, excused = 0;
+  // 1: the runner released a barrier at which every live lane waited at one
+  // pc; cur_pc and cur_mask hold that group, nothing else waits.
+  uint32_t resume = 0;
 };
 
 // One warp: the head, and what only the helpers and the runner use.
@@ -47,7 +58,6 @@ struct WarpState : WarpHead {
   uint32_t live = 0, exited = 0, blocked = 0;
   bool done = false, at_barrier = false;
   uint32_t index = 0;
-  uint32_t ctaid[3] = {};
   std::vector<uint64_t> reg_file;
   std::vector<uint32_t> nreg_file;
   std::vector<uint8_t> lparams;
@@ -58,10 +68,14 @@ struct WarpState : WarpHead {
 // faults (kRun*).
 using KernelFn = uint32_t (*)(WarpState* w);
 
+constexpr uint32_t kLaneSpecials = kGridId + 1;
+
 struct CompiledKernel {
   KernelFn fn = nullptr;
   uint32_t num_slots = 0;
-  std::vector<SlotInit> inits;  // the kernel's slot inits but for immediates compiled in as constants
+  // The kernel's slot inits the runner does (the code starts immediates
+  // and special registers itself).
+  std::vector<SlotInit> inits;
   double compile_ms = 0;
 };
 
@@ -70,11 +84,13 @@ extern "C" {
 uint32_t rgpu_jit_schedule(WarpState* w);
 void rgpu_jit_merge(WarpState* w);
 void rgpu_jit_diverge(WarpState* w, uint32_t taken, uint32_t target, uint32_t fall);
-void rgpu_jit_exit(WarpState* w, uint32_t m);
-void rgpu_jit_barrier(WarpState* w, uint32_t m, uint32_t next_pc);
+uint32_t rgpu_jit_exit(WarpState* w, uint32_t m);
+void rgpu_jit_wait(WarpState* w, uint32_t m, uint32_t pc);
+uint32_t rgpu_jit_barrier(WarpState* w, uint32_t m, uint32_t next_pc);
 uint32_t rgpu_jit_watchdog(WarpState* w);
 uint32_t rgpu_jit_op(WarpState* w, const Inst* in, uint32_t m);
 uint32_t rgpu_jit_trap(WarpState* w, const Inst* in);
+uint32_t rgpu_jit_warpsync(WarpState* w, const Inst* in);
 uint32_t rgpu_jit_check(WarpState* w, uint64_t lo, uint64_t len, uint32_t write);
 void rgpu_jit_gather(uint64_t* out, const uint64_t* addrs, uint32_t m, uint32_t size, uint32_t sext);
 void rgpu_jit_scatter(const uint64_t* vals, const uint64_t* addrs, uint32_t m, uint32_t size);

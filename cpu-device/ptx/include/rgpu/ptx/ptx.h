@@ -139,9 +139,11 @@ struct LaunchEnv {
   const std::atomic<bool>* cancel = nullptr;
   // The compiled path (docs/ptx-interpreter.md): -1 as RGPU_CPU_JIT says
   // ("0": never; "1": from a kernel's first launch; unset: once a kernel has
-  // run about 2e9 thread-instructions interpreted), 0 always interpret, 1
-  // compile at the first launch. Kernels the compiler does not cover run
-  // interpreted either way.
+  // run about 2e9 thread-instructions interpreted, compiling on a thread of
+  // its own while launches go on interpreted), 0 always interpret, 1
+  // compile at the first launch (which waits for it), 2 start the compile
+  // at the first launch in the background and interpret until it is done.
+  // Kernels the compiler does not cover run interpreted either way.
   int8_t jit = -1;
 };
 
