@@ -17,6 +17,8 @@ packages=(
   clang libclang-rt-14-dev        # libFuzzer targets
   debootstrap patchelf            # the PyTorch test environment (scripts/torch-env.sh)
   llvm-16-dev                     # the CPU device's compiled kernels (ORC JIT, cpu-device/ptx/src/jit)
+  libcpp-httplib-dev              # the /metrics endpoint (common/src/metrics_http.cpp)
+  prometheus tmux                 # the metrics tests: a real scrape, and rgpu top in a terminal
 )
 
 missing=()
