@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "rgpu/common/log.h"
+#include "rgpu/common/metrics_http.h"
 #include "rgpu/common/request_text.h"
 #include "rgpu/server/driver_table.h"
 #include "rgpu/protocol/codec.h"
@@ -27,7 +28,7 @@ void usage(FILE* out) {
                "             [--module-cache DIR] [--module-cache-mem BYTES] [--poll-us US]\n"
                "             [--limit NAME=VALUE]... [--shutdown-timeout SECONDS] [--library NAME=PATH]...\n"
                "             [--slices DEV:SIZE@SHARE[,SIZE@SHARE...]]... [--max-sessions-per-slice N]\n"
-               "             [--config FILE]\n"
+               "             [--config FILE] [--metrics HOST:PORT]\n"
                "             [--session-inflight-bytes SIZE] [--session-waits N] [--poller-threads N]\n"
                "\n"
                "  --listen HOST:PORT  address to accept clients on (default 127.0.0.1:0: a free port)\n"
@@ -75,10 +76,14 @@ void usage(FILE* out) {
                "                      hello-timeout-ms, hello-bytes, unauthenticated, sessions,\n"
                "                      message-bytes, parked-frames, parked-bytes, handles,\n"
                "                      module-bytes, inflight-bytes, waits\n"
+               "  --metrics HOST:PORT serve Prometheus metrics at http://HOST:PORT/metrics (port 0:\n"
+               "                      a free one; docs/metrics.md). It has no authentication: bind\n"
+               "                      it to loopback or a management network\n"
                "  --shutdown-timeout SECONDS  on SIGTERM or SIGINT, how long the sessions' teardown\n"
                "                      may take before rgpud exits anyway (default 10)\n"
                "\n"
-               "rgpud prints \"rgpud listening on HOST:PORT\" on stdout once it accepts clients.\n");
+               "rgpud prints \"rgpud listening on HOST:PORT\" on stdout once it accepts clients, and,\n"
+               "with --metrics, \"rgpud metrics on HOST:PORT\" before it.\n");
 }
 
 // Parses a whole unsigned decimal number; false for anything else.
@@ -166,6 +171,7 @@ int main(int argc, char** argv) {
   std::string auth_file;
   int shutdown_timeout_s = 10;
   int cpu_devices = 0;  // 0: not given
+  std::string metrics_address;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const char* name) -> std::string {
@@ -210,6 +216,8 @@ int main(int argc, char** argv) {
         return 2;
       }
       options.max_sessions_per_slice = static_cast<uint32_t>(v);
+    } else if (arg == "--metrics") {
+      metrics_address = value("--metrics");
     } else if (arg == "--listen") {
       options.listen = value("--listen");
     } else if (arg == "--device") {
@@ -404,10 +412,24 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rgpud: cannot start UCX: %s\n", transport.status().message().c_str());
     return 1;
   }
+  // Declared before the server, which records into it, so it outlives it.
+  rgpu::metrics::Registry registry;
+  if (!metrics_address.empty()) options.metrics = &registry;
   auto server = rgpu::server::Server::start(driver.value(), std::move(transport.value()), options);
   if (!server.is_ok()) {
     std::fprintf(stderr, "rgpud: %s\n", server.status().message().c_str());
     return 1;
+  }
+  std::unique_ptr<rgpu::metrics::HttpExporter> exporter;  // stops before the server goes
+  if (!metrics_address.empty()) {
+    auto started = rgpu::metrics::HttpExporter::start(registry, metrics_address);
+    if (!started.is_ok()) {
+      std::fprintf(stderr, "rgpud: --metrics: %s\n", started.status().message().c_str());
+      return 1;
+    }
+    exporter = std::move(started.value());
+    RGPU_INFO("metrics endpoint=http://%s/metrics", exporter->address().c_str());
+    std::printf("rgpud metrics on %s\n", exporter->address().c_str());
   }
   std::printf("rgpud listening on %s driver=%s\n", server.value()->address().c_str(), driver_path.c_str());
   std::fflush(stdout);
@@ -426,6 +448,7 @@ int main(int argc, char** argv) {
     _exit(again > 0 ? 128 + again : 1);
   });
   watchdog.detach();
+  exporter.reset();
   server.value().reset();
   RGPU_INFO("stopped");
   return 0;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "rgpu/common/metrics.h"
 #include "rgpu/common/status.h"
 #include "rgpu/protocol/auth.h"
 #include "rgpu/server/driver_table.h"
@@ -71,6 +72,9 @@ struct ServerOptions {
   // Sessions one slice may hold at once (--max-sessions-per-slice); 0: one
   // per configured slice, any number on a whole device.
   uint32_t max_sessions_per_slice = 0;
+  // Where the server records its metrics (docs/metrics.md); null: none. Not
+  // owned: it must outlive the server.
+  metrics::Registry* metrics = nullptr;
 };
 
 // Whether `host` (as in --listen) names only this machine: 127.0.0.0/8,
