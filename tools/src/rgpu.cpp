@@ -17,6 +17,7 @@
 #include "rgpu/protocol/auth.h"
 #include "rgpu/common/request_text.h"
 #include "static_cudart.h"
+#include "top.h"
 
 namespace fs = std::filesystem;
 
@@ -26,6 +27,7 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: rgpu run [--server HOST:PORT[,HOST:PORT...]] [--device cpu|cuda|auto] [--module-cache DIR]\n"
                "                [--cpu-devices N] [--gpus N] [--mem SIZE] [--share F] -- COMMAND [ARGS...]\n"
+               "       rgpu top [--metrics URL[,URL...]] [--interval S]\n"
                "       rgpu --version\n"
                "\n"
                "run      runs COMMAND with rgpu's client library preloaded, so its CUDA calls go to\n"
@@ -42,6 +44,9 @@ void usage(FILE* out) {
                "         share of each device) ask the server for that many slices that fit\n"
                "         (RGPU_REQUEST=\"devices=N,mem=SIZE,share=F\", which they replace;\n"
                "         docs/sharing.md).\n"
+               "\n"
+               "top      a live view of rgpud /metrics endpoints: devices, slices, sessions and\n"
+               "         their rates (rgpu top --help; docs/metrics.md).\n"
                "\n"
                "environment: RGPU_SERVER, RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE, RGPU_TENANT,\n"
                "             RGPU_LOG_LEVEL, RGPU_MODULE_CACHE, RGPU_STATS, UCX_TLS (transport choice)\n");
@@ -277,6 +282,7 @@ int main(int argc, char** argv) {
   }
   std::string cmd = argv[1];
   if (cmd == "run") return run(argc - 2, argv + 2);
+  if (cmd == "top") return rgpu::tools::run_top(argc - 2, argv + 2);  // live view of /metrics (top.cpp)
   if (cmd == "--version" || cmd == "version") {
     std::printf("rgpu %s\n", RGPU_VERSION_STRING);
     return 0;
