@@ -206,6 +206,7 @@ int main(int argc, char** argv) {
         options.max_sessions_per_slice = static_cast<uint32_t>(*c.max_sessions_per_slice);
       }
       options.slices.insert(options.slices.end(), c.slices.begin(), c.slices.end());
+      if (c.metrics) metrics_address = *c.metrics;
     } else if (arg == "--slices") {
       options.slices.push_back(value("--slices"));
     } else if (arg == "--max-sessions-per-slice") {
