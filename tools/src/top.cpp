@@ -337,7 +337,7 @@ int run_top(int argc, char** argv) {
       if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
       char key = 0;
       const ssize_t n = read(0, &key, 1);
-      if (n == 0) {  // stdin closed: keep drawing, stop listening for keys
+      if (n <= 0) {  // stdin closed or unreadable: keep drawing, stop listening for keys
         std::this_thread::sleep_for(std::chrono::milliseconds(left));
         continue;
       }
