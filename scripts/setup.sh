@@ -23,6 +23,7 @@ packages=(
   systemd                         # tests: systemd-analyze verify of the packaged units
   libcpp-httplib-dev nlohmann-json3-dev  # the pool's etcd client (JSON gateway over HTTP), history and report
   etcd-server                     # several pool instances sharing state; the etcd tests
+  prometheus tmux                 # the metrics tests: a real scrape, and rgpu top in a terminal
 )
 
 missing=()

@@ -124,9 +124,14 @@ Result<ConfigFile> parse_config(const std::string& text, const std::string& orig
         if (!text.is_ok()) return invalid_argument(origin + ": " + text.status().message());
         out.slices.push_back(text.value());
       }
+    } else if (key == "metrics") {
+      auto v = node.value<std::string>();
+      if (!v) return invalid_argument(origin + ": metrics wants \"HOST:PORT\" (docs/metrics.md)");
+      out.metrics = *v;
     } else {
       return invalid_argument(origin + ": unknown key '" + key +
-                              "' (device, cpu-devices, session-memory, max-sessions-per-slice, slices, [[cut]])");
+                              "' (device, cpu-devices, session-memory, max-sessions-per-slice, slices, [[cut]], "
+                              "metrics)");
     }
   }
   return out;

@@ -22,6 +22,7 @@ struct ConfigFile {
   // device = 1 and slices = [{ memory = "512M", share = 0.5 }, ...], as
   // --slices texts.
   std::vector<std::string> slices;
+  std::optional<std::string> metrics;           // metrics = "127.0.0.1:9400" (--metrics)
 };
 
 // Parses TOML `text` (from `origin`, for messages). A syntax error, an

@@ -21,8 +21,10 @@ bool Ledger::fits(uint64_t ctx, uint64_t size) const {
 }
 
 void Ledger::count(uint64_t ctx, uint64_t size, bool add) {
-  uint64_t& held = held_[device_of(ctx)];
+  const uint32_t device = device_of(ctx);
+  uint64_t& held = held_[device];
   held = add ? held + size : held - size;
+  if (device < published_.size()) published_[device].store(held, std::memory_order_relaxed);
   bytes_held_ = add ? bytes_held_ + size : bytes_held_ - size;
 }
 
@@ -94,6 +96,7 @@ void Ledger::clear() {
   ranges_.clear();
   devices_.clear();
   held_.clear();
+  for (auto& p : published_) p.store(0, std::memory_order_relaxed);
   images_.clear();
   bytes_held_ = 0;
 }

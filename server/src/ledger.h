@@ -3,6 +3,7 @@
 // held on each device against the session's quota.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -19,7 +20,7 @@ namespace rgpu::server {
 // The quota is per device (the session's own ordinals, so per slice):
 // allocations of all the session's contexts on one device count together; module globals never count (the module's image
 // holds them, see docs/security.md).
-// Thread-safety: none; the session uses it only under its execution lock.
+// Thread-safety: none, but held_on(); the session uses it only under its execution lock.
 class Ledger {
  public:
   struct Range {
@@ -31,7 +32,8 @@ class Ledger {
 
   // `quotas[d]`: the bytes of allocations the session may hold on its
   // device d (0, or a device past the list: no limit).
-  explicit Ledger(std::vector<uint64_t> quotas = {}) : quotas_(std::move(quotas)) {}
+  explicit Ledger(std::vector<uint64_t> quotas = {})
+      : quotas_(std::move(quotas)), published_(quotas_.size()) {}
 
   // Says which device context `ctx` lives on; allocations of a context never
   // bound count on device 0.
@@ -61,6 +63,11 @@ class Ledger {
   uint64_t bytes_held_by(uint64_t ctx) const;
   uint64_t quota(uint32_t device) const { return device < quotas_.size() ? quotas_[device] : 0; }
   uint32_t device_of(uint64_t ctx) const;
+  // bytes_held_by() of device `device` (one of the quotas' devices; 0 past
+  // them), readable from any thread, for metrics.
+  uint64_t held_on(uint32_t device) const {
+    return device < published_.size() ? published_[device].load(std::memory_order_relaxed) : 0;
+  }
   // Drops every range of a context (and its binding), or every global of a
   // module and its image's charge.
   void drop_context(uint64_t ctx);
@@ -80,6 +87,8 @@ class Ledger {
   };
   std::unordered_map<uint64_t, Charge> images_;  // module -> its image's charge
   uint64_t bytes_held_ = 0;
+  // held_ of each of the quotas' devices, published for other threads.
+  std::vector<std::atomic<uint64_t>> published_;
 };
 
 }  // namespace rgpu::server

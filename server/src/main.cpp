@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "rgpu/common/log.h"
+#include "rgpu/common/metrics_http.h"
 #include "rgpu/common/request_text.h"
 #include "rgpu/server/driver_table.h"
 #include "rgpu/protocol/codec.h"
@@ -88,10 +89,14 @@ void usage(FILE* out) {
                "  --pool-id ID        this server's id in the pool (default: the --advertise address)\n"
                "  --advertise HOST:PORT  the address clients reach this server at (default: the\n"
                "                      bound --listen address)\n"
+               "  --metrics HOST:PORT serve Prometheus metrics at http://HOST:PORT/metrics (port 0:\n"
+               "                      a free one; docs/metrics.md). It has no authentication: bind\n"
+               "                      it to loopback or a management network\n"
                "  --shutdown-timeout SECONDS  on SIGTERM or SIGINT, how long the sessions' teardown\n"
                "                      may take before rgpud exits anyway (default 10)\n"
                "\n"
-               "rgpud prints \"rgpud listening on HOST:PORT\" on stdout once it accepts clients.\n");
+               "rgpud prints \"rgpud listening on HOST:PORT\" on stdout once it accepts clients, and,\n"
+               "with --metrics, \"rgpud metrics on HOST:PORT\" before it.\n");
 }
 
 // Parses a whole unsigned decimal number; false for anything else.
@@ -182,6 +187,7 @@ int main(int argc, char** argv) {
   std::string pool_list;
   std::string pool_key_file;
   std::string advertise;
+  std::string metrics_address;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const char* name) -> std::string {
@@ -216,6 +222,7 @@ int main(int argc, char** argv) {
         options.max_sessions_per_slice = static_cast<uint32_t>(*c.max_sessions_per_slice);
       }
       options.slices.insert(options.slices.end(), c.slices.begin(), c.slices.end());
+      if (c.metrics) metrics_address = *c.metrics;
     } else if (arg == "--pool") {
       pool_list = value("--pool");
     } else if (arg == "--pool-key-file") {
@@ -234,6 +241,8 @@ int main(int argc, char** argv) {
         return 2;
       }
       options.max_sessions_per_slice = static_cast<uint32_t>(v);
+    } else if (arg == "--metrics") {
+      metrics_address = value("--metrics");
     } else if (arg == "--listen") {
       options.listen = value("--listen");
     } else if (arg == "--device") {
@@ -464,10 +473,24 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rgpud: cannot start UCX: %s\n", transport.status().message().c_str());
     return 1;
   }
+  // Declared before the server, which records into it, so it outlives it.
+  rgpu::metrics::Registry registry;
+  if (!metrics_address.empty()) options.metrics = &registry;
   auto server = rgpu::server::Server::start(driver.value(), std::move(transport.value()), options);
   if (!server.is_ok()) {
     std::fprintf(stderr, "rgpud: %s\n", server.status().message().c_str());
     return 1;
+  }
+  std::unique_ptr<rgpu::metrics::HttpExporter> exporter;  // stops before the server goes
+  if (!metrics_address.empty()) {
+    auto started = rgpu::metrics::HttpExporter::start(registry, metrics_address);
+    if (!started.is_ok()) {
+      std::fprintf(stderr, "rgpud: --metrics: %s\n", started.status().message().c_str());
+      return 1;
+    }
+    exporter = std::move(started.value());
+    RGPU_INFO("metrics endpoint=http://%s/metrics", exporter->address().c_str());
+    std::printf("rgpud metrics on %s\n", exporter->address().c_str());
   }
   std::printf("rgpud listening on %s driver=%s\n", server.value()->address().c_str(), driver_path.c_str());
   std::fflush(stdout);
@@ -516,6 +539,7 @@ int main(int argc, char** argv) {
     _exit(again > 0 ? 128 + again : 1);
   });
   watchdog.detach();
+  exporter.reset();
   {
     std::unique_ptr<rgpu::pool::Agent> agent;
     {

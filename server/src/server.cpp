@@ -15,6 +15,7 @@
 #include "handshake.h"
 #include "pool_gate.h"
 #include "reaper.h"
+#include "server_collectors.h"
 #include "session.h"
 #include "slices.h"
 
@@ -110,7 +111,8 @@ class ServerImpl final : public Server {
   ServerImpl(std::shared_ptr<const DriverTable> driver, std::shared_ptr<const ServerInfo> info,
              std::shared_ptr<transport::Transport> transport, std::shared_ptr<ModuleCache> module_cache,
              protocol::auth::KeyRing keys, uint64_t session_memory, std::shared_ptr<SliceTable> slices,
-             std::unique_ptr<PoolLeaseGate> gate, std::function<void(uint64_t)> on_lease_end)
+             std::unique_ptr<PoolLeaseGate> gate, std::function<void(uint64_t)> on_lease_end,
+             metrics::Registry* registry)
       : driver_(std::move(driver)),
         info_(std::move(info)),
         limits_(info_->limits),
@@ -122,9 +124,11 @@ class ServerImpl final : public Server {
         transport_(std::move(transport)),
         module_cache_(std::move(module_cache)) {
     gatekeeper_ = std::thread([this] { run_gatekeeper(); });
+    if (registry != nullptr) collections_ = collect_server(*registry, info_, driver_, [this] { return view(); });
   }
 
   ~ServerImpl() override {
+    collections_.clear();  // no scrape reads this server from here on
     listener_.reset();
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -261,6 +265,7 @@ class ServerImpl final : public Server {
     transport::ConnectionHandler handler;
     handler.on_closed = [this, id](transport::Connection&, const Status& why) { end_peer(id, why); };
     if (!room) {
+      if (info_->metrics) info_->metrics->refused.with({"unauthenticated_limit"}).add();
       RGPU_WARN("connection refused peer=%s reason=\"too many unauthenticated connections (limit %zu)\"",
                 connection->peer().c_str(), limits_.max_unauthenticated);
       connection->close();
@@ -307,7 +312,10 @@ class ServerImpl final : public Server {
     }
   }
 
-  void refuse(Peer& peer, const std::string& reason, const std::vector<std::byte>& message) {
+  // `category` names the reason in metrics (rgpu_connections_refused_total).
+  void refuse(Peer& peer, const std::string& reason, const std::vector<std::byte>& message,
+              const char* category = "handshake") {
+    if (info_->metrics) info_->metrics->refused.with({category}).add();
     {
       std::lock_guard<std::mutex> lock(peer.mu);
       if (peer.done) return;
@@ -327,7 +335,7 @@ class ServerImpl final : public Server {
     }
     if (full) {
       const std::string why = "server full: " + std::to_string(limits_.max_sessions) + " sessions";
-      refuse(peer, why, Handshake::refusal(why));
+      refuse(peer, why, Handshake::refusal(why), "full");
       return;
     }
     // Free slices that fit the request (in pool mode: exactly the lease's),
@@ -336,7 +344,7 @@ class ServerImpl final : public Server {
     auto admitted = lease ? slices_->admit_leased(lease->slices) : slices_->admit(step.client.terms.requested);
     if (!admitted.is_ok()) {
       const std::string why = "cannot grant the request: " + admitted.status().message();
-      refuse(peer, why, Handshake::refusal(why));
+      refuse(peer, why, Handshake::refusal(why), "no_slice");
       return;
     }
     step.client.terms.devices = std::move(admitted.value().first);
@@ -349,6 +357,7 @@ class ServerImpl final : public Server {
     peer.connection->set_receive_limits(open);
     auto session = std::make_shared<Session>(peer.id, std::move(step.client), driver_, info_, module_cache_,
                                              peer.connection, std::move(admitted.value().second));
+    if (info_->metrics) info_->metrics->sessions_opened.with({session->client().tenant}).add();
     session->welcome(step.server_proof);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -406,11 +415,23 @@ class ServerImpl final : public Server {
       lock.unlock();
       for (auto& peer : expired) {
         const std::string why = "no complete handshake within " + std::to_string(limits_.hello_timeout.count()) + " ms";
-        refuse(*peer, why, Handshake::refusal(why));
+        refuse(*peer, why, Handshake::refusal(why), "timeout");
       }
       expired.clear();
       lock.lock();
     }
+  }
+
+  // What a scrape reads: the slices and the sessions, by id.
+  ServerView view() const {
+    ServerView v;
+    v.slots = slices_->slots();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [id, s] : sessions_) v.sessions.push_back(s);
+    }
+    std::sort(v.sessions.begin(), v.sessions.end(), [](const auto& a, const auto& b) { return a->id() < b->id(); });
+    return v;
   }
 
   const std::shared_ptr<const DriverTable> driver_;
@@ -437,6 +458,7 @@ class ServerImpl final : public Server {
   Reaper reapers_{kReaperThreads};
   std::atomic<uint64_t> next_id_{1};
   std::thread gatekeeper_;
+  std::vector<metrics::Collection> collections_;  // the scrape-time families, while the server lives
 };
 
 // The slices of --slices, checked against the devices, each logged once.
@@ -503,6 +525,13 @@ Result<std::unique_ptr<Server>> Server::start(std::shared_ptr<const DriverTable>
   if (options.session_memory != 0) {
     RGPU_INFO("session memory quota bytes=%llu", static_cast<unsigned long long>(options.session_memory));
   }
+  if (options.metrics != nullptr) {
+    std::const_pointer_cast<ServerInfo>(info.value())->metrics = std::make_shared<ServerMetrics>(*options.metrics);
+    options.metrics->gauge("rgpu_build_info", "The running rgpud (value 1): its version and protocol.",
+                           {"version", "protocol"})
+        .with({RGPU_VERSION_STRING, std::to_string(wire::PROTOCOL_VERSION)})
+        .set(1);
+  }
   auto slices = make_slices(*info.value(), options);
   if (!slices.is_ok()) return slices.status();
   std::unique_ptr<PoolLeaseGate> gate;
@@ -510,7 +539,7 @@ Result<std::unique_ptr<Server>> Server::start(std::shared_ptr<const DriverTable>
   auto server = std::make_unique<ServerImpl>(std::move(driver), std::move(info.value()), std::move(transport),
                                              std::move(modules.value()), options.keys, options.session_memory,
                                              std::move(slices.value()), std::move(gate),
-                                             options.on_lease_session_end);
+                                             options.on_lease_session_end, options.metrics);
   if (Status s = server->listen(options.listen); !s.is_ok()) return s;
   if (!options.pool_key.empty() && options.pool_id.empty()) server->set_pool_id(server->address());
   return std::unique_ptr<Server>(std::move(server));

@@ -96,6 +96,7 @@ Session::Session(uint64_t id, ClientIdentity client, std::shared_ptr<const Drive
       staging_pool_(connection_, kStagingCache, info_->limits.max_inflight_bytes),
       bulk_direct_(cu_.cpu_device() || connection_->supports_cuda_memory()),
       limits_(info_->limits),
+      metrics_(info_->metrics.get(), client_.tenant, devices_),
       handles_(info_->limits.max_handles),
       ledger_(quotas_of(devices_)),
       pollers_(info_->pollers ? info_->pollers

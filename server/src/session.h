@@ -37,6 +37,7 @@
 #include "library_tables.h"
 #include "ledger.h"
 #include "session_graphs.h"
+#include "server_metrics.h"
 #include "module_cache.h"
 #include "staging_pool.h"
 #include "time_share.h"
@@ -71,6 +72,8 @@ struct ServerInfo {
   // The completion pollers of the devices, shared by every session (null: a
   // session makes its own, as the session fuzzer's do).
   std::shared_ptr<DevicePollers> pollers;
+  // Where sessions record their calls and copies (null: nowhere).
+  std::shared_ptr<ServerMetrics> metrics;
 };
 
 // A session owns everything one authenticated client created: contexts (and
@@ -99,6 +102,11 @@ class Session : public CallEnv {
 
   uint64_t id() const { return id_; }
   const ClientIdentity& client() const { return client_; }
+  // For metrics, from any thread: the session's devices, the bytes it holds
+  // on each (by ordinal), and its totals.
+  const std::vector<Placement>& placements() const { return devices_; }
+  uint64_t memory_held(uint32_t ordinal) const { return ledger_.held_on(ordinal); }
+  const SessionMetrics& metrics() const { return metrics_; }
   // Sends the welcome (devices, limits, the server's proof); first, before
   // any message is posted.
   void welcome(const std::vector<uint8_t>& server_proof);
@@ -193,6 +201,9 @@ class Session : public CallEnv {
   // Runs one call, answering it when it is sync. A call this server does not
   // know, or cannot read, is answered "not supported" when it wants a reply.
   void execute(wire::Call::Reader call, transport::Message& message, bool is_last);
+  void execute_call(wire::Call::Reader call, transport::Message& message, bool is_last);
+  // Counts a call that ran (its kind, time, and bytes for a copy).
+  void record_call(wire::Call::Reader call, std::chrono::steady_clock::time_point start);
   void execute_known(wire::Call::Reader call, transport::Message& message);
   // A generated call: its dispatch row runs in the call's context.
   void invoke(wire::Call::Reader call);
@@ -300,6 +311,8 @@ class Session : public CallEnv {
   // handles CUDA memory (GPUDirect). Otherwise they go through staging.
   const bool bulk_direct_;
   const ServerLimits& limits_;
+  SessionMetrics metrics_;
+  const DispatchRow* invoked_row_ = nullptr;  // of the generated call running now, for metrics_
   std::atomic<bool> failed_{false};
   bool handle_limit_logged_ = false;
   bool unknown_call_logged_ = false;

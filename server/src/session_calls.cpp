@@ -182,6 +182,34 @@ CUresult source_bytes(wire::Call::CopyIn::Reader in, uint64_t payload_bytes, tra
 }  // namespace
 
 void Session::execute(wire::Call::Reader call, transport::Message& message, bool is_last) {
+  const auto start = std::chrono::steady_clock::now();
+  invoked_row_ = nullptr;
+  execute_call(call, message, is_last);
+  record_call(call, start);
+}
+
+void Session::record_call(wire::Call::Reader call, std::chrono::steady_clock::time_point start) {
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  try {
+    const auto which = call.which();
+    const bool sync = call.getWantsReply();
+    if (invoked_row_ != nullptr) {
+      metrics_.on_call(invoked_row_->api, invoked_row_->name, reinterpret_cast<uintptr_t>(invoked_row_), sync,
+                       seconds);
+      return;
+    }
+    metrics_.on_call(wire::Api::DRIVER, call_kind_name(which), static_cast<uintptr_t>(which), sync, seconds);
+    if (which == wire::Call::MEMCPY_HTO_D) {
+      metrics_.on_copy(ledger_.device_of(call.getCtx()), true, call.getMemcpyHtoD().getSize());
+    } else if (which == wire::Call::MEMCPY_DTO_H) {
+      metrics_.on_copy(ledger_.device_of(call.getCtx()), false, call.getMemcpyDtoH().getSize());
+    }
+  } catch (const kj::Exception&) {
+    // A call whose fields cannot be read was answered as such; nothing to count.
+  }
+}
+
+void Session::execute_call(wire::Call::Reader call, transport::Message& message, bool is_last) {
   const uint64_t id = call.getId();
   const bool wants_reply = call.getWantsReply();
   try {
@@ -243,6 +271,7 @@ void Session::invoke(wire::Call::Reader call) {
   const wire::Api api = in.getApi();
   InvokeOutcome outcome;
   const DispatchRow* row = find_row(api, in.getFunction());
+  invoked_row_ = row;
   if (row == nullptr) {
     outcome = InvokeOutcome{api, not_supported_code(api), {}, "function not known to this server"};
   } else if (const uint64_t ctx = call.getCtx(); ctx != 0 && make_current(ctx) != CUDA_SUCCESS) {

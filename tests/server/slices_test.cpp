@@ -193,5 +193,14 @@ TEST(ConfigFile, ErrorsNameTheKey) {
   }
 }
 
+TEST(ConfigFile, MetricsAddress) {
+  auto c = parse_config("metrics = \"127.0.0.1:9400\"\n", "test.toml");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(*c.value().metrics, "127.0.0.1:9400");
+  auto bad = parse_config("metrics = 9400\n", "test.toml");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("metrics wants"), std::string::npos) << bad.status().message();
+}
+
 }  // namespace
 }  // namespace rgpu::server

@@ -20,6 +20,7 @@
 #include "rgpu/protocol/auth.h"
 #include "rgpu/common/request_text.h"
 #include "static_cudart.h"
+#include "top.h"
 
 namespace fs = std::filesystem;
 
@@ -33,6 +34,7 @@ void usage(FILE* out) {
                "       rgpu run --pool HOST:PORT [--gpus N] [--mem SIZE] [--share F] [--kind nvidia|cpu|any]\n"
                "                [--min-cc X.Y] [--priority low|normal|high|N] [--tenant NAME] [--timeout S] -- COMMAND\n"
                "       rgpu pool status [--pool HOST:PORT]\n"
+               "       rgpu top [--metrics URL[,URL...]] [--interval S]\n"
                "       rgpu --version\n"
                "\n"
                "run      runs COMMAND with rgpu's client library preloaded, so its CUDA calls go to\n"
@@ -53,6 +55,9 @@ void usage(FILE* out) {
                "         for the devices, waits in its queue (at most --timeout seconds), and\n"
                "         runs COMMAND on the servers the pool chose, with the pool's lease\n"
                "         (docs/pool.md); the lease is released when COMMAND ends.\n"
+               "\n"
+               "top      a live view of rgpud /metrics endpoints: devices, slices, sessions and\n"
+               "         their rates (rgpu top --help; docs/metrics.md).\n"
                "\n"
                "environment: RGPU_SERVER, RGPU_POOL, RGPU_POOL_TIMEOUT, RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE, RGPU_TENANT,\n"
                "             RGPU_LOG_LEVEL, RGPU_MODULE_CACHE, RGPU_STATS, UCX_TLS (transport choice)\n");
@@ -328,6 +333,7 @@ int main(int argc, char** argv) {
     return rgpu::tools::pool_report_main(argc - 3, argv + 3);
   }
   if (cmd == "pool") return rgpu::tools::pool_command(argc - 2, argv + 2);
+  if (cmd == "top") return rgpu::tools::run_top(argc - 2, argv + 2);  // live view of /metrics (top.cpp)
   if (cmd == "--version" || cmd == "version") {
     std::printf("rgpu %s\n", RGPU_VERSION_STRING);
     return 0;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "rgpu/common/metrics.h"
 #include "rgpu/common/status.h"
 #include "rgpu/protocol/auth.h"
 #include "rgpu/server/driver_table.h"
@@ -80,6 +81,9 @@ struct ServerOptions {
   // Called with a lease's id when a session admitted on it has ended (on a
   // transport or reaper thread), so the pool frees the lease at once.
   std::function<void(uint64_t lease)> on_lease_session_end;
+  // Where the server records its metrics (docs/metrics.md); null: none. Not
+  // owned: it must outlive the server.
+  metrics::Registry* metrics = nullptr;
 };
 
 // One device as a pool sees it: what it is, how it is cut, and what it is
