@@ -27,6 +27,7 @@ set(RGPU_SHIM_LIBRARY_SOURCES
     ${_rgpu_shim_dir}/generated/cublas_calls.cpp
     ${_rgpu_shim_dir}/generated/cublasLt_calls.cpp
     ${_rgpu_shim_dir}/generated/cudnn_calls.cpp
+    ${_rgpu_shim_dir}/generated/cusparse_calls.cpp
 )
 set(RGPU_SHIM_LIBRARY_EXPORT_LISTS
     ${_rgpu_shim_dir}/api/libcublas.so.12.exports

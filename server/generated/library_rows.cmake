@@ -4,4 +4,5 @@ set(RGPU_SERVER_LIBRARY_ROWS
     ${CMAKE_CURRENT_LIST_DIR}/cublas_dispatch.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cublasLt_dispatch.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cudnn_dispatch.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cusparse_dispatch.cpp
 )

@@ -5,8 +5,10 @@
 #include <cuda.h>
 
 #include "cudnn_rows.h"
+#include "cusparse_rows.h"
 #include "library_rows.h"
 #include "rgpu/protocol/cudnn_wire.h"
+#include "rgpu/protocol/cusparse_wire.h"
 
 namespace rgpu::server {
 
@@ -16,6 +18,9 @@ const DispatchRow* find_row(wire::Api api, uint32_t function) {
       return find_driver_row(function);
     case wire::Api::CUDNN:
       if (function > protocol::cudnn::kFirstHandFn) return find_cudnn_hand_row(function);
+      return find_library_row(api, function);
+    case wire::Api::CUSPARSE:
+      if (function > protocol::cusparse::kFirstHandFn) return find_cusparse_hand_row(function);
       return find_library_row(api, function);
     default:
       return find_library_row(api, function);  // null for an API with no generated calls
