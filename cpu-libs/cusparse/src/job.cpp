@@ -30,7 +30,9 @@ void CUDA_CB run_job(void* p) {
   } catch (const std::exception& e) {
     RGPU_ERROR("cpu cusparse: compute failed error=%s", e.what());
   }
-  if (!ok && job->failed) job->failed->store(true);
+  if (ok) return;
+  RGPU_WARN("cpu cusparse: refused the work, a matrix holds an index out of range; output unchanged");
+  if (job->failed) job->failed->store(true);
 }
 
 size_t Job::add(const Span& s) {
