@@ -215,9 +215,6 @@ RGPU_SHIM_EXPORT int cusparseLoggerSetFile() noexcept { return ::rgpu::shim::rep
 RGPU_SHIM_EXPORT int cusparseLoggerSetLevel() noexcept { return ::rgpu::shim::report_unimplemented("cusparseLoggerSetLevel", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseLoggerSetMask() noexcept { return ::rgpu::shim::report_unimplemented("cusparseLoggerSetMask", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseRot() noexcept { return ::rgpu::shim::report_unimplemented("cusparseRot", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSDDMM() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSDDMM", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSDDMM_bufferSize() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSDDMM_bufferSize", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSDDMM_preprocess() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSDDMM_preprocess", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSbsr2csr() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSbsr2csr", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSbsric02() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSbsric02", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSbsric02_analysis() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSbsric02_analysis", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }

@@ -162,6 +162,26 @@ bool spmm_shapes(int32_t op_a, int32_t op_b, const SpMat& a, const DnMat& b, con
   return true;
 }
 
+bool sddmm_shapes(int32_t op_a, int32_t op_b, const DnMat& a, const DnMat& b, const SpMat& c, const char** why) {
+  const int64_t m = op_a == kOpN ? a.rows : a.cols;
+  const int64_t k = op_a == kOpN ? a.cols : a.rows;
+  const int64_t bk = op_b == kOpN ? b.rows : b.cols;
+  const int64_t n = op_b == kOpN ? b.cols : b.rows;
+  if (c.format != kFormatCsr) {
+    *why = "SDDMM's output must be CSR";
+    return false;
+  }
+  if (m != c.rows || k != bk || n != c.cols) {
+    *why = "op(A), op(B) and C do not agree in shape";
+    return false;
+  }
+  if ((a.batch != c.batch && a.batch != 1) || (b.batch != c.batch && b.batch != 1)) {
+    *why = "A's or B's batch count is neither C's nor 1";
+    return false;
+  }
+  return true;
+}
+
 bool spmv_shapes(int32_t op_a, const SpMat& a, const DnVec& x, const DnVec& y, const char** why) {
   const int64_t m = op_a == kOpN ? a.rows : a.cols;
   const int64_t k = op_a == kOpN ? a.cols : a.rows;

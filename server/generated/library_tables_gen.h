@@ -174,6 +174,9 @@ struct CusparseTable {
   std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, cusparseOperation_t opA, cusparseOperation_t opB, const void* alpha, cusparseConstSpMatDescr_t matA, cusparseConstDnMatDescr_t matB, const void* beta, cusparseDnMatDescr_t matC, cudaDataType computeType, cusparseSpMMAlg_t alg, void* externalBuffer)> cusparseSpMM = nullptr;
   std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, cusparseOperation_t opA, const void* alpha, cusparseConstSpMatDescr_t matA, cusparseConstDnVecDescr_t vecX, const void* beta, cusparseDnVecDescr_t vecY, cudaDataType computeType, cusparseSpMVAlg_t alg, size_t* bufferSize)> cusparseSpMV_bufferSize = nullptr;
   std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, cusparseOperation_t opA, const void* alpha, cusparseConstSpMatDescr_t matA, cusparseConstDnVecDescr_t vecX, const void* beta, cusparseDnVecDescr_t vecY, cudaDataType computeType, cusparseSpMVAlg_t alg, void* externalBuffer)> cusparseSpMV = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, cusparseOperation_t opA, cusparseOperation_t opB, const void* alpha, cusparseConstDnMatDescr_t matA, cusparseConstDnMatDescr_t matB, const void* beta, cusparseSpMatDescr_t matC, cudaDataType computeType, cusparseSDDMMAlg_t alg, size_t* bufferSize)> cusparseSDDMM_bufferSize = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, cusparseOperation_t opA, cusparseOperation_t opB, const void* alpha, cusparseConstDnMatDescr_t matA, cusparseConstDnMatDescr_t matB, const void* beta, cusparseSpMatDescr_t matC, cudaDataType computeType, cusparseSDDMMAlg_t alg, void* externalBuffer)> cusparseSDDMM_preprocess = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, cusparseOperation_t opA, cusparseOperation_t opB, const void* alpha, cusparseConstDnMatDescr_t matA, cusparseConstDnMatDescr_t matB, const void* beta, cusparseSpMatDescr_t matC, cudaDataType computeType, cusparseSDDMMAlg_t alg, void* externalBuffer)> cusparseSDDMM = nullptr;
 
   // dlsym's every function of `dl`; a missing one stays null.
   template <class Resolve>
@@ -200,6 +203,9 @@ struct CusparseTable {
     cusparseSpMM = reinterpret_cast<decltype(cusparseSpMM)>(sym("cusparseSpMM"));
     cusparseSpMV_bufferSize = reinterpret_cast<decltype(cusparseSpMV_bufferSize)>(sym("cusparseSpMV_bufferSize"));
     cusparseSpMV = reinterpret_cast<decltype(cusparseSpMV)>(sym("cusparseSpMV"));
+    cusparseSDDMM_bufferSize = reinterpret_cast<decltype(cusparseSDDMM_bufferSize)>(sym("cusparseSDDMM_bufferSize"));
+    cusparseSDDMM_preprocess = reinterpret_cast<decltype(cusparseSDDMM_preprocess)>(sym("cusparseSDDMM_preprocess"));
+    cusparseSDDMM = reinterpret_cast<decltype(cusparseSDDMM)>(sym("cusparseSDDMM"));
   }
 };
 

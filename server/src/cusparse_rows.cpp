@@ -331,16 +331,83 @@ InvokeOutcome run_spmv(CallEnv& env, std::span<const std::byte> args, bool query
   return status(s, fn, "the library failed");
 }
 
+// SDDMM (kSDDMM), its preprocess (kSDDMMPreprocess) and its size query.
+InvokeOutcome run_sddmm(CallEnv& env, std::span<const std::byte> args, uint32_t which) {
+  const bool query = which == sw::kSDDMMBufferSize;
+  const char* fn = query ? "cusparseSDDMM_bufferSize" : which == sw::kSDDMM ? "cusparseSDDMM" : "cusparseSDDMM_preprocess";
+  ArgReader rd(args);
+  uint64_t h = 0, buffer = 0;
+  int32_t op_a = 0, op_b = 0, compute = 0, alg = 0;
+  Scalar alpha, beta;
+  sw::DnMat a, b;
+  sw::SpMat c;
+  rd.u64(&h);
+  rd.scalar(&op_a);
+  rd.scalar(&op_b);
+  rd.scalar(&compute);
+  rd.scalar(&alg);
+  const uint64_t sbytes = rgpu_data_type_bytes(compute);
+  if (sbytes == kNoExtent || sbytes > 16) return bad(fn, "unknown compute type");
+  read_scalar(rd, sbytes, &alpha);
+  sw::read(rd, &a);
+  sw::read(rd, &b);
+  read_scalar(rd, sbytes, &beta);
+  sw::read(rd, &c);
+  if (!query) rd.u64(&buffer);
+  if (!rd.finish()) return bad(fn, "undecodable arguments");
+  if (!op_ok(op_a) || !op_ok(op_b)) return bad(fn, "unknown operation");
+  std::string why;
+  const char* reason = "";
+  if (!sw::sddmm_shapes(op_a, op_b, a, b, c, &reason)) return bad(fn, reason);
+  if (!check_dense(env, a.values, sw::extent_bytes(a), "A", &why) ||
+      !check_dense(env, b.values, sw::extent_bytes(b), "B", &why) || !check_sparse(env, c, &why)) {
+    return bad(fn, why);
+  }
+  Start st = start(env, h, alpha, beta, sbytes, fn);
+  if (!st.ok()) return st.refusal;
+  const CusparseTable& t = *st.table;
+  if (!t.cusparseSDDMM_bufferSize || !t.cusparseSDDMM_preprocess || !t.cusparseSDDMM) {
+    return refuse(kApi, CUSPARSE_STATUS_NOT_SUPPORTED, "cusparse: no SDDMM");
+  }
+  Descriptors d(t);
+  cusparseDnMatDescr_t da = nullptr, db = nullptr;
+  cusparseSpMatDescr_t dc = nullptr;
+  cusparseStatus_t s = d.make(a, &da);
+  if (s == CUSPARSE_STATUS_SUCCESS) s = d.make(b, &db);
+  if (s == CUSPARSE_STATUS_SUCCESS) s = d.make(c, &dc);
+  if (s != CUSPARSE_STATUS_SUCCESS) return status(s, fn, "the library refused a descriptor");
+  size_t need = 0;
+  s = t.cusparseSDDMM_bufferSize(st.handle, cusparseOperation_t(op_a), cusparseOperation_t(op_b), alpha.ptr(), da, db,
+                                 beta.ptr(), dc, cudaDataType(compute), cusparseSDDMMAlg_t(alg), &need);
+  if (s != CUSPARSE_STATUS_SUCCESS) return status(s, fn, "buffer size");
+  if (query) return size_reply(need);
+  if (need != 0 && !env.device_range(buffer, need)) return bad(fn, "the buffer is shorter than the library needs");
+  auto call = which == sw::kSDDMM ? t.cusparseSDDMM : t.cusparseSDDMM_preprocess;
+  s = call(st.handle, cusparseOperation_t(op_a), cusparseOperation_t(op_b), alpha.ptr(), da, db, beta.ptr(), dc,
+           cudaDataType(compute), cusparseSDDMMAlg_t(alg), reinterpret_cast<void*>(static_cast<uintptr_t>(buffer)));
+  return status(s, fn, "the library failed");
+}
+
 InvokeOutcome spmm_size(CallEnv& env, std::span<const std::byte> args) { return run_spmm(env, args, true); }
 InvokeOutcome spmm(CallEnv& env, std::span<const std::byte> args) { return run_spmm(env, args, false); }
 InvokeOutcome spmv_size(CallEnv& env, std::span<const std::byte> args) { return run_spmv(env, args, true); }
 InvokeOutcome spmv(CallEnv& env, std::span<const std::byte> args) { return run_spmv(env, args, false); }
+InvokeOutcome sddmm_size(CallEnv& env, std::span<const std::byte> args) {
+  return run_sddmm(env, args, sw::kSDDMMBufferSize);
+}
+InvokeOutcome sddmm_preprocess(CallEnv& env, std::span<const std::byte> args) {
+  return run_sddmm(env, args, sw::kSDDMMPreprocess);
+}
+InvokeOutcome sddmm(CallEnv& env, std::span<const std::byte> args) { return run_sddmm(env, args, sw::kSDDMM); }
 
 const DispatchRow kRows[] = {
     {"cusparseSpMM_bufferSize", kApi, sw::kSpMMBufferSize, true, false, &spmm_size},
     {"cusparseSpMM", kApi, sw::kSpMM, false, false, &spmm},
     {"cusparseSpMV_bufferSize", kApi, sw::kSpMVBufferSize, true, false, &spmv_size},
     {"cusparseSpMV", kApi, sw::kSpMV, false, false, &spmv},
+    {"cusparseSDDMM_bufferSize", kApi, sw::kSDDMMBufferSize, true, false, &sddmm_size},
+    {"cusparseSDDMM_preprocess", kApi, sw::kSDDMMPreprocess, false, false, &sddmm_preprocess},
+    {"cusparseSDDMM", kApi, sw::kSDDMM, false, false, &sddmm},
 };
 
 }  // namespace

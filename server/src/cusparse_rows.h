@@ -1,5 +1,6 @@
 // The hand-written rows of cuSPARSE (client-shim/api/cusparse.api's hand
-// lines): SpMM, SpMV and their buffer sizes, each with its descriptors
+// lines): SpMM, SpMV, SDDMM (and its preprocess) and their buffer sizes,
+// each with its descriptors
 // inside. Ordinals: rgpu/protocol/cusparse_wire.h.
 #pragma once
 

@@ -101,6 +101,20 @@ cusparseStatus_t fake_spmv(cusparseHandle_t, cusparseOperation_t, const void*, c
   return CUSPARSE_STATUS_SUCCESS;
 }
 
+int g_sddmm = 0;
+cusparseStatus_t fake_sddmm_size(cusparseHandle_t, cusparseOperation_t, cusparseOperation_t, const void*,
+                                 cusparseConstDnMatDescr_t, cusparseConstDnMatDescr_t, const void*,
+                                 cusparseSpMatDescr_t, cudaDataType, cusparseSDDMMAlg_t, size_t* size) {
+  *size = g.buffer;
+  return CUSPARSE_STATUS_SUCCESS;
+}
+cusparseStatus_t fake_sddmm(cusparseHandle_t, cusparseOperation_t, cusparseOperation_t, const void*,
+                            cusparseConstDnMatDescr_t, cusparseConstDnMatDescr_t, const void*, cusparseSpMatDescr_t,
+                            cudaDataType, cusparseSDDMMAlg_t, void*) {
+  ++g_sddmm;
+  return CUSPARSE_STATUS_SUCCESS;
+}
+
 std::span<const std::byte> view(const std::vector<std::byte>& v) { return {v.data(), v.size()}; }
 
 // A 6 x 5 CSR matrix with 9 stored entries, B 5 x 3, C 6 x 3, float.
@@ -122,6 +136,10 @@ class CusparseRows : public ::testing::Test {
     table.cusparseSpMM = fake_spmm;
     table.cusparseSpMV_bufferSize = fake_spmv_size;
     table.cusparseSpMV = fake_spmv;
+    table.cusparseSDDMM_bufferSize = fake_sddmm_size;
+    table.cusparseSDDMM_preprocess = fake_sddmm;
+    table.cusparseSDDMM = fake_sddmm;
+    g_sddmm = 0;
     env.set_library(CusparseTable::kIndex, &table);
     env.put(kKind, handle, &g_object[7]);
     offsets = env.allocate(7 * 4);
@@ -333,6 +351,39 @@ TEST_F(CusparseRows, SpMVChecksTheVectors) {
   EXPECT_EQ(uint32_t(CUSPARSE_STATUS_INVALID_VALUE), call(vec(5, x), vec(6, x))) << "y past x's 5 floats";
   EXPECT_EQ(uint32_t(CUSPARSE_STATUS_INVALID_VALUE), call(vec(6, x), vec(6, y))) << "x's size is not A's columns";
   EXPECT_EQ(1, g.spmv);
+}
+
+TEST_F(CusparseRows, SddmmChecksItsSparseOutputAndDenseOperands) {
+  // C (the sparse output) = A (6 x 4) B (4 x 5) at A's pattern above.
+  auto call = [&](uint32_t fn, const sw::DnMat& da, const sw::DnMat& db, const sw::SpMat& c) {
+    ArgWriter w;
+    w.u64(handle);
+    w.scalar(int32_t(0));
+    w.scalar(int32_t(0));
+    w.scalar(int32_t(CUDA_R_32F));
+    w.scalar(int32_t(0));
+    scalar(w, 1.0f);
+    sw::write(w, da);
+    sw::write(w, db);
+    scalar(w, 0.0f);
+    sw::write(w, c);
+    w.u64(0);
+    return run(fn, w).code;
+  };
+  const sw::DnMat da = dense(6, 4, env.allocate(6 * 4 * 4)), db = dense(4, 5, env.allocate(4 * 5 * 4));
+  EXPECT_EQ(0u, call(sw::kSDDMMPreprocess, da, db, a));
+  EXPECT_EQ(0u, call(sw::kSDDMM, da, db, a));
+  EXPECT_EQ(2, g_sddmm);
+  sw::SpMat c = a;
+  c.nnz = 10;  // values and column indices hold 9
+  EXPECT_EQ(uint32_t(CUSPARSE_STATUS_INVALID_VALUE), call(sw::kSDDMM, da, db, c));
+  c = a;
+  c.format = sw::kFormatCoo;
+  EXPECT_EQ(uint32_t(CUSPARSE_STATUS_INVALID_VALUE), call(sw::kSDDMM, da, db, c)) << "SDDMM's output is CSR";
+  sw::DnMat wide = db;
+  wide.ld = 5;  // (5 - 1) * 5 + 4 = 24 floats of a 20-float array
+  EXPECT_EQ(uint32_t(CUSPARSE_STATUS_INVALID_VALUE), call(sw::kSDDMM, da, wide, a));
+  EXPECT_EQ(2, g_sddmm);
 }
 
 TEST_F(CusparseRows, EveryTruncationIsRefused) {

@@ -1,7 +1,7 @@
 // The cuSPARSE stand-in: SpMM and SpMV on CSR and COO matrices against a
 // dense reference (transposes, row-major operands, one-based indices,
 // alpha and beta, float and double, device scalars, a strided batch), the
-// COO-to-CSR conversion, and untrusted input: an index out of range, CSR
+// COO-to-CSR conversion, SDDMM, and untrusted input: an index out of range, CSR
 // offsets that go backwards or past nnz, and arrays shorter than their
 // descriptors are refused with an error and never read or written past.
 #include <cusparse.h>
@@ -18,7 +18,7 @@ namespace {
   X(cusparseCreateCsr) X(cusparseCreateCoo) X(cusparseCreateDnMat) X(cusparseCreateDnVec)               \
   X(cusparseDestroySpMat) X(cusparseDestroyDnMat) X(cusparseDestroyDnVec) X(cusparseCsrSetStridedBatch)  \
   X(cusparseDnMatSetStridedBatch) X(cusparseSpMM_bufferSize) X(cusparseSpMM) X(cusparseSpMV_bufferSize)  \
-  X(cusparseSpMV) X(cusparseXcoo2csr)
+  X(cusparseSpMV) X(cusparseXcoo2csr) X(cusparseSDDMM_bufferSize) X(cusparseSDDMM_preprocess) X(cusparseSDDMM)
 
 struct SparseLib {
 #define RGPU_SPARSE_MEMBER(name) decltype(&::name) name = nullptr;
@@ -284,6 +284,43 @@ TEST_F(SparseTest, CooToCsr) {
   SP_OK(s.cusparseXcoo2csr(h, reinterpret_cast<const int*>(rows), 7, int(kM), reinterpret_cast<int*>(out),
                            CUSPARSE_INDEX_BASE_ZERO));
   EXPECT_EQ(kOffsets, download<int32_t>(out, kM + 1));
+}
+
+TEST_F(SparseTest, SddmmSamplesTheDenseProductAtThePattern) {
+  // C (kM x kK, the pattern above) = 2 * (A B)(r, c) - 1 * C at each stored entry,
+  // A kM x 3 row-major, B 3 x kK column-major.
+  const int64_t k = 3;
+  std::vector<double> a(size_t(kM * k)), b(size_t(k * kK));
+  for (int64_t i = 0; i < kM; ++i)
+    for (int64_t l = 0; l < k; ++l) a[size_t(i * k + l)] = double(i + 2 * l) - 1;
+  for (int64_t l = 0; l < k; ++l)
+    for (int64_t j = 0; j < kK; ++j) b[size_t(l + j * k)] = double(3 * l - j);
+  CUdeviceptr off = upload(kOffsets), col = upload(kCols), val = upload(values<double>());
+  CUdeviceptr ap = upload(a), bp = upload(b);
+  auto c = csr(off, col, val, CUDA_R_64F);
+  auto ad = dense(kM, k, k, ap, CUDA_R_64F, CUSPARSE_ORDER_ROW), bd = dense(k, kK, k, bp, CUDA_R_64F);
+  const double alpha = 2, beta = -1;
+  const auto n = CUSPARSE_OPERATION_NON_TRANSPOSE;
+  size_t bytes = 1;
+  SP_OK(s.cusparseSDDMM_bufferSize(h, n, n, &alpha, ad, bd, &beta, c, CUDA_R_64F, CUSPARSE_SDDMM_ALG_DEFAULT, &bytes));
+  EXPECT_EQ(0u, bytes);
+  SP_OK(s.cusparseSDDMM_preprocess(h, n, n, &alpha, ad, bd, &beta, c, CUDA_R_64F, CUSPARSE_SDDMM_ALG_DEFAULT, nullptr));
+  SP_OK(s.cusparseSDDMM(h, n, n, &alpha, ad, bd, &beta, c, CUDA_R_64F, CUSPARSE_SDDMM_ALG_DEFAULT, nullptr));
+  auto got = download<double>(val, kVals.size());
+  for (size_t e = 0; e < kVals.size(); ++e) {
+    double dot = 0;
+    for (int64_t l = 0; l < k; ++l) dot += a[size_t(kRows[e] * k + l)] * b[size_t(l + kCols[e] * k)];
+    EXPECT_DOUBLE_EQ(alpha * dot + beta * kVals[e], got[e]) << e;
+  }
+  // A column index past B's columns: the values stay, the next call fails.
+  std::vector<int32_t> bad = kCols;
+  bad[0] = 99;
+  CUdeviceptr badp = upload(bad), val2 = upload(values<double>());
+  auto c2 = csr(off, badp, val2, CUDA_R_64F);
+  SP_OK(s.cusparseSDDMM(h, n, n, &alpha, ad, bd, &beta, c2, CUDA_R_64F, CUSPARSE_SDDMM_ALG_DEFAULT, nullptr));
+  EXPECT_EQ(kVals, download<double>(val2, kVals.size()));
+  EXPECT_EQ(CUSPARSE_STATUS_EXECUTION_FAILED,
+            s.cusparseSDDMM(h, n, n, &alpha, ad, bd, &beta, c2, CUDA_R_64F, CUSPARSE_SDDMM_ALG_DEFAULT, nullptr));
 }
 
 // --- untrusted input --------------------------------------------------------

@@ -1,7 +1,7 @@
 """torch.sparse matmul (cuSPARSE's SpMM and SpMV, remoted): CSR and COO
 operands, sparse @ dense, sparse @ vector, addmm with a sparse operand,
-to_sparse_csr, float32 and float64, and the gradient of the dense operand
-through a sparse product (a transposed SpMM)."""
+to_sparse_csr, float32 and float64, the gradient of the dense operand
+through a sparse product (a transposed SpMM), and sampled_addmm (SDDMM)."""
 
 import pytest
 import torch
@@ -93,3 +93,18 @@ def test_results_stay_on_the_device():
     synchronize()
     assert out.device.type == DEV.type
     assert_close(out, a.cpu() @ b.cpu(), "matmul", "dense reference")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_sampled_addmm(dtype):
+    """torch.sparse.sampled_addmm: a dense product sampled at a CSR pattern
+    (cuSPARSE's SDDMM)."""
+    c = sparse_pattern(12, 9, dtype, seed=15)
+    a, b = randn(12, 5, dtype=dtype, seed=16), randn(5, 9, dtype=dtype, seed=17)
+
+    def f(c, a, b):
+        s = c.to_sparse_csr()
+        return (torch.sparse.sampled_addmm(s, a, b).to_dense(),
+                torch.sparse.sampled_addmm(s, a, b, beta=0.5, alpha=-1.5).to_dense())
+
+    check(f, c, a, b, kind="matmul")

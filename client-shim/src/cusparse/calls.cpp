@@ -1,6 +1,6 @@
-// cuSPARSE's SpMM and SpMV on the client: one message each with the
-// descriptors inside (rgpu/protocol/cusparse_wire.h); SpMM and SpMV are
-// one-way, their buffer size queries one round trip.
+// cuSPARSE's SpMM, SpMV and SDDMM on the client: one message each with the
+// descriptors inside (rgpu/protocol/cusparse_wire.h); the products and
+// SDDMM's preprocess are one-way, the buffer size queries one round trip.
 #include <cstring>
 
 #include "../library_calls.h"
@@ -125,6 +125,32 @@ cusparseStatus_t spmv(cusparseHandle_t handle, cusparseOperation_t opA, const vo
   return CUSPARSE_STATUS_SUCCESS;
 }
 
+// SDDMM, its preprocess (function kSDDMMPreprocess) and its size query.
+cusparseStatus_t sddmm(uint32_t function, cusparseHandle_t handle, cusparseOperation_t opA, cusparseOperation_t opB,
+                       const void* alpha, cusparseConstDnMatDescr_t matA, cusparseConstDnMatDescr_t matB,
+                       const void* beta, cusparseSpMatDescr_t matC, cudaDataType computeType, cusparseSDDMMAlg_t alg,
+                       void* externalBuffer, size_t* bufferSize) {
+  Entered e;
+  if (cusparseStatus_t s = enter(handle, &e); s != CUSPARSE_STATUS_SUCCESS) return s;
+  if (!alpha || !beta || !live(matA) || !live(matB) || !live(matC)) return CUSPARSE_STATUS_INVALID_VALUE;
+  const uint32_t mode = e.shim->handle_mode(e.handle);
+  protocol::ArgWriter w;
+  w.u64(e.handle);
+  w.scalar(static_cast<int32_t>(opA));
+  w.scalar(static_cast<int32_t>(opB));
+  w.scalar(static_cast<int32_t>(computeType));
+  w.scalar(static_cast<int32_t>(alg));
+  if (!pack_scalar(w, mode, alpha, computeType)) return CUSPARSE_STATUS_NOT_SUPPORTED;
+  sw::write(w, matA->m);
+  sw::write(w, matB->m);
+  if (!pack_scalar(w, mode, beta, computeType)) return CUSPARSE_STATUS_NOT_SUPPORTED;
+  sw::write(w, matC->m);
+  if (bufferSize) return send_size_query(e, sw::kSDDMMBufferSize, w, bufferSize);
+  w.u64(reinterpret_cast<uintptr_t>(externalBuffer));
+  send_async(e, function, w);
+  return CUSPARSE_STATUS_SUCCESS;
+}
+
 }  // namespace
 }  // namespace rgpu::shim::cusparse
 
@@ -177,6 +203,48 @@ RGPU_EXPORT cusparseStatus_t cusparseSpMV(cusparseHandle_t handle, cusparseOpera
   try {
     return rgpu::shim::cusparse::spmv(handle, opA, alpha, matA, vecX, beta, vecY, computeType, alg, externalBuffer,
                                       nullptr);
+  } catch (...) {
+    return CUSPARSE_STATUS_EXECUTION_FAILED;
+  }
+}
+
+RGPU_EXPORT cusparseStatus_t cusparseSDDMM_bufferSize(cusparseHandle_t handle, cusparseOperation_t opA,
+                                                      cusparseOperation_t opB, const void* alpha,
+                                                      cusparseConstDnMatDescr_t matA, cusparseConstDnMatDescr_t matB,
+                                                      const void* beta, cusparseSpMatDescr_t matC,
+                                                      cudaDataType computeType, cusparseSDDMMAlg_t alg,
+                                                      size_t* bufferSize) {
+  if (!bufferSize) return CUSPARSE_STATUS_INVALID_VALUE;
+  try {
+    return rgpu::shim::cusparse::sddmm(sw::kSDDMMBufferSize, handle, opA, opB, alpha, matA, matB, beta, matC,
+                                       computeType, alg, nullptr, bufferSize);
+  } catch (...) {
+    return CUSPARSE_STATUS_EXECUTION_FAILED;
+  }
+}
+
+RGPU_EXPORT cusparseStatus_t cusparseSDDMM_preprocess(cusparseHandle_t handle, cusparseOperation_t opA,
+                                                      cusparseOperation_t opB, const void* alpha,
+                                                      cusparseConstDnMatDescr_t matA, cusparseConstDnMatDescr_t matB,
+                                                      const void* beta, cusparseSpMatDescr_t matC,
+                                                      cudaDataType computeType, cusparseSDDMMAlg_t alg,
+                                                      void* externalBuffer) {
+  try {
+    return rgpu::shim::cusparse::sddmm(sw::kSDDMMPreprocess, handle, opA, opB, alpha, matA, matB, beta, matC,
+                                       computeType, alg, externalBuffer, nullptr);
+  } catch (...) {
+    return CUSPARSE_STATUS_EXECUTION_FAILED;
+  }
+}
+
+RGPU_EXPORT cusparseStatus_t cusparseSDDMM(cusparseHandle_t handle, cusparseOperation_t opA, cusparseOperation_t opB,
+                                           const void* alpha, cusparseConstDnMatDescr_t matA,
+                                           cusparseConstDnMatDescr_t matB, const void* beta,
+                                           cusparseSpMatDescr_t matC, cudaDataType computeType,
+                                           cusparseSDDMMAlg_t alg, void* externalBuffer) {
+  try {
+    return rgpu::shim::cusparse::sddmm(sw::kSDDMM, handle, opA, opB, alpha, matA, matB, beta, matC, computeType,
+                                       alg, externalBuffer, nullptr);
   } catch (...) {
     return CUSPARSE_STATUS_EXECUTION_FAILED;
   }

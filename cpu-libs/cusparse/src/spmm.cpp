@@ -131,6 +131,32 @@ bool spmm(int op_a, int op_b, T alpha, const SparseView& a, const DenseView& b, 
   return true;
 }
 
+template <class T>
+bool sddmm(int op_a, int op_b, T alpha, const DenseView& a, const DenseView& b, T beta, const SparseView& c,
+           T* c_values) {
+  for (int i = 0; i < c.batch; ++i) {
+    if (!valid(batch_of(c, i))) return false;
+  }
+  const bool ta = op_a != 0, tb = op_b != 0;
+  const int64_t k = ta ? a.rows : a.cols;
+  for (int bi = 0; bi < c.batch; ++bi) {
+    const Batch cb = batch_of(c, bi);
+    const Dense<T> ab = dense_of<T>(a, bi), bb = dense_of<T>(b, bi);
+    for (int64_t r = 0; r < c.rows; ++r) {
+      for (int64_t e = cb.row_ptr(r); e < cb.row_ptr(r + 1); ++e) {
+        const int64_t col = cb.col(e);
+        T sum = 0;
+        for (int64_t l = 0; l < k; ++l) sum += (ta ? ab.at(l, r) : ab.at(r, l)) * (tb ? bb.at(col, l) : bb.at(l, col));
+        T& v = c_values[cb.val0 + e];
+        v = beta == T(0) ? alpha * sum : alpha * sum + beta * v;
+      }
+    }
+  }
+  return true;
+}
+
+template bool sddmm<float>(int, int, float, const DenseView&, const DenseView&, float, const SparseView&, float*);
+template bool sddmm<double>(int, int, double, const DenseView&, const DenseView&, double, const SparseView&, double*);
 template bool spmm<float>(int, int, float, const SparseView&, const DenseView&, float, const DenseView&);
 template bool spmm<double>(int, int, double, const SparseView&, const DenseView&, double, const DenseView&);
 

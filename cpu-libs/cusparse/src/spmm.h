@@ -1,6 +1,6 @@
 // The stand-in's sparse products on host copies of their operands:
 // C = alpha op(A) op(B) + beta C for a CSR or COO matrix A and dense B and C
-// (SpMV is the one-column case). Every index A holds is checked before
+// (SpMV is the one-column case), and SDDMM. Every index A holds is checked before
 // anything is written: a bad one leaves C untouched and answers false.
 #pragma once
 
@@ -39,6 +39,17 @@ struct DenseView {
 template <class T>
 bool spmm(int op_a, int op_b, T alpha, const SparseView& a, const DenseView& b, T beta, const DenseView& c);
 
+// C's values at its stored entries = alpha (op(A) op(B))(r, c) + beta C
+// (SDDMM) for dense A and B and a CSR C whose values are `c_values` (C's
+// host values array, written in place). False, C untouched, for a bad index.
+template <class T>
+bool sddmm(int op_a, int op_b, T alpha, const DenseView& a, const DenseView& b, T beta, const SparseView& c,
+           T* c_values);
+
+extern template bool sddmm<float>(int, int, float, const DenseView&, const DenseView&, float, const SparseView&,
+                                  float*);
+extern template bool sddmm<double>(int, int, double, const DenseView&, const DenseView&, double, const SparseView&,
+                                   double*);
 extern template bool spmm<float>(int, int, float, const SparseView&, const DenseView&, float, const DenseView&);
 extern template bool spmm<double>(int, int, double, const SparseView&, const DenseView&, double, const DenseView&);
 

@@ -1,5 +1,5 @@
-// The stand-in's SpMM and SpMV entry points (and their buffer sizes, always
-// 0): the descriptors' checks, then one stream-ordered job that copies A's
+// The stand-in's SpMM, SpMV and SDDMM entry points (and their buffer sizes,
+// always 0): the descriptors' checks, then one stream-ordered job that copies A's
 // arrays, B (or x) and C (or y) in, runs spmm.h's product and copies C back.
 #include <cstring>
 
@@ -104,6 +104,32 @@ T scalar_at(Job& job, size_t i) {
   return v;
 }
 
+SparseView sparse_view(const cusparseSpMatDescr& a) {
+  SparseView av;
+  av.csr = a.format == CUSPARSE_FORMAT_CSR;
+  av.rows = a.rows;
+  av.cols = a.cols;
+  av.nnz = a.nnz;
+  av.base = a.base == CUSPARSE_INDEX_BASE_ONE ? 1 : 0;
+  av.rows_64 = (av.csr ? a.offsets_type : a.index_type) == CUSPARSE_INDEX_64I;
+  av.cols_64 = a.index_type == CUSPARSE_INDEX_64I;
+  av.batch = a.batch;
+  av.offsets_stride = a.offsets_stride;
+  av.values_stride = a.values_stride;
+  return av;
+}
+
+DenseView dense_view(const cusparseDnMatDescr& d) {
+  DenseView v;
+  v.rows = d.rows;
+  v.cols = d.cols;
+  v.ld = d.ld;
+  v.row_major = d.order == CUSPARSE_ORDER_ROW;
+  v.batch = d.batch;
+  v.stride = d.stride;
+  return v;
+}
+
 // Queues C = alpha op(A) op(B) + beta C on the handle's stream.
 cusparseStatus_t submit_product(cusparseHandle_t h, cusparseOperation_t op_a, cusparseOperation_t op_b,
                                 const Scalars& s, const cusparseSpMatDescr& a, const cusparseDnMatDescr& b,
@@ -131,28 +157,8 @@ cusparseStatus_t submit_product(cusparseHandle_t h, cusparseOperation_t op_a, cu
     job->add({s.beta_dev, elem, false});
   }
   job->failed = h->failed;
-  SparseView av;
-  av.csr = a.format == CUSPARSE_FORMAT_CSR;
-  av.rows = a.rows;
-  av.cols = a.cols;
-  av.nnz = a.nnz;
-  av.base = a.base == CUSPARSE_INDEX_BASE_ONE ? 1 : 0;
-  av.rows_64 = (av.csr ? a.offsets_type : a.index_type) == CUSPARSE_INDEX_64I;
-  av.cols_64 = a.index_type == CUSPARSE_INDEX_64I;
-  av.batch = a.batch;
-  av.offsets_stride = a.offsets_stride;
-  av.values_stride = a.values_stride;
-  auto dense = [](const cusparseDnMatDescr& d) {
-    DenseView v;
-    v.rows = d.rows;
-    v.cols = d.cols;
-    v.ld = d.ld;
-    v.row_major = d.order == CUSPARSE_ORDER_ROW;
-    v.batch = d.batch;
-    v.stride = d.stride;
-    return v;
-  };
-  const DenseView bv = dense(b), cv = dense(c);
+  SparseView av = sparse_view(a);
+  const DenseView bv = dense_view(b), cv = dense_view(c);
   const bool f32 = a.value_type == CUDA_R_32F;
   const bool device_scalars = s.mode == CUSPARSE_POINTER_MODE_DEVICE;
   const int opa = op_a, opb = op_b;
@@ -175,6 +181,69 @@ cusparseStatus_t submit_product(cusparseHandle_t h, cusparseOperation_t op_a, cu
   const cusparseStatus_t st = submit(std::move(job), h->stream);
   if (st == CUSPARSE_STATUS_INVALID_VALUE) RGPU_WARN("cpu cusparse: an array is shorter than its descriptor says");
   return st;
+}
+
+// Queues C's values = alpha op(A) op(B) sampled at C's pattern + beta C.
+cusparseStatus_t submit_sddmm(cusparseHandle_t h, cusparseOperation_t op_a, cusparseOperation_t op_b,
+                              const Scalars& s, const cusparseDnMatDescr& a, const cusparseDnMatDescr& b,
+                              const cusparseSpMatDescr& c) {
+  sw::Extent ext[3];
+  const char* why = "";
+  if (!sw::extents(wire_of(c), ext, &why)) return CUSPARSE_STATUS_NOT_SUPPORTED;
+  const uint64_t a_bytes = sw::extent_bytes(wire_of(a)), b_bytes = sw::extent_bytes(wire_of(b));
+  for (const sw::Extent& e : ext) {
+    if (e.bytes == kNoExtent) return CUSPARSE_STATUS_INVALID_VALUE;
+  }
+  if (a_bytes == kNoExtent || b_bytes == kNoExtent) return CUSPARSE_STATUS_INVALID_VALUE;
+  ContextGuard guard(h->ctx);
+  if (!guard.ok()) return CUSPARSE_STATUS_NOT_INITIALIZED;
+  auto job = std::make_unique<Job>();
+  const size_t ic = job->add({ext[0].ptr, ext[0].bytes, false});
+  job->add({ext[1].ptr, ext[1].bytes, false});
+  job->add({ext[2].ptr, ext[2].bytes, true});
+  const size_t ia = job->add({a.values, a_bytes, false});
+  const size_t ib = job->add({b.values, b_bytes, false});
+  const uint64_t elem = c.value_type == CUDA_R_32F ? 4 : 8;
+  size_t is = 0;
+  if (s.mode == CUSPARSE_POINTER_MODE_DEVICE) {
+    is = job->add({s.alpha_dev, elem, false});
+    job->add({s.beta_dev, elem, false});
+  }
+  job->failed = h->failed;
+  SparseView cv = sparse_view(c);
+  const DenseView av = dense_view(a), bv = dense_view(b);
+  const bool f32 = c.value_type == CUDA_R_32F;
+  const bool device_scalars = s.mode == CUSPARSE_POINTER_MODE_DEVICE;
+  const int opa = op_a, opb = op_b;
+  job->compute = [=](Job& j) mutable {
+    cv.rows_idx = j.host(ic);
+    cv.cols_idx = j.host(ic + 1);
+    cv.values = j.host(ic + 2);
+    DenseView aj = av, bj = bv;
+    aj.values = j.host(ia);
+    bj.values = j.host(ib);
+    if (f32) {
+      const float al = device_scalars ? scalar_at<float>(j, is) : float(s.alpha);
+      const float be = device_scalars ? scalar_at<float>(j, is + 1) : float(s.beta);
+      return sddmm<float>(opa, opb, al, aj, bj, be, cv, static_cast<float*>(j.host(ic + 2)));
+    }
+    const double al = device_scalars ? scalar_at<double>(j, is) : s.alpha;
+    const double be = device_scalars ? scalar_at<double>(j, is + 1) : s.beta;
+    return sddmm<double>(opa, opb, al, aj, bj, be, cv, static_cast<double*>(j.host(ic + 2)));
+  };
+  return submit(std::move(job), h->stream);
+}
+
+cusparseStatus_t check_sddmm(cusparseOperation_t op_a, cusparseOperation_t op_b, const cusparseDnMatDescr& a,
+                             const cusparseDnMatDescr& b, const cusparseSpMatDescr& c, cudaDataType compute) {
+  if (!op_ok(op_a) || !op_ok(op_b)) return CUSPARSE_STATUS_INVALID_VALUE;
+  if (c.format != CUSPARSE_FORMAT_CSR) return CUSPARSE_STATUS_NOT_SUPPORTED;
+  if (a.value_type != b.value_type || a.value_type != c.value_type || compute != a.value_type) {
+    return CUSPARSE_STATUS_NOT_SUPPORTED;
+  }
+  const char* why = "";
+  if (!sw::sddmm_shapes(op_a, op_b, wire_of(a), wire_of(b), wire_of(c), &why)) return CUSPARSE_STATUS_INVALID_VALUE;
+  return CUSPARSE_STATUS_SUCCESS;
 }
 
 cusparseStatus_t enter(cusparseHandle_t h, const void* alpha, const void* beta) {
@@ -254,5 +323,54 @@ RGPU_EXPORT cusparseStatus_t cusparseSpMV(cusparseHandle_t handle, cusparseOpera
     }
     return rgpu::cpusparse::submit_product(handle, opA, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                            rgpu::cpusparse::scalars(handle, alpha, beta, computeType), *matA, x, y);
+  });
+}
+
+RGPU_EXPORT cusparseStatus_t cusparseSDDMM_bufferSize(cusparseHandle_t handle, cusparseOperation_t opA,
+                                                      cusparseOperation_t opB, const void* alpha,
+                                                      cusparseConstDnMatDescr_t matA, cusparseConstDnMatDescr_t matB,
+                                                      const void* beta, cusparseSpMatDescr_t matC,
+                                                      cudaDataType computeType, cusparseSDDMMAlg_t,
+                                                      size_t* bufferSize) {
+  return guarded("cusparseSDDMM_bufferSize", [&] {
+    if (!handle) return CUSPARSE_STATUS_NOT_INITIALIZED;
+    if (!alpha || !beta || !matA || !matB || !matC || !bufferSize) return CUSPARSE_STATUS_INVALID_VALUE;
+    if (auto s = rgpu::cpusparse::check_sddmm(opA, opB, *matA, *matB, *matC, computeType);
+        s != CUSPARSE_STATUS_SUCCESS) {
+      return s;
+    }
+    *bufferSize = 0;
+    return CUSPARSE_STATUS_SUCCESS;
+  });
+}
+
+// Nothing to prepare on the host: the checks only.
+RGPU_EXPORT cusparseStatus_t cusparseSDDMM_preprocess(cusparseHandle_t handle, cusparseOperation_t opA,
+                                                      cusparseOperation_t opB, const void* alpha,
+                                                      cusparseConstDnMatDescr_t matA, cusparseConstDnMatDescr_t matB,
+                                                      const void* beta, cusparseSpMatDescr_t matC,
+                                                      cudaDataType computeType, cusparseSDDMMAlg_t, void*) {
+  return guarded("cusparseSDDMM_preprocess", [&] {
+    if (auto s = rgpu::cpusparse::enter(handle, alpha, beta); s != CUSPARSE_STATUS_SUCCESS) return s;
+    if (!matA || !matB || !matC) return CUSPARSE_STATUS_INVALID_VALUE;
+    return rgpu::cpusparse::check_sddmm(opA, opB, *matA, *matB, *matC, computeType);
+  });
+}
+
+RGPU_EXPORT cusparseStatus_t cusparseSDDMM(cusparseHandle_t handle, cusparseOperation_t opA, cusparseOperation_t opB,
+                                           const void* alpha, cusparseConstDnMatDescr_t matA,
+                                           cusparseConstDnMatDescr_t matB, const void* beta,
+                                           cusparseSpMatDescr_t matC, cudaDataType computeType, cusparseSDDMMAlg_t,
+                                           void*) {
+  return guarded("cusparseSDDMM", [&] {
+    if (auto s = rgpu::cpusparse::enter(handle, alpha, beta); s != CUSPARSE_STATUS_SUCCESS) return s;
+    if (!matA || !matB || !matC) return CUSPARSE_STATUS_INVALID_VALUE;
+    if (auto s = rgpu::cpusparse::check_sddmm(opA, opB, *matA, *matB, *matC, computeType);
+        s != CUSPARSE_STATUS_SUCCESS) {
+      return s;
+    }
+    return rgpu::cpusparse::submit_sddmm(handle, opA, opB,
+                                         rgpu::cpusparse::scalars(handle, alpha, beta, computeType), *matA, *matB,
+                                         *matC);
   });
 }

@@ -22,6 +22,8 @@ namespace rgpu::protocol::cusparse {
 // CUSPARSE), above the generated calls' (client-shim/api/cusparse.lock).
 //   SpMM: handle, opA, opB, computeType, alg, alpha, A, B, beta, C, buffer
 //   SpMV: handle, opA, computeType, alg, alpha, A, x, beta, y, buffer
+//   SDDMM: handle, opA, opB, computeType, alg, alpha, A, B, beta, C, buffer
+//     (A and B dense, C the sparse output; its preprocess the same)
 // A scalar is its pointer mode, then (host) its bytes as a buffer or
 // (device) its address. The buffer size queries send no buffer and answer
 // the size in their reply.
@@ -31,7 +33,10 @@ enum Fn : uint32_t {
   kSpMM = 1002,            // async
   kSpMVBufferSize = 1003,  // sync
   kSpMV = 1004,            // async
-  kLastHandFn = 1004,
+  kSDDMMBufferSize = 1005, // sync
+  kSDDMMPreprocess = 1006, // async
+  kSDDMM = 1007,           // async
+  kLastHandFn = 1007,
 };
 
 // cusparse.api's @handle kind.
@@ -114,6 +119,9 @@ uint64_t extent_bytes(const DnVec& v);
 // The shapes of C = op(A) op(B) and y = op(A) x agree; false and *why
 // otherwise.
 bool spmm_shapes(int32_t op_a, int32_t op_b, const SpMat& a, const DnMat& b, const DnMat& c, const char** why);
+// C = op(A) op(B) sampled at C's pattern: op(A) is m x k, op(B) k x n, C
+// m x n, CSR.
+bool sddmm_shapes(int32_t op_a, int32_t op_b, const DnMat& a, const DnMat& b, const SpMat& c, const char** why);
 bool spmv_shapes(int32_t op_a, const SpMat& a, const DnVec& x, const DnVec& y, const char** why);
 
 }  // namespace rgpu::protocol::cusparse
