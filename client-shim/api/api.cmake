@@ -46,7 +46,8 @@ list(APPEND RGPU_SHIM_API_SOURCES ${RGPU_SHIM_LIBRARY_SOURCES} ${_rgpu_shim_dir}
     ${_rgpu_shim_dir}/src/nvml/nvml.cpp
     ${_rgpu_shim_dir}/src/library_calls.cpp ${_rgpu_shim_dir}/src/cublaslt.cpp
     ${_rgpu_shim_dir}/src/cudnn/backend.cpp ${_rgpu_shim_dir}/src/cudnn/calls.cpp ${_rgpu_shim_dir}/src/cudnn/legacy.cpp
-    ${_rgpu_shim_dir}/src/cufft/plans.cpp)
+    ${_rgpu_shim_dir}/src/cufft/plans.cpp
+    ${_rgpu_shim_dir}/src/cusparse/calls.cpp ${_rgpu_shim_dir}/src/cusparse/descriptors.cpp)
 # (RGPU_SHIM_EXPORT_LISTS stays the driver's and the runtime's: the
 # libraries' lists name a function once per soname.)
 set(RGPU_SHIM_RUNTIME12_ALIASES ${_rgpu_shim_dir}/generated/runtime12_aliases.ld)

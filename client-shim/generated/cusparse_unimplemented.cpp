@@ -79,9 +79,6 @@ RGPU_SHIM_EXPORT int cusparseConstSpMatGetValues() noexcept { return ::rgpu::shi
 RGPU_SHIM_EXPORT int cusparseConstSpVecGet() noexcept { return ::rgpu::shim::report_unimplemented("cusparseConstSpVecGet", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseConstSpVecGetValues() noexcept { return ::rgpu::shim::report_unimplemented("cusparseConstSpVecGetValues", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseCooGet() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCooGet", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseCooSetPointers() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCooSetPointers", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseCooSetStridedBatch() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCooSetStridedBatch", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseCreate() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreate", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseCreateBlockedEll() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreateBlockedEll", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseCreateBsr() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreateBsr", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseCreateBsric02Info() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreateBsric02Info", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
@@ -98,15 +95,10 @@ RGPU_SHIM_EXPORT int cusparseCreateConstDnMat() noexcept { return ::rgpu::shim::
 RGPU_SHIM_EXPORT int cusparseCreateConstDnVec() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreateConstDnVec", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseCreateConstSlicedEll() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreateConstSlicedEll", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseCreateConstSpVec() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreateConstSpVec", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseCreateCoo() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreateCoo", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseCreateCsc() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreateCsc", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseCreateCsr() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreateCsr", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseCreateCsric02Info() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreateCsric02Info", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseCreateCsrilu02Info() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreateCsrilu02Info", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseCreateCsru2csrInfo() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreateCsru2csrInfo", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseCreateDnMat() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreateDnMat", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseCreateDnVec() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreateDnVec", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseCreateIdentityPermutation() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreateIdentityPermutation", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseCreateMatDescr() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreateMatDescr", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseCreatePruneInfo() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreatePruneInfo", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseCreateSlicedEll() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCreateSlicedEll", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
@@ -116,8 +108,6 @@ RGPU_SHIM_EXPORT int cusparseCscSetPointers() noexcept { return ::rgpu::shim::re
 RGPU_SHIM_EXPORT int cusparseCsr2cscEx2() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCsr2cscEx2", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseCsr2cscEx2_bufferSize() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCsr2cscEx2_bufferSize", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseCsrGet() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCsrGet", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseCsrSetPointers() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCsrSetPointers", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseCsrSetStridedBatch() noexcept { return ::rgpu::shim::report_unimplemented("cusparseCsrSetStridedBatch", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDbsr2csr() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDbsr2csr", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDbsric02() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDbsric02", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDbsric02_analysis() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDbsric02_analysis", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
@@ -155,7 +145,6 @@ RGPU_SHIM_EXPORT int cusparseDcsru2csr_bufferSizeExt() noexcept { return ::rgpu:
 RGPU_SHIM_EXPORT int cusparseDenseToSparse_analysis() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDenseToSparse_analysis", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDenseToSparse_bufferSize() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDenseToSparse_bufferSize", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDenseToSparse_convert() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDenseToSparse_convert", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseDestroy() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDestroy", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDestroyBsric02Info() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDestroyBsric02Info", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDestroyBsrilu02Info() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDestroyBsrilu02Info", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDestroyBsrsm2Info() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDestroyBsrsm2Info", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
@@ -164,11 +153,8 @@ RGPU_SHIM_EXPORT int cusparseDestroyColorInfo() noexcept { return ::rgpu::shim::
 RGPU_SHIM_EXPORT int cusparseDestroyCsric02Info() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDestroyCsric02Info", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDestroyCsrilu02Info() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDestroyCsrilu02Info", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDestroyCsru2csrInfo() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDestroyCsru2csrInfo", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseDestroyDnMat() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDestroyDnMat", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseDestroyDnVec() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDestroyDnVec", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDestroyMatDescr() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDestroyMatDescr", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDestroyPruneInfo() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDestroyPruneInfo", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseDestroySpMat() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDestroySpMat", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDestroySpVec() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDestroySpVec", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDgebsr2csr() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDgebsr2csr", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDgebsr2gebsc() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDgebsr2gebsc", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
@@ -187,14 +173,7 @@ RGPU_SHIM_EXPORT int cusparseDgtsv2_nopivot() noexcept { return ::rgpu::shim::re
 RGPU_SHIM_EXPORT int cusparseDgtsv2_nopivot_bufferSizeExt() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDgtsv2_nopivot_bufferSizeExt", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDgtsvInterleavedBatch() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDgtsvInterleavedBatch", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDgtsvInterleavedBatch_bufferSizeExt() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDgtsvInterleavedBatch_bufferSizeExt", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseDnMatGet() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDnMatGet", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDnMatGetStridedBatch() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDnMatGetStridedBatch", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseDnMatGetValues() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDnMatGetValues", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseDnMatSetStridedBatch() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDnMatSetStridedBatch", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseDnMatSetValues() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDnMatSetValues", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseDnVecGet() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDnVecGet", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseDnVecGetValues() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDnVecGetValues", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseDnVecSetValues() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDnVecSetValues", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDnnz() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDnnz", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDnnz_compress() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDnnz_compress", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDpruneCsr2csr() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDpruneCsr2csr", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
@@ -210,13 +189,10 @@ RGPU_SHIM_EXPORT int cusparseDpruneDense2csrNnz() noexcept { return ::rgpu::shim
 RGPU_SHIM_EXPORT int cusparseDpruneDense2csrNnzByPercentage() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDpruneDense2csrNnzByPercentage", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseDpruneDense2csr_bufferSizeExt() noexcept { return ::rgpu::shim::report_unimplemented("cusparseDpruneDense2csr_bufferSizeExt", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseGather() noexcept { return ::rgpu::shim::report_unimplemented("cusparseGather", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT const char* cusparseGetErrorName() noexcept { ::rgpu::shim::report_unimplemented("cusparseGetErrorName", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); return "cusparseGetErrorName: not supported by rgpu"; }
-RGPU_SHIM_EXPORT const char* cusparseGetErrorString() noexcept { ::rgpu::shim::report_unimplemented("cusparseGetErrorString", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); return "cusparseGetErrorString: not supported by rgpu"; }
 RGPU_SHIM_EXPORT int cusparseGetMatDiagType() noexcept { ::rgpu::shim::report_unimplemented("cusparseGetMatDiagType", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); return 0; }
 RGPU_SHIM_EXPORT int cusparseGetMatFillMode() noexcept { ::rgpu::shim::report_unimplemented("cusparseGetMatFillMode", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); return 0; }
 RGPU_SHIM_EXPORT int cusparseGetMatIndexBase() noexcept { ::rgpu::shim::report_unimplemented("cusparseGetMatIndexBase", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); return 0; }
 RGPU_SHIM_EXPORT int cusparseGetMatType() noexcept { ::rgpu::shim::report_unimplemented("cusparseGetMatType", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); return 0; }
-RGPU_SHIM_EXPORT int cusparseGetPointerMode() noexcept { return ::rgpu::shim::report_unimplemented("cusparseGetPointerMode", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseGetProperty() noexcept { return ::rgpu::shim::report_unimplemented("cusparseGetProperty", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseGetStream() noexcept { return ::rgpu::shim::report_unimplemented("cusparseGetStream", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseGetVersion() noexcept { return ::rgpu::shim::report_unimplemented("cusparseGetVersion", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
@@ -239,9 +215,6 @@ RGPU_SHIM_EXPORT int cusparseLoggerSetFile() noexcept { return ::rgpu::shim::rep
 RGPU_SHIM_EXPORT int cusparseLoggerSetLevel() noexcept { return ::rgpu::shim::report_unimplemented("cusparseLoggerSetLevel", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseLoggerSetMask() noexcept { return ::rgpu::shim::report_unimplemented("cusparseLoggerSetMask", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseRot() noexcept { return ::rgpu::shim::report_unimplemented("cusparseRot", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSDDMM() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSDDMM", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSDDMM_bufferSize() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSDDMM_bufferSize", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSDDMM_preprocess() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSDDMM_preprocess", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSbsr2csr() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSbsr2csr", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSbsric02() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSbsric02", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSbsric02_analysis() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSbsric02_analysis", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
@@ -281,8 +254,6 @@ RGPU_SHIM_EXPORT int cusparseSetMatDiagType() noexcept { return ::rgpu::shim::re
 RGPU_SHIM_EXPORT int cusparseSetMatFillMode() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSetMatFillMode", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSetMatIndexBase() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSetMatIndexBase", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSetMatType() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSetMatType", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSetPointerMode() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSetPointerMode", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSetStream() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSetStream", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSgebsr2csr() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSgebsr2csr", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSgebsr2gebsc() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSgebsr2gebsc", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSgebsr2gebsc_bufferSize() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSgebsr2gebsc_bufferSize", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
@@ -313,23 +284,12 @@ RGPU_SHIM_EXPORT int cusparseSpGEMMreuse_compute() noexcept { return ::rgpu::shi
 RGPU_SHIM_EXPORT int cusparseSpGEMMreuse_copy() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpGEMMreuse_copy", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSpGEMMreuse_nnz() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpGEMMreuse_nnz", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSpGEMMreuse_workEstimation() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpGEMMreuse_workEstimation", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSpMM() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpMM", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSpMMOp() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpMMOp", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSpMMOp_createPlan() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpMMOp_createPlan", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSpMMOp_destroyPlan() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpMMOp_destroyPlan", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSpMM_bufferSize() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpMM_bufferSize", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSpMM_preprocess() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpMM_preprocess", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSpMV() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpMV", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSpMV_bufferSize() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpMV_bufferSize", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSpMV_preprocess() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpMV_preprocess", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSpMatGetAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpMatGetAttribute", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSpMatGetFormat() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpMatGetFormat", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSpMatGetIndexBase() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpMatGetIndexBase", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSpMatGetSize() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpMatGetSize", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSpMatGetStridedBatch() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpMatGetStridedBatch", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSpMatGetValues() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpMatGetValues", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSpMatSetAttribute() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpMatSetAttribute", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseSpMatSetValues() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpMatSetValues", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSpSM_analysis() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpSM_analysis", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSpSM_bufferSize() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpSM_bufferSize", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseSpSM_createDescr() noexcept { return ::rgpu::shim::report_unimplemented("cusparseSpSM_createDescr", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
@@ -366,7 +326,6 @@ RGPU_SHIM_EXPORT int cusparseXbsric02_zeroPivot() noexcept { return ::rgpu::shim
 RGPU_SHIM_EXPORT int cusparseXbsrilu02_zeroPivot() noexcept { return ::rgpu::shim::report_unimplemented("cusparseXbsrilu02_zeroPivot", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseXbsrsm2_zeroPivot() noexcept { return ::rgpu::shim::report_unimplemented("cusparseXbsrsm2_zeroPivot", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseXbsrsv2_zeroPivot() noexcept { return ::rgpu::shim::report_unimplemented("cusparseXbsrsv2_zeroPivot", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
-RGPU_SHIM_EXPORT int cusparseXcoo2csr() noexcept { return ::rgpu::shim::report_unimplemented("cusparseXcoo2csr", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseXcoosortByColumn() noexcept { return ::rgpu::shim::report_unimplemented("cusparseXcoosortByColumn", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseXcoosortByRow() noexcept { return ::rgpu::shim::report_unimplemented("cusparseXcoosortByRow", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }
 RGPU_SHIM_EXPORT int cusparseXcoosort_bufferSizeExt() noexcept { return ::rgpu::shim::report_unimplemented("cusparseXcoosort_bufferSizeExt", 10, "CUSPARSE_STATUS_NOT_SUPPORTED"); }

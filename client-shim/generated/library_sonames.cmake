@@ -29,6 +29,7 @@ set(RGPU_SHIM_LIBRARY_SOURCES
     ${_rgpu_shim_dir}/generated/cublas_calls.cpp
     ${_rgpu_shim_dir}/generated/cublasLt_calls.cpp
     ${_rgpu_shim_dir}/generated/cudnn_calls.cpp
+    ${_rgpu_shim_dir}/generated/cusparse_calls.cpp
     ${_rgpu_shim_dir}/generated/cufft_calls.cpp
     ${_rgpu_shim_dir}/generated/curand_calls.cpp
     ${_rgpu_shim_dir}/generated/cusolver_calls.cpp

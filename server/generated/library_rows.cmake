@@ -4,6 +4,7 @@ set(RGPU_SERVER_LIBRARY_ROWS
     ${CMAKE_CURRENT_LIST_DIR}/cublas_dispatch.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cublasLt_dispatch.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cudnn_dispatch.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cusparse_dispatch.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cufft_dispatch.cpp
     ${CMAKE_CURRENT_LIST_DIR}/curand_dispatch.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cusolver_dispatch.cpp

@@ -17,6 +17,8 @@ const DispatchRow* find_cublasLt_row(uint32_t function);
 const DispatchRow* find_cublasLt_row_at(size_t i);
 const DispatchRow* find_cudnn_row(uint32_t function);
 const DispatchRow* find_cudnn_row_at(size_t i);
+const DispatchRow* find_cusparse_row(uint32_t function);
+const DispatchRow* find_cusparse_row_at(size_t i);
 const DispatchRow* find_cufft_row(uint32_t function);
 const DispatchRow* find_cufft_row_at(size_t i);
 const DispatchRow* find_curand_row(uint32_t function);
@@ -30,6 +32,7 @@ inline const DispatchRow* find_library_row(wire::Api api, uint32_t function) {
     case wire::Api::CUBLAS: return find_cublas_row(function);
     case wire::Api::CUBLAS_LT: return find_cublasLt_row(function);
     case wire::Api::CUDNN: return find_cudnn_row(function);
+    case wire::Api::CUSPARSE: return find_cusparse_row(function);
     case wire::Api::CUFFT: return find_cufft_row(function);
     case wire::Api::CURAND: return find_curand_row(function);
     case wire::Api::CUSOLVER: return find_cusolver_row(function);

@@ -9,6 +9,7 @@
 #include <cublas_api.h>
 #include <cublasLt.h>
 #include <cudnn.h>
+#include <cusparse.h>
 #include <cufftXt.h>
 #include <curand.h>
 #include <cusolverDn.h>
@@ -175,9 +176,69 @@ struct CudnnTable {
   }
 };
 
+// cusparse: NVIDIA's libcusparse.so.12 with --device cuda, librgpu-cpu-cusparse.so with the CPU device.
+struct CusparseTable {
+  static constexpr size_t kIndex = 3;
+  std::add_pointer_t<cusparseStatus_t(cusparseHandle_t* handle)> cusparseCreate = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle)> cusparseDestroy = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, cudaStream_t streamId)> cusparseSetStream = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, cusparsePointerMode_t mode)> cusparseSetPointerMode = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, cusparsePointerMode_t* mode)> cusparseGetPointerMode = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, const int* cooRowInd, int nnz, int m, int* csrSortedRowPtr, cusparseIndexBase_t idxBase)> cusparseXcoo2csr = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, int n, int* p)> cusparseCreateIdentityPermutation = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseSpMatDescr_t* spMatDescr, int64_t rows, int64_t cols, int64_t nnz, void* csrRowOffsets, void* csrColInd, void* csrValues, cusparseIndexType_t csrRowOffsetsType, cusparseIndexType_t csrColIndType, cusparseIndexBase_t idxBase, cudaDataType valueType)> cusparseCreateCsr = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseSpMatDescr_t* spMatDescr, int64_t rows, int64_t cols, int64_t nnz, void* cooRowInd, void* cooColInd, void* cooValues, cusparseIndexType_t cooIdxType, cusparseIndexBase_t idxBase, cudaDataType valueType)> cusparseCreateCoo = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseDnMatDescr_t* dnMatDescr, int64_t rows, int64_t cols, int64_t ld, void* values, cudaDataType valueType, cusparseOrder_t order)> cusparseCreateDnMat = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseDnVecDescr_t* dnVecDescr, int64_t size, void* values, cudaDataType valueType)> cusparseCreateDnVec = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseConstSpMatDescr_t spMatDescr)> cusparseDestroySpMat = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseConstDnMatDescr_t dnMatDescr)> cusparseDestroyDnMat = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseConstDnVecDescr_t dnVecDescr)> cusparseDestroyDnVec = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseSpMatDescr_t spMatDescr, int batchCount, int64_t offsetsBatchStride, int64_t columnsValuesBatchStride)> cusparseCsrSetStridedBatch = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseSpMatDescr_t spMatDescr, int batchCount, int64_t batchStride)> cusparseCooSetStridedBatch = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseDnMatDescr_t dnMatDescr, int batchCount, int64_t batchStride)> cusparseDnMatSetStridedBatch = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseSpMatDescr_t spMatDescr, cusparseSpMatAttribute_t attribute, void* data, size_t dataSize)> cusparseSpMatSetAttribute = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, cusparseOperation_t opA, cusparseOperation_t opB, const void* alpha, cusparseConstSpMatDescr_t matA, cusparseConstDnMatDescr_t matB, const void* beta, cusparseDnMatDescr_t matC, cudaDataType computeType, cusparseSpMMAlg_t alg, size_t* bufferSize)> cusparseSpMM_bufferSize = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, cusparseOperation_t opA, cusparseOperation_t opB, const void* alpha, cusparseConstSpMatDescr_t matA, cusparseConstDnMatDescr_t matB, const void* beta, cusparseDnMatDescr_t matC, cudaDataType computeType, cusparseSpMMAlg_t alg, void* externalBuffer)> cusparseSpMM = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, cusparseOperation_t opA, const void* alpha, cusparseConstSpMatDescr_t matA, cusparseConstDnVecDescr_t vecX, const void* beta, cusparseDnVecDescr_t vecY, cudaDataType computeType, cusparseSpMVAlg_t alg, size_t* bufferSize)> cusparseSpMV_bufferSize = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, cusparseOperation_t opA, const void* alpha, cusparseConstSpMatDescr_t matA, cusparseConstDnVecDescr_t vecX, const void* beta, cusparseDnVecDescr_t vecY, cudaDataType computeType, cusparseSpMVAlg_t alg, void* externalBuffer)> cusparseSpMV = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, cusparseOperation_t opA, cusparseOperation_t opB, const void* alpha, cusparseConstDnMatDescr_t matA, cusparseConstDnMatDescr_t matB, const void* beta, cusparseSpMatDescr_t matC, cudaDataType computeType, cusparseSDDMMAlg_t alg, size_t* bufferSize)> cusparseSDDMM_bufferSize = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, cusparseOperation_t opA, cusparseOperation_t opB, const void* alpha, cusparseConstDnMatDescr_t matA, cusparseConstDnMatDescr_t matB, const void* beta, cusparseSpMatDescr_t matC, cudaDataType computeType, cusparseSDDMMAlg_t alg, void* externalBuffer)> cusparseSDDMM_preprocess = nullptr;
+  std::add_pointer_t<cusparseStatus_t(cusparseHandle_t handle, cusparseOperation_t opA, cusparseOperation_t opB, const void* alpha, cusparseConstDnMatDescr_t matA, cusparseConstDnMatDescr_t matB, const void* beta, cusparseSpMatDescr_t matC, cudaDataType computeType, cusparseSDDMMAlg_t alg, void* externalBuffer)> cusparseSDDMM = nullptr;
+
+  // dlsym's every function of `dl`; a missing one stays null.
+  template <class Resolve>
+  void resolve(Resolve&& sym) {
+    cusparseCreate = reinterpret_cast<decltype(cusparseCreate)>(sym("cusparseCreate"));
+    cusparseDestroy = reinterpret_cast<decltype(cusparseDestroy)>(sym("cusparseDestroy"));
+    cusparseSetStream = reinterpret_cast<decltype(cusparseSetStream)>(sym("cusparseSetStream"));
+    cusparseSetPointerMode = reinterpret_cast<decltype(cusparseSetPointerMode)>(sym("cusparseSetPointerMode"));
+    cusparseGetPointerMode = reinterpret_cast<decltype(cusparseGetPointerMode)>(sym("cusparseGetPointerMode"));
+    cusparseXcoo2csr = reinterpret_cast<decltype(cusparseXcoo2csr)>(sym("cusparseXcoo2csr"));
+    cusparseCreateIdentityPermutation = reinterpret_cast<decltype(cusparseCreateIdentityPermutation)>(sym("cusparseCreateIdentityPermutation"));
+    cusparseCreateCsr = reinterpret_cast<decltype(cusparseCreateCsr)>(sym("cusparseCreateCsr"));
+    cusparseCreateCoo = reinterpret_cast<decltype(cusparseCreateCoo)>(sym("cusparseCreateCoo"));
+    cusparseCreateDnMat = reinterpret_cast<decltype(cusparseCreateDnMat)>(sym("cusparseCreateDnMat"));
+    cusparseCreateDnVec = reinterpret_cast<decltype(cusparseCreateDnVec)>(sym("cusparseCreateDnVec"));
+    cusparseDestroySpMat = reinterpret_cast<decltype(cusparseDestroySpMat)>(sym("cusparseDestroySpMat"));
+    cusparseDestroyDnMat = reinterpret_cast<decltype(cusparseDestroyDnMat)>(sym("cusparseDestroyDnMat"));
+    cusparseDestroyDnVec = reinterpret_cast<decltype(cusparseDestroyDnVec)>(sym("cusparseDestroyDnVec"));
+    cusparseCsrSetStridedBatch = reinterpret_cast<decltype(cusparseCsrSetStridedBatch)>(sym("cusparseCsrSetStridedBatch"));
+    cusparseCooSetStridedBatch = reinterpret_cast<decltype(cusparseCooSetStridedBatch)>(sym("cusparseCooSetStridedBatch"));
+    cusparseDnMatSetStridedBatch = reinterpret_cast<decltype(cusparseDnMatSetStridedBatch)>(sym("cusparseDnMatSetStridedBatch"));
+    cusparseSpMatSetAttribute = reinterpret_cast<decltype(cusparseSpMatSetAttribute)>(sym("cusparseSpMatSetAttribute"));
+    cusparseSpMM_bufferSize = reinterpret_cast<decltype(cusparseSpMM_bufferSize)>(sym("cusparseSpMM_bufferSize"));
+    cusparseSpMM = reinterpret_cast<decltype(cusparseSpMM)>(sym("cusparseSpMM"));
+    cusparseSpMV_bufferSize = reinterpret_cast<decltype(cusparseSpMV_bufferSize)>(sym("cusparseSpMV_bufferSize"));
+    cusparseSpMV = reinterpret_cast<decltype(cusparseSpMV)>(sym("cusparseSpMV"));
+    cusparseSDDMM_bufferSize = reinterpret_cast<decltype(cusparseSDDMM_bufferSize)>(sym("cusparseSDDMM_bufferSize"));
+    cusparseSDDMM_preprocess = reinterpret_cast<decltype(cusparseSDDMM_preprocess)>(sym("cusparseSDDMM_preprocess"));
+    cusparseSDDMM = reinterpret_cast<decltype(cusparseSDDMM)>(sym("cusparseSDDMM"));
+  }
+};
+
 // cufft: NVIDIA's libcufft.so.12 with --device cuda, librgpu-cpu-cufft.so with the CPU device.
 struct CufftTable {
-  static constexpr size_t kIndex = 3;
+  static constexpr size_t kIndex = 4;
   std::add_pointer_t<cufftResult(int* version)> cufftGetVersion = nullptr;
   std::add_pointer_t<cufftResult(cufftHandle* handle)> cufftCreate = nullptr;
   std::add_pointer_t<cufftResult(cufftHandle plan)> cufftDestroy = nullptr;
@@ -205,7 +266,7 @@ struct CufftTable {
 
 // curand: NVIDIA's libcurand.so.10 with --device cuda, librgpu-cpu-curand.so with the CPU device.
 struct CurandTable {
-  static constexpr size_t kIndex = 4;
+  static constexpr size_t kIndex = 5;
   std::add_pointer_t<curandStatus_t(curandGenerator_t* generator, curandRngType_t rng_type)> curandCreateGenerator = nullptr;
   std::add_pointer_t<curandStatus_t(curandGenerator_t generator)> curandDestroyGenerator = nullptr;
   std::add_pointer_t<curandStatus_t(curandGenerator_t generator, cudaStream_t stream)> curandSetStream = nullptr;
@@ -249,7 +310,7 @@ struct CurandTable {
 
 // cusolver: NVIDIA's libcusolver.so.12 with --device cuda, librgpu-cpu-cusolver.so with the CPU device.
 struct CusolverTable {
-  static constexpr size_t kIndex = 5;
+  static constexpr size_t kIndex = 6;
   std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t* handle)> cusolverDnCreate = nullptr;
   std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle)> cusolverDnDestroy = nullptr;
   std::add_pointer_t<cusolverStatus_t(cusolverDnHandle_t handle, cudaStream_t streamId)> cusolverDnSetStream = nullptr;
@@ -435,6 +496,7 @@ inline constexpr LibraryInfo kLibraries[] = {
     {"cublas", "libcublas.so.13", "librgpu-cpu-cublas.so"},
     {"cublasLt", "libcublasLt.so.13", "librgpu-cpu-cublas.so"},
     {"cudnn", "libcudnn.so.9", "librgpu-cpu-cudnn.so"},
+    {"cusparse", "libcusparse.so.12", "librgpu-cpu-cusparse.so"},
     {"cufft", "libcufft.so.12", "librgpu-cpu-cufft.so"},
     {"curand", "libcurand.so.10", "librgpu-cpu-curand.so"},
     {"cusolver", "libcusolver.so.12", "librgpu-cpu-cusolver.so"},
@@ -442,6 +504,6 @@ inline constexpr LibraryInfo kLibraries[] = {
 inline constexpr size_t kLibraryCount = sizeof(kLibraries) / sizeof(kLibraries[0]);
 
 // The table types, by index.
-using LibraryTableTypes = std::tuple<CublasTable, CublasLtTable, CudnnTable, CufftTable, CurandTable, CusolverTable>;
+using LibraryTableTypes = std::tuple<CublasTable, CublasLtTable, CudnnTable, CusparseTable, CufftTable, CurandTable, CusolverTable>;
 
 }  // namespace rgpu::server

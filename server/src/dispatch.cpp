@@ -6,9 +6,11 @@
 
 #include "cudnn_rows.h"
 #include "cufft_rows.h"
+#include "cusparse_rows.h"
 #include "library_rows.h"
 #include "rgpu/protocol/cudnn_wire.h"
 #include "rgpu/protocol/cufft_wire.h"
+#include "rgpu/protocol/cusparse_wire.h"
 
 namespace rgpu::server {
 
@@ -21,6 +23,9 @@ const DispatchRow* find_row(wire::Api api, uint32_t function) {
       return find_library_row(api, function);
     case wire::Api::CUFFT:
       if (function > protocol::cufft::kFirstHandFn) return find_cufft_hand_row(function);
+      return find_library_row(api, function);
+    case wire::Api::CUSPARSE:
+      if (function > protocol::cusparse::kFirstHandFn) return find_cusparse_hand_row(function);
       return find_library_row(api, function);
     default:
       return find_library_row(api, function);  // null for an API with no generated calls

@@ -9,6 +9,7 @@
 
 #include "apigen_test_pack.h"
 #include "../../client-shim/generated/cublasLt_pack.h"
+#include "rgpu/protocol/cusparse_wire.h"
 #include "../../client-shim/generated/driver_pack.h"
 #include "library_rows.h"
 #include "rgpu/protocol/lt_desc.h"
@@ -313,6 +314,41 @@ std::vector<ValidCall> valid_calls(FakeEnv& env) {
     protocol::ArgWriter h;
     apigen::cublasLt::pack_cublasLtMatmulAlgoGetHeuristic(h, handle, &op, &m4, &m4, &m4, &m4, &pref, 1, results, &i);
     add(find_library_row(wire::Api::CUBLAS_LT, apigen::cublasLt::k_cublasLtMatmulAlgoGetHeuristic), h);
+  }
+  {
+    // cuSPARSE's SpMM (server/src/cusparse_rows.cpp): a 4 x 4 CSR matrix of
+    // 4 entries times a 4 x 4 B into C, all in `mem`.
+    namespace sw = protocol::cusparse;
+    const uint64_t handle = make_handle(static_cast<HandleKind>(sw::kHandleKind), 0x600);
+    env.put(static_cast<HandleKind>(sw::kHandleKind), handle, reinterpret_cast<void*>(uintptr_t{0xC0}));
+    sw::SpMat a;
+    a.format = sw::kFormatCsr;
+    a.rows = a.cols = a.nnz = 4;
+    a.rows_ptr = mem;
+    a.cols_ptr = mem + 32;
+    a.values = mem + 48;
+    a.offsets_type = a.index_type = 2;  // CUSPARSE_INDEX_32I
+    sw::DnMat b;
+    b.rows = b.cols = b.ld = 4;
+    b.values = mem + 64;
+    sw::DnMat c = b;
+    c.values = mem + 128;
+    const float one = 1;
+    protocol::ArgWriter w;
+    w.u64(handle);
+    w.scalar(int32_t{0});
+    w.scalar(int32_t{0});
+    w.scalar(int32_t{0});  // CUDA_R_32F
+    w.scalar(int32_t{0});
+    w.u64(sw::kPointerHost);
+    w.buffer(&one, 4);
+    sw::write(w, a);
+    sw::write(w, b);
+    w.u64(sw::kPointerHost);
+    w.buffer(&one, 4);
+    sw::write(w, c);
+    w.u64(0);
+    add(find_row(wire::Api::CUSPARSE, sw::kSpMM), w);
   }
   return calls;
 }

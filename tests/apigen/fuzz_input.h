@@ -1,6 +1,6 @@
 // The input of the dispatch fuzzer, also written by its seed generator:
 // one byte choosing the description (0: driver.api, 1: apigen_test.api,
-// 2: cublasLt.api),
+// 2: cublasLt.api, 3: cuSPARSE's hand-written rows),
 // the function's ordinal (4 bytes, little-endian), then the packed args.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include <span>
 
 #include "fakes.h"
+#include "dispatch.h"
 #include "library_rows.h"
 
 namespace rgpu::server::apigen_test {
@@ -22,6 +23,7 @@ inline const DispatchRow* fuzz_row(std::span<const uint8_t> input) {
     case 0: return find_driver_row(function);
     case 1: return find_test_row(function);
     case 2: return find_library_row(wire::Api::CUBLAS_LT, function);
+    case 3: return find_row(wire::Api::CUSPARSE, function);
     default: return nullptr;
   }
 }

@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
   int n = 0;
   for (const ValidCall& call : valid_calls(env)) {
     if (!call.row) return 1;
-    const uint8_t which = call.row->api == rgpu::wire::Api::CUBLAS_LT                         ? 2
+    const uint8_t which = call.row->api == rgpu::wire::Api::CUSPARSE                          ? 3
+                          : call.row->api == rgpu::wire::Api::CUBLAS_LT                       ? 2
                           : rgpu::server::find_driver_row(call.row->function) == call.row ? 0
                                                                                           : 1;
     uint8_t header[kFuzzHeader] = {which,

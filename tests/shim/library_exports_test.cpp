@@ -118,7 +118,7 @@ TEST(LibraryExports, EveryStubAnswersItsLibrarysNotSupported) {
   EXPECT_EQ(codes["cufftXtSetGPUs"], 16);       // CUFFT_NOT_SUPPORTED
   EXPECT_EQ(codes["nvmlDeviceGetTemperature"], 3);  // NVML_ERROR_NOT_SUPPORTED
   EXPECT_EQ(codes["ncclCommInitRank"], 5);      // ncclInvalidUsage
-  EXPECT_EQ(codes["cusparseCreate"], 10);       // CUSPARSE_STATUS_NOT_SUPPORTED
+  EXPECT_EQ(codes["cusparseSpGEMM_compute"], 10);  // CUSPARSE_STATUS_NOT_SUPPORTED
   EXPECT_EQ(codes["cusolverDnCgetrf"], 9);      // CUSOLVER_STATUS_NOT_SUPPORTED
   EXPECT_EQ(codes["curandCreateGeneratorHost"], 103);  // CURAND_STATUS_TYPE_ERROR
 }
