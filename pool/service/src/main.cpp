@@ -120,12 +120,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.key = key.value();
-  // The history is kept when a file is named, by --history or history.file.
+  // The history is kept with --history, or with --config ([history]'s
+  // defaults when it has none: in memory only, history.file being "").
   if (!history_file.empty()) {
     if (!history_config) history_config = rgpu::pool::HistoryOptions{};
     history_config->path = history_file;
   }
-  if (history_config && !history_config->path.empty()) options.history = history_config;
+  options.history = history_config;
   signal(SIGPIPE, SIG_IGN);
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -319,10 +319,24 @@ class ServiceImpl final : public Service {
     // the scheduler ends the leases of a previous boot.
     auto known = boot_.find(sid);
     bool still_known = false;
-    for (const auto& v : core_->servers()) still_known |= v.info.id == sid;
-    if (known != boot_.end() && known->second == boot && still_known) {
-      auto changes = core_->heartbeat(sid, {});
-      if (changes.is_ok()) apply(changes.value());
+    bool same_address = false;
+    for (const auto& v : core_->servers()) {
+      still_known |= v.info.id == sid;
+      same_address |= v.info.id == sid && v.info.address == info.value().address;
+    }
+    // With the state shared in etcd, a server this instance never saw but
+    // the shared view holds (same address) has come over from an instance
+    // that died: its sessions live on, so it keeps its leases. Boot ids are
+    // not in etcd, so a restarted rgpud arriving here within the heartbeat
+    // timeout keeps its old leases until their holders let go.
+    const bool came_over = core_->shared() && known == boot_.end() && same_address;
+    Result<Changes> kept = failed("not a reconnect");
+    if ((known != boot_.end() && known->second == boot && still_known) || came_over) {
+      kept = core_->heartbeat(sid, {});
+    }
+    if (kept.is_ok()) {
+      boot_[sid] = boot;
+      apply(kept.value());
       RGPU_INFO("server reconnected id=%s address=%s", sid.c_str(), info.value().address.c_str());
     } else {
       const size_t devices = info.value().devices.size();
