@@ -11,7 +11,7 @@
 #include "pool_report_cli.h"
 #include "rgpu/pool/client.h"
 #include "rgpu/pool/report.h"
-#include "rgpu/protocol/pool.capnp.h"
+#include "pool.capnp.h"
 
 namespace rgpu::tools {
 namespace {

@@ -403,7 +403,11 @@ TEST_F(PoolHistoryE2E, ReportAskedOfThePoolShowsTheTenantsLease) {
 }
 
 TEST_F(PoolE2E, ReportAskedOfAPoolWithoutHistorySaysSo) {
-  auto report = Child::spawn({kBin + "/rgpu", "pool", "report", "--pool", pool_address_}, {});
+  // Neither --history nor --config: no history is kept.
+  auto bare = Child::spawn({kBin + "/rgpu-pool", "--listen", "127.0.0.1:0", "--key-file", key_file_}, {});
+  const std::string address = listening_address(*bare);
+  ASSERT_FALSE(address.empty()) << bare->text;
+  auto report = Child::spawn({kBin + "/rgpu", "pool", "report", "--pool", address}, {});
   EXPECT_NE(report->finish(20s), 0);
   EXPECT_NE(report->text.find("keeps no history"), std::string::npos) << report->text;
 }
