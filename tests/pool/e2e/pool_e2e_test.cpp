@@ -446,7 +446,8 @@ class PoolEtcdE2E : public PoolE2E {
 };
 
 TEST_F(PoolEtcdE2E, AKilledInstancesLeaseStaysCountedOnTheOther) {
-  start_rgpud("cpu-a", 1, "1G");
+  start_rgpud("cpu-a", 1, "1G", {"--log-level", "info"});
+  Child& rgpud = *servers_.back();
   Child& a = client({"RGPU_REQUEST=mem=700M"});
   ASSERT_TRUE(a.wait_for("ready count=1", 60s)) << a.text;
   // Granted by A, and B's view of etcd holds it too.
@@ -458,6 +459,8 @@ TEST_F(PoolEtcdE2E, AKilledInstancesLeaseStaysCountedOnTheOther) {
   }
   EXPECT_TRUE(seen) << "instance b does not count the lease granted by a";
   pool_->kill_now();
+  // rgpud moves to B; B must take it as the same server, its session alive.
+  ASSERT_TRUE(rgpud.wait_for("registered with pool address=" + second_address_, 20s)) << rgpud.text;
   // The second client reaches B only; the device is still held by the
   // first, so it must wait, not be granted the same memory twice.
   Child& b = client({"RGPU_REQUEST=mem=700M"});
