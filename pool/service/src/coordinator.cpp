@@ -54,9 +54,12 @@ void Coordinator::record_queue() {
 
 Result<Changes> Coordinator::register_server(ServerInfo server) {
   const std::vector<QueuedView> before = history_ ? queue() : std::vector<QueuedView>{};
-  if (history_) history_->server_registered(server, now());
+  const ServerInfo seen = history_ ? server : ServerInfo{};
   auto r = store_ ? store_->register_server(std::move(server)) : scheduler_->register_server(std::move(server));
-  if (r.is_ok()) record(r.value(), before);
+  if (r.is_ok() && history_) {
+    history_->server_registered(seen, now());  // before its grants: the report needs its devices
+    record(r.value(), before);
+  }
   return r;
 }
 
