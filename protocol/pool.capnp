@@ -55,7 +55,22 @@ struct PoolMessage {
     endSession @10 :LeaseEnd;   # pool to rgpud: end the sessions of this lease
     leaseEnded @11 :LeaseEnd;   # pool to client: the pool ended your lease
     status @12 :Status;
+    historyQuery @13 :HistoryQuery;
+    history @14 :HistoryReply;
   }
+}
+
+# `rgpu pool report --pool`: the usage history a pool keeps (--history or
+# [history] in pool.toml), as the lines of its history file (docs/pool.md,
+# "Usage history"). The report is computed by the asker.
+struct HistoryQuery {
+  sinceMs @0 :Int64;            # the window wanted, ending at the last event; 0: all
+}
+
+struct HistoryReply {
+  kept @0 :Bool;                # false: this pool keeps no history (lines empty)
+  lines @1 :List(Text);         # one event per line, oldest first
+  truncated @2 :Bool;           # the oldest lines were left out to bound the reply
 }
 
 struct Slice {

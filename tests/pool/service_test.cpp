@@ -170,5 +170,61 @@ TEST_F(ServiceTest, PlacesQueuesAndReleasesOnClose) {
   EXPECT_GE(queued, 1);
 }
 
+// A service keeping its history in memory answers the history query with
+// the lines of what it did, and refuses a window below zero.
+TEST(ServiceHistoryTest, AnswersWithTheLinesOfItsGrants) {
+  service::ServiceOptions so;
+  so.key = "k";
+  so.history = HistoryOptions{};  // no path: memory only
+  auto opened = service::Service::open(so);
+  ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
+  auto& svc = *opened.value();
+  std::thread loop([&] { (void)svc.run(); });
+  auto server = net::Channel::connect({svc.address()}, 2s);
+  ASSERT_TRUE(server.is_ok());
+  {
+    capnp::MallocMessageBuilder b;
+    ServerInfo info;
+    info.id = "s1";
+    info.address = "127.0.0.1:1";
+    info.devices.push_back(Device{0, "cpu", 0, 1ull << 30, {}});
+    wire::write(b.initRoot<PoolMessage>().initRegister(), info);
+    ASSERT_TRUE(server.value()->send(b).is_ok());
+    auto m = server.value()->receive(2s);
+    ASSERT_TRUE(m.is_ok() && m.value());
+  }
+  client::AcquireOptions o;
+  o.pool = {svc.address()};
+  o.request.kind = KindWanted::kCpu;
+  o.request.tenant = "team-x";
+  auto held = client::acquire(o);
+  ASSERT_TRUE(held.is_ok()) << held.status().to_string();
+  auto reply = client::query_history({svc.address()}, 3'600'000, 2s);
+  ASSERT_TRUE(reply.is_ok()) << reply.status().to_string();
+  auto h = reply.value().root().getHistory();
+  EXPECT_TRUE(h.getKept());
+  EXPECT_FALSE(h.getTruncated());
+  std::string text;
+  for (auto line : h.getLines()) text += std::string(line.cStr()) + "\n";
+  EXPECT_NE(text.find("\"server\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"team-x\""), std::string::npos) << text;
+  {
+    auto ch = net::Channel::connect({svc.address()}, 2s);
+    ASSERT_TRUE(ch.is_ok());
+    capnp::MallocMessageBuilder b;
+    b.initRoot<PoolMessage>().initHistoryQuery().setSinceMs(-1);
+    ASSERT_TRUE(ch.value()->send(b).is_ok());
+    bool refused = false;
+    for (int i = 0; i < 20 && !refused; ++i) {
+      auto m = ch.value()->receive(100ms);
+      if (!m.is_ok()) break;
+      refused = m.value() && m.value()->root().which() == PoolMessage::ERROR;
+    }
+    EXPECT_TRUE(refused);
+  }
+  svc.stop();
+  loop.join();
+}
+
 }  // namespace
 }  // namespace rgpu::pool

@@ -1,14 +1,17 @@
 // `rgpu pool report`: the usage report of a pool's history, as JSON and as
 // an HTML page (docs/pool.md, "Usage report"). It reads the history file
-// the pool writes; asking a running pool over the network comes with the
-// pool service's protocol.
+// the pool writes, or asks a running pool for its history (the report is
+// computed here, from the events the pool sends).
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
 #include "pool_report_cli.h"
+#include "rgpu/pool/client.h"
 #include "rgpu/pool/report.h"
+#include "pool.capnp.h"
 
 namespace rgpu::tools {
 namespace {
@@ -22,7 +25,8 @@ void usage(FILE* out) {
                "         waits and the pool's use over time, for the last DURATION (default 24h;\n"
                "         e.g. 90m, 24h, 7d) up to the history's last event (or --end, in ms since\n"
                "         the epoch). --history reads the pool's history file (history.file in\n"
-               "         pool.toml; its rotated part FILE.1 too). --json and --html write the\n"
+               "         pool.toml; its rotated part FILE.1 too); --pool asks a running rgpu-pool\n"
+               "         (started with --history) for it. --json and --html write the\n"
                "         report (- for stdout); with neither, a summary table is printed.\n");
 }
 
@@ -51,6 +55,31 @@ void print_summary(const pool::Report& r) {
   };
   for (const pool::TenantReport& t : r.tenants) row(t, t.tenant.c_str());
   row(r.total, "(all)");
+}
+
+// The history a running pool keeps, read as a file's lines would be: the
+// pool is a peer, so its lines are checked like any file's.
+Result<pool::HistoryRead> ask_pool(const std::string& list, const pool::ReportOptions& opt) {
+  auto addresses = pool::net::parse_addresses(list);
+  if (!addresses.is_ok()) return addresses.status();
+  // With --end the window is not the last `since` of the history: ask for all.
+  auto reply = pool::client::query_history(addresses.value(), opt.end > 0 ? 0 : opt.since_ms,
+                                           std::chrono::seconds(30));
+  if (!reply.is_ok()) return reply.status();
+  auto h = reply.value().root().getHistory();
+  if (!h.getKept()) return failed("the pool keeps no history (start rgpu-pool with --history FILE)");
+  if (h.getTruncated()) {
+    std::fprintf(stderr, "rgpu pool report: the pool's reply left out its oldest events (too many); "
+                         "the report's start may be short\n");
+  }
+  pool::HistoryRead read;
+  std::string text;
+  for (auto line : h.getLines()) {
+    text.append(line.cStr(), line.size());
+    text.push_back('\n');
+  }
+  pool::read_history_text(text, &read);
+  return read;
 }
 
 }  // namespace
@@ -93,24 +122,18 @@ int pool_report_main(int argc, char** argv) {
       return 2;
     }
   }
-  if (!pool_addr.empty()) {
-    std::fprintf(stderr,
-                 "rgpu pool report: --pool is not available yet (it comes with the pool service's protocol); "
-                 "read the pool's history file with --history FILE\n");
-    return 2;
-  }
-  if (history.empty()) {
+  if (history.empty() == pool_addr.empty()) {
     usage(stderr);
     return 2;
   }
-  auto read = pool::read_history(history);
+  Result<pool::HistoryRead> read = pool_addr.empty() ? pool::read_history(history) : ask_pool(pool_addr, opt);
   if (!read.is_ok()) {
     std::fprintf(stderr, "rgpu pool report: %s\n", read.status().message().c_str());
     return 1;
   }
   if (read.value().skipped > 0) {
     std::fprintf(stderr, "rgpu pool report: skipped %zu bad lines of %s (first: %s)\n", read.value().skipped,
-                 history.c_str(), read.value().first_error.c_str());
+                 pool_addr.empty() ? history.c_str() : "the pool's reply", read.value().first_error.c_str());
   }
   auto r = pool::make_report(read.value().events, opt);
   if (!r.is_ok()) {

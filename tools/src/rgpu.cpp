@@ -30,7 +30,7 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: rgpu run [--server HOST:PORT[,HOST:PORT...]] [--device cpu|cuda|auto] [--module-cache DIR]\n"
                "                [--cpu-devices N] [--gpus N] [--mem SIZE] [--share F] -- COMMAND [ARGS...]\n"
-               "       rgpu pool report --history FILE [--since 24h] [--json OUT] [--html OUT]\n"
+               "       rgpu pool report (--history FILE | --pool HOST:PORT) [--since 24h] [--json OUT] [--html OUT]\n"
                "       rgpu run --pool HOST:PORT [--gpus N] [--mem SIZE] [--share F] [--kind nvidia|cpu|any]\n"
                "                [--min-cc X.Y] [--priority low|normal|high|N] [--tenant NAME] [--timeout S] -- COMMAND\n"
                "       rgpu pool status [--pool HOST:PORT]\n"

@@ -193,4 +193,25 @@ Result<net::Message> query_status(const std::vector<std::string>& pool, std::chr
   return failed("the pool did not answer the status query in time");
 }
 
+Result<net::Message> query_history(const std::vector<std::string>& pool, Millis since_ms,
+                                   std::chrono::milliseconds timeout) {
+  auto channel = net::Channel::connect(pool, timeout, net::kMaxStatusFrame);
+  if (!channel.is_ok()) return channel.status();
+  capnp::MallocMessageBuilder b;
+  b.initRoot<PoolMessage>().initHistoryQuery().setSinceMs(since_ms);
+  if (Status s = channel.value()->send(b); !s.is_ok()) return s;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto m = channel.value()->receive(std::chrono::milliseconds(200));
+    if (!m.is_ok()) return m.status();
+    if (!m.value()) continue;
+    const auto which = m.value()->root().which();
+    if (which == PoolMessage::HISTORY) return std::move(*m.value());
+    if (which == PoolMessage::ERROR) {
+      return failed("the pool refused the history query (a pool older than this command?)");
+    }
+  }
+  return failed("the pool did not answer the history query in time");
+}
+
 }  // namespace rgpu::pool::client

@@ -2,11 +2,15 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 
 #include "rgpu/common/log.h"
 #include "rgpu/pool/config.h"
+#include "rgpu/pool/history.h"
 #include "rgpu/pool/service.h"
 #include "rgpu/protocol/auth.h"
 
@@ -15,12 +19,18 @@ namespace {
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: rgpu-pool --listen HOST:PORT --key-file FILE [--config pool.toml]\n"
-               "                 [--log-level error|warn|info|debug|trace]\n"
+               "                 [--etcd URL[,URL...] [--etcd-prefix P] [--instance NAME]]\n"
+               "                 [--history FILE] [--log-level error|warn|info|debug|trace]\n"
                "\n"
                "  --listen HOST:PORT  where servers and clients reach the pool (port 0: a free one)\n"
                "  --key-file FILE     the lease-signing key, shared with every rgpud (--pool-key-file);\n"
                "                      the file must be private (chmod 600)\n"
-               "  --config FILE       scheduler, heartbeat and tenant settings (docs/pool.md)\n"
+               "  --config FILE       scheduler, heartbeat, tenant and [history] settings (docs/pool.md)\n"
+               "  --etcd URLS         share the pool's state in etcd with other rgpu-pool instances\n"
+               "                      (comma-separated endpoints, tried in order)\n"
+               "  --etcd-prefix P     the pool's keys in etcd (default /rgpu/pool/)\n"
+               "  --instance NAME     this instance's name among the live ones (default: its address)\n"
+               "  --history FILE      keep the usage history in FILE (overrides history.file)\n"
                "\n"
                "rgpu-pool prints \"rgpu-pool listening on HOST:PORT\" on stdout once it serves.\n");
 }
@@ -32,6 +42,8 @@ int main(int argc, char** argv) {
   rgpu::pool::service::ServiceOptions options;
   options.listen.clear();
   std::string key_file;
+  std::string history_file;
+  std::optional<rgpu::pool::HistoryOptions> history_config;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](const char* name) -> std::string {
@@ -46,12 +58,39 @@ int main(int argc, char** argv) {
     } else if (arg == "--key-file") {
       key_file = value("--key-file");
     } else if (arg == "--config") {
-      auto config = rgpu::pool::load_config(value("--config"));
-      if (!config.is_ok()) {
-        std::fprintf(stderr, "rgpu-pool: %s\n", config.status().message().c_str());
+      const std::string path = value("--config");
+      std::ifstream in(path, std::ios::binary);
+      std::ostringstream text;
+      text << in.rdbuf();
+      if (!in) {
+        std::fprintf(stderr, "rgpu-pool: cannot read %s\n", path.c_str());
+        return 2;
+      }
+      auto config = rgpu::pool::parse_config(text.str(), path);
+      auto history = rgpu::pool::parse_history_config(text.str(), path);
+      if (!config.is_ok() || !history.is_ok()) {
+        std::fprintf(stderr, "rgpu-pool: %s\n",
+                     (config.is_ok() ? history.status() : config.status()).message().c_str());
         return 2;
       }
       options.config = config.value();
+      history_config = history.value();
+    } else if (arg == "--etcd") {
+      // "http://HOST:PORT" or "HOST:PORT", comma-separated.
+      std::stringstream list(value("--etcd"));
+      for (std::string item; std::getline(list, item, ',');) {
+        if (item.empty()) {
+          std::fprintf(stderr, "rgpu-pool: --etcd: an empty endpoint\n");
+          return 2;
+        }
+        options.etcd.push_back(item);
+      }
+    } else if (arg == "--etcd-prefix") {
+      options.etcd_prefix = value("--etcd-prefix");
+    } else if (arg == "--instance") {
+      options.instance = value("--instance");
+    } else if (arg == "--history") {
+      history_file = value("--history");
     } else if (arg == "--log-level") {
       rgpu::log::Level level;
       const std::string v = value("--log-level");
@@ -81,6 +120,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.key = key.value();
+  // The history is kept with --history, or with --config ([history]'s
+  // defaults when it has none: in memory only, history.file being "").
+  if (!history_file.empty()) {
+    if (!history_config) history_config = rgpu::pool::HistoryOptions{};
+    history_config->path = history_file;
+  }
+  options.history = history_config;
   signal(SIGPIPE, SIG_IGN);
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

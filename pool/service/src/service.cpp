@@ -50,12 +50,13 @@ struct Origin {
 
 class ServiceImpl final : public Service {
  public:
-  ServiceImpl(ServiceOptions options, int listen_fd, std::string address, int wake_fd)
+  ServiceImpl(ServiceOptions options, int listen_fd, std::string address, int wake_fd,
+              std::unique_ptr<Coordinator> core)
       : options_(std::move(options)),
         listen_fd_(listen_fd),
         wake_fd_(wake_fd),
         address_(std::move(address)),
-        core_(options_.config, options_.key, std::make_unique<SystemClock>()) {}
+        core_(std::move(core)) {}
 
   ~ServiceImpl() override {
     for (auto& [id, c] : conns_) close(c.fd);
@@ -72,8 +73,8 @@ class ServiceImpl final : public Service {
 
   Status run() override {
     RGPU_INFO("pool serving address=%s policy=%s heartbeat_timeout_ms=%lld", address_.c_str(),
-              policy_name(core_.config().policy), static_cast<long long>(core_.config().heartbeat_timeout_ms));
-    Millis last_progress = core_.now();
+              policy_name(core_->config().policy), static_cast<long long>(core_->config().heartbeat_timeout_ms));
+    Millis last_progress = core_->now();
     while (true) {
       std::vector<pollfd> fds;
       std::vector<uint64_t> ids;
@@ -100,8 +101,8 @@ class ServiceImpl final : public Service {
         if (re & POLLOUT) flush(it->second);
         if (re & (POLLIN | POLLHUP | POLLERR)) read_from(ids[i]);
       }
-      apply(core_.tick());
-      const Millis now = core_.now();
+      apply(core_->tick());
+      const Millis now = core_->now();
       if (now - last_progress >= 1000) {
         last_progress = now;
         send_progress();
@@ -234,13 +235,13 @@ class ServiceImpl final : public Service {
     for (TicketId t : tickets) {
       ticket_owner_.erase(t);
       ticket_origin_.erase(t);
-      (void)core_.cancel(t);
+      (void)core_->cancel(t);
     }
     for (LeaseId l : leases) {
       lease_owner_.erase(l);
       lease_origin_.erase(l);
       ended_on_.erase(l);
-      auto changes = core_.release(l);
+      auto changes = core_->release(l);
       if (changes.is_ok()) {
         RGPU_INFO("lease released lease=%llu reason=\"holder connection closed\"", static_cast<unsigned long long>(l));
         apply(changes.value());
@@ -278,6 +279,7 @@ class ServiceImpl final : public Service {
       case PoolMessage::SUBMIT: return on_submit(id, m.getSubmit());
       case PoolMessage::RELEASE: return on_release(id, m.getRelease());
       case PoolMessage::STATUS_QUERY: return on_status(id);
+      case PoolMessage::HISTORY_QUERY: return on_history_query(id, m.getHistoryQuery());
       default:
         return refuse(id, poolwire::Error::Code::BAD_REQUEST,
                       "message of kind " + std::to_string(static_cast<int>(m.which())) + " is not for the pool");
@@ -317,15 +319,29 @@ class ServiceImpl final : public Service {
     // the scheduler ends the leases of a previous boot.
     auto known = boot_.find(sid);
     bool still_known = false;
-    for (const auto& v : core_.servers()) still_known |= v.info.id == sid;
-    if (known != boot_.end() && known->second == boot && still_known) {
-      auto changes = core_.heartbeat(sid, {});
-      if (changes.is_ok()) apply(changes.value());
+    bool same_address = false;
+    for (const auto& v : core_->servers()) {
+      still_known |= v.info.id == sid;
+      same_address |= v.info.id == sid && v.info.address == info.value().address;
+    }
+    // With the state shared in etcd, a server this instance never saw but
+    // the shared view holds (same address) has come over from an instance
+    // that died: its sessions live on, so it keeps its leases. Boot ids are
+    // not in etcd, so a restarted rgpud arriving here within the heartbeat
+    // timeout keeps its old leases until their holders let go.
+    const bool came_over = core_->shared() && known == boot_.end() && same_address;
+    Result<Changes> kept = failed("not a reconnect");
+    if ((known != boot_.end() && known->second == boot && still_known) || came_over) {
+      kept = core_->heartbeat(sid, {});
+    }
+    if (kept.is_ok()) {
+      boot_[sid] = boot;
+      apply(kept.value());
       RGPU_INFO("server reconnected id=%s address=%s", sid.c_str(), info.value().address.c_str());
     } else {
       const size_t devices = info.value().devices.size();
       const std::string address = info.value().address;
-      auto changes = core_.register_server(std::move(info.value()));
+      auto changes = core_->register_server(std::move(info.value()));
       if (!changes.is_ok()) return refuse(id, poolwire::Error::Code::BAD_REQUEST, changes.status().message());
       boot_[sid] = boot;
       RGPU_INFO("server registered id=%s address=%s devices=%zu", sid.c_str(), address.c_str(), devices);
@@ -338,7 +354,7 @@ class ServiceImpl final : public Service {
 
   void reply_registered(uint64_t id) {
     capnp::MallocMessageBuilder b;
-    b.initRoot<PoolMessage>().initRegistered().setHeartbeatIntervalMs(core_.config().heartbeat_interval_ms);
+    b.initRoot<PoolMessage>().initRegistered().setHeartbeatIntervalMs(core_->config().heartbeat_interval_ms);
     send(id, b);
   }
 
@@ -357,7 +373,7 @@ class ServiceImpl final : public Service {
       if (!(util >= 0 && util <= 1)) return refuse(id, poolwire::Error::Code::BAD_REQUEST, "utilization out of 0..1");
       use.push_back(DeviceUse{u.getIndex(), u.getMemoryUsedBytes(), util});
     }
-    auto changes = core_.heartbeat(c->server_id, use);
+    auto changes = core_->heartbeat(c->server_id, use);
     if (!changes.is_ok()) {
       // Removed meanwhile (missed heartbeats): it must register again.
       send_error(id, poolwire::Error::Code::UNKNOWN_SERVER, changes.status().message());
@@ -372,7 +388,7 @@ class ServiceImpl final : public Service {
     if (c->role != Conn::Role::kServer) {
       return refuse(id, poolwire::Error::Code::BAD_REQUEST, "only a server reports the end of sessions");
     }
-    auto held = core_.lease(lease);
+    auto held = core_->lease(lease);
     if (!held) return;  // released already (the client, or the other server of a split lease)
     bool ours = false;
     for (const auto& p : held->placement) ours |= p.server_id == c->server_id;
@@ -401,7 +417,7 @@ class ServiceImpl final : public Service {
       lease_owner_.erase(o);
     }
     lease_origin_.erase(lease);
-    auto changes = core_.release(lease);
+    auto changes = core_->release(lease);
     if (changes.is_ok()) apply(changes.value());
   }
 
@@ -425,7 +441,7 @@ class ServiceImpl final : public Service {
     origin.hostname = host.value();
     c->role = Conn::Role::kClient;
     c->peer = "client " + origin.program + "@" + origin.hostname;
-    auto submitted = core_.submit(std::move(request.value()));
+    auto submitted = core_->submit(std::move(request.value()));
     if (!submitted.is_ok()) {
       send_error(id, poolwire::Error::Code::REFUSED, submitted.status().message());
       return;
@@ -449,22 +465,38 @@ class ServiceImpl final : public Service {
 
   void on_status(uint64_t id) {
     capnp::MallocMessageBuilder b;
-    StatusInputs in{core_.now(), core_.servers(), core_.leases(), core_.queue(), sessions_, {}, {}};
+    StatusInputs in{core_->now(), core_->servers(), core_->leases(), core_->queue(), sessions_, {}, {}};
     for (const auto& [l, o] : lease_origin_) in.lease_origin[l] = {o.program, o.hostname};
     for (const auto& [t, o] : ticket_origin_) in.ticket_origin[t] = {o.program, o.hostname};
     write_status(b.initRoot<PoolMessage>().initStatus(), in);
     send(id, b);
   }
 
+  // The history's lines for `rgpu pool report --pool`, bounded so the
+  // reply fits the frame the asker reads (net::kMaxStatusFrame).
+  void on_history_query(uint64_t id, poolwire::HistoryQuery::Reader q) {
+    const Millis since = q.getSinceMs();
+    if (since < 0) return refuse(id, poolwire::Error::Code::BAD_REQUEST, "history window below zero");
+    bool truncated = false;
+    const std::vector<std::string> lines = core_->history_lines(since, net::kMaxStatusFrame / 2, &truncated);
+    capnp::MallocMessageBuilder b;
+    auto out = b.initRoot<PoolMessage>().initHistory();
+    out.setKept(core_->history() != nullptr);
+    out.setTruncated(truncated);
+    auto list = out.initLines(static_cast<unsigned>(lines.size()));
+    for (unsigned i = 0; i < lines.size(); ++i) list.set(i, lines[i]);
+    send(id, b);
+  }
+
   void send_queued(TicketId ticket) {
     auto owner = ticket_owner_.find(ticket);
-    auto pos = core_.position(ticket);
+    auto pos = core_->position(ticket);
     if (owner == ticket_owner_.end() || !pos) return;
     capnp::MallocMessageBuilder b;
     auto q = b.initRoot<PoolMessage>().initQueued();
     q.setTicket(ticket);
     q.setAhead(static_cast<uint32_t>(pos->ahead));
-    q.setWaitedMs(core_.now() - pos->since);
+    q.setWaitedMs(core_->now() - pos->since);
     send(owner->second, b);
   }
 
@@ -477,14 +509,14 @@ class ServiceImpl final : public Service {
   // Leases whose holder is still connected are kept alive: renewed once
   // half their term has passed.
   void renew_held() {
-    const Millis now = core_.now();
-    const Millis ttl = core_.config().lease_ttl_ms;
+    const Millis now = core_->now();
+    const Millis ttl = core_->config().lease_ttl_ms;
     std::vector<LeaseId> due;
     for (const auto& [l, owner] : lease_owner_) {
-      auto held = core_.lease(l);
+      auto held = core_->lease(l);
       if (held && held->expiry - now < ttl / 2) due.push_back(l);
     }
-    for (LeaseId l : due) (void)core_.renew(l);
+    for (LeaseId l : due) (void)core_->renew(l);
   }
 
   // ---- what the scheduler changed
@@ -508,7 +540,7 @@ class ServiceImpl final : public Service {
     auto owner = ticket_owner_.find(g.ticket);
     const LeaseId lease = g.lease.id;
     if (owner == ticket_owner_.end()) {  // its client is gone
-      auto changes = core_.release(lease);
+      auto changes = core_->release(lease);
       if (changes.is_ok()) apply(changes.value());
       return;
     }
@@ -519,11 +551,11 @@ class ServiceImpl final : public Service {
     Conn* c = conn(id);
     if (c == nullptr) return;
     c->tickets.erase(g.ticket);
-    auto token = core_.sign(g.lease);
+    auto token = core_->sign(g.lease);
     if (!token.is_ok()) {
       RGPU_ERROR("cannot sign lease=%llu: %s", static_cast<unsigned long long>(lease), token.status().message().c_str());
       send_error(id, poolwire::Error::Code::INTERNAL, "the pool cannot sign leases: " + token.status().message());
-      auto changes = core_.release(lease);
+      auto changes = core_->release(lease);
       if (changes.is_ok()) apply(changes.value());
       return;
     }
@@ -577,7 +609,7 @@ class ServiceImpl final : public Service {
   const int listen_fd_;
   const int wake_fd_;
   const std::string address_;
-  Coordinator core_;
+  const std::unique_ptr<Coordinator> core_;
   std::map<uint64_t, Conn> conns_;
   uint64_t next_conn_ = 1;
   std::map<std::string, uint64_t> server_conn_;
@@ -599,12 +631,23 @@ Result<std::unique_ptr<Service>> Service::open(ServiceOptions options) {
   std::string bound;
   auto fd = net::listen_on(options.listen, &bound);
   if (!fd.is_ok()) return fd.status();
+  CoordinatorOptions co;
+  co.etcd = options.etcd;
+  co.store.prefix = options.etcd_prefix;
+  co.store.instance = options.instance.empty() ? bound : options.instance;
+  co.history = options.history;
+  auto core = Coordinator::open(options.config, options.key, std::make_unique<SystemClock>(), std::move(co));
+  if (!core.is_ok()) {
+    close(fd.value());
+    return core.status();
+  }
   const int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake < 0) {
     close(fd.value());
     return failed(std::string("eventfd: ") + std::strerror(errno));
   }
-  return std::unique_ptr<Service>(new ServiceImpl(std::move(options), fd.value(), bound, wake));
+  return std::unique_ptr<Service>(
+      new ServiceImpl(std::move(options), fd.value(), bound, wake, std::move(core.value())));
 }
 
 }  // namespace rgpu::pool::service

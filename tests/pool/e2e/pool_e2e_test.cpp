@@ -4,7 +4,8 @@
 // placement the moment capacity frees; a killed client's lease freed for the
 // next; a lost server; leases rgpud must refuse; kind-aware placement in a
 // pool with a test double that claims NVIDIA devices; a sample program run
-// unchanged through RGPU_POOL.
+// unchanged through RGPU_POOL; the usage report asked of a running pool;
+// two pool instances sharing a real etcd, one of them killed.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -14,6 +15,9 @@
 #include <fstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include "../etcd_test_util.h"
 #include "process.h"
 #include "rgpu/pool/client.h"
 #include "rgpu/pool/lease_token.h"
@@ -93,12 +97,16 @@ class PoolE2E : public ::testing::Test {
     chmod(key_file_.c_str(), 0600);
     std::ofstream(dir_ / "pool.toml") << "[scheduler]\nqueue_timeout_s = 60\npreemption = true\n"
                                       << "[heartbeat]\ninterval_s = 0.5\ntimeout_s = 2\n";
-    pool_ = Child::spawn({kBin + "/rgpu-pool", "--listen", "127.0.0.1:0", "--key-file", key_file_, "--config",
-                          (dir_ / "pool.toml").string()},
-                         {});
+    std::vector<std::string> argv = {kBin + "/rgpu-pool", "--listen", "127.0.0.1:0", "--key-file", key_file_,
+                                     "--config", (dir_ / "pool.toml").string()};
+    for (const std::string& a : pool_extra()) argv.push_back(a);
+    pool_ = Child::spawn(argv, {});
     pool_address_ = listening_address(*pool_);
     ASSERT_FALSE(pool_address_.empty()) << pool_->text;
   }
+  // More arguments for rgpu-pool (dir_ exists when this is called).
+  virtual std::vector<std::string> pool_extra() { return {}; }
+
   void TearDown() override {
     clients_.clear();
     servers_.clear();
@@ -127,7 +135,7 @@ class PoolE2E : public ::testing::Test {
   bool wait_servers(size_t n) {
     const auto deadline = SteadyClock::now() + 20s;
     while (SteadyClock::now() < deadline) {
-      auto s = client::query_status({pool_address_}, 2s);
+      auto s = client::query_status(net::parse_addresses(pool_address_).value(), 2s);
       if (s.is_ok() && s.value().root().getStatus().getServers().size() == n) return true;
       std::this_thread::sleep_for(50ms);
     }
@@ -354,6 +362,116 @@ TEST_F(PoolE2E, SampleProgramRunsUnchangedThroughRgpuPool) {
                            "--tenant", "research", "--", kBin + "/rgpu-demo"},
                           {"UCX_TLS=tcp", kLibraryPath});
   EXPECT_EQ(run->finish(120s), 0) << run->text;
+}
+
+}  // namespace
+}  // namespace rgpu::pool::testing
+
+namespace rgpu::pool::testing {
+namespace {
+
+// rgpu-pool with --history: the report asked of the running pool.
+class PoolHistoryE2E : public PoolE2E {
+ protected:
+  std::vector<std::string> pool_extra() override { return {"--history", (dir_ / "history.jsonl").string()}; }
+};
+
+TEST_F(PoolHistoryE2E, ReportAskedOfThePoolShowsTheTenantsLease) {
+  start_rgpud("cpu-a", 1, "1G");
+  Child& c = client({"RGPU_REQUEST=mem=256M", "RGPU_TENANT=team-h"});
+  ASSERT_TRUE(c.wait_for("ready count=1", 60s)) << c.text;
+  EXPECT_EQ(c.finish(30s), 0) << c.text;
+  const std::string out = (dir_ / "report.json").string();
+  auto report = Child::spawn(
+      {kBin + "/rgpu", "pool", "report", "--pool", pool_address_, "--since", "1h", "--json", out}, {});
+  ASSERT_EQ(report->finish(20s), 0) << report->text;
+  std::ifstream in(out);
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << "report is not JSON";
+  bool found = false;
+  for (const auto& t : j.at("tenants")) {
+    if (t.at("tenant") == "team-h") {
+      found = true;
+      EXPECT_EQ(t.at("leases").get<int>(), 1) << t.dump();
+    }
+  }
+  EXPECT_TRUE(found) << j.dump();
+  // The daemon wrote the same lease to its file.
+  std::ifstream file(dir_ / "history.jsonl");
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"team-h\""), std::string::npos) << text;
+}
+
+TEST_F(PoolE2E, ReportAskedOfAPoolWithoutHistorySaysSo) {
+  // Neither --history nor --config: no history is kept.
+  auto bare = Child::spawn({kBin + "/rgpu-pool", "--listen", "127.0.0.1:0", "--key-file", key_file_}, {});
+  const std::string address = listening_address(*bare);
+  ASSERT_FALSE(address.empty()) << bare->text;
+  auto report = Child::spawn({kBin + "/rgpu", "pool", "report", "--pool", address}, {});
+  EXPECT_NE(report->finish(20s), 0);
+  EXPECT_NE(report->text.find("keeps no history"), std::string::npos) << report->text;
+}
+
+// Two rgpu-pool instances (A, then B) sharing one real etcd; rgpud and the
+// clients are given both addresses, A first.
+class PoolEtcdE2E : public PoolE2E {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!etcd_.start(&why)) GTEST_SKIP() << why;
+    PoolE2E::SetUp();
+    if (HasFatalFailure()) return;
+    second_ = Child::spawn({kBin + "/rgpu-pool", "--listen", "127.0.0.1:0", "--key-file", key_file_, "--config",
+                            (dir_ / "pool.toml").string(), "--etcd", etcd_.endpoint(), "--instance", "b"},
+                           {});
+    second_address_ = listening_address(*second_);
+    ASSERT_FALSE(second_address_.empty()) << second_->text;
+    first_address_ = pool_address_;
+    pool_address_ = first_address_ + "," + second_address_;
+  }
+  std::vector<std::string> pool_extra() override { return {"--etcd", etcd_.endpoint(), "--instance", "a"}; }
+  void TearDown() override {
+    PoolE2E::TearDown();
+    second_.reset();
+  }
+
+  size_t leases_seen_by(const std::string& address) {
+    auto s = client::query_status({address}, 2s);
+    return s.is_ok() ? s.value().root().getStatus().getLeases().size() : 999;
+  }
+
+  EtcdServer etcd_;
+  std::unique_ptr<Child> second_;
+  std::string first_address_, second_address_;
+};
+
+TEST_F(PoolEtcdE2E, AKilledInstancesLeaseStaysCountedOnTheOther) {
+  start_rgpud("cpu-a", 1, "1G", {"--log-level", "info"});
+  Child& rgpud = *servers_.back();
+  Child& a = client({"RGPU_REQUEST=mem=700M"});
+  ASSERT_TRUE(a.wait_for("ready count=1", 60s)) << a.text;
+  // Granted by A, and B's view of etcd holds it too.
+  EXPECT_EQ(leases_seen_by(first_address_), 1u);
+  bool seen = false;
+  for (int i = 0; i < 100 && !seen; ++i) {
+    seen = leases_seen_by(second_address_) == 1;
+    if (!seen) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(seen) << "instance b does not count the lease granted by a";
+  pool_->kill_now();
+  // rgpud moves to B; B must take it as the same server, its session alive.
+  ASSERT_TRUE(rgpud.wait_for("registered with pool address=" + second_address_, 20s)) << rgpud.text;
+  // The second client reaches B only; the device is still held by the
+  // first, so it must wait, not be granted the same memory twice.
+  Child& b = client({"RGPU_REQUEST=mem=700M"});
+  ASSERT_TRUE(b.wait_for("waiting in the pool's queue", 30s)) << b.text;
+  std::this_thread::sleep_for(500ms);
+  b.pump(0);
+  EXPECT_EQ(b.text.find("ready"), std::string::npos) << b.text;
+  EXPECT_EQ(leases_seen_by(second_address_), 1u);
+  // The first client ends: rgpud, now on B, reports it, and B places b.
+  EXPECT_EQ(a.finish(30s), 0) << a.text;
+  EXPECT_TRUE(b.wait_for("ready count=1", 60s)) << b.text;
 }
 
 }  // namespace

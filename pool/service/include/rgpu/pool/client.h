@@ -69,5 +69,9 @@ std::function<void(uint32_t, Millis)> stderr_progress(const std::string& who);
 
 // The pool's status reply (PoolMessage.status).
 Result<net::Message> query_status(const std::vector<std::string>& pool, std::chrono::milliseconds timeout);
+// The pool's usage history for a report of the last `since_ms` (0: all):
+// its reply (PoolMessage.history), for `rgpu pool report --pool`.
+Result<net::Message> query_history(const std::vector<std::string>& pool, Millis since_ms,
+                                   std::chrono::milliseconds timeout);
 
 }  // namespace rgpu::pool::client

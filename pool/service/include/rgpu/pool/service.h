@@ -5,10 +5,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "rgpu/common/status.h"
 #include "rgpu/pool/config.h"
+#include "rgpu/pool/history.h"
 
 namespace rgpu::pool::service {
 
@@ -19,6 +22,16 @@ struct ServiceOptions {
   size_t max_connections = 4096;
   size_t max_frame = size_t{1} << 20;  // largest message the pool reads
   int tick_ms = 100;                   // how often time is checked
+  // Several pool instances over etcd (docs/pool.md, "Several pool instances
+  // on etcd"): the endpoints of the shared state; empty: this instance
+  // schedules alone. Pools sharing one etcd use different prefixes; each
+  // instance's name must be unique among the live ones (empty: its
+  // listening address).
+  std::vector<std::string> etcd;
+  std::string etcd_prefix = "/rgpu/pool/";
+  std::string instance;
+  // Set: the usage history is kept (docs/pool.md, "Usage history").
+  std::optional<HistoryOptions> history;
 };
 
 // Owns the listening socket and, while run() runs, every connection.
