@@ -1,7 +1,11 @@
-// rgpud's /metrics scraped by a real Prometheus server: a client's copies
-// come back through Prometheus's query API.
+// rgpud's and rgpu-pool's /metrics scraped by a real Prometheus server: a
+// client's copies, and the pool's state, come back through Prometheus's
+// query API.
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+
+#include <cmath>
 #include <fstream>
 
 #include "metrics_fixture.h"
@@ -59,10 +63,19 @@ TEST_F(PrometheusScrape, ClientCopiesShowUpInPrometheus) {
   char tmpl[] = "/tmp/rgpu-prometheus-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const fs::path dir = tmpl;
+  // An rgpu-pool beside it, with its own endpoint.
+  std::ofstream(dir / "pool.key") << "prometheus-test-pool-key-0123456789abcdef\n";
+  chmod((dir / "pool.key").c_str(), 0600);
+  Child pool;
+  ASSERT_TRUE(pool.start({std::string(RGPU_BIN_DIR) + "/rgpu-pool", "--listen", "127.0.0.1:0", "--key-file",
+                          (dir / "pool.key").string(), "--metrics", "127.0.0.1:0"}));
+  const std::string pool_metrics = pool.wait_line("rgpu-pool metrics on ", std::chrono::seconds(30));
+  ASSERT_FALSE(pool_metrics.empty()) << pool.text;
   {
     std::ofstream config(dir / "prometheus.yml");
     config << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-           << "scrape_configs:\n  - job_name: rgpud\n    static_configs:\n      - targets: ['" << metrics_ << "']\n";
+           << "scrape_configs:\n  - job_name: rgpud\n    static_configs:\n      - targets: ['" << metrics_ << "']\n"
+           << "  - job_name: rgpu-pool\n    static_configs:\n      - targets: ['" << pool_metrics << "']\n";
   }
   const int port = free_port();
   ASSERT_NE(port, 0);
@@ -80,6 +93,14 @@ TEST_F(PrometheusScrape, ClientCopiesShowUpInPrometheus) {
   EXPECT_EQ(seen, h2d) << "Prometheus did not report what rgpud served";
   EXPECT_EQ(query(port, "up{job=\"rgpud\"}"), 1);
   EXPECT_EQ(query(port, "rgpu_slice_memory_quota_bytes{device=\"0\",slice=\"1\"}"), 256 << 20);
+  // The pool: scraped too, and its (empty) state queried back.
+  double servers = NAN;
+  for (int i = 0; i < 100 && std::isnan(servers); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    servers = query(port, "rgpu_pool_servers{job=\"rgpu-pool\"}");
+  }
+  EXPECT_EQ(servers, 0) << "Prometheus did not report the pool's server count";
+  EXPECT_EQ(query(port, "up{job=\"rgpu-pool\"}"), 1);
   server.stop();
   fs::remove_all(dir);
 }

@@ -24,6 +24,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::open(PoolConfig config, std::s
     if (!store.is_ok()) return Status(store.status().kind(), "etcd: " + store.status().message());
     c->store_ = std::move(store.value());
   }
+  if (options.metrics != nullptr) c->metrics_ = std::make_unique<PoolMetrics>(*options.metrics);
   if (options.history) {
     options.history->heartbeat_interval_ms = config.heartbeat_interval_ms;
     auto history = History::open(*options.history, c->now());
@@ -37,6 +38,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::open(PoolConfig config, std::s
 }
 
 void Coordinator::record(const Changes& changes, const std::vector<QueuedView>& before) {
+  if (metrics_) metrics_->observe(changes);
   if (!history_) return;
   const Millis t = now();
   history_->changes(changes, t);
@@ -56,8 +58,8 @@ Result<Changes> Coordinator::register_server(ServerInfo server) {
   const std::vector<QueuedView> before = history_ ? queue() : std::vector<QueuedView>{};
   const ServerInfo seen = history_ ? server : ServerInfo{};
   auto r = store_ ? store_->register_server(std::move(server)) : scheduler_->register_server(std::move(server));
-  if (r.is_ok() && history_) {
-    history_->server_registered(seen, now());  // before its grants: the report needs its devices
+  if (r.is_ok()) {
+    if (history_) history_->server_registered(seen, now());  // before its grants: the report needs its devices
     record(r.value(), before);
   }
   return r;
@@ -66,8 +68,8 @@ Result<Changes> Coordinator::register_server(ServerInfo server) {
 Result<Changes> Coordinator::heartbeat(std::string_view id, const std::vector<DeviceUse>& use) {
   const std::vector<QueuedView> before = history_ ? queue() : std::vector<QueuedView>{};
   auto r = store_ ? store_->heartbeat(id, use) : scheduler_->heartbeat(id, use);
-  if (r.is_ok() && history_) {
-    history_->heartbeat(id, use, now());
+  if (r.is_ok()) {
+    if (history_) history_->heartbeat(id, use, now());
     record(r.value(), before);
   }
   return r;
@@ -103,8 +105,8 @@ Status Coordinator::cancel(TicketId ticket) {
 Result<Changes> Coordinator::release(LeaseId lease) {
   const std::vector<QueuedView> before = history_ ? queue() : std::vector<QueuedView>{};
   auto r = store_ ? store_->release(lease) : scheduler_->release(lease);
-  if (r.is_ok() && history_) {
-    history_->released(lease, now());
+  if (r.is_ok()) {
+    if (history_) history_->released(lease, now());
     record(r.value(), before);
   }
   return r;
@@ -115,9 +117,12 @@ Result<Lease> Coordinator::renew(LeaseId lease) { return store_ ? store_->renew(
 Changes Coordinator::tick() {
   const std::vector<QueuedView> before = history_ ? queue() : std::vector<QueuedView>{};
   Changes changes = store_ ? store_->tick() : scheduler_->tick();
-  if (history_) {
-    record(changes, before);
-    history_->sync(now());
+  record(changes, before);
+  if (history_) history_->sync(now());
+  // The state gauges, at most once a second (a scrape is no more frequent).
+  if (metrics_ && now() - metrics_refreshed_ >= 1000) {
+    metrics_refreshed_ = now();
+    metrics_->refresh(queue(), leases(), servers());
   }
   return changes;
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "pool_metrics.h"
 #include "rgpu/pool/clock.h"
 #include "rgpu/pool/config.h"
 #include "rgpu/pool/etcd_store.h"
@@ -25,6 +26,9 @@ struct CoordinatorOptions {
   EtcdStoreOptions store;
   // Set: the usage history is kept (path empty: in memory only).
   std::optional<HistoryOptions> history;
+  // Set: what the scheduler does and holds is recorded there
+  // (pool_metrics.h, docs/metrics.md). Not owned; it outlives the coordinator.
+  metrics::Registry* metrics = nullptr;
 };
 
 // Thread-compatible: the service's one event-loop thread calls it.
@@ -82,6 +86,8 @@ class Coordinator {
   std::unique_ptr<Scheduler> scheduler_;  // exactly one of these two
   std::unique_ptr<EtcdStore> store_;
   std::unique_ptr<History> history_;
+  std::unique_ptr<PoolMetrics> metrics_;
+  Millis metrics_refreshed_ = 0;
 };
 
 }  // namespace rgpu::pool::service

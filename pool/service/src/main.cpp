@@ -3,12 +3,15 @@
 
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 
 #include "rgpu/common/log.h"
+#include "rgpu/common/metrics.h"
+#include "rgpu/common/metrics_http.h"
 #include "rgpu/pool/config.h"
 #include "rgpu/pool/history.h"
 #include "rgpu/pool/service.h"
@@ -20,7 +23,7 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: rgpu-pool --listen HOST:PORT --key-file FILE [--config pool.toml]\n"
                "                 [--etcd URL[,URL...] [--etcd-prefix P] [--instance NAME]]\n"
-               "                 [--history FILE] [--log-level error|warn|info|debug|trace]\n"
+               "                 [--history FILE] [--metrics HOST:PORT] [--log-level error|warn|info|debug|trace]\n"
                "\n"
                "  --listen HOST:PORT  where servers and clients reach the pool (port 0: a free one)\n"
                "  --key-file FILE     the lease-signing key, shared with every rgpud (--pool-key-file);\n"
@@ -31,6 +34,9 @@ void usage(FILE* out) {
                "  --etcd-prefix P     the pool's keys in etcd (default /rgpu/pool/)\n"
                "  --instance NAME     this instance's name among the live ones (default: its address)\n"
                "  --history FILE      keep the usage history in FILE (overrides history.file)\n"
+               "  --metrics HOST:PORT serve Prometheus metrics at http://HOST:PORT/metrics (port 0: a\n"
+               "                      free one; docs/metrics.md). No authentication: bind it to\n"
+               "                      loopback or a management network\n"
                "\n"
                "rgpu-pool prints \"rgpu-pool listening on HOST:PORT\" on stdout once it serves.\n");
 }
@@ -43,6 +49,8 @@ int main(int argc, char** argv) {
   options.listen.clear();
   std::string key_file;
   std::string history_file;
+  std::string metrics_address;
+  rgpu::metrics::Registry registry;  // outlives the service, which records into it
   std::optional<rgpu::pool::HistoryOptions> history_config;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -91,6 +99,8 @@ int main(int argc, char** argv) {
       options.instance = value("--instance");
     } else if (arg == "--history") {
       history_file = value("--history");
+    } else if (arg == "--metrics") {
+      metrics_address = value("--metrics");
     } else if (arg == "--log-level") {
       rgpu::log::Level level;
       const std::string v = value("--log-level");
@@ -127,6 +137,7 @@ int main(int argc, char** argv) {
     history_config->path = history_file;
   }
   options.history = history_config;
+  if (!metrics_address.empty()) options.metrics = &registry;
   signal(SIGPIPE, SIG_IGN);
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -139,6 +150,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("rgpu-pool listening on %s\n", service.value()->address().c_str());
+  std::unique_ptr<rgpu::metrics::HttpExporter> exporter;  // stops before the service goes
+  if (!metrics_address.empty()) {
+    auto started = rgpu::metrics::HttpExporter::start(registry, metrics_address);
+    if (!started.is_ok()) {
+      std::fprintf(stderr, "rgpu-pool: --metrics: %s\n", started.status().message().c_str());
+      return 1;
+    }
+    exporter = std::move(started.value());
+    std::printf("rgpu-pool metrics on %s\n", exporter->address().c_str());
+  }
   std::fflush(stdout);
   std::thread waiter([&stop_signals, &service] {
     int sig = 0;
@@ -147,6 +168,7 @@ int main(int argc, char** argv) {
   });
   const rgpu::Status s = service.value()->run();
   waiter.detach();
+  exporter.reset();
   if (!s.is_ok()) {
     std::fprintf(stderr, "rgpu-pool: %s\n", s.message().c_str());
     return 1;

@@ -636,6 +636,7 @@ Result<std::unique_ptr<Service>> Service::open(ServiceOptions options) {
   co.store.prefix = options.etcd_prefix;
   co.store.instance = options.instance.empty() ? bound : options.instance;
   co.history = options.history;
+  co.metrics = options.metrics;
   auto core = Coordinator::open(options.config, options.key, std::make_unique<SystemClock>(), std::move(co));
   if (!core.is_ok()) {
     close(fd.value());

@@ -9,16 +9,19 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "../etcd_test_util.h"
 #include "process.h"
+#include "rgpu/common/metrics_text.h"
 #include "rgpu/pool/client.h"
 #include "rgpu/pool/lease_token.h"
 #include "rgpu/pool/net.h"
@@ -400,6 +403,69 @@ TEST_F(PoolHistoryE2E, ReportAskedOfThePoolShowsTheTenantsLease) {
   std::ifstream file(dir_ / "history.jsonl");
   const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("\"team-h\""), std::string::npos) << text;
+}
+
+// rgpu-pool with --metrics: what the scheduler did and holds, at /metrics.
+class PoolMetricsE2E : public PoolE2E {
+ protected:
+  std::vector<std::string> pool_extra() override { return {"--metrics", "127.0.0.1:0"}; }
+
+  // The pool's /metrics page, parsed; empty on any failure.
+  std::vector<metrics::Sample> scrape() {
+    const std::string prefix = "rgpu-pool metrics on ";
+    if (!pool_->wait_for(prefix, 10s)) return {};
+    const size_t at = pool_->text.find(prefix) + prefix.size();
+    const std::string address = pool_->text.substr(at, pool_->text.find('\n', at) - at);
+    const size_t colon = address.rfind(':');
+    httplib::Client http(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
+    http.set_read_timeout(5);
+    auto res = http.Get("/metrics");
+    if (!res || res->status != 200) return {};
+    auto page = metrics::parse_text(res->body);
+    return page.is_ok() ? page.value() : std::vector<metrics::Sample>{};
+  }
+};
+
+// The value of the sample `name` whose labels include `labels`, or -1.
+double value_of(const std::vector<metrics::Sample>& page, const std::string& name,
+                const std::vector<std::pair<std::string, std::string>>& labels) {
+  for (const metrics::Sample& s : page) {
+    if (s.name != name) continue;
+    if (std::all_of(labels.begin(), labels.end(), [&](const auto& l) { return s.label(l.first) == l.second; })) {
+      return s.value;
+    }
+  }
+  return -1;
+}
+
+TEST_F(PoolMetricsE2E, PlacementsWaitsAndStateShowAtMetrics) {
+  start_rgpud("cpu-m", 1, "1G");
+  Child& c = client({"RGPU_REQUEST=mem=256M", "RGPU_TENANT=team-m"});
+  ASSERT_TRUE(c.wait_for("ready count=1", 60s)) << c.text;
+  // While it runs: its lease, then (the state gauges are set once a second).
+  std::vector<metrics::Sample> page;
+  const auto deadline = SteadyClock::now() + 10s;
+  while (SteadyClock::now() < deadline) {
+    page = scrape();
+    if (value_of(page, "rgpu_pool_leases", {{"tenant", "team-m"}}) == 1) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(value_of(page, "rgpu_pool_leases", {{"tenant", "team-m"}}), 1);
+  EXPECT_EQ(value_of(page, "rgpu_pool_leased_devices", {{"tenant", "team-m"}}), 1);
+  EXPECT_EQ(value_of(page, "rgpu_pool_placements_total", {{"tenant", "team-m"}}), 1);
+  EXPECT_EQ(value_of(page, "rgpu_pool_wait_seconds_count", {{"tenant", "team-m"}}), 1);
+  EXPECT_EQ(value_of(page, "rgpu_pool_servers", {}), 1);
+  EXPECT_EQ(value_of(page, "rgpu_pool_device_memory_bytes", {{"server", "cpu-m"}, {"device", "0"}, {"kind", "cpu"}}),
+            double(1ull << 30));
+  EXPECT_EQ(c.finish(30s), 0) << c.text;
+  // Its end frees the lease: the tenant's series goes.
+  const auto freed = SteadyClock::now() + 10s;
+  while (SteadyClock::now() < freed && value_of(page, "rgpu_pool_leases", {{"tenant", "team-m"}}) != -1) {
+    std::this_thread::sleep_for(100ms);
+    page = scrape();
+  }
+  EXPECT_EQ(value_of(page, "rgpu_pool_leases", {{"tenant", "team-m"}}), -1);
+  EXPECT_EQ(value_of(page, "rgpu_pool_placements_total", {{"tenant", "team-m"}}), 1);
 }
 
 TEST_F(PoolE2E, ReportAskedOfAPoolWithoutHistorySaysSo) {

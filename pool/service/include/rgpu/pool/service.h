@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "rgpu/common/metrics.h"
 #include "rgpu/common/status.h"
 #include "rgpu/pool/config.h"
 #include "rgpu/pool/history.h"
@@ -32,6 +33,9 @@ struct ServiceOptions {
   std::string instance;
   // Set: the usage history is kept (docs/pool.md, "Usage history").
   std::optional<HistoryOptions> history;
+  // Set: the pool's metrics are recorded there (docs/metrics.md, "rgpu-pool");
+  // not owned, it must outlive the service.
+  metrics::Registry* metrics = nullptr;
 };
 
 // Owns the listening socket and, while run() runs, every connection.
