@@ -285,6 +285,19 @@ make_package() {
   # The CLI finds librgpu.so beside itself; /usr/bin/rgpu points there.
   install -m 755 "$cli" "$priv/rgpu"
   ln -s "../lib/x86_64-linux-gnu/rgpu/rgpu" "$stage/usr/bin/rgpu"
+  # The CLI's own libraries that trixie does not have at this soname (Cap'n
+  # Proto for the pool's protocol, bookworm's cpp-httplib for rgpu top),
+  # beside it.
+  patchelf --set-rpath '$ORIGIN' "$priv/rgpu"
+  while read -r name path; do
+    case "$name" in
+      libcapnp-*.so | libkj-*.so | libcpp-httplib.so.*) ;;
+      *) continue ;;
+    esac
+    [ -e "$priv/$name" ] && continue
+    install -m 644 "$(readlink -f "$path")" "$priv/$name"
+    patchelf --set-rpath '$ORIGIN' "$priv/$name"
+  done < <(ldd "$cli" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
 
   local names=("${sonames[@]}") f
   if [ -d "$build/lib/rgpu" ]; then
