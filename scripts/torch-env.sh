@@ -5,10 +5,10 @@
 #
 #   torch-env.sh build [--refresh] [--build-dir DIR]
 #                                        make (or reuse) the cached root
-#   torch-env.sh run [--server HOST:PORT] [--build-dir DIR] -- CMD ARGS...
+#   torch-env.sh run [--server HOST:PORT | --pool HOST:PORT] [--build-dir DIR] -- CMD ARGS...
 #                                        run CMD in the root, in the current
 #                                        directory, under `rgpu run`
-#   torch-env.sh test [--server HOST:PORT] [--build-dir DIR] [-- PYTEST ARGS...]
+#   torch-env.sh test [--server HOST:PORT | --pool HOST:PORT] [--build-dir DIR] [-- PYTEST ARGS...]
 #                                        the tests/pytorch suite, in the root
 #   torch-env.sh package [--build-dir DIR] [OUT.deb]
 #                                        only build the rgpu-client-libs package
@@ -404,11 +404,13 @@ start_rgpud() {
 
 parse_common() {
   server=""
+  pool=""
   build="${BUILD_DIR:-$repo/build}"
   rest=()
   while (($#)); do
     case "$1" in
       --server) server="${2:?--server wants HOST:PORT}"; shift 2 ;;
+      --pool) pool="${2:?--pool wants HOST:PORT}"; shift 2 ;;
       --build-dir) build="${2:?--build-dir wants a folder}"; shift 2 ;;
       --) shift; rest=("$@"); return ;;
       -*) die "unknown option '$1'" ;;
@@ -431,11 +433,19 @@ cmd_run() {
   TORCH_ENV_RUN_DIR="$(mktemp -d "$build/torch-env/run.XXXXXX")"
   export TORCH_ENV_RUN_DIR build
   trap 'stop_rgpud; rm -rf "$TORCH_ENV_RUN_DIR"' EXIT
-  [ -n "$server" ] || start_rgpud
+  # With --pool, rgpu run asks rgpu-pool (RGPU_POOL_KIND and the other
+  # RGPU_POOL_* settings pass through) and no rgpud is started here.
+  local target=(--server "$server")
+  if [ -n "$pool" ]; then
+    target=(--pool "$pool")
+  else
+    [ -n "$server" ] || start_rgpud
+    target=(--server "$server")
+  fi
   local binds=("$cwd")
   [ -n "${extra_bind:-}" ] && binds+=("$extra_bind")
   local rc=0
-  run_forwarding "${in_root_cmd[@]}" "$root_dir" "$cwd" "${binds[@]}" -- rgpu run --server "$server" -- "${rest[@]}" || rc=$?
+  run_forwarding "${in_root_cmd[@]}" "$root_dir" "$cwd" "${binds[@]}" -- rgpu run "${target[@]}" -- "${rest[@]}" || rc=$?
   stop_rgpud
   rm -rf "$TORCH_ENV_RUN_DIR"
   return "$rc"
@@ -450,6 +460,7 @@ cmd_test() {
   case "$build/" in "$repo"/*) ;; *) extra_bind="$build" ;; esac
   local opts=()
   [ -n "$server" ] && opts+=(--server "$server")
+  [ -n "$pool" ] && opts+=(--pool "$pool")
   export PYTHONDONTWRITEBYTECODE=1
   # A case that takes over a minute (every one takes well under a second)
   # prints every thread's Python stack: a stall says where it is.

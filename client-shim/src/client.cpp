@@ -60,11 +60,18 @@ Status request_from_environment(Resources* request) {
     request->memory_bytes = bytes.value();
   }
   if (uint64_t n; env_number("RGPU_LEASE_SECONDS", UINT32_MAX, &n)) request->lease_seconds = static_cast<uint32_t>(n);
-  if (const char* lease = std::getenv("RGPU_LEASE"); lease != nullptr && *lease != '\0') request->lease = lease;
+  if (const char* lease = std::getenv("RGPU_LEASE"); lease != nullptr && *lease != '\0' && lease_is_ours()) {
+    request->lease = lease;
+  }
   return Status();
 }
 
 }  // namespace
+
+bool lease_is_ours() {
+  const char* pid = std::getenv("RGPU_LEASE_PID");
+  return pid == nullptr || *pid == '\0' || std::strtoll(pid, nullptr, 10) == static_cast<long long>(getpid());
+}
 
 Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options,
                                                 std::shared_ptr<transport::Transport> transport) {

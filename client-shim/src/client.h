@@ -25,6 +25,12 @@
 
 namespace rgpu::shim {
 
+// Whether RGPU_LEASE is this process's to present: RGPU_LEASE_PID unset (a
+// lease handed over by hand) or naming this process (rgpu run --pool sets it
+// for COMMAND; processes COMMAND starts ask the pool for their own, since a
+// server admits a lease's token once).
+bool lease_is_ours();
+
 struct ClientOptions {
   std::string server;  // host:port
   // The tenant the client speaks for and its secret (RGPU_TENANT,

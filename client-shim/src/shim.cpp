@@ -36,6 +36,10 @@ void shutdown_at_exit() {
 ClientOptions options_from_environment(std::string* problem, std::string* pool) {
   ClientOptions o;
   const char* server = std::getenv("RGPU_SERVER");
+  // A lease `rgpu run --pool` got for another process (this one's parent):
+  // its server and lease are not this process's to use, and RGPU_POOL (which
+  // rgpu run leaves set) gets this process a lease of its own.
+  if (!lease_is_ours() && std::getenv("RGPU_POOL") != nullptr) server = nullptr;
   const char* pool_env = std::getenv("RGPU_POOL");
   if ((!server || !*server) && pool_env && *pool_env) {
     *pool = pool_env;  // the servers come from the pool's placement

@@ -213,4 +213,18 @@ int pool_command(int argc, char** argv) {
   return 2;
 }
 
+void PoolRun::export_for_child() const {
+  if (!held_) return;
+  setenv("RGPU_LEASE", held_->token.c_str(), 1);
+  setenv("RGPU_LEASE_PID", std::to_string(getpid()).c_str(), 1);  // exec keeps the pid
+  if (!pool_.empty()) setenv("RGPU_POOL", pool_.c_str(), 1);
+  for (const auto& [name, value] : {std::pair<const char*, const std::string*>{"RGPU_POOL_KIND", &kind_},
+                                    {"RGPU_POOL_MIN_CC", &min_cc_},
+                                    {"RGPU_POOL_PRIORITY", &priority_},
+                                    {"RGPU_TENANT", &tenant_},
+                                    {"RGPU_POOL_TIMEOUT", &timeout_}}) {
+    if (!value->empty()) setenv(name, value->c_str(), 1);
+  }
+}
+
 }  // namespace rgpu::tools

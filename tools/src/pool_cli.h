@@ -27,6 +27,10 @@ class PoolRun {
   int acquire(const std::string& request_text, const std::string& program);
   const std::string& servers() const { return servers_; }
   const std::string& lease() const { return held_ ? held_->token : empty_; }
+  // In the child about to run COMMAND: the lease for this process alone
+  // (RGPU_LEASE_PID), and the pool and this request's settings for any
+  // process it starts, which asks the pool for a lease of its own.
+  void export_for_child() const;
 
  private:
   std::string pool_;

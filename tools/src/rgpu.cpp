@@ -297,10 +297,7 @@ int run(int argc, char** argv) {
     setenv("LD_LIBRARY_PATH", libpath.c_str(), 1);
     setenv("RGPU_SERVER", server_address.c_str(), 1);
     if (!request.empty()) setenv("RGPU_REQUEST", request.c_str(), 1);
-    if (!pool.lease().empty()) {
-      setenv("RGPU_LEASE", pool.lease().c_str(), 1);
-      unsetenv("RGPU_POOL");  // the lease is ours; the library must not ask again
-    }
+    pool.export_for_child();  // COMMAND's own lease; its children ask the pool for theirs
     if (!embedded_key.empty()) {
       unsetenv("RGPU_AUTH_TOKEN_FILE");
       unsetenv("RGPU_TENANT");
