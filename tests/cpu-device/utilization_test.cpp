@@ -58,9 +58,11 @@ TEST_F(Utilization, KernelLoopMakesTheDeviceBusyThenIdle) {
   int iterations = 100000;
   void* args[] = {&out, &iterations};
   // Two kernels queued whenever the stream drains: the device is busy but for
-  // the moments between a poll and the next launch.
+  // the moments between a poll and the next launch. Kernels that finish
+  // before the next poll (compiled, on a fast host) are made longer.
   bool busy = until([](Shares u) { return u.gpu > 50; }, [&] {
     if (cu.cuStreamQuery(s) == CUDA_SUCCESS) {
+      if (iterations < (1 << 28)) iterations *= 2;
       ASSERT_EQ(CUDA_SUCCESS, cu.cuLaunchKernel(spin, 1, 1, 1, 32, 1, 1, 0, s, args, nullptr));
       ASSERT_EQ(CUDA_SUCCESS, cu.cuLaunchKernel(spin, 1, 1, 1, 32, 1, 1, 0, s, args, nullptr));
     }
