@@ -104,6 +104,14 @@ CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const st
       Device* dev = d->device_of(addr);
       return dev && dev->memory->check(addr, size, group, &cache);
     };
+    // The same check for compiled kernels, which keep the allocation it
+    // found per instruction until the memory next releases anything.
+    env.extent = [d, group = state->group.load()](uint64_t addr, size_t size, bool, ptx::MemoryExtent* out) {
+      Device* dev = d->device_of(addr);
+      if (!dev || !dev->memory->check_extent(addr, size, group, &out->lo, &out->hi, &out->seen)) return false;
+      out->epoch = &dev->memory->releases();
+      return true;
+    };
     // A context with a compute share runs on that share of the workers, and
     // only when its turn comes (FairShare), so that shares hold even when
     // the host's cores are busy with other work.

@@ -203,6 +203,20 @@ bool DeviceMemory::check(uint64_t addr, uint64_t size, uint64_t group) const {
   return size <= a.size - off;
 }
 
+bool DeviceMemory::extent_locked(uint64_t addr, uint64_t size, uint64_t group, uint64_t* lo, uint64_t* hi) const {
+  if (addr - base_ >= capacity_) return check_mapped_locked(addr, size, group, lo, hi);
+  auto it = live_.upper_bound(addr);
+  if (it == live_.begin()) return false;
+  --it;
+  const Allocation& a = it->second;
+  if (group != kAnyGroup && a.group != group) return false;
+  uint64_t off = addr - a.base;
+  if (off >= a.size || size > a.size - off) return false;
+  *lo = a.base;
+  *hi = a.base + a.size;
+  return true;
+}
+
 bool DeviceMemory::check(uint64_t addr, uint64_t size, uint64_t group, CheckCache* cache) const {
   // Read before the lookup: a release after this read makes the entry stale.
   uint64_t releases = releases_.load(std::memory_order_acquire);
@@ -218,23 +232,18 @@ bool DeviceMemory::check(uint64_t addr, uint64_t size, uint64_t group, CheckCach
   }
   std::shared_lock lock(mu_);
   uint64_t lo = 0, hi = 0;
-  if (addr - base_ >= capacity_) {
-    if (!check_mapped_locked(addr, size, group, &lo, &hi)) return false;
-  } else {
-    auto it = live_.upper_bound(addr);
-    if (it == live_.begin()) return false;
-    --it;
-    const Allocation& a = it->second;
-    if (group != kAnyGroup && a.group != group) return false;
-    uint64_t off = addr - a.base;
-    if (off >= a.size || size > a.size - off) return false;
-    lo = a.base;
-    hi = a.base + a.size;
-  }
+  if (!extent_locked(addr, size, group, &lo, &hi)) return false;
   cache->lo[cache->next] = lo;
   cache->hi[cache->next] = hi;
   cache->next = (cache->next + 1) % CheckCache::kEntries;
   return true;
+}
+
+bool DeviceMemory::check_extent(uint64_t addr, uint64_t size, uint64_t group, uint64_t* lo, uint64_t* hi,
+                                uint64_t* seen) const {
+  *seen = releases_.load(std::memory_order_acquire);  // before the lookup, as in check()
+  std::shared_lock lock(mu_);
+  return extent_locked(addr, size, group, lo, hi);
 }
 
 std::optional<Allocation> DeviceMemory::find(uint64_t addr) const {

@@ -85,6 +85,32 @@ TEST(DeviceMemory, CachedChecksGiveTheSameAnswers) {
   EXPECT_FALSE(mem.check(b + 10, 4, 4, &cache));
 }
 
+// What compiled kernels cache per instruction: the allocation around an
+// access, valid while the release counter reads what check_extent saw.
+TEST(DeviceMemory, ExtentsNameTheAllocationAndEveryReleaseEndsThem) {
+  auto m = DeviceMemory::create(1 << 20);
+  ASSERT_TRUE(m.is_ok());
+  DeviceMemory& mem = *m.value();
+  uint64_t a = *mem.allocate(100, 1, 3);
+  uint64_t b = *mem.allocate(100, 2, 4);
+  uint64_t lo = 0, hi = 0, seen = 0;
+  ASSERT_TRUE(mem.check_extent(a + 10, 4, 3, &lo, &hi, &seen));
+  EXPECT_EQ(a, lo);
+  EXPECT_EQ(a + 100, hi);
+  EXPECT_EQ(seen, mem.releases().load());
+  EXPECT_FALSE(mem.check_extent(a + 97, 4, 3, &lo, &hi, &seen));  // past the end
+  EXPECT_FALSE(mem.check_extent(a + 10, 4, 4, &lo, &hi, &seen));  // another group
+  EXPECT_FALSE(mem.check_extent(b, 4, 3, &lo, &hi, &seen));       // another group's allocation
+  ASSERT_TRUE(mem.check_extent(b, 4, 4, &lo, &hi, &seen));
+  // Freeing anything (here b) changes the counter: every cached extent,
+  // a's included, must be checked again.
+  EXPECT_TRUE(mem.release(b).is_ok());
+  EXPECT_NE(seen, mem.releases().load());
+  EXPECT_FALSE(mem.check_extent(b, 4, 4, &lo, &hi, &seen));
+  EXPECT_TRUE(mem.check_extent(a, 100, 3, &lo, &hi, &seen));
+  EXPECT_EQ(seen, mem.releases().load());
+}
+
 TEST(DeviceMemory, PinDefersReclaimOfFreedPages) {
   auto m = DeviceMemory::create(1 << 20);
   ASSERT_TRUE(m.is_ok());

@@ -74,6 +74,25 @@ TEST(PtxFaults, IllegalAddressOutsideAllocations) {
   EXPECT_EQ(r.fault, Fault::kIllegalAddress) << r.message;
 }
 
+// One worker runs every block, so earlier warps' accesses to c are known to
+// lie inside it (a compiled kernel keeps that extent per instruction): a
+// later warp that runs past c's end still faults, at an address past it.
+TEST(PtxFaults, IllegalAddressPastTheEndAfterAccessesInside) {
+  Module m(corpus_ptx("elementwise", "sm_75"));
+  ASSERT_TRUE(m.ok());
+  const int n = 256;
+  std::vector<float> a(n, 1.f), b(n, 2.f), c(200, 0.f);  // the last block's second warp crosses c's end
+  DeviceTable mem;
+  auto args = m.args("vec_add");
+  args.add(mem.add(a)).add(mem.add(b)).add(mem.add(c)).add(n);
+  LaunchEnv env;
+  env.workers = 1;
+  LaunchResult r = m.launch("vec_add", {4}, {64}, args, mem, 0, env);
+  EXPECT_EQ(r.fault, Fault::kIllegalAddress) << r.message;
+  EXPECT_GE(r.address, reinterpret_cast<uint64_t>(c.data()) + c.size() * sizeof(float));
+  EXPECT_EQ(c[0], 3.f);  // warps before the fault ran
+}
+
 TEST(PtxFaults, MisalignedAddress) {
   Module m(kMisaligned);
   ASSERT_TRUE(m.ok());

@@ -83,6 +83,17 @@ class DeviceTable {
       if (addr >= r.first && addr + size <= r.first + r.second && addr + size >= addr) return true;
     return false;
   }
+  // contains(), and the range that holds the access (buffers here are
+  // never released during a launch: the epoch never changes).
+  bool extent(uint64_t addr, size_t size, MemoryExtent* out) const {
+    static const std::atomic<uint64_t> never{0};
+    for (const auto& r : ranges_)
+      if (addr >= r.first && addr + size <= r.first + r.second && addr + size >= addr) {
+        *out = MemoryExtent{r.first, r.first + r.second, &never, 0};
+        return true;
+      }
+    return false;
+  }
 
  private:
   std::vector<std::pair<uint64_t, uint64_t>> ranges_;
@@ -149,6 +160,9 @@ class Module {
     EXPECT_TRUE(a.complete()) << "missing arguments for " << name;
     env.checker = [this, &mem](uint64_t addr, size_t size, bool) {
       return mem.contains(addr, size) || var_table_.contains(addr, size);
+    };
+    env.extent = [this, &mem](uint64_t addr, size_t size, bool, MemoryExtent* out) {
+      return mem.extent(addr, size, out) || var_table_.extent(addr, size, out);
     };
     env.variable_addresses = addrs_;
     if (!env.printf_sink) {

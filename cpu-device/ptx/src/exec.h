@@ -39,6 +39,25 @@ struct LaunchState {
     if (addr < 65536) return false;  // the null page is never device memory
     return !env->checker || env->checker(addr, size, write);
   }
+  // check(), and on true the extent its answer holds for: `out` stays
+  // empty (lo == hi) when the caller gave no extent checker.
+  bool check_extent(uint64_t addr, size_t size, bool write, MemoryExtent* out) const {
+    *out = MemoryExtent{};
+    if (addr < 65536) return false;
+    if (!env->checker) {
+      static const std::atomic<uint64_t> never{0};  // nothing is ever released
+      *out = MemoryExtent{65536, ~0ull, &never, 0};
+      return true;
+    }
+    if (env->extent) {
+      bool ok = env->extent(addr, size, write, out);
+      if (!ok || out->lo < 65536 || !out->epoch || addr < out->lo || out->hi < addr || size > out->hi - addr) {
+        *out = MemoryExtent{};  // an extent that does not cover the access is not used
+      }
+      return ok;
+    }
+    return env->checker(addr, size, write);
+  }
   void record(Fault f, const std::string& msg, uint64_t addr) {
     std::lock_guard<std::mutex> lock(fault_mu);
     if (first_fault.fault == Fault::kNone) {

@@ -103,6 +103,12 @@ class DeviceMemory {
   };
   // check(), answered from and recorded in `cache` when possible.
   bool check(uint64_t addr, uint64_t size, uint64_t group, CheckCache* cache) const;
+  // check(), and on true the allocation (or run of mappings) around the
+  // access as [*lo, *hi), and the release count read before the lookup:
+  // the answer holds for that whole range while releases() still reads
+  // *seen (compiled kernels cache it per instruction).
+  bool check_extent(uint64_t addr, uint64_t size, uint64_t group, uint64_t* lo, uint64_t* hi, uint64_t* seen) const;
+  const std::atomic<uint64_t>& releases() const { return releases_; }
   // The live allocation containing addr, if any.
   std::optional<Allocation> find(uint64_t addr) const;
   // True when addr lies in this device's reserved range (live or not),
@@ -174,6 +180,8 @@ class DeviceMemory {
   // The accessible mapped range holding [addr, addr + size), joined across
   // adjacent mappings of one group; requires mu_ held.
   bool check_mapped_locked(uint64_t addr, uint64_t size, uint64_t group, uint64_t* lo, uint64_t* hi) const;
+  // The range of the live allocation or mappings holding the access.
+  bool extent_locked(uint64_t addr, uint64_t size, uint64_t group, uint64_t* lo, uint64_t* hi) const;
   void free_physical_locked(std::map<uint64_t, Physical>::iterator it);
   Status unmap_locked(uint64_t addr, uint64_t size);
 

@@ -357,6 +357,7 @@ constexpr size_t kOffCtaid = offsetof(WarpHead, ctaid);
 constexpr size_t kOffParked = offsetof(WarpHead, parked);
 constexpr size_t kOffResume = offsetof(WarpHead, resume);
 constexpr size_t kOffExcused = offsetof(WarpHead, excused);
+constexpr size_t kOffWindows = offsetof(WarpHead, windows);
 
 class Gen {
  public:
@@ -372,6 +373,10 @@ class Gen {
   // Whether slot s is folded into the code as a constant (its SlotInit
   // need not be written). Valid after build().
   bool is_const(uint32_t s) const { return const_[s] && !handler_reads_[s]; }
+  // WarpHead::windows entries the code uses. Valid after build().
+  uint32_t num_windows() const { return num_windows_; }
+  // Bit i: the code reads special register i from WarpHead::specials.
+  uint32_t specials_used() const { return specials_used_; }
 
   // Empty on success, else why the kernel is not compiled.
   std::string build(const std::string& name) {
@@ -390,17 +395,25 @@ class Gen {
       llvm::MDNode* domain = md.createAnonymousAliasScopeDomain("rgpu");
       regs_scope_ = llvm::MDNode::get(C, {md.createAnonymousAliasScope(domain, "regs")});
       mem_scope_ = llvm::MDNode::get(C, {md.createAnonymousAliasScope(domain, "memory")});
+      hot_ = md.createBranchWeights(1 << 12, 1);
+      cold_ = md.createBranchWeights(1, 1 << 12);
     }
     BasicBlock* entry = BasicBlock::Create(C, "entry", F);
     B.SetInsertPoint(entry);
     mask_a = B.CreateAlloca(i32, nullptr, "mask");
     wait_a = B.CreateAlloca(i32, nullptr, "wait");
+    arr_a = B.CreateAlloca(i32, nullptr, "wait_lanes");
+    side_m_a = B.CreateAlloca(i32, nullptr, "side_mask");
+    side_pc_a = B.CreateAlloca(i32, nullptr, "side_pc");
+    B.CreateStore(B.getInt32(0), side_m_a);
+    B.CreateStore(B.getInt32(kNoPc), side_pc_a);
     budget_a = B.CreateAlloca(i64, nullptr, "budget");
     exec_a = B.CreateAlloca(i64, nullptr, "exec");
     regs_ = B.CreateLoad(ptr, field(kOffRegs), "regs");
     nregs_ = B.CreateLoad(ptr, field(kOffNregs), "nregs");
     shared_ = B.CreateLoad(ptr, field(kOffShared), "shared");
     kparams_ = B.CreateLoad(ptr, field(kOffKparams), "kparams");
+    windows_ = B.CreateLoad(ptr, field(kOffWindows), "windows");
     shared_size_ = B.CreateLoad(i64, field(kOffSharedSize));
     kparam_size_ = B.CreateLoad(i64, field(kOffKparamSize));
     B.CreateStore(B.CreateLoad(i64, field(kOffBudget)), budget_a);
@@ -434,6 +447,7 @@ class Gen {
           Value* c = B.CreateLoad(i32, field(kOffCtaid + 4 * (si.index - kCtaidX)));
           v = B.CreateVectorSplat(32, B.CreateZExt(c, i64));
         } else if (si.kind == SlotInit::Kind::kSpecial) {
+          if (si.index < kLaneSpecials) specials_used_ |= 1u << si.index;
           Value* p = B.CreateConstInBoundsGEP1_64(i32, specials, uint64_t{si.index} * 32);
           v = B.CreateZExt(tag(B.CreateAlignedLoad(vty(32), p, llvm::Align(4)), true), vty(64));
         } else {
@@ -446,6 +460,7 @@ class Gen {
         if (slot_a_[s] && !inited[s] && waits_[s]) B.CreateStore(llvm::Constant::getNullValue(slot_ty(s)), slot_a_[s]);
       B.CreateStore(B.CreateLoad(i32, field(kOffCurMask)), mask_a);
       B.CreateStore(B.getInt32(kNoPc), wait_a);
+      B.CreateStore(B.getInt32(kNoPc), arr_a);
       fresh_ = B.GetInsertBlock();
     }
 
@@ -477,9 +492,11 @@ class Gen {
     B.CreateBr(bb_[0]);
 
     B.SetInsertPoint(dispatch_);
+    flush_side();
     Value* next = B.CreateCall(helper_ty({ptr}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_schedule)), {W});
     B.CreateStore(B.CreateLoad(i32, field(kOffCurMask)), mask_a);
     B.CreateStore(B.CreateLoad(i32, field(kOffWaitMin)), wait_a);
+    B.CreateStore(B.CreateLoad(i32, field(kOffWaitMin)), arr_a);
     BasicBlock* bad = BasicBlock::Create(C, "bad_pc", F);
     auto* sw = B.CreateSwitch(next, bad, 8);
     sw->addCase(B.getInt32(kPcBarrier), leave_store_);
@@ -492,6 +509,7 @@ class Gen {
     B.CreateStore(B.getInt32(0), field(kOffResume));
     B.CreateStore(B.CreateLoad(i32, field(kOffCurMask)), mask_a);
     B.CreateStore(B.getInt32(kNoPc), wait_a);
+    B.CreateStore(B.getInt32(kNoPc), arr_a);
     auto* rsw = B.CreateSwitch(B.CreateLoad(i32, field(kOffCurPc)), dispatch_, 4);
     for (size_t pc = 0; pc + 1 < n; ++pc)
       if (fn_.code[pc].kind == Kind::kBar && leader_[pc + 1])
@@ -526,7 +544,18 @@ class Gen {
   Value* nregs_ = nullptr;
   uint32_t line_ = 0;
   Value *regs_ = nullptr, *shared_ = nullptr, *kparams_ = nullptr, *shared_size_ = nullptr, *kparam_size_ = nullptr;
+  Value* windows_ = nullptr;
+  uint32_t num_windows_ = 0;
+  uint32_t specials_used_ = 0;
+  llvm::MDNode *hot_ = nullptr, *cold_ = nullptr;  // branch weights
+  // mask_a: the running group's lanes. wait_a: the lowest pc at which
+  // lanes wait (kNoPc: none), never below the running pc. Waiting lanes are
+  // in the warp's pc array (the lowest of them: arr_a) or, for one group,
+  // in the side group (side_m_a at side_pc_a), which a divergent branch
+  // leaves without a call and its join takes back without one; it goes to
+  // the pc array before the scheduler runs (flush_side).
   llvm::AllocaInst *mask_a = nullptr, *wait_a = nullptr, *budget_a = nullptr, *exec_a = nullptr;
+  llvm::AllocaInst *arr_a = nullptr, *side_m_a = nullptr, *side_pc_a = nullptr;
   llvm::MDNode *regs_scope_ = nullptr, *mem_scope_ = nullptr;
   std::vector<bool> used_, const_, leader_, narrow_;
   std::vector<bool> saved_;                 // live across a barrier
@@ -858,6 +887,61 @@ class Gen {
       }
   }
 
+  // Branches whose first target is the common case, or the rare one: LLVM
+  // lays the rare side out of line and keeps the hot path's values in
+  // registers.
+  void likely_(Value* c, BasicBlock* t, BasicBlock* f) { B.CreateCondBr(c, t, f, hot_); }
+  void unlikely_(Value* c, BasicBlock* t, BasicBlock* f) { B.CreateCondBr(c, t, f, cold_); }
+
+  // The side group's lanes, if any, wait in the pc array from here on.
+  void flush_side() {
+    Value* sm = B.CreateLoad(i32, side_m_a);
+    BasicBlock* flush = BasicBlock::Create(C, "side_flush", F);
+    BasicBlock* after = BasicBlock::Create(C, "side_flushed", F);
+    B.CreateCondBr(B.CreateICmpNE(sm, B.getInt32(0)), flush, after);
+    B.SetInsertPoint(flush);
+    Value* spc = B.CreateLoad(i32, side_pc_a);
+    B.CreateCall(helper_ty({ptr, i32, i32}, B.getVoidTy()), helper(reinterpret_cast<void*>(&rgpu_jit_wait)),
+                 {W, sm, spc});
+    B.CreateStore(B.getInt32(0), side_m_a);
+    B.CreateStore(B.CreateBinaryIntrinsic(llvm::Intrinsic::umin, B.CreateLoad(i32, arr_a), spc), arr_a);
+    B.CreateBr(after);
+    B.SetInsertPoint(after);
+  }
+
+  // Whether the global access [lo, lo + len) is allowed. Inside the extent
+  // the instruction's window holds, with the memory's release counter as it
+  // was, it is, without a call; else the checker answers (rgpu_jit_check)
+  // and refills the window. The insert point ends at the join.
+  Value* check_global(Value* lo, Value* len, bool write, uint32_t win) {
+    Value* wp = B.CreateConstInBoundsGEP1_64(i64, windows_, uint64_t{win} * kWindowWords);
+    Value* wlo = B.CreateLoad(i64, wp);
+    Value* whi = B.CreateLoad(i64, B.CreateConstInBoundsGEP1_64(i64, wp, 1));
+    Value* inside = B.CreateAnd(B.CreateICmpULT(B.CreateSub(lo, wlo), B.CreateSub(whi, wlo)),
+                                B.CreateICmpULE(len, B.CreateSub(whi, lo)));
+    BasicBlock* epoch = BasicBlock::Create(C, "wepoch", F);
+    BasicBlock* miss = BasicBlock::Create(C, "wmiss", F);
+    BasicBlock* join = BasicBlock::Create(C, "wjoin", F);
+    likely_(inside, epoch, miss);
+    B.SetInsertPoint(epoch);
+    Value* counter = B.CreateLoad(ptr, B.CreateConstInBoundsGEP1_64(i64, wp, 2));
+    llvm::LoadInst* now = B.CreateAlignedLoad(i64, counter, llvm::Align(8));
+    now->setAtomic(llvm::AtomicOrdering::Acquire);
+    Value* same = B.CreateICmpEQ(now, B.CreateLoad(i64, B.CreateConstInBoundsGEP1_64(i64, wp, 3)));
+    likely_(same, join, miss);
+    B.SetInsertPoint(miss);
+    Value* c = B.CreateCall(helper_ty({ptr, i64, i64, i32, ptr}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_check)),
+                            {W, lo, len, B.getInt32(write), wp});
+    Value* checked = B.CreateICmpNE(c, B.getInt32(0));
+    BasicBlock* miss_end = B.GetInsertBlock();
+    B.CreateBr(join);
+    B.SetInsertPoint(join);
+    llvm::PHINode* ok = B.CreatePHI(i1, 2);
+    ok->addIncoming(B.getTrue(), epoch);
+    ok->addIncoming(checked, miss_end);
+    return ok;
+  }
+
   // Adds popcount(mask) to the thread-instruction count.
   void count(Value* mask) {
     Value* pc = B.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, mask);
@@ -885,7 +969,7 @@ class Gen {
                             {W, inst_ptr(in), gm});
     BasicBlock* fault = BasicBlock::Create(C, "fault", F);
     BasicBlock* ok = BasicBlock::Create(C, "ok", F);
-    B.CreateCondBr(B.CreateICmpNE(r, B.getInt32(0)), fault, ok);
+    unlikely_(B.CreateICmpNE(r, B.getInt32(0)), fault, ok);
     B.SetInsertPoint(fault);
     leave_with(kRunFault);
     B.SetInsertPoint(ok);
@@ -911,13 +995,26 @@ class Gen {
       Value* w = B.CreateLoad(i32, wait_a);
       BasicBlock* merge = BasicBlock::Create(C, "merge", F);
       BasicBlock* body = BasicBlock::Create(C, "body", F);
-      B.CreateCondBr(B.CreateICmpEQ(w, B.getInt32(static_cast<uint32_t>(begin))), merge, body);
+      unlikely_(B.CreateICmpEQ(w, B.getInt32(static_cast<uint32_t>(begin))), merge, body);
       B.SetInsertPoint(merge);
+      // Lanes wait here: the side group alone joins without a call.
+      BasicBlock* lanes_here = BasicBlock::Create(C, "merge_lanes", F);
+      BasicBlock* side_here = BasicBlock::Create(C, "merge_side", F);
+      Value* arr = B.CreateLoad(i32, arr_a);
+      B.CreateCondBr(B.CreateICmpEQ(arr, B.getInt32(static_cast<uint32_t>(begin))), lanes_here, side_here);
+      B.SetInsertPoint(side_here);
+      B.CreateStore(B.CreateOr(m, B.CreateLoad(i32, side_m_a)), mask_a);
+      B.CreateStore(B.getInt32(0), side_m_a);
+      B.CreateStore(arr, wait_a);
+      B.CreateBr(body);
+      B.SetInsertPoint(lanes_here);
+      flush_side();
       store_field32(kOffCurPc, B.getInt32(static_cast<uint32_t>(begin)));
       store_field32(kOffCurMask, m);
       B.CreateCall(helper_ty({ptr}, B.getVoidTy()), helper(reinterpret_cast<void*>(&rgpu_jit_merge)), {W});
       B.CreateStore(B.CreateLoad(i32, field(kOffCurMask)), mask_a);
       B.CreateStore(B.CreateLoad(i32, field(kOffWaitMin)), wait_a);
+      B.CreateStore(B.CreateLoad(i32, field(kOffWaitMin)), arr_a);
       B.CreateBr(body);
       B.SetInsertPoint(body);
       // Watchdog: every kWatchdogPeriod warp instructions, as the interpreter.
@@ -925,12 +1022,12 @@ class Gen {
       B.CreateStore(bud, budget_a);
       BasicBlock* wd = BasicBlock::Create(C, "watchdog", F);
       BasicBlock* go = BasicBlock::Create(C, "go", F);
-      B.CreateCondBr(B.CreateICmpSLE(bud, B.getInt64(0)), wd, go);
+      unlikely_(B.CreateICmpSLE(bud, B.getInt64(0)), wd, go);
       B.SetInsertPoint(wd);
       Value* r = B.CreateCall(helper_ty({ptr}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_watchdog)), {W});
       B.CreateStore(B.getInt64(kWatchdogPeriod), budget_a);
       BasicBlock* wdf = BasicBlock::Create(C, "watchdog_fault", F);
-      B.CreateCondBr(B.CreateICmpNE(r, B.getInt32(0)), wdf, go);
+      unlikely_(B.CreateICmpNE(r, B.getInt32(0)), wdf, go);
       B.SetInsertPoint(wdf);
       leave_with(kRunFault);
       B.SetInsertPoint(go);
@@ -957,14 +1054,14 @@ class Gen {
           size_t t = in.target;
           BasicBlock* all = BasicBlock::Create(C, "taken", F);
           BasicBlock* notall = BasicBlock::Create(C, "nottaken", F);
-          B.CreateCondBr(B.CreateICmpEQ(gm, m_), all, notall);
+          likely_(B.CreateICmpEQ(gm, m_), all, notall);
           // Every lane jumps: past waiting lanes, the lowest group runs first.
           B.SetInsertPoint(all);
           {
             BasicBlock* past = BasicBlock::Create(C, "past", F);
             BasicBlock* direct = BasicBlock::Create(C, "direct", F);
             Value* w = B.CreateLoad(i32, wait_a);
-            B.CreateCondBr(B.CreateICmpUGT(B.getInt32(static_cast<uint32_t>(t)), w), past, direct);
+            unlikely_(B.CreateICmpUGT(B.getInt32(static_cast<uint32_t>(t)), w), past, direct);
             B.SetInsertPoint(past);
             store_field32(kOffCurPc, B.getInt32(static_cast<uint32_t>(t)));
             store_field32(kOffCurMask, m_);
@@ -991,10 +1088,26 @@ class Gen {
               Value* w = B.CreateLoad(i32, wait_a);
               BasicBlock* quick = BasicBlock::Create(C, "split_quick", F);
               BasicBlock* sched = BasicBlock::Create(C, "split_sched", F);
-              B.CreateCondBr(B.CreateICmpULT(B.getInt32(lo), w), quick, sched);
+              likely_(B.CreateICmpULT(B.getInt32(lo), w), quick, sched);
               B.SetInsertPoint(quick);
-              B.CreateCall(helper_ty({ptr, i32, i32}, B.getVoidTy()), helper(reinterpret_cast<void*>(&rgpu_jit_wait)),
-                           {W, oth, B.getInt32(hi)});
+              {
+                // The other group waits: in the side group when that is free.
+                BasicBlock* side = BasicBlock::Create(C, "split_side", F);
+                BasicBlock* lanes = BasicBlock::Create(C, "split_lanes", F);
+                BasicBlock* waited = BasicBlock::Create(C, "split_waited", F);
+                likely_(B.CreateICmpEQ(B.CreateLoad(i32, side_m_a), B.getInt32(0)), side, lanes);
+                B.SetInsertPoint(side);
+                B.CreateStore(oth, side_m_a);
+                B.CreateStore(B.getInt32(hi), side_pc_a);
+                B.CreateBr(waited);
+                B.SetInsertPoint(lanes);
+                B.CreateCall(helper_ty({ptr, i32, i32}, B.getVoidTy()), helper(reinterpret_cast<void*>(&rgpu_jit_wait)),
+                             {W, oth, B.getInt32(hi)});
+                B.CreateStore(B.CreateBinaryIntrinsic(llvm::Intrinsic::umin, B.CreateLoad(i32, arr_a), B.getInt32(hi)),
+                              arr_a);
+                B.CreateBr(waited);
+                B.SetInsertPoint(waited);
+              }
               B.CreateStore(B.CreateBinaryIntrinsic(llvm::Intrinsic::umin, w, B.getInt32(hi)), wait_a);
               m_ = grp;
               jump(lo);
@@ -1018,14 +1131,14 @@ class Gen {
           B.SetInsertPoint(some);
           Value* over = B.CreateCall(helper_ty({ptr, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_exit)), {W, gm});
           Value* rest = B.CreateAnd(m_, B.CreateNot(gm));
-          B.CreateCondBr(B.CreateICmpEQ(rest, B.getInt32(0)), empty, cont);
+          likely_(B.CreateICmpEQ(rest, B.getInt32(0)), empty, cont);
           B.SetInsertPoint(empty);
           store_field32(kOffCurMask, B.getInt32(0));
           {
             // The warp's last lanes: done, without asking the scheduler.
             BasicBlock* fin = BasicBlock::Create(C, "finished", F);
             BasicBlock* more = BasicBlock::Create(C, "others", F);
-            B.CreateCondBr(B.CreateICmpNE(over, B.getInt32(0)), fin, more);
+            likely_(B.CreateICmpNE(over, B.getInt32(0)), fin, more);
             B.SetInsertPoint(fin);
             leave_with(kRunDone);
             B.SetInsertPoint(more);
@@ -1083,7 +1196,7 @@ class Gen {
             BasicBlock* fast = BasicBlock::Create(C, "shfl_fast", F);
             BasicBlock* slow = BasicBlock::Create(C, "shfl_slow", F);
             joined = BasicBlock::Create(C, "shfl_done", F);
-            B.CreateCondBr(B.CreateAnd(full, calm), fast, slow);
+            likely_(B.CreateAnd(full, calm), fast, slow);
             B.SetInsertPoint(fast);
             // h_shfl's lane choice, lane by lane, when compiling.
             uint32_t bval = static_cast<uint32_t>(fixed_val(in.b)) & 0x1f;
@@ -1351,7 +1464,7 @@ class Gen {
   // they end in `done`; what they do not accept goes on in the general
   // path, emitted after them at the insert point (it checks again).
   void emit_mem_quick(const Inst& in, const Native& n, Value* gm, Value* act, Value* av, BasicBlock* done,
-                      BasicBlock* slow) {
+                      BasicBlock* slow, uint32_t win) {
     bool write = n.op == Op::kSt;
     uint32_t esize = ty_size(n.t);
     bool sext = is_signed_ty(n.t);
@@ -1361,9 +1474,7 @@ class Gen {
     auto range = [&](Value* lo, uint64_t len, Value** host) -> Value* {
       if (in.space == Mem::kGlobal || in.space == Mem::kConst) {
         *host = B.CreateIntToPtr(lo, ptr);
-        Value* c = B.CreateCall(helper_ty({ptr, i64, i64, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_check)),
-                                {W, lo, B.getInt64(len), B.getInt32(write)});
-        return B.CreateICmpNE(c, B.getInt32(0));
+        return check_global(lo, B.getInt64(len), write, win);
       }
       if (in.space == Mem::kShared) {
         Value* off = B.CreateAnd(lo, B.getInt64(0xffffffffull));
@@ -1380,7 +1491,7 @@ class Gen {
       Value* host = nullptr;
       Value* ok = range(B.getInt64(lo), uint64_t{esize} * n.vec, &host);
       BasicBlock* go = BasicBlock::Create(C, "mconst", F);
-      B.CreateCondBr(ok, go, slow);
+      likely_(ok, go, slow);
       B.SetInsertPoint(go);
       if (write) {
         // The highest active lane's value is the one left in memory.
@@ -1407,13 +1518,12 @@ class Gen {
     for (uint64_t l = 0; l < 32; ++l) steps.push_back(B.getInt64(l * esize));
     Value* expect = B.CreateAdd(B.CreateVectorSplat(32, first), llvm::ConstantVector::get(steps));
     Value* same = B.CreateBitCast(B.CreateICmpEQ(av, expect), i32);
-    B.CreateCondBr(B.CreateAnd(B.CreateICmpEQ(gm, B.getInt32(~0u)), B.CreateICmpEQ(same, B.getInt32(~0u))), contig,
-                   general);
+    likely_(B.CreateAnd(B.CreateICmpEQ(gm, B.getInt32(~0u)), B.CreateICmpEQ(same, B.getInt32(~0u))), contig, general);
     B.SetInsertPoint(contig);
     Value* host = nullptr;
     Value* ok = B.CreateAnd(B.CreateICmpEQ(B.CreateAnd(first, B.getInt64(esize - 1)), B.getInt64(0)),
                             range(first, uint64_t{esize} * 32, &host));
-    B.CreateCondBr(ok, vec, general);
+    likely_(ok, vec, general);
     B.SetInsertPoint(vec);
     if (write) tag(B.CreateAlignedStore(get(in.v[0], esize * 8), host, al), false);
     else set(in.v[0], tag(B.CreateAlignedLoad(vty(esize * 8), host, al), false), act, sext);
@@ -1452,23 +1562,117 @@ class Gen {
         ok = B.CreateAnd(ok, range(f, len, &hosts[k]));
       }
       BasicBlock* go = BasicBlock::Create(C, uni ? "msegu_go" : "msegc_go", F);
-      B.CreateCondBr(ok, go, rest);
+      likely_(ok, go, rest);
       B.SetInsertPoint(go);
-      auto* v8 = llvm::FixedVectorType::get(ety, 8);
-      Value* part[4];
-      for (int k = 0; k < 4; ++k) {
-        if (uni) part[k] = B.CreateVectorSplat(8, tag(B.CreateAlignedLoad(ety, hosts[k], al), false));
-        else part[k] = tag(B.CreateAlignedLoad(v8, hosts[k], al), false);
-      }
-      std::vector<int> c16(16), c32(32);
-      for (int l = 0; l < 16; ++l) c16[static_cast<size_t>(l)] = l;
-      for (int l = 0; l < 32; ++l) c32[static_cast<size_t>(l)] = l;
-      Value* lo = B.CreateShuffleVector(part[0], part[1], c16);
-      Value* hi = B.CreateShuffleVector(part[2], part[3], c16);
-      set(in.v[0], B.CreateShuffleVector(lo, hi, c32), act, sext);
+      set(in.v[0], group_loads(ety, hosts, uni != 0, al), act, sext);
       B.CreateBr(done);
     }
     B.SetInsertPoint(rest);
+  }
+
+  // Where a shared access's base register puts a full warp's lanes, before
+  // the immediate is added: computed from the register alone, ahead of the
+  // access's branches, so that the accesses of a run with one base (a
+  // tile's row at +0, +4, +64, ...) share one computation.
+  struct SharedShape {
+    Value* contig = nullptr;  // i1: lane l at lane 0's offset + l * esize
+    Value* rows = nullptr;    // i1: each 8 lanes at consecutive offsets
+    Value* bcast = nullptr;   // i1: each 8 lanes at one offset
+    Value* start[4] = {};     // i32: the offsets of lanes 0, 8, 16 and 24
+  };
+  SharedShape shared_shape(uint32_t base, uint32_t esize) {
+    SharedShape sh;
+    Value* o = get(base, 32);
+    std::vector<llvm::Constant*> steps, step8;
+    std::vector<int> lead(32), zero(32, 0);
+    for (int l = 0; l < 32; ++l) {
+      steps.push_back(B.getInt32(static_cast<uint32_t>(l) * esize));
+      step8.push_back(B.getInt32(static_cast<uint32_t>(l & 7) * esize));
+      lead[static_cast<size_t>(l)] = l & ~7;
+    }
+    auto all = [&](Value* a, Value* b) {
+      return B.CreateICmpEQ(B.CreateBitCast(B.CreateICmpEQ(a, b), i32), B.getInt32(~0u));
+    };
+    Value* first = B.CreateShuffleVector(o, o, zero);
+    Value* fv = B.CreateShuffleVector(o, o, lead);
+    sh.contig = all(o, B.CreateAdd(first, llvm::ConstantVector::get(steps)));
+    sh.rows = all(o, B.CreateAdd(fv, llvm::ConstantVector::get(step8)));
+    sh.bcast = all(o, fv);
+    for (int k = 0; k < 4; ++k) sh.start[k] = B.CreateExtractElement(o, uint64_t(8 * k));
+    return sh;
+  }
+
+  // A full warp's shared access in the shapes of `sh`: one vector access,
+  // or four of 8 lanes (loads only). Success ends in `done`; the rest goes
+  // on at the insert point (the general path, which checks again).
+  void emit_shared_quick(const Inst& in, const Native& n, Value* gm, const SharedShape& sh, BasicBlock* done) {
+    const bool write = n.op == Op::kSt;
+    const uint32_t esize = ty_size(n.t);
+    const bool sext = is_signed_ty(n.t);
+    const llvm::Align al(esize);
+    llvm::Type* ety = B.getIntNTy(esize * 8);
+    Value* imm = B.getInt32(static_cast<uint32_t>(in.imm));
+    Value* full = B.CreateICmpEQ(gm, B.getInt32(~0u));
+    Value* all = lanes(B.getInt32(~0u));
+    // [start + imm, + len) inside shared memory and aligned; its host address.
+    auto at = [&](Value* start, uint64_t len, Value** host) -> Value* {
+      Value* off = B.CreateZExt(B.CreateAdd(start, imm), i64);
+      *host = B.CreateGEP(i8, shared_, off);
+      return B.CreateAnd(B.CreateICmpEQ(B.CreateAnd(off, B.getInt64(esize - 1)), B.getInt64(0)),
+                         B.CreateICmpULE(B.CreateAdd(off, B.getInt64(len)), shared_size_));
+    };
+    BasicBlock* contig = BasicBlock::Create(C, "scontig", F);
+    BasicBlock* cgo = BasicBlock::Create(C, "scontig_go", F);
+    BasicBlock* other = BasicBlock::Create(C, "sother", F);
+    BasicBlock* general = BasicBlock::Create(C, "sgeneral", F);
+    likely_(B.CreateAnd(full, sh.contig), contig, other);
+    B.SetInsertPoint(contig);
+    Value* host = nullptr;
+    likely_(at(sh.start[0], uint64_t{esize} * 32, &host), cgo, general);
+    B.SetInsertPoint(cgo);
+    if (write) tag(B.CreateAlignedStore(get(in.v[0], esize * 8), host, al), false);
+    else set(in.v[0], tag(B.CreateAlignedLoad(vty(esize * 8), host, al), false), all, sext);
+    B.CreateBr(done);
+    B.SetInsertPoint(other);
+    if (write) {
+      B.CreateBr(general);
+    } else {
+      BasicBlock* rows = BasicBlock::Create(C, "srows", F);
+      BasicBlock* bcast_test = BasicBlock::Create(C, "sbcast_test", F);
+      BasicBlock* bcast = BasicBlock::Create(C, "sbcast", F);
+      B.CreateCondBr(B.CreateAnd(full, sh.rows), rows, bcast_test);
+      B.SetInsertPoint(bcast_test);
+      B.CreateCondBr(B.CreateAnd(full, sh.bcast), bcast, general);
+      for (int uni = 0; uni < 2; ++uni) {
+        B.SetInsertPoint(uni ? bcast : rows);
+        Value* hosts[4];
+        Value* ok = B.getTrue();
+        for (int k = 0; k < 4; ++k) ok = B.CreateAnd(ok, at(sh.start[k], uni ? esize : uint64_t{esize} * 8, &hosts[k]));
+        BasicBlock* go = BasicBlock::Create(C, uni ? "sbcast_go" : "srows_go", F);
+        likely_(ok, go, general);
+        B.SetInsertPoint(go);
+        set(in.v[0], group_loads(ety, hosts, uni != 0, al), all, sext);
+        B.CreateBr(done);
+      }
+    }
+    B.SetInsertPoint(general);
+  }
+
+  // A full warp's 32 values from four groups of 8 lanes: each group's 8
+  // consecutive values at hosts[k], or (uniform) one value each.
+  Value* group_loads(llvm::Type* ety, Value* const hosts[4], bool uniform, llvm::Align al) {
+    auto* v8 = llvm::FixedVectorType::get(ety, 8);
+    Value* part[4];
+    for (int k = 0; k < 4; ++k) {
+      if (uniform) part[k] = B.CreateVectorSplat(8, tag(B.CreateAlignedLoad(ety, hosts[k], al), false));
+      else part[k] = tag(B.CreateAlignedLoad(v8, hosts[k], al), false);
+    }
+    std::vector<int> c16(16), c32(32);
+    for (int l = 0; l < 16; ++l) c16[static_cast<size_t>(l)] = l;
+    for (int l = 0; l < 32; ++l) c32[static_cast<size_t>(l)] = l;
+    Value* lo = B.CreateShuffleVector(part[0], part[1], c16);
+    Value* hi = B.CreateShuffleVector(part[2], part[3], c16);
+    return B.CreateShuffleVector(lo, hi, c32);
   }
 
   // ld/st with the interpreter's checks; anything the fast path does not
@@ -1481,24 +1685,30 @@ class Gen {
     BasicBlock* fast = BasicBlock::Create(C, "mfast", F);
     BasicBlock* slow = BasicBlock::Create(C, "mslow", F);
     BasicBlock* done = BasicBlock::Create(C, "mdone", F);
-    B.CreateCondBr(B.CreateICmpNE(gm, B.getInt32(0)), check, done);
+    // Shared accesses through a register: their shape, before the branch.
+    const bool shared_quick =
+        in.space == Mem::kShared && !const_[in.a] && n.vec == 1 && (esize == 4 || esize == 8);
+    SharedShape sh;
+    if (shared_quick) sh = shared_shape(in.a, esize);
+    likely_(B.CreateICmpNE(gm, B.getInt32(0)), check, done);
     B.SetInsertPoint(check);
     Value* act = lanes(gm);
+    const bool global = in.space == Mem::kGlobal || in.space == Mem::kConst;
+    const uint32_t win = global ? num_windows_++ : 0;
+    if (shared_quick) emit_shared_quick(in, n, gm, sh, done);
     Value* av = B.CreateAdd(get(in.a, 64), splat(64, static_cast<uint64_t>(in.imm)));
-    emit_mem_quick(in, n, gm, act, av, done, slow);
+    if (!shared_quick) emit_mem_quick(in, n, gm, act, av, done, slow, win);
     Value* anyb = reduce(llvm::Intrinsic::vector_reduce_or, B.CreateSelect(act, av, splat(64, 0)));
     Value* ok = B.CreateICmpEQ(B.CreateAnd(anyb, B.getInt64(size - 1)), B.getInt64(0));
     Value* base = nullptr;
     Value* offs = av;
-    if (in.space == Mem::kGlobal || in.space == Mem::kConst) {
+    if (global) {
       Value* lo = reduce(llvm::Intrinsic::vector_reduce_umin, B.CreateSelect(act, av, splat(64, ~0ull)));
       Value* hi = reduce(llvm::Intrinsic::vector_reduce_umax, B.CreateSelect(act, av, splat(64, 0)));
       Value* span = B.CreateSub(hi, lo);
       ok = B.CreateAnd(ok, B.CreateICmpULT(span, B.getInt64(1ull << 40)));
       Value* len = B.CreateAdd(span, B.getInt64(size));
-      Value* c = B.CreateCall(helper_ty({ptr, i64, i64, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_check)),
-                              {W, lo, len, B.getInt32(write)});
-      ok = B.CreateAnd(ok, B.CreateICmpNE(c, B.getInt32(0)));
+      ok = B.CreateAnd(ok, check_global(lo, len, write, win));
     } else if (in.space == Mem::kShared) {
       offs = B.CreateAnd(av, splat(64, 0xffffffffull));
       Value* mx = reduce(llvm::Intrinsic::vector_reduce_umax, B.CreateSelect(act, offs, splat(64, 0)));
@@ -1510,7 +1720,7 @@ class Gen {
       ok = B.CreateAnd(ok, B.CreateICmpULE(B.CreateAdd(mx, B.getInt64(size)), kparam_size_));
       base = kparams_;
     }
-    B.CreateCondBr(ok, fast, slow);
+    likely_(ok, fast, slow);
 
     B.SetInsertPoint(slow);
     call_handler(in, gm);
@@ -1696,6 +1906,8 @@ const CompiledKernel* kernel_code(const ProgramImpl& p, ProgramJit& pj, int k, c
     auto ck = std::make_unique<CompiledKernel>();
     ck->fn = sym->toPtr<KernelFn>();
     ck->num_slots = unit.functions[0].num_slots;
+    ck->num_windows = gen.num_windows();
+    ck->specials = gen.specials_used();
     for (const SlotInit& si : unit.functions[0].inits)
       if (!gen.is_const(si.slot) && si.kind != SlotInit::Kind::kImm && si.kind != SlotInit::Kind::kSpecial)
         ck->inits.push_back(si);

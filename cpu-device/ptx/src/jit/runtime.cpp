@@ -32,6 +32,7 @@ struct Runner {
   std::unique_ptr<uint8_t[]> shared_mem;
   std::unique_ptr<uint8_t[]> local_mem;
   std::vector<uint32_t> specials;  // per warp, WarpHead::specials
+  std::vector<uint64_t> windows;   // WarpHead::windows, for every warp here
 
   Runner(LaunchState& s, const CompiledKernel& c) : st(s), ck(c) {}
 
@@ -57,6 +58,7 @@ struct Runner {
     w.excused = 0;
     w.done = false;
     w.at_barrier = false;
+    w.bar_pc = kNoPc;
     w.cur_pc = 0;
     w.cur_mask = exists;
     w.wait_min = kNoPc;
@@ -74,6 +76,7 @@ struct Runner {
     w.kparams = st.params;
     w.kparam_size = st.params_size;
     w.specials = specials.data() + static_cast<size_t>(index) * kLaneSpecials * 32;
+    w.windows = windows.data();
     uint64_t* regs = w.regs;
     for (const SlotInit& si : ck.inits) {
       uint64_t* s = regs + static_cast<size_t>(si.slot) * 32;
@@ -134,6 +137,16 @@ struct Runner {
         w.at_barrier = false;
         w.blocked = 0;
         w.cur_mask = 0;
+        if (w.bar_pc != kNoPc) {
+          // It left together: it resumes together (rgpu_jit_schedule
+          // writes pc[] from cur_pc should the code ask it).
+          w.cur_pc = w.bar_pc;
+          w.cur_mask = w.live;
+          w.wait_min = kNoPc;
+          w.resume = 1;
+          w.bar_pc = kNoPc;
+          continue;
+        }
         // The common case, every live lane at one pc: the code resumes
         // there without asking the scheduler.
         if (w.parked == 0 && w.live) {
@@ -170,19 +183,26 @@ struct Runner {
     x.kparam_size = st.params_size;
     x.launch = &st;
     for (auto& w : warps) w.budget = kWatchdogPeriod;
-    // Special registers that do not depend on the block, once per launch.
+    // Special registers that do not depend on the block, once per launch
+    // (those the code reads).
     try {
       specials.resize(static_cast<size_t>(st.warps_per_block) * kLaneSpecials * 32);
+      // Empty windows (lo == hi) whose counter pointer may still be read.
+      static const std::atomic<uint64_t> unused{0};
+      windows.resize(size_t{ck.num_windows} * kWindowWords);
+      for (size_t i = 0; i < ck.num_windows; ++i) windows[i * kWindowWords + 2] = reinterpret_cast<uint64_t>(&unused);
     } catch (const std::bad_alloc&) {
       st.record(Fault::kOutOfResources, "cannot allocate block memory for " + st.kernel->name, 0);
       return;
     }
     {
       const uint32_t zero[3] = {0, 0, 0};
-      uint32_t* p = specials.data();
       for (uint32_t wi = 0; wi < st.warps_per_block; ++wi)
-        for (uint32_t id = 0; id < kLaneSpecials; ++id)
-          for (uint32_t l = 0; l < 32; ++l) *p++ = static_cast<uint32_t>(special_register(st, wi, zero, id, l));
+        for (uint32_t ids = ck.specials; ids; ids &= ids - 1) {
+          const uint32_t id = static_cast<uint32_t>(__builtin_ctz(ids));
+          uint32_t* p = specials.data() + (static_cast<size_t>(wi) * kLaneSpecials + id) * 32;
+          for (uint32_t l = 0; l < 32; ++l) p[l] = static_cast<uint32_t>(special_register(st, wi, zero, id, l));
+        }
     }
     const uint64_t blocks = st.grid.count();
     while (!st.stop.load(std::memory_order_relaxed)) {
@@ -285,6 +305,13 @@ uint32_t rgpu_jit_exit(WarpState* w, uint32_t m) {
 // the barrier; rgpu_jit_schedule would say kPcBarrier), else 0.
 uint32_t rgpu_jit_barrier(WarpState* w, uint32_t m, uint32_t next_pc) {
   w->blocked |= m;
+  if (m == w->cur_mask && m == w->live && !w->parked) {
+    // The whole warp, together: the runner resumes it at next_pc.
+    w->bar_pc = next_pc;
+    w->cur_mask = 0;
+    w->wait_min = kNoPc;
+    return 1;
+  }
   for (uint32_t r = w->cur_mask; r; r &= r - 1) w->pc[__builtin_ctz(r)] = next_pc;
   w->cur_mask = 0;
   if ((w->live & ~w->blocked) || w->parked) return 0;
@@ -374,8 +401,16 @@ uint32_t rgpu_jit_trap(WarpState* w, const Inst* in) {
 // The fast path of a global access: the span of the warp's access in one
 // call to the checker. On false the compiled code runs the interpreter's
 // handler, which checks lane by lane and names the first bad address.
-uint32_t rgpu_jit_check(WarpState* w, uint64_t lo, uint64_t len, uint32_t write) {
-  return w->runner->st.check(lo, len, write != 0);
+uint32_t rgpu_jit_check(WarpState* w, uint64_t lo, uint64_t len, uint32_t write, uint64_t* window) {
+  MemoryExtent e;
+  if (!w->runner->st.check_extent(lo, len, write != 0, &e)) return 0;
+  if (e.lo < e.hi) {
+    window[0] = e.lo;
+    window[1] = e.hi;
+    window[2] = reinterpret_cast<uint64_t>(e.epoch);
+    window[3] = e.seen;
+  }
+  return 1;
 }
 
 // Loads and stores of checked lanes, in lane order (the highest lane's store

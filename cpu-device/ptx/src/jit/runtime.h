@@ -50,13 +50,23 @@ struct WarpHead {
   // 1: the runner released a barrier at which every live lane waited at one
   // pc; cur_pc and cur_mask hold that group, nothing else waits.
   uint32_t resume = 0;
+  // Per global or constant access instruction, kWindowWords words: the
+  // extent of device memory its last miss found (lo, hi), the memory's
+  // release counter (a pointer) and the count it read. An access inside
+  // the extent, the counter unchanged, needs no checker call. Shared by
+  // the warps of one worker; starts empty (lo == hi) for every launch.
+  uint64_t* windows = nullptr;
 };
+constexpr uint32_t kWindowWords = 4;
 
 // One warp: the head, and what only the helpers and the runner use.
 struct WarpState : WarpHead {
   uint32_t pc[32] = {};
   uint32_t live = 0, exited = 0, blocked = 0;
   bool done = false, at_barrier = false;
+  // kNoPc, or: the whole warp (every live lane, one group) waits at a
+  // barrier and goes on at bar_pc; pc[] was not written for it.
+  uint32_t bar_pc = kNoPc;
   uint32_t index = 0;
   std::vector<uint64_t> reg_file;
   std::vector<uint32_t> nreg_file;
@@ -69,6 +79,7 @@ struct WarpState : WarpHead {
 using KernelFn = uint32_t (*)(WarpState* w);
 
 constexpr uint32_t kLaneSpecials = kGridId + 1;
+static_assert(kLaneSpecials <= 32, "CompiledKernel::specials is a 32-bit mask");
 
 struct CompiledKernel {
   KernelFn fn = nullptr;
@@ -76,6 +87,8 @@ struct CompiledKernel {
   // The kernel's slot inits the runner does (the code starts immediates
   // and special registers itself).
   std::vector<SlotInit> inits;
+  uint32_t num_windows = 0;  // WarpHead::windows entries the code uses
+  uint32_t specials = 0;     // bit i: the code reads WarpHead::specials row i
   double compile_ms = 0;
 };
 
@@ -91,7 +104,7 @@ uint32_t rgpu_jit_watchdog(WarpState* w);
 uint32_t rgpu_jit_op(WarpState* w, const Inst* in, uint32_t m);
 uint32_t rgpu_jit_trap(WarpState* w, const Inst* in);
 uint32_t rgpu_jit_warpsync(WarpState* w, const Inst* in);
-uint32_t rgpu_jit_check(WarpState* w, uint64_t lo, uint64_t len, uint32_t write);
+uint32_t rgpu_jit_check(WarpState* w, uint64_t lo, uint64_t len, uint32_t write, uint64_t* window);
 void rgpu_jit_gather(uint64_t* out, const uint64_t* addrs, uint32_t m, uint32_t size, uint32_t sext);
 void rgpu_jit_scatter(const uint64_t* vals, const uint64_t* addrs, uint32_t m, uint32_t size);
 }

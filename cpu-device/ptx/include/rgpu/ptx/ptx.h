@@ -112,6 +112,17 @@ class WorkerPool {
 // from worker threads concurrently; must be thread-safe. After it says true the
 // interpreter reads or writes host memory at addr directly.
 using MemoryChecker = std::function<bool(uint64_t addr, size_t size, bool write)>;
+// What a checked access may cache: every access of the same direction
+// inside [lo, hi) gets the same answer as long as *epoch still reads
+// `seen` (the memory's owner changes it on every release).
+struct MemoryExtent {
+  uint64_t lo = 0, hi = 0;
+  const std::atomic<uint64_t>* epoch = nullptr;
+  uint64_t seen = 0;
+};
+// A MemoryChecker that, on true, also says the extent its answer holds for
+// (the allocation around the access). Same threading rules.
+using ExtentChecker = std::function<bool(uint64_t addr, size_t size, bool write, MemoryExtent* out)>;
 // Receives the text of device printf calls, one call per formatted printf.
 // Called from worker threads concurrently; must be thread-safe.
 using PrintfSink = std::function<void(std::string_view text)>;
@@ -123,6 +134,9 @@ struct LaunchEnv {
   std::vector<uint64_t> variable_addresses;
   // Empty: every address is accepted (for tests on trusted host buffers only).
   MemoryChecker checker;
+  // Optional, beside `checker` and answering as it does: lets compiled
+  // kernels skip the call for accesses inside an extent already checked.
+  ExtentChecker extent;
   // Empty: printf output is written to stdout.
   PrintfSink printf_sink;
   // Where a failed device assert's message goes, one line per failing
