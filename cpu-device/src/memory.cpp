@@ -189,18 +189,8 @@ void DeviceMemory::unpin() const {
 
 bool DeviceMemory::check(uint64_t addr, uint64_t size, uint64_t group) const {
   std::shared_lock lock(mu_);
-  if (addr - base_ >= capacity_) {
-    uint64_t lo, hi;
-    return check_mapped_locked(addr, size, group, &lo, &hi);
-  }
-  auto it = live_.upper_bound(addr);
-  if (it == live_.begin()) return false;
-  --it;
-  const Allocation& a = it->second;
-  if (group != kAnyGroup && a.group != group) return false;
-  uint64_t off = addr - a.base;  // addr >= a.base here
-  if (off >= a.size) return false;
-  return size <= a.size - off;
+  uint64_t lo, hi;
+  return extent_locked(addr, size, group, &lo, &hi);
 }
 
 bool DeviceMemory::extent_locked(uint64_t addr, uint64_t size, uint64_t group, uint64_t* lo, uint64_t* hi) const {
@@ -210,7 +200,7 @@ bool DeviceMemory::extent_locked(uint64_t addr, uint64_t size, uint64_t group, u
   --it;
   const Allocation& a = it->second;
   if (group != kAnyGroup && a.group != group) return false;
-  uint64_t off = addr - a.base;
+  uint64_t off = addr - a.base;  // addr >= a.base here
   if (off >= a.size || size > a.size - off) return false;
   *lo = a.base;
   *hi = a.base + a.size;

@@ -79,17 +79,15 @@ class DeviceTable {
     return a;
   }
   bool contains(uint64_t addr, size_t size) const {
-    for (const auto& r : ranges_)
-      if (addr >= r.first && addr + size <= r.first + r.second && addr + size >= addr) return true;
-    return false;
+    MemoryExtent unused;
+    return extent(addr, size, &unused);
   }
   // contains(), and the range that holds the access (buffers here are
-  // never released during a launch: the epoch never changes).
+  // never released during a launch).
   bool extent(uint64_t addr, size_t size, MemoryExtent* out) const {
-    static const std::atomic<uint64_t> never{0};
     for (const auto& r : ranges_)
       if (addr >= r.first && addr + size <= r.first + r.second && addr + size >= addr) {
-        *out = MemoryExtent{r.first, r.first + r.second, &never, 0};
+        *out = MemoryExtent{r.first, r.first + r.second, &kNeverReleased, 0};
         return true;
       }
     return false;

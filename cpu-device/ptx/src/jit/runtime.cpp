@@ -188,9 +188,9 @@ struct Runner {
     try {
       specials.resize(static_cast<size_t>(st.warps_per_block) * kLaneSpecials * 32);
       // Empty windows (lo == hi) whose counter pointer may still be read.
-      static const std::atomic<uint64_t> unused{0};
       windows.resize(size_t{ck.num_windows} * kWindowWords);
-      for (size_t i = 0; i < ck.num_windows; ++i) windows[i * kWindowWords + 2] = reinterpret_cast<uint64_t>(&unused);
+      for (size_t i = 0; i < ck.num_windows; ++i)
+        windows[i * kWindowWords + 2] = reinterpret_cast<uint64_t>(&kNeverReleased);
     } catch (const std::bad_alloc&) {
       st.record(Fault::kOutOfResources, "cannot allocate block memory for " + st.kernel->name, 0);
       return;

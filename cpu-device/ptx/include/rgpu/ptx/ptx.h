@@ -120,6 +120,8 @@ struct MemoryExtent {
   const std::atomic<uint64_t>* epoch = nullptr;
   uint64_t seen = 0;
 };
+// The epoch of memory nothing is released from during a launch: it stays 0.
+inline const std::atomic<uint64_t> kNeverReleased{0};
 // A MemoryChecker that, on true, also says the extent its answer holds for
 // (the allocation around the access). Same threading rules.
 using ExtentChecker = std::function<bool(uint64_t addr, size_t size, bool write, MemoryExtent* out)>;
