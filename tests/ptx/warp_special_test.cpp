@@ -194,6 +194,53 @@ DONE:
   for (unsigned l = 0; l < 32; ++l) EXPECT_EQ(out[l], l < 16 ? (l + 16) * 10 : (l - 16) + 100) << l;
 }
 
+// Registers start at zero in every lane, on both paths: one that lanes read
+// without having written it (a guarded write), and one a shuffle reads from
+// lanes that exited before writing it.
+TEST(WarpSync, RegistersStartAtZero) {
+  const char* text = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd1, %rd1;
+  mov.u32 %r1, %laneid;
+  setp.ge.u32 %p2, %r1, 16;
+  @%p2 exit;
+  setp.lt.u32 %p1, %r1, 8;
+  @%p1 mov.u32 %r2, 7;
+  mad.lo.u32 %r3, %r1, 3, 1;
+  add.u32 %r5, %r1, 16;
+  shfl.sync.idx.b32 %r4, %r3, %r5, 31, -1;
+  shfl.sync.idx.b32 %r6, %r3, %r1, 31, -1;
+  mul.wide.u32 %rd2, %r1, 16;
+  add.u64 %rd3, %rd1, %rd2;
+  st.global.v2.u32 [%rd3], {%r2, %r4};
+  st.global.u32 [%rd3+8], %r6;
+  ret;
+}
+)";
+  Module m(text);
+  ASSERT_TRUE(m.ok());
+  std::vector<unsigned> out(4 * 32, 0xdeadbeef);
+  DeviceTable mem;
+  auto args = m.args("k");
+  args.add(mem.add(out));
+  LaunchResult r = m.launch("k", {1}, {32}, args, mem);
+  ASSERT_TRUE(r.ok()) << r.message;
+  for (unsigned l = 0; l < 16; ++l) {
+    EXPECT_EQ(out[4 * l], l < 8 ? 7u : 0u) << l;
+    EXPECT_EQ(out[4 * l + 1], 0u) << l;  // lane l + 16 exited before writing %r3
+    EXPECT_EQ(out[4 * l + 2], 3 * l + 1) << l;
+  }
+  for (unsigned l = 16; l < 32; ++l) EXPECT_EQ(out[4 * l], 0xdeadbeefu) << l;
+}
+
 TEST(WarpSync, UnknownSpecialRegisterIsNamed) {
   for (const char* name : {"%envreg32", "%pm8", "%reserved_smem_offset_2", "%tid"}) {
     std::string text = std::string(".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n"

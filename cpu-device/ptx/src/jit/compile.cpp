@@ -11,9 +11,12 @@
 // control flow: a write merges with the inactive lanes' old values only for
 // registers live where lanes can wait (a leader), so most registers have no
 // phi at joins; only registers live after a bar.sync go to the warp's
-// register file when the warp leaves there and come back on re-entry; an
-// instruction run by an interpreter's handler gets its registers spilled to
-// the file and its results reloaded.
+// register file when the warp leaves there and come back on re-entry, and
+// only those live at some leader go there on the way into the scheduler's
+// hub (dispatch) and come back on the way out, so that no register value
+// is live across the hub; an instruction run by an interpreter's handler
+// gets its registers spilled to the file and its results reloaded. A fresh
+// warp zeroes only the registers a lane can read before writing.
 //
 // Control flow follows the interpreter exactly: basic blocks start at the
 // pcs where lanes can wait (branch targets, after branches and barriers,
@@ -425,6 +428,7 @@ class Gen {
     for (uint32_t s = 0; s < fn_.num_slots; ++s)
       if (used_[s] && !const_[s]) slot_a_[s] = B.CreateAlloca(slot_ty(s), nullptr, "r" + std::to_string(s));
     dispatch_ = BasicBlock::Create(C, "dispatch", F);
+    hub_spill_ = BasicBlock::Create(C, "dispatch_spill", F);
     BasicBlock* reentry = BasicBlock::Create(C, "reentry", F);
     {
       // A fresh warp: every lane at pc 0, nothing waiting; no need to ask
@@ -457,7 +461,7 @@ class Gen {
         inited[si.slot] = true;
       }
       for (uint32_t s = 0; s < fn_.num_slots; ++s)
-        if (slot_a_[s] && !inited[s] && waits_[s]) B.CreateStore(llvm::Constant::getNullValue(slot_ty(s)), slot_a_[s]);
+        if (slot_a_[s] && !inited[s] && zero_[s]) B.CreateStore(llvm::Constant::getNullValue(slot_ty(s)), slot_a_[s]);
       B.CreateStore(B.CreateLoad(i32, field(kOffCurMask)), mask_a);
       B.CreateStore(B.getInt32(kNoPc), wait_a);
       B.CreateStore(B.getInt32(kNoPc), arr_a);
@@ -474,8 +478,6 @@ class Gen {
     B.CreateStore(B.CreateLoad(i64, budget_a), field(kOffBudget));
     B.CreateRet(leave_code_);
     B.SetInsertPoint(reentry);
-    for (uint32_t s = 0; s < fn_.num_slots; ++s)
-      if (slot_a_[s] && saved_[s]) B.CreateStore(load_file(s), slot_a_[s]);
     resume_ = BasicBlock::Create(C, "resume", F);
     B.CreateCondBr(B.CreateICmpNE(B.CreateLoad(i32, field(kOffResume)), B.getInt32(0)), resume_, dispatch_);
     B.SetInsertPoint(leave_store_);
@@ -491,6 +493,16 @@ class Gen {
     B.SetInsertPoint(fresh_);
     B.CreateBr(bb_[0]);
 
+    // The scheduler's hub carries no register values: the way in stores
+    // those live at some leader to the warp's register file, and each way
+    // out loads them back (the others start over at zero, being dead in
+    // every lane). Register live ranges then stop at the hub instead of
+    // spanning the whole function, which keeps the straight paths' values
+    // in vector registers.
+    B.SetInsertPoint(hub_spill_);
+    for (uint32_t s = 0; s < fn_.num_slots; ++s)
+      if (slot_a_[s] && waits_[s]) store_file(s, B.CreateLoad(slot_ty(s), slot_a_[s]));
+    B.CreateBr(dispatch_);
     B.SetInsertPoint(dispatch_);
     flush_side();
     Value* next = B.CreateCall(helper_ty({ptr}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_schedule)), {W});
@@ -499,13 +511,29 @@ class Gen {
     B.CreateStore(B.CreateLoad(i32, field(kOffWaitMin)), arr_a);
     BasicBlock* bad = BasicBlock::Create(C, "bad_pc", F);
     auto* sw = B.CreateSwitch(next, bad, 8);
-    sw->addCase(B.getInt32(kPcBarrier), leave_store_);
+    {
+      // Every live register is in the file already.
+      BasicBlock* parked = BasicBlock::Create(C, "all_at_barrier", F);
+      sw->addCase(B.getInt32(kPcBarrier), parked);
+      B.SetInsertPoint(parked);
+      leave_with(kRunBarrier);
+    }
     BasicBlock* done = BasicBlock::Create(C, "done", F);
     sw->addCase(B.getInt32(kPcDone), done);
-    for (size_t pc = 0; pc < n; ++pc)
-      if (leader_[pc]) sw->addCase(B.getInt32(static_cast<uint32_t>(pc)), bb_[pc]);
+    for (size_t pc = 0; pc < n; ++pc) {
+      if (!leader_[pc]) continue;
+      BasicBlock* reload = BasicBlock::Create(C, "reload" + std::to_string(pc), F);
+      sw->addCase(B.getInt32(static_cast<uint32_t>(pc)), reload);
+      B.SetInsertPoint(reload);
+      for (uint32_t s = 0; s < fn_.num_slots; ++s)
+        if (slot_a_[s])
+          B.CreateStore(waits_[s] ? load_file(s) : llvm::Constant::getNullValue(slot_ty(s)), slot_a_[s]);
+      B.CreateBr(bb_[pc]);
+    }
     // After a barrier every live lane left at one pc: straight there.
     B.SetInsertPoint(resume_);
+    for (uint32_t s = 0; s < fn_.num_slots; ++s)
+      if (slot_a_[s] && saved_[s]) B.CreateStore(load_file(s), slot_a_[s]);
     B.CreateStore(B.getInt32(0), field(kOffResume));
     B.CreateStore(B.CreateLoad(i32, field(kOffCurMask)), mask_a);
     B.CreateStore(B.getInt32(kNoPc), wait_a);
@@ -564,6 +592,7 @@ class Gen {
   // Live where lanes can wait (at some leader): a write by one group must
   // keep the other lanes' values. Slots that are not need no merge.
   std::vector<bool> waits_;
+  std::vector<bool> zero_;  // start at zero in a fresh warp (see liveness())
   std::vector<llvm::AllocaInst*> slot_a_;   // per used, non-constant slot
   std::vector<bool> handler_reads_;  // operands of instructions run by the interpreter's handlers
   std::vector<uint64_t> const_val_;
@@ -571,7 +600,7 @@ class Gen {
   std::vector<BasicBlock*> bb_;
   BasicBlock* fresh_ = nullptr;
   BasicBlock* resume_ = nullptr;
-  BasicBlock *dispatch_ = nullptr, *leave_ = nullptr, *leave_store_ = nullptr;
+  BasicBlock *dispatch_ = nullptr, *hub_spill_ = nullptr, *leave_ = nullptr, *leave_store_ = nullptr;
   llvm::PHINode* leave_code_ = nullptr;
   std::string error_;
   // Current group mask while emitting a run.
@@ -798,6 +827,7 @@ class Gen {
                                   "and", "or", "xor", "not", "shl", "shr", "cnot", "mul24", "mad24", "sad", "prmt",
                                   "shf", "ld", "ldu", "atom", "shfl", "vote", "activemask", "mov"};
     const Inst& in = fn_.code[pc];
+    if (pc >= opcodes_.size()) return false;
     if (in.d == kNoSlot || (in.aux & 0xf0) || in.d == in.a || in.d == in.b || in.d == in.c || in.d == in.e) return false;
     for (uint32_t v : in.v)
       if (v != kNoSlot && (v == in.d || v == in.d2)) return false;
@@ -842,7 +872,8 @@ class Gen {
         const Native& nt = ins.kind == Kind::kOp ? natives_[pc] : Native{};
         if (ins.kind == Kind::kOp && nt.op == Op::kLd) {
           for (int k = 0; k < nt.vec; ++k) kill(ins.v[k]);
-        } else if (ins.kind == Kind::kOp && (nt.op != Op::kNone || handler_defines(pc)) && nt.op != Op::kSt) {
+        } else if ((ins.kind == Kind::kOp && (nt.op != Op::kNone || handler_defines(pc)) && nt.op != Op::kSt) ||
+                   (ins.kind == Kind::kWarpSync && handler_defines(pc))) {
           kill(ins.d);
           kill(ins.d2);
         }
@@ -851,7 +882,7 @@ class Gen {
           read(ins.a);
         } else if (native && nt.op != Op::kSt) {
           for (uint32_t s : {ins.a, ins.b, ins.c, ins.e, ins.v[0], ins.v[1], ins.v[2], ins.v[3]}) read(s);
-        } else if (ins.kind == Kind::kOp && handler_defines(pc)) {
+        } else if ((ins.kind == Kind::kOp || ins.kind == Kind::kWarpSync) && handler_defines(pc)) {
           for (uint32_t s : {ins.a, ins.b, ins.c, ins.e, ins.v[0], ins.v[1], ins.v[2], ins.v[3]}) read(s);
         } else {
           for (uint32_t s : {ins.d, ins.d2, ins.a, ins.b, ins.c, ins.e, ins.v[0], ins.v[1], ins.v[2], ins.v[3]}) read(s);
@@ -878,6 +909,25 @@ class Gen {
     for (size_t r = 0; r < nr; ++r)
       for (uint32_t s = 0; s < ns; ++s)
         if (in[r * words + s / 64] >> (s % 64) & 1) waits_[s] = true;
+    // Registers a fresh warp must start at zero, as the interpreter's do:
+    // those a lane can read before writing (live at pc 0) and those a
+    // warp-level instruction reads across lanes (a lane may read another
+    // that never wrote). Every other register is written by each lane
+    // before that lane reads it.
+    zero_.assign(ns, false);
+    for (uint32_t s = 0; s < ns; ++s)
+      if (in[s / 64] >> (s % 64) & 1) zero_[s] = true;
+    auto across = [&](size_t pc) {
+      if (code[pc].kind == Kind::kWarpSync) return true;
+      if (pc >= opcodes_.size()) return false;
+      for (const char* k : {"shfl", "vote", "match", "redux", "activemask"})
+        if (opcodes_[pc].compare(0, strlen(k), k) == 0) return true;
+      return false;
+    };
+    for (size_t pc = 0; pc < n; ++pc)
+      if (across(pc))
+        for (uint32_t s : {code[pc].a, code[pc].b, code[pc].c, code[pc].e})
+          if (s != kNoSlot) zero_[s] = true;
     saved_.assign(ns, false);
     for (size_t pc = 0; pc + 1 < n; ++pc)
       if (code[pc].kind == Kind::kBar) {
@@ -955,7 +1005,7 @@ class Gen {
     B.CreateStore(m_, mask_a);
     B.CreateBr(bb_[target]);
   }
-  void to_dispatch() { B.CreateBr(dispatch_); }
+  void to_dispatch() { B.CreateBr(hub_spill_); }
   void store_field32(size_t off, Value* v) { B.CreateStore(v, field(off)); }
 
   // Calls the interpreter's handler for in with mask gm; the slots it names
@@ -976,9 +1026,18 @@ class Gen {
     reload(in);
   }
   void spill(const Inst& in) {
-    for (uint32_t s : {in.a, in.b, in.c, in.e, in.v[0], in.v[1], in.v[2], in.v[3], in.d, in.d2})
-      if (s != kNoSlot && (slot_a_[s] || const_[s]))
-        tag(B.CreateAlignedStore(get(s, 64), reg_addr(s), llvm::Align(8)), true);
+    auto named = [&](uint32_t s) {
+      for (uint32_t o : {in.a, in.b, in.c, in.e, in.v[0], in.v[1], in.v[2], in.v[3]})
+        if (o == s) return true;
+      return false;
+    };
+    for (uint32_t s : {in.a, in.b, in.c, in.e, in.v[0], in.v[1], in.v[2], in.v[3], in.d, in.d2}) {
+      if (s == kNoSlot || (!slot_a_[s] && !const_[s])) continue;
+      // A destination's inactive lanes matter only where lanes wait with
+      // it live; elsewhere they are dead and need not be read.
+      if ((s == in.d || s == in.d2) && !named(s) && !const_[s] && !waits_[s]) continue;
+      tag(B.CreateAlignedStore(get(s, 64), reg_addr(s), llvm::Align(8)), true);
+    }
   }
   void reload(const Inst& in) {
     for (uint32_t s : {in.v[0], in.v[1], in.v[2], in.v[3], in.d, in.d2})
@@ -1163,7 +1222,7 @@ class Gen {
           store_field32(kOffCurMask, m_);
           Value* gone = B.CreateCall(helper_ty({ptr, i32, i32}, i32), helper(reinterpret_cast<void*>(&rgpu_jit_barrier)),
                                      {W, gm, B.getInt32(static_cast<uint32_t>(pc + 1))});
-          B.CreateCondBr(B.CreateICmpNE(gone, B.getInt32(0)), leave_store_, dispatch_);
+          B.CreateCondBr(B.CreateICmpNE(gone, B.getInt32(0)), leave_store_, hub_spill_);
           B.SetInsertPoint(cont);
           break;
         }
