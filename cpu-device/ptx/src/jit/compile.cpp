@@ -917,17 +917,11 @@ class Gen {
     zero_.assign(ns, false);
     for (uint32_t s = 0; s < ns; ++s)
       if (in[s / 64] >> (s % 64) & 1) zero_[s] = true;
-    auto across = [&](size_t pc) {
-      if (code[pc].kind == Kind::kWarpSync) return true;
-      if (pc >= opcodes_.size()) return false;
-      for (const char* k : {"shfl", "vote", "match", "redux", "activemask"})
-        if (opcodes_[pc].compare(0, strlen(k), k) == 0) return true;
-      return false;
-    };
+    // A shuffle reads its source in lanes outside its group (the
+    // interpreter's handler copies all 32).
     for (size_t pc = 0; pc < n; ++pc)
-      if (across(pc))
-        for (uint32_t s : {code[pc].a, code[pc].b, code[pc].c, code[pc].e})
-          if (s != kNoSlot) zero_[s] = true;
+      if (pc < opcodes_.size() && opcodes_[pc].compare(0, 5, "shfl.") == 0 && code[pc].a != kNoSlot)
+        zero_[code[pc].a] = true;
     saved_.assign(ns, false);
     for (size_t pc = 0; pc + 1 < n; ++pc)
       if (code[pc].kind == Kind::kBar) {
