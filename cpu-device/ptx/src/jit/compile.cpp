@@ -494,11 +494,12 @@ class Gen {
     B.CreateBr(bb_[0]);
 
     // The scheduler's hub carries no register values: the way in stores
-    // those live at some leader to the warp's register file, and each way
+    // those live at some leader to the warp's register file, and the way
     // out loads them back (the others start over at zero, being dead in
     // every lane). Register live ranges then stop at the hub instead of
     // spanning the whole function, which keeps the straight paths' values
-    // in vector registers.
+    // in vector registers. One way out for every pc, not one per pc: the
+    // code grows with the registers, not with registers times leaders.
     B.SetInsertPoint(hub_spill_);
     for (uint32_t s = 0; s < fn_.num_slots; ++s)
       if (slot_a_[s] && waits_[s]) store_file(s, B.CreateLoad(slot_ty(s), slot_a_[s]));
@@ -510,7 +511,8 @@ class Gen {
     B.CreateStore(B.CreateLoad(i32, field(kOffWaitMin)), wait_a);
     B.CreateStore(B.CreateLoad(i32, field(kOffWaitMin)), arr_a);
     BasicBlock* bad = BasicBlock::Create(C, "bad_pc", F);
-    auto* sw = B.CreateSwitch(next, bad, 8);
+    BasicBlock* reload = BasicBlock::Create(C, "reload", F);
+    auto* sw = B.CreateSwitch(next, reload, 2);
     {
       // Every live register is in the file already.
       BasicBlock* parked = BasicBlock::Create(C, "all_at_barrier", F);
@@ -520,16 +522,13 @@ class Gen {
     }
     BasicBlock* done = BasicBlock::Create(C, "done", F);
     sw->addCase(B.getInt32(kPcDone), done);
-    for (size_t pc = 0; pc < n; ++pc) {
-      if (!leader_[pc]) continue;
-      BasicBlock* reload = BasicBlock::Create(C, "reload" + std::to_string(pc), F);
-      sw->addCase(B.getInt32(static_cast<uint32_t>(pc)), reload);
-      B.SetInsertPoint(reload);
-      for (uint32_t s = 0; s < fn_.num_slots; ++s)
-        if (slot_a_[s])
-          B.CreateStore(waits_[s] ? load_file(s) : llvm::Constant::getNullValue(slot_ty(s)), slot_a_[s]);
-      B.CreateBr(bb_[pc]);
-    }
+    B.SetInsertPoint(reload);
+    for (uint32_t s = 0; s < fn_.num_slots; ++s)
+      if (slot_a_[s])
+        B.CreateStore(waits_[s] ? load_file(s) : llvm::Constant::getNullValue(slot_ty(s)), slot_a_[s]);
+    auto* lsw = B.CreateSwitch(next, bad, 8);
+    for (size_t pc = 0; pc < n; ++pc)
+      if (leader_[pc]) lsw->addCase(B.getInt32(static_cast<uint32_t>(pc)), bb_[pc]);
     // After a barrier every live lane left at one pc: straight there.
     B.SetInsertPoint(resume_);
     for (uint32_t s = 0; s < fn_.num_slots; ++s)
