@@ -1027,8 +1027,9 @@ class Gen {
     for (uint32_t s : {in.a, in.b, in.c, in.e, in.v[0], in.v[1], in.v[2], in.v[3], in.d, in.d2}) {
       if (s == kNoSlot || (!slot_a_[s] && !const_[s])) continue;
       // A destination's inactive lanes matter only where lanes wait with
-      // it live; elsewhere they are dead and need not be read.
-      if ((s == in.d || s == in.d2) && !named(s) && !const_[s] && !waits_[s]) continue;
+      // it live or a shuffle may read them; elsewhere they are dead and
+      // need not be read.
+      if ((s == in.d || s == in.d2) && !named(s) && !const_[s] && !waits_[s] && !zero_[s]) continue;
       tag(B.CreateAlignedStore(get(s, 64), reg_addr(s), llvm::Align(8)), true);
     }
   }
