@@ -16,7 +16,8 @@
 // hub (dispatch) and come back on the way out, so that no register value
 // is live across the hub; an instruction run by an interpreter's handler
 // gets its registers spilled to the file and its results reloaded. A fresh
-// warp zeroes only the registers a lane can read before writing.
+// warp zeroes only the registers a lane can read before writing, and the
+// sources of shuffles (read in lanes outside the group).
 //
 // Control flow follows the interpreter exactly: basic blocks start at the
 // pcs where lanes can wait (branch targets, after branches and barriers,
@@ -869,19 +870,20 @@ class Gen {
           bit(def, r, s) |= 1ull << (s % 64);
         };
         const Native& nt = ins.kind == Kind::kOp ? natives_[pc] : Native{};
-        if (ins.kind == Kind::kOp && nt.op == Op::kLd) {
+        const bool native = ins.kind == Kind::kOp && nt.op != Op::kNone;
+        // Run by a handler that writes d (and d2) in every active lane.
+        const bool defines = !native && (ins.kind == Kind::kOp || ins.kind == Kind::kWarpSync) && handler_defines(pc);
+        if (native && nt.op == Op::kLd) {
           for (int k = 0; k < nt.vec; ++k) kill(ins.v[k]);
-        } else if ((ins.kind == Kind::kOp && (nt.op != Op::kNone || handler_defines(pc)) && nt.op != Op::kSt) ||
-                   (ins.kind == Kind::kWarpSync && handler_defines(pc))) {
+        } else if ((native && nt.op != Op::kSt) || defines) {
           kill(ins.d);
           kill(ins.d2);
         }
-        bool native = ins.kind == Kind::kOp && nt.op != Op::kNone;
         if (native && nt.op == Op::kLd) {
           read(ins.a);
         } else if (native && nt.op != Op::kSt) {
           for (uint32_t s : {ins.a, ins.b, ins.c, ins.e, ins.v[0], ins.v[1], ins.v[2], ins.v[3]}) read(s);
-        } else if ((ins.kind == Kind::kOp || ins.kind == Kind::kWarpSync) && handler_defines(pc)) {
+        } else if (defines) {
           for (uint32_t s : {ins.a, ins.b, ins.c, ins.e, ins.v[0], ins.v[1], ins.v[2], ins.v[3]}) read(s);
         } else {
           for (uint32_t s : {ins.d, ins.d2, ins.a, ins.b, ins.c, ins.e, ins.v[0], ins.v[1], ins.v[2], ins.v[3]}) read(s);
@@ -909,15 +911,14 @@ class Gen {
       for (uint32_t s = 0; s < ns; ++s)
         if (in[r * words + s / 64] >> (s % 64) & 1) waits_[s] = true;
     // Registers a fresh warp must start at zero, as the interpreter's do:
-    // those a lane can read before writing (live at pc 0) and those a
-    // warp-level instruction reads across lanes (a lane may read another
-    // that never wrote). Every other register is written by each lane
-    // before that lane reads it.
+    // those a lane can read before writing (live at pc 0) and the sources
+    // of shuffles, which read lanes outside the group (the interpreter's
+    // handler copies all 32; such a lane may never have written it).
+    // Every other register is written by each lane before that lane
+    // reads it.
     zero_.assign(ns, false);
     for (uint32_t s = 0; s < ns; ++s)
       if (in[s / 64] >> (s % 64) & 1) zero_[s] = true;
-    // A shuffle reads its source in lanes outside its group (the
-    // interpreter's handler copies all 32).
     for (size_t pc = 0; pc < n; ++pc)
       if (pc < opcodes_.size() && opcodes_[pc].compare(0, 5, "shfl.") == 0 && code[pc].a != kNoSlot)
         zero_[code[pc].a] = true;
