@@ -1,5 +1,6 @@
 // The library's lazily created driver and the per-thread context stack.
 #include "api_common.h"
+#include "errors.h"
 
 #include <cstdlib>
 #include <mutex>
@@ -57,6 +58,7 @@ std::vector<uint64_t>& context_stack() {
 CUresult enter(Driver** d) {
   // As in CUDA, host functions must not call the API.
   if (on_stream_worker()) return CUDA_ERROR_NOT_PERMITTED;
+  clear_reason();  // a reason belongs to the call that noted it
   *d = initialized_driver();
   return *d ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
 }

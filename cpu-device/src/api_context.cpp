@@ -196,6 +196,17 @@ extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetErrorOutput
   });
 }
 
+extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetErrorReasonCallback(
+    CUcontext ctx, void (*callback)(void* user, CUresult code, const char* text, size_t size), void* user) {
+  return with_context(ctx, [&](rgpu::cpudev::Context& context) {
+    auto state = context.state();
+    std::lock_guard<std::mutex> lock(state->printf_mu);
+    state->reason_callback = callback;
+    state->reason_user = user;
+    return CUDA_SUCCESS;
+  });
+}
+
 extern "C" __attribute__((visibility("default"))) CUresult rgpuCtxSetIsolationGroup(CUcontext ctx,
                                                                                    unsigned long long group) {
   return with_context(ctx, [&](rgpu::cpudev::Context& context) { return context.set_group(group); });

@@ -1,5 +1,6 @@
 // Entry points: kernel launches and host functions.
 #include "api_common.h"
+#include "errors.h"
 #include "launch.h"
 #include "rgpu/common/log.h"
 
@@ -29,6 +30,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
     const std::string& why = fn->unsupported_reason(*module);
     if (!why.empty()) {
       RGPU_WARN("cpudev kernel not supported kernel=%s reason=\"%s\"", k.name.c_str(), why.c_str());
+      note_reason(CUDA_ERROR_NOT_SUPPORTED, "kernel " + k.name + " cannot run on the CPU device: " + why);
       return CUDA_ERROR_NOT_SUPPORTED;
     }
     return enqueue_launch(d, ctx, stream, std::move(module), fn->index(), shape, std::move(params));

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "api_common.h"
+#include "errors.h"
 #include "rgpu/common/log.h"
 
 using namespace rgpu::cpudev;
@@ -70,6 +71,7 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const cha
     // Kernels are decoded on first use: this is where a malformed body shows.
     if (rgpu::Status s = m->program().prepare(index); !s.is_ok()) {
       RGPU_WARN("cpudev kernel rejected kernel=%s reason=\"%s\"", name, s.message().c_str());
+      note_reason(CUDA_ERROR_INVALID_PTX, std::string("kernel ") + name + " cannot be loaded: " + s.message());
       return CUDA_ERROR_INVALID_PTX;
     }
     auto f = d->function_of(m, index);

@@ -46,6 +46,10 @@ struct ContextState {
   // guarded by printf_mu); unset: stderr.
   void (*error_callback)(void* user, const char* text, size_t size) = nullptr;
   void* error_user = nullptr;
+  // Where the reasons of kernels' faults go (rgpuCtxSetErrorReasonCallback,
+  // guarded by printf_mu); unset: only the log.
+  void (*reason_callback)(void* user, CUresult code, const char* text, size_t size) = nullptr;
+  void* reason_user = nullptr;
 };
 
 // A context of one device. Owns its streams (the legacy NULL stream and the

@@ -2,6 +2,12 @@
 // and cuGetErrorString. The list mirrors cuda.h's CUresult; keep it in step.
 #include "errors.h"
 
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "rgpu/cpudev/extensions.h"
+
 namespace rgpu::cpudev {
 
 #define RGPU_CUDA_RESULTS(X) \
@@ -129,4 +135,46 @@ const char* error_string(CUresult r) {
   return nullptr;
 }
 
+namespace {
+
+struct Reason {
+  CUresult code = CUDA_SUCCESS;
+  std::string text;
+};
+
+Reason& thread_reason() {
+  thread_local Reason reason;
+  return reason;
+}
+
+}  // namespace
+
+void note_reason(CUresult code, std::string text) {
+  Reason& r = thread_reason();
+  r.code = code;
+  r.text = std::move(text);
+}
+
+void clear_reason() {
+  Reason& r = thread_reason();
+  if (r.code == CUDA_SUCCESS) return;
+  r.code = CUDA_SUCCESS;
+  r.text.clear();
+}
+
 }  // namespace rgpu::cpudev
+
+extern "C" __attribute__((visibility("default"))) CUresult rgpuTakeErrorReason(CUresult code, char* text,
+                                                                              size_t size, size_t* length) {
+  if (text == nullptr || size == 0 || length == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  rgpu::cpudev::Reason& r = rgpu::cpudev::thread_reason();
+  size_t n = 0;
+  if (code != CUDA_SUCCESS && r.code == code) {
+    n = std::min(r.text.size(), size - 1);
+    std::memcpy(text, r.text.data(), n);
+  }
+  text[n] = '\0';
+  *length = n;
+  rgpu::cpudev::clear_reason();
+  return CUDA_SUCCESS;
+}

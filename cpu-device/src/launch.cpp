@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
 
+#include "errors.h"
 #include "rgpu/common/log.h"
 
 namespace rgpu::cpudev {
@@ -28,6 +31,21 @@ bool sticky(ptx::Fault f) {
 
 // A throttled launch looks again this often (nanoseconds) for its turn.
 constexpr int64_t kShareWaitStep = 1'000'000;
+
+// "kernel K: illegal address: illegal write of 4 bytes at 0x10 (...)", the
+// text a server passes on.
+std::string fault_reason(const std::string& kernel, const ptx::LaunchResult& r) {
+  std::string fault = ptx::fault_name(r.fault);
+  std::replace(fault.begin(), fault.end(), '_', ' ');
+  std::string why = "kernel " + kernel + ": " + fault;
+  if (!r.message.empty()) return why + ": " + r.message;  // it names the instruction and the address
+  if (r.address != 0) {
+    char address[32];
+    std::snprintf(address, sizeof address, " at 0x%llx", static_cast<unsigned long long>(r.address));
+    why += address;
+  }
+  return why;
+}
 
 }  // namespace
 
@@ -69,11 +87,22 @@ CUresult build_params(const ptx::KernelInfo& k, void** kernel_params, void** ext
 CUresult check_shape(const ptx::KernelInfo& k, Function& f, const LaunchShape& s) {
   const ptx::Dim3& g = s.grid;
   const ptx::Dim3& b = s.block;
-  if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z) return CUDA_ERROR_INVALID_VALUE;
-  if (g.x > 2147483647u || g.y > 65535 || g.z > 65535) return CUDA_ERROR_INVALID_VALUE;
-  if (b.x > 1024 || b.y > 1024 || b.z > 64 || b.count() > 1024) return CUDA_ERROR_INVALID_VALUE;
-  if (k.max_threads && b.count() > k.max_threads) return CUDA_ERROR_INVALID_VALUE;
-  if (s.shared_bytes > static_cast<unsigned>(f.max_dynamic_shared())) return CUDA_ERROR_INVALID_VALUE;
+  auto refuse = [&](const std::string& what) {
+    char shape[96];
+    std::snprintf(shape, sizeof shape, " (grid %ux%ux%u, block %ux%ux%u)", g.x, g.y, g.z, b.x, b.y, b.z);
+    note_reason(CUDA_ERROR_INVALID_VALUE, "launch of kernel " + k.name + ": " + what + shape);
+    return CUDA_ERROR_INVALID_VALUE;
+  };
+  if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z) return refuse("a grid or block dimension is 0");
+  if (g.x > 2147483647u || g.y > 65535 || g.z > 65535) return refuse("grid past the device's limits");
+  if (b.x > 1024 || b.y > 1024 || b.z > 64 || b.count() > 1024) return refuse("block past the device's limits");
+  if (k.max_threads && b.count() > k.max_threads) {
+    return refuse("block past the kernel's .maxntid of " + std::to_string(k.max_threads) + " threads");
+  }
+  if (s.shared_bytes > static_cast<unsigned>(f.max_dynamic_shared())) {
+    return refuse(std::to_string(s.shared_bytes) + " bytes of dynamic shared memory, past the kernel's " +
+                  std::to_string(f.max_dynamic_shared()));
+  }
   return CUDA_SUCCESS;
 }
 
@@ -166,6 +195,13 @@ CUresult enqueue_launch(Driver* d, const std::shared_ptr<Context>& ctx, const st
     auto code = static_cast<CUresult>(ptx::cuda_error_code(r.fault));
     RGPU_ERROR("cpudev kernel fault kernel=%s fault=%s address=0x%llx detail=\"%s\"", k.name.c_str(),
                ptx::fault_name(r.fault), static_cast<unsigned long long>(r.address), r.message.c_str());
+    {
+      std::lock_guard<std::mutex> lock(state->printf_mu);
+      if (auto* cb = state->reason_callback) {
+        const std::string why = fault_reason(k.name, r);
+        cb(state->reason_user, code, why.data(), why.size());
+      }
+    }
     if (sticky(r.fault)) {
       int expected = CUDA_SUCCESS;
       state->sticky.compare_exchange_strong(expected, code);

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "errors.h"
 #include "rgpu/common/log.h"
 #include "rgpu/fatbin/fatbin.h"
 
@@ -22,15 +23,24 @@ CUresult pick_ptx(fatbin::ImageKind kind, fatbin::Bytes bytes, std::string* ptx)
     ptx->assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     return CUDA_SUCCESS;
   }
-  if (kind == fatbin::ImageKind::kElf) return CUDA_ERROR_NO_BINARY_FOR_GPU;  // SASS only
+  if (kind == fatbin::ImageKind::kElf) {  // SASS only
+    note_reason(CUDA_ERROR_NO_BINARY_FOR_GPU, "module is a cubin (GPU machine code); the CPU device runs PTX only");
+    return CUDA_ERROR_NO_BINARY_FOR_GPU;
+  }
   auto code = fatbin::select_code(bytes, kSm, fatbin::SelectPolicy::kPtxOnly);
   if (!code) code = fatbin::select_code(bytes, 0xffffffffu, fatbin::SelectPolicy::kPtxOnly);
   if (!code) {
     RGPU_WARN("cpudev module has no usable ptx reason=\"%s\"", code.status().message().c_str());
+    note_reason(code.status().kind() == ErrorKind::kInvalidArgument ? CUDA_ERROR_INVALID_IMAGE
+                                                                      : CUDA_ERROR_NO_BINARY_FOR_GPU,
+                "module has no PTX the CPU device can run: " + code.status().message());
     return code.status().kind() == ErrorKind::kInvalidArgument ? CUDA_ERROR_INVALID_IMAGE
                                                                 : CUDA_ERROR_NO_BINARY_FOR_GPU;
   }
-  if (code->kind != fatbin::EntryKind::kPtx) return CUDA_ERROR_NO_BINARY_FOR_GPU;
+  if (code->kind != fatbin::EntryKind::kPtx) {
+    note_reason(CUDA_ERROR_NO_BINARY_FOR_GPU, "fatbin holds no PTX; the CPU device runs PTX only");
+    return CUDA_ERROR_NO_BINARY_FOR_GPU;
+  }
   ptx->assign(reinterpret_cast<const char*>(code->contents.data()), code->contents.size());
   return CUDA_SUCCESS;
 }
@@ -42,6 +52,7 @@ CUresult Module::load(const void* image, uint64_t handle, uint64_t context, int 
   auto detected = fatbin::image_from_pointer(image);
   if (!detected) {
     RGPU_WARN("cpudev module image rejected reason=\"%s\"", detected.status().message().c_str());
+    note_reason(CUDA_ERROR_INVALID_IMAGE, "module image rejected: " + detected.status().message());
     return CUDA_ERROR_INVALID_IMAGE;
   }
   // The image's own bytes name the program: one loaded before (by any
@@ -64,7 +75,10 @@ CUresult Module::load(const void* image, uint64_t handle, uint64_t context, int 
   if (picked != CUDA_SUCCESS) return picked;
   if (!program) {
     RGPU_WARN("cpudev ptx rejected reason=\"%s\"", program.status().message().c_str());
-    return program.status().kind() == ErrorKind::kUnimplemented ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_PTX;
+    const CUresult r =
+        program.status().kind() == ErrorKind::kUnimplemented ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_PTX;
+    note_reason(r, "module's PTX rejected by the CPU device: " + program.status().message());
+    return r;
   }
   std::shared_ptr<Module> m(new Module(handle, context, device, memory));
   m->program_ = std::move(program.value());

@@ -22,6 +22,22 @@ CUresult rgpuCtxSetPrintfCallback(CUcontext ctx, void (*callback)(void* user, co
 CUresult rgpuCtxSetErrorOutputCallback(CUcontext ctx, void (*callback)(void* user, const char* text, size_t size),
                                        void* user);
 
+// Why a kernel of `ctx` failed as it ran ("kernel K: illegal address:
+// illegal write of 4 bytes at 0x..."), with the code its stream reports,
+// goes to `callback` on the thread that ran it, so a server can pass the
+// reason on to the client with the error. A null callback stops it.
+// Thread-safe.
+CUresult rgpuCtxSetErrorReasonCallback(CUcontext ctx,
+                                       void (*callback)(void* user, CUresult code, const char* text, size_t size),
+                                       void* user);
+
+// Why the calling thread's last call of this library returned `code` (a
+// kernel the device cannot run, a module or kernel it cannot load): copied
+// into `text` (at most size - 1 bytes and a NUL), *length the bytes copied,
+// 0 when that call noted no reason or returned another code. Clears the
+// reason. CUDA_ERROR_INVALID_VALUE for a null pointer or size 0.
+CUresult rgpuTakeErrorReason(CUresult code, char* text, size_t size, size_t* length);
+
 // Puts `ctx` in isolation group `group`. Contexts never given one are in
 // group 0. A kernel of a context in group G loads, stores and atomically
 // accesses only allocations made by contexts of group G and the globals of
