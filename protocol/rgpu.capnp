@@ -318,13 +318,21 @@ struct Reply {
   elapsedMs @5 :Float32;
   bytes @6 :Data;          # small device-to-host data
   payloadBytes @7 :UInt64;  # bytes of the transport payload (large data)
-  message @8 :Text;         # a human-readable detail for errors, for logs
+  message @8 :Text;         # a detail of a refused argument, for the client's debug log
   needImage @9 :Bool;       # moduleLoad: send the image, the server lacks it
   # The API whose status code `result` is (driver: CUresult, which is also
   # what session-level refusals use). A generated call's out-arguments, packed
   # as its description lays them out, ride in `bytes`.
   api @10 :Api;
   asyncErrorApi @11 :Api;   # the API whose code asyncError is
+  # Why `result` and `asyncError` failed, when the server knows (a kernel the
+  # device cannot run or that faulted, a quota, a limit, a call it does not
+  # implement): "call: detail", the server's own text, at most 512 bytes of
+  # printable ASCII (anything it quotes from the client's module, such as a
+  # kernel's name, is cut and filtered to that). The client prints each
+  # distinct reason once on its stderr (docs/protocol.md, "Reasons").
+  reason @12 :Text;
+  asyncErrorReason @13 :Text;
 }
 
 # A host function's turn in its stream (server to client): the client runs it

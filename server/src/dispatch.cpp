@@ -5,6 +5,7 @@
 #include <cuda.h>
 
 #include "cudnn_rows.h"
+#include "error_slot.h"
 #include "cufft_rows.h"
 #include "cusparse_rows.h"
 #include "library_rows.h"
@@ -70,6 +71,9 @@ uint32_t invalid_value_code(wire::Api api) {
 namespace dispatch {
 
 InvokeOutcome refuse(wire::Api api, uint32_t code, std::string message) {
+  // What the server cannot do (a library or function it does not have) is
+  // the user's to know; a refused argument stays a detail for the log.
+  if (code == not_supported_code(api)) note_reason(code, message);
   InvokeOutcome out;
   out.api = api;
   out.code = code;

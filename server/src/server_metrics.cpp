@@ -1,6 +1,8 @@
 // rgpud's metric families and a session's cached series in them.
 #include "server_metrics.h"
 
+#include <cctype>
+
 #include <capnp/schema.h>
 
 namespace rgpu::server {
@@ -47,6 +49,14 @@ std::string_view call_kind_name(wire::Call::Which which) {
   static const std::vector<std::string> names = union_names();
   const size_t i = static_cast<size_t>(which);
   return i < names.size() ? std::string_view(names[i]) : std::string_view("unknown");
+}
+
+std::string call_api_name(wire::Call::Which which) {
+  const std::string_view kind = call_kind_name(which);
+  std::string name = "cu";
+  name += kind;
+  if (name.size() > 2) name[2] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[2])));
+  return name;
 }
 
 std::string_view api_name(wire::Api api) {

@@ -99,6 +99,7 @@ Session::Session(uint64_t id, ClientIdentity client, std::shared_ptr<const Drive
       metrics_(info_->metrics.get(), client_.tenant, devices_),
       handles_(info_->limits.max_handles),
       ledger_(quotas_of(devices_)),
+      errors_(cu_.rgpuTakeErrorReason),
       pollers_(info_->pollers ? info_->pollers
                               : std::make_shared<DevicePollers>(driver_, info_->devices.size(), PollerOptions{1})) {
   executor_ = std::thread([this] { run_executor(); });
@@ -155,6 +156,8 @@ void Session::fail(const std::string& reason) {
 
 bool Session::handle_room() {
   if (handles_.size() < limits_.max_handles) return true;
+  note_reason(CUDA_ERROR_OUT_OF_MEMORY, "the session holds " + std::to_string(handles_.size()) +
+                                            " handles, rgpud's limit (--limit handles=N)");
   if (!handle_limit_logged_) {
     handle_limit_logged_ = true;
     RGPU_WARN("session handle limit id=%llu tenant=%s limit=%zu", static_cast<unsigned long long>(id_),
@@ -380,34 +383,17 @@ const void* Session::library_table(size_t index) const {
   return info_->libraries ? info_->libraries->table(index) : nullptr;
 }
 
-void Session::record_async_error(uint64_t call_id, uint32_t code, wire::Api api) {
-  if (code == 0) return;  // success in every API
-  std::lock_guard<std::mutex> lock(async_error_mu_);
-  if (async_error_ == 0) {
-    async_error_ = code;
-    async_error_api_ = api;
-    async_error_call_ = call_id;
-  }
-}
-
-void Session::take_async_error(wire::Reply::Builder reply) {
-  std::lock_guard<std::mutex> lock(async_error_mu_);
-  reply.setAsyncError(async_error_);
-  reply.setAsyncErrorApi(async_error_api_);
-  reply.setAsyncErrorCall(async_error_call_);
-  async_error_ = 0;
-  async_error_api_ = wire::Api::DRIVER;
-  async_error_call_ = 0;
-}
-
-void Session::send_api_reply(uint64_t call_id, const InvokeOutcome& outcome) {
+void Session::send_api_reply(uint64_t call_id, const InvokeOutcome& outcome, std::string_view call) {
   capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
   auto reply = builder.initRoot<wire::Envelope>().initReply();
   reply.setId(call_id);
   reply.setResult(outcome.code);
   reply.setApi(outcome.api);
-  take_async_error(reply);
+  errors_.take(reply);
   if (!outcome.message.empty()) reply.setMessage(outcome.message);
+  if (outcome.code != 0) {
+    if (std::string why = errors_.reason(outcome.code, call); !why.empty()) reply.setReason(why);
+  }
   transport::Bytes payload;
   if (outcome.out.size() <= kInlineLimit) {
     if (!outcome.out.empty()) {
@@ -424,13 +410,16 @@ void Session::send_api_reply(uint64_t call_id, const InvokeOutcome& outcome) {
   }
 }
 
-void Session::send_reply(uint64_t call_id, Outcome outcome) {
+void Session::send_reply(uint64_t call_id, Outcome outcome, std::string_view call) {
   capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
   auto reply = builder.initRoot<wire::Envelope>().initReply();
   reply.setId(call_id);
   reply.setResult(outcome.result);
   reply.setApi(wire::Api::DRIVER);
-  take_async_error(reply);
+  errors_.take(reply);
+  if (outcome.result != CUDA_SUCCESS) {
+    if (std::string why = errors_.reason(outcome.result, call); !why.empty()) reply.setReason(why);
+  }
   if (!outcome.values.empty()) {
     auto values = reply.initValues(static_cast<unsigned>(outcome.values.size()));
     for (size_t i = 0; i < outcome.values.size(); ++i) values.set(i, outcome.values[i]);
@@ -586,6 +575,7 @@ CUresult Session::create_context(uint64_t handle, int device, unsigned flags) {
   ledger_.bind_context(handle, static_cast<uint32_t>(device));
   if (cu_.rgpuCtxSetPrintfCallback) cu_.rgpuCtxSetPrintfCallback(ctx, &Session::device_output, this);
   if (cu_.rgpuCtxSetErrorOutputCallback) cu_.rgpuCtxSetErrorOutputCallback(ctx, &Session::device_error, this);
+  if (cu_.rgpuCtxSetErrorReasonCallback) cu_.rgpuCtxSetErrorReasonCallback(ctx, &ErrorSlot::device_fault, &errors_);
   return CUDA_SUCCESS;
 }
 

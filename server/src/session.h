@@ -32,6 +32,7 @@
 #include "call_env.h"
 #include "completions.h"
 #include "dispatch.h"
+#include "error_slot.h"
 #include "handle_table.h"
 #include "handshake.h"
 #include "library_tables.h"
@@ -230,12 +231,16 @@ class Session : public CallEnv {
   bool add_watch(uint64_t ctx, Watch watch);
   // Whether add_watch() would take one more now.
   bool watch_room() const;
-  void send_reply(uint64_t call_id, Outcome outcome);
+  // Replies to sync call `call_id`; a failure carries its reason
+  // (ErrorSlot::reason), named after `call` when given.
+  void send_reply(uint64_t call_id, Outcome outcome, std::string_view call = {});
   // A reply with a status code of `api` (a generated call's, or a refusal).
-  void send_api_reply(uint64_t call_id, const InvokeOutcome& outcome);
-  // Sets the reply's async error (and takes it).
-  void take_async_error(wire::Reply::Builder reply);
-  void record_async_error(uint64_t call_id, uint32_t code, wire::Api api = wire::Api::DRIVER);
+  void send_api_reply(uint64_t call_id, const InvokeOutcome& outcome, std::string_view call = {});
+  // Keeps the first failed async call's error and reason for the next reply.
+  void record_async_error(uint64_t call_id, uint32_t code, wire::Api api = wire::Api::DRIVER,
+                          std::string_view call = {}) {
+    errors_.record(call_id, code, api, call);
+  }
   // An event recorded on `stream` after the work enqueued so far, or null
   // with *result set when it cannot be made (never a silently unrecorded one:
   // an event never recorded counts as complete).
@@ -269,6 +274,8 @@ class Session : public CallEnv {
   // server's device; on a slice with a share below 1, limited to that share
   // where the driver can, see docs/sharing.md).
   CUresult create_context(uint64_t handle, int device, unsigned flags);
+  // Notes the reason of a refusal for the quota: `asked` bytes past it.
+  void note_quota(uint64_t ctx, uint64_t asked) const;
   // With a memory quota on the device of `ctx`, rewrites a successful
   // cuMemGetInfo's answer: total = the quota (at most the device's), free =
   // total minus what the session holds there (at most what the device has
@@ -339,11 +346,9 @@ class Session : public CallEnv {
   std::unordered_map<uint64_t, std::unique_ptr<TimeShare>> time_shares_;
   mutable bool used_per_thread_stream_ = false;  // lookup_stream() notes it
 
-  // First error of an async call since the last reply.
-  std::mutex async_error_mu_;
-  uint32_t async_error_ = CUDA_SUCCESS;
-  wire::Api async_error_api_ = wire::Api::DRIVER;
-  uint64_t async_error_call_ = 0;
+  // First error of an async call since the last reply, and the reasons of
+  // errors (the device's faults arrive on its threads).
+  ErrorSlot errors_;
 
   // Incoming queue.
   std::mutex mu_;

@@ -212,6 +212,7 @@ void Session::record_call(wire::Call::Reader call, std::chrono::steady_clock::ti
 void Session::execute_call(wire::Call::Reader call, transport::Message& message, bool is_last) {
   const uint64_t id = call.getId();
   const bool wants_reply = call.getWantsReply();
+  clear_reason();  // a reason belongs to the call that noted it
   try {
     if (!known_call(call.which())) {
       if (!unknown_call_logged_) {
@@ -219,6 +220,9 @@ void Session::execute_call(wire::Call::Reader call, transport::Message& message,
         RGPU_INFO("session unknown call id=%llu kind=%d", static_cast<unsigned long long>(id_),
                   static_cast<int>(call.which()));
       }
+      note_reason(not_supported_code(wire::Api::DRIVER),
+                  "a call this server does not know (kind " + std::to_string(static_cast<int>(call.which())) +
+                      "); the client is newer than rgpud");
       if (wants_reply) {
         send_api_reply(id, InvokeOutcome{wire::Api::DRIVER, not_supported_code(wire::Api::DRIVER), {},
                                          "call not known to this server"});
@@ -249,6 +253,13 @@ void Session::execute_call(wire::Call::Reader call, transport::Message& message,
   }
 }
 
+void Session::note_quota(uint64_t ctx, uint64_t asked) const {
+  const uint32_t device = ledger_.device_of(ctx);
+  note_reason(CUDA_ERROR_OUT_OF_MEMORY, std::to_string(asked) + " bytes asked, past the session's memory quota on device " +
+                                            std::to_string(device) + ": " + std::to_string(ledger_.quota(device)) +
+                                            " bytes, " + std::to_string(ledger_.bytes_held_by(ctx)) + " held");
+}
+
 void Session::answer_for_quota(uint64_t ctx, InvokeOutcome* outcome) const {
   const uint64_t quota = ledger_.quota(ledger_.device_of(ctx));
   if (quota == 0 || outcome->code != CUDA_SUCCESS) return;
@@ -274,6 +285,8 @@ void Session::invoke(wire::Call::Reader call) {
   invoked_row_ = row;
   if (row == nullptr) {
     outcome = InvokeOutcome{api, not_supported_code(api), {}, "function not known to this server"};
+    note_reason(outcome.code, std::string(api_name(api)) + " function " + std::to_string(in.getFunction()) +
+                                  " is not known to this rgpud (the client is newer)");
   } else if (const uint64_t ctx = call.getCtx(); ctx != 0 && make_current(ctx) != CUDA_SUCCESS) {
     outcome = InvokeOutcome{wire::Api::DRIVER, CUDA_ERROR_INVALID_CONTEXT, {}, "no such context"};
   } else {
@@ -283,17 +296,20 @@ void Session::invoke(wire::Call::Reader call) {
     if (row == mem_get_info_row()) answer_for_quota(ctx, &outcome);
     call_ctx_ = 0;
   }
+  const std::string_view name = row != nullptr ? std::string_view(row->name) : std::string_view();
   if (wants_reply) {
-    send_api_reply(id, outcome);
+    send_api_reply(id, outcome, name);
   } else {
-    record_async_error(id, outcome.code, outcome.api);
+    record_async_error(id, outcome.code, outcome.api, name);
   }
 }
 
 void Session::execute_known(wire::Call::Reader call, transport::Message& message) {
   const uint64_t id = call.getId();
   if (!is_sync(call)) {
-    record_async_error(id, execute_async(call, message));
+    if (const CUresult r = execute_async(call, message); r != CUDA_SUCCESS) {
+      record_async_error(id, r, wire::Api::DRIVER, call_api_name(call.which()));
+    }
     return;
   }
   if (is_wait(call)) {
@@ -350,7 +366,9 @@ void Session::execute_known(wire::Call::Reader call, transport::Message& message
     return;
   }
   if (defer_copy(call, message)) return;
-  send_reply(id, execute_sync(call, message));
+  Outcome out = execute_sync(call, message);
+  const std::string name = out.result != CUDA_SUCCESS ? call_api_name(call.which()) : std::string();
+  send_reply(id, std::move(out), name);
 }
 
 bool Session::defer_copy(wire::Call::Reader call, transport::Message& message) {
@@ -464,6 +482,7 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
       if (!ledger_.fits(ctx, size)) {
         out.result = CUDA_ERROR_OUT_OF_MEMORY;
         out.message = "past the session's memory quota";
+        note_quota(ctx, size);
         break;
       }
       CUdeviceptr ptr = 0;
@@ -621,6 +640,7 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
     default:
       out.result = CUDA_ERROR_NOT_SUPPORTED;
       out.message = "call not implemented by this server";
+      note_reason(out.result, "not implemented by this rgpud");
       break;
   }
   return out;
@@ -659,6 +679,7 @@ Session::Outcome Session::load_module(wire::Call::Reader call, transport::Messag
       out.result = CUDA_ERROR_INVALID_VALUE;
       out.message = "module image of " + std::to_string(size) + " bytes is over the server's limit of " +
                     std::to_string(limits_.max_module_bytes);
+      note_reason(out.result, out.message + " (rgpud --limit module-bytes=N)");
       return out;
     }
     if (inline_image ? in.getImage().size() != size
@@ -689,6 +710,7 @@ Session::Outcome Session::load_module(wire::Call::Reader call, transport::Messag
   if (!ledger_.charge_module(call.getCtx(), handle, image->size() - 1)) {
     out.result = CUDA_ERROR_OUT_OF_MEMORY;
     out.message = "module image past the session's memory quota";
+    note_quota(call.getCtx(), image->size() - 1);
     return out;
   }
   CUmodule module = nullptr;

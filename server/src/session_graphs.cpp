@@ -185,7 +185,10 @@ CUresult Session::graph_call(uint64_t ctx, wire::Call::GraphCall::Reader in, std
       if (!cu_.cuMemCreate) return CUDA_ERROR_NOT_SUPPORTED;
       uint64_t size = arg(1);
       uint64_t uncounted = graphs_.uncounted_bytes(ctx);
-      if (size > UINT64_MAX - uncounted || !ledger_.fits(ctx, size + uncounted)) return CUDA_ERROR_OUT_OF_MEMORY;
+      if (size > UINT64_MAX - uncounted || !ledger_.fits(ctx, size + uncounted)) {
+        note_quota(ctx, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+      }
       CUmemAllocationProp prop{};
       prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
       prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
