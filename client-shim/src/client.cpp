@@ -12,6 +12,7 @@
 #include "rgpu/common/log.h"
 #include "rgpu/common/request_text.h"
 #include "rgpu/protocol/handles.h"
+#include "reasons.h"
 #include "route.h"
 #include "visible_devices.h"
 
@@ -272,6 +273,15 @@ SyncResult Client::read_reply(const ArrivedReply& arrived, uint64_t id, OutBuffe
   StickyError async_error;
   async_error.code = reply.getAsyncError();
   async_error.api = reply.getAsyncErrorApi() == wire::Api::NONE ? wire::Api::DRIVER : reply.getAsyncErrorApi();
+  // The server's reasons, once each on stderr (reasons.h).
+  if (result.code != 0 && reply.hasReason()) {
+    auto why = reply.getReason();
+    report_reason(options_.server, result.api, result.code, std::string_view(why.cStr(), why.size()));
+  }
+  if (async_error.code != 0 && reply.hasAsyncErrorReason()) {
+    auto why = reply.getAsyncErrorReason();
+    report_reason(options_.server, async_error.api, async_error.code, std::string_view(why.cStr(), why.size()));
+  }
   if (async_error.code != 0 && own_from != 0 && reply.getAsyncErrorCall() >= own_from) {
     if (result.code == 0) {  // a piece of this very call
       result.api = async_error.api;

@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
+#include "reasons.h"
 #include "rgpu/common/log.h"
 
 static_assert(rgpu::shim::kCudaErrorNotSupported == CUDA_ERROR_NOT_SUPPORTED);
@@ -43,6 +45,15 @@ bool first_time(const char* name) noexcept {
   return true;
 }
 
+// What a program can do without a library rgpu does not implement all of
+// yet: the first match of the name's prefix, or null.
+const char* workaround(const char* name) noexcept {
+  if (std::strncmp(name, "cudnn", 5) == 0) {
+    return "in PyTorch, torch.backends.cudnn.enabled = False runs without cuDNN (docs/pytorch.md)";
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 int report_unimplemented(const char* name) noexcept {
@@ -52,9 +63,16 @@ int report_unimplemented(const char* name) noexcept {
 int report_unimplemented(const char* name, int code, const char* result) noexcept {
   if (name == nullptr) name = "?";
   if (first_time(name)) {
-    try {  // the log level is parsed into a std::string once; never let that escape
-      RGPU_WARN("unimplemented api=%s result=%s", name, result);
-    } catch (...) {
+    // A library call that fails a program names itself and its workaround
+    // on stderr (docs/protocol.md, "Reasons"); the rest are logged.
+    const char* hint = workaround(name);
+    if (hint != nullptr && reasons_printed()) {
+      std::fprintf(stderr, "rgpu: %s is not implemented by rgpu yet (%s); %s\n", name, result, hint);
+    } else {
+      try {  // the log level is parsed into a std::string once; never let that escape
+        RGPU_WARN("unimplemented api=%s result=%s", name, result);
+      } catch (...) {
+      }
     }
   }
   return code;

@@ -118,7 +118,10 @@ cudaError_t module_locked(FatBinary* binary, int device, CUmodule* out) {
     CUmodule m = nullptr;
     CUresult r = cuModuleLoadData(&m, binary->wrapper);
     if (r != CUDA_SUCCESS) {
-      RGPU_WARN("runtime module load failed device=%d result=%d", device, static_cast<int>(r));
+      // Not a warning of its own: the result may be an earlier async call's
+      // (a refused launch reports at the next sync call, which may be this
+      // load), and the server's reason, printed as it arrives, says which.
+      RGPU_DEBUG("runtime module load answered device=%d result=%d", device, static_cast<int>(r));
       return r == CUDA_ERROR_NO_BINARY_FOR_GPU ? cudaErrorNoKernelImageForDevice : to_cuda_error(r);
     }
     binary->modules[device] = m;
