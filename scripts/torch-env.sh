@@ -392,6 +392,7 @@ start_rgpud() {
   local i
   for ((i = 0; i < 300; i++)); do  # up to 30 s
     server="$(sed -n 's/^rgpud listening on \([^ ]*\).*/\1/p' "$log")"
+    started_server="$server"
     [ -n "$server" ] && return 0
     kill -0 "$rgpud_pid" 2>/dev/null || break
     sleep 0.1
@@ -445,9 +446,19 @@ cmd_run() {
   local binds=("$cwd")
   [ -n "${extra_bind:-}" ] && binds+=("$extra_bind")
   local rc=0
-  run_forwarding "${in_root_cmd[@]}" "$root_dir" "$cwd" "${binds[@]}" -- rgpu run "${target[@]}" -- "${rest[@]}" || rc=$?
+  # Debian's PyTorch opens libtorch_cuda_linalg.so (torch.linalg on CUDA) by
+  # that unversioned name, which only torch/lib holds and no RUNPATH names:
+  # the library path gets it, after what rgpu run puts there.
+  run_forwarding "${in_root_cmd[@]}" "$root_dir" "$cwd" "${binds[@]}" -- rgpu run "${target[@]}" -- \
+    sh -c 'LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/lib/python3/dist-packages/torch/lib" exec "$@"' sh \
+    "${rest[@]}" || rc=$?
   stop_rgpud
   rm -rf "$TORCH_ENV_RUN_DIR"
+  # rgpud's log, when this script started it: the reasons the client
+  # printed are its summary, the log has the rest.
+  if ((rc != 0)) && [ -z "$pool" ] && [ "$server" = "${started_server:-}" ]; then
+    echo "torch-env: the command failed (status $rc); rgpud's log: $build/torch-env/rgpud.log" >&2
+  fi
   return "$rc"
 }
 
@@ -464,11 +475,7 @@ cmd_test() {
   export PYTHONDONTWRITEBYTECODE=1
   # A case that takes over a minute (every one takes well under a second)
   # prints every thread's Python stack: a stall says where it is.
-  # Debian's PyTorch opens libtorch_cuda_linalg.so (torch.linalg on CUDA) by
-  # that unversioned name, which only torch/lib holds and no RUNPATH names:
-  # the library path gets it, after what rgpu run puts there.
   cmd_run "${opts[@]}" --build-dir "$build" -- \
-    sh -c 'LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/lib/python3/dist-packages/torch/lib" exec "$@"' sh \
     python3 -m pytest -p no:cacheprovider -rs -o faulthandler_timeout=60 \
     --junitxml="$build/torch-env/pytorch-tests.xml" tests/pytorch "${args[@]}"
 }

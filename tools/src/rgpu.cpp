@@ -1,11 +1,13 @@
 // rgpu: the command-line front end. `rgpu run -- CMD` runs CMD with rgpu's
 // client library preloaded, against a given rgpud or an embedded local one.
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,7 +31,8 @@ namespace {
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: rgpu run [--server HOST:PORT[,HOST:PORT...]] [--device cpu|cuda|auto] [--module-cache DIR]\n"
-               "                [--cpu-devices N] [--gpus N] [--mem SIZE] [--share F] -- COMMAND [ARGS...]\n"
+               "                [--cpu-devices N] [--server-log FILE] [--gpus N] [--mem SIZE] [--share F]\n"
+               "                -- COMMAND [ARGS...]\n"
                "       rgpu pool report (--history FILE | --pool HOST:PORT) [--since 24h] [--json OUT] [--html OUT]\n"
                "       rgpu run --pool HOST:PORT [--gpus N] [--mem SIZE] [--share F] [--kind nvidia|cpu|any]\n"
                "                [--min-cc X.Y] [--priority low|normal|high|N] [--tenant NAME] [--timeout S] -- COMMAND\n"
@@ -45,7 +48,8 @@ void usage(FILE* out) {
                "         COMMAND (--device picks its device; auto: a GPU if there is one, else\n"
                "         rgpu's CPU device; --module-cache keeps its module images in DIR, so\n"
                "         that a second run sends none; --cpu-devices gives its CPU device N\n"
-               "         devices). The embedded rgpud accepts only\n"
+               "         devices; --server-log appends its log to FILE instead of this\n"
+               "         terminal). The embedded rgpud accepts only\n"
                "         COMMAND: it gets a fresh random key that rgpu hands to COMMAND alone.\n"
                "         --gpus N, --mem SIZE (per device) and --share F (0 to 1, the compute\n"
                "         share of each device) ask the server for that many slices that fit\n"
@@ -55,6 +59,9 @@ void usage(FILE* out) {
                "         for the devices, waits in its queue (at most --timeout seconds), and\n"
                "         runs COMMAND on the servers the pool chose, with the pool's lease\n"
                "         (docs/pool.md); the lease is released when COMMAND ends.\n"
+               "         Errors whose reason the server knows are printed once each on\n"
+               "         stderr (RGPU_ERRORS=quiet silences them); when COMMAND fails, rgpu\n"
+               "         says where the server's log is.\n"
                "\n"
                "top      a live view of rgpud /metrics endpoints: devices, slices, sessions and\n"
                "         their rates (rgpu top --help; docs/metrics.md).\n"
@@ -128,17 +135,27 @@ bool random_key(std::string* out) {
 }
 
 bool start_embedded_server(const std::string& device, const std::string& module_cache,
-                           const std::string& cpu_devices, const std::string& key, EmbeddedServer* server) {
+                           const std::string& cpu_devices, const std::string& log, const std::string& key,
+                           EmbeddedServer* server) {
   fs::path rgpud = self_dir() / "rgpud";
   if (!fs::exists(rgpud)) {
     std::fprintf(stderr, "rgpu: rgpud not found next to rgpu (%s)\n", rgpud.c_str());
     return false;
+  }
+  int log_fd = -1;
+  if (!log.empty()) {
+    log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (log_fd < 0) {
+      std::fprintf(stderr, "rgpu run: --server-log %s: %s\n", log.c_str(), std::strerror(errno));
+      return false;
+    }
   }
   int out[2];
   if (pipe(out) != 0) return false;
   pid_t pid = fork();
   if (pid < 0) return false;
   if (pid == 0) {
+    if (log_fd >= 0) dup2(log_fd, 2);
     dup2(out[1], 1);
     close(out[0]);
     close(out[1]);
@@ -154,6 +171,7 @@ bool start_embedded_server(const std::string& device, const std::string& module_
     _exit(127);
   }
   close(out[1]);
+  if (log_fd >= 0) close(log_fd);
   server->pid = pid;
   // Wait for "rgpud listening on HOST:PORT ..." (bounded).
   std::string text;
@@ -181,8 +199,25 @@ bool start_embedded_server(const std::string& device, const std::string& module_
     }
   }
   close(out[0]);
-  std::fprintf(stderr, "rgpu: the embedded rgpud did not start\n");
+  std::fprintf(stderr, "rgpu: the embedded rgpud did not start%s%s\n", log.empty() ? "" : "; its log: ",
+               log.c_str());
   return false;
+}
+
+// Where the server's log is, said once COMMAND has failed with `status`:
+// the reasons the client printed are the server's summary of it.
+void say_where_the_log_is(const char* command, int status, bool embedded, const std::string& log,
+                          const std::string& servers) {
+  std::string where;
+  if (!embedded) {
+    where = "the server's log is on its host (" + servers + ")";
+  } else if (!log.empty()) {
+    where = "the embedded rgpud's log is in " + log;
+  } else {
+    where = "the embedded rgpud logged to this terminal (--server-log FILE keeps its log apart)";
+  }
+  std::fprintf(stderr, "rgpu: %s %s %d; %s\n", command, WIFSIGNALED(status) ? "ended by signal" : "exited with status",
+               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), where.c_str());
 }
 
 int run(int argc, char** argv) {
@@ -190,6 +225,7 @@ int run(int argc, char** argv) {
   std::string device = "auto";
   std::string module_cache;
   std::string cpu_devices;  // passed on to the embedded rgpud, which checks it
+  std::string server_log;   // the embedded rgpud's stderr (empty: this terminal)
   std::string request;      // --gpus, --mem, --share as RGPU_REQUEST items
   rgpu::tools::PoolRun pool;
   std::string pool_error;
@@ -209,6 +245,8 @@ int run(int argc, char** argv) {
       module_cache = argv[++i];
     } else if (arg == "--cpu-devices" && i + 1 < argc) {
       cpu_devices = argv[++i];
+    } else if (arg == "--server-log" && i + 1 < argc) {
+      server_log = argv[++i];
     } else if ((arg == "--gpus" || arg == "--mem" || arg == "--share") && i + 1 < argc) {
       const char* key = arg == "--gpus" ? "devices=" : arg == "--mem" ? "mem=" : "share=";
       request += (request.empty() ? "" : ",") + std::string(key) + argv[++i];
@@ -264,7 +302,7 @@ int run(int argc, char** argv) {
       std::fprintf(stderr, "rgpu: no random bytes for the embedded rgpud's key\n");
       return 1;
     }
-    if (!start_embedded_server(device, module_cache, cpu_devices, embedded_key, &embedded)) return 1;
+    if (!start_embedded_server(device, module_cache, cpu_devices, server_log, embedded_key, &embedded)) return 1;
     server_address = embedded.address;
   }
 
@@ -312,6 +350,9 @@ int run(int argc, char** argv) {
   signal(SIGTERM, forward_signal);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status) || WEXITSTATUS(status) != 0) {
+    say_where_the_log_is(argv[i], status, !embedded_key.empty(), server_log, server_address);
   }
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);
