@@ -13,6 +13,10 @@ says so in the JSON) if the device refuses it; a remote run on a server whose
 cuDNN is not remoted yet then still trains, through PyTorch's own kernels.
 The JSON: device, torch version, cudnn mode, losses (one per step),
 step_ms (one per step), step_ms_median (the steps after the warm-up).
+
+TF32 is off (run.sh also sets NVIDIA_TF32_OVERRIDE=0), so that the losses of
+two runs can be compared within float32's rounding; on the CPU, oneDNN is off
+(see tests/pytorch/conftest.py).
 """
 
 import argparse
@@ -82,6 +86,9 @@ def main():
     torch.manual_seed(args.seed)
     torch.backends.cudnn.deterministic = True
     torch.backends.cudnn.benchmark = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.mkldnn.enabled = False
     cudnn_enabled, cudnn_note = choose_cudnn(args.cudnn, device)
 
     # Data and weights from the CPU's generator: the same on every device.
@@ -111,6 +118,7 @@ def main():
         "torch": torch.__version__,
         "cudnn": cudnn_note,
         "cudnn_enabled": cudnn_enabled,
+        "tf32": torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32,
         "steps": args.steps,
         "batch": args.batch,
         "losses": losses,

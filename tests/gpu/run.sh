@@ -11,7 +11,15 @@
 #       (3) PyTorch: a probe and the tests/pytorch suite, remote and local,
 #       (4) the CNN training, remote and local, (5) rgpu-bench remote and local.
 #       Writes OUT/summary.md, OUT/summary.json and OUT/logs.tar.gz; exits 0
-#       once the summary is written, whatever the steps gave.
+#       only when every check passed (a check skipped on request, with
+#       RGPU_GPU_TEST_TORCH=skip, does not fail the run), 1 otherwise.
+#
+# Results are compared, not only reported: each program's own checks; the
+# PyTorch probe against PyTorch's CPU and, on a GPU, the remote run's results
+# against the local run's; the CNN's losses remote against local (on the CPU
+# device: against PyTorch's CPU), each within the tolerance stated below.
+# TF32 is off everywhere (NVIDIA_TF32_OVERRIDE=0 for rgpud and every program,
+# and PyTorch's allow_tf32 switches in the Python scripts).
 #
 # --device cpu (or RGPU_GPU_TEST_DEVICE=cpu) runs the same steps against
 # rgpud --device cpu on a machine without a GPU, to check the script itself:
@@ -21,6 +29,21 @@
 # BUILD/gpu-out. RGPU_GPU_TEST_UCX_TLS picks the transport (default
 # posix,cma,tcp; tcp is used if a first client fails over it).
 set -uo pipefail
+
+# No TF32 anywhere: cuBLAS and cuDNN (rgpud's and the local programs') then
+# compute float32 products in float32, and remote can be compared with local
+# within float32's rounding.
+export NVIDIA_TF32_OVERRIDE=0
+# The tolerances the run judges by (|a - b| <= ATOL + RTOL * |b|):
+# - the probe's results remote against local, on the same GPU with the same
+#   libraries: the same computation, so only a different algorithm choice
+#   may move the last bits;
+probe_rtol=1e-5 probe_atol=1e-5
+# - the CNN's per-step losses, remote against local (on the CPU device:
+#   against PyTorch's CPU): float32 rounding in another order, grown over the
+#   steps (measured: 1.3e-5 after 8 steps on the CPU device). TF32 alone would
+#   move them by about 1e-3.
+cnn_rtol="${RGPU_GPU_TEST_CNN_RTOL:-1e-4}"
 
 self="$(readlink -f "${BASH_SOURCE[0]}")"
 here="$(dirname "$self")"
@@ -37,7 +60,7 @@ while (($#)); do
     --out) out="${2:?--out wants a folder}"; shift ;;
     --build) build="${2:?--build wants a folder}"; shift ;;
     --carry) carry="${2:?--carry wants a folder}"; shift ;;
-    -h | --help) sed -n '2,24p' "$self" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,33p' "$self" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -261,7 +284,7 @@ program() {
   local limit=60
   [ "$device" = cpu ] && limit=120
   if [ ! -x "$path" ]; then
-    record 2 "$name" remote skip 0 "not in the carried build ($path)"
+    record 2 "$name" remote fail 0 "not in the carried build ($path): prepare it again (run.sh --prepare)"
     return
   fi
   ensure_server 2
@@ -331,12 +354,18 @@ soname_preload() {
   echo "${names[*]}"
 }
 
+# torch_missing: the status of a PyTorch step that cannot run: skip when
+# RGPU_GPU_TEST_TORCH=skip asked for it, fail otherwise.
+torch_missing() { [ "${RGPU_GPU_TEST_TORCH:-}" = skip ] && echo skip || echo fail; }
+
 torch_ok=""  # asked once: importing torch takes seconds
 torch_available() {
   if [ -z "$torch_ok" ]; then
     torch_ok=no
-    if [ "$device" = cpu ]; then
-      [ "${RGPU_GPU_TEST_TORCH:-}" != skip ] && [ "$(id -u)" -eq 0 ] && [ -x "$build/bin/rgpu" ] && torch_ok=yes
+    if [ "${RGPU_GPU_TEST_TORCH:-}" = skip ]; then
+      :
+    elif [ "$device" = cpu ]; then
+      [ "$(id -u)" -eq 0 ] && [ -x "$build/bin/rgpu" ] && torch_ok=yes
     else
       python3 -c 'import torch' 2>/dev/null && torch_ok=yes
     fi
@@ -363,20 +392,30 @@ EOF
 step3() {
   local t0 rc st
   if ! torch_available; then
-    record 3 pytorch - skip 0 "$([ "$device" = cpu ] && echo "RGPU_GPU_TEST_TORCH=skip, not root, or no build for scripts/torch-env.sh" || echo "python3 cannot import torch")"
+    local why="python3 cannot import torch"
+    [ "$device" = cpu ] && why="not root, or no build for scripts/torch-env.sh"
+    [ "${RGPU_GPU_TEST_TORCH:-}" = skip ] && why="RGPU_GPU_TEST_TORCH=skip"
+    record 3 pytorch - "$(torch_missing)" 0 "$why"
     return
   fi
   t0=$(now)
-  torch_remote 120 "$logs/step3-probe-remote.log" python3 "$here/torch_probe.py" --json "$logs/step3-probe-remote.json"
+  # The probe judges its results against PyTorch's CPU itself (exit 1 when
+  # one is outside its tolerance); on a GPU the remote results are then
+  # judged against the local ones.
+  torch_remote 120 "$logs/step3-probe-remote.log" python3 "$here/torch_probe.py" \
+    --json "$logs/step3-probe-remote.json" --dump "$logs/step3-probe-remote"
   rc=$?
   st=fail; ((rc == 0)) && st=pass; ((rc == 124)) && st=timeout
-  record 3 probe remote $st $(since $t0) "$(tail -c 300 "$logs/step3-probe-remote.log" | tr '\n' ' ')"
+  record 3 probe remote $st $(since $t0) "$(probe_detail "$logs/step3-probe-remote.json" "$logs/step3-probe-remote.log")"
   if [ "$device" = cuda ]; then
     t0=$(now)
-    bounded 60 "$logs/step3-probe-local.log" local_run python3 "$here/torch_probe.py" --json "$logs/step3-probe-local.json"
+    bounded 60 "$logs/step3-probe-local.log" local_run python3 "$here/torch_probe.py" \
+      --json "$logs/step3-probe-local.json" --dump "$logs/step3-probe-local"
     rc=$?
     st=fail; ((rc == 0)) && st=pass; ((rc == 124)) && st=timeout
-    record 3 probe local $st $(since $t0) ""
+    record 3 probe local $st $(since $t0) "$(probe_detail "$logs/step3-probe-local.json" "$logs/step3-probe-local.log")"
+    judge 3 probe-remote-vs-local arrays "$logs/step3-probe-remote" "$logs/step3-probe-local" \
+      --rtol "$probe_rtol" --atol "$probe_atol"
   fi
   local pytest=(python3 -m pytest -p no:cacheprovider -q -rs -o faulthandler_timeout=60)
   # The suite runs take at most 200 s (remote) and 120 s (local), and leave
@@ -405,6 +444,34 @@ step3() {
   fi
 }
 
+# probe_detail JSON LOG: the probe's comparisons with the CPU, for the summary.
+probe_detail() {
+  python3 - "$1" <<'EOF' 2>/dev/null || tail -c 300 "$2" | tr '\n' ' '
+import json, sys
+p = json.load(open(sys.argv[1]))
+parts = []
+for c in ("matmul", "conv2d"):
+    r = p.get(c) or {}
+    if "error" in r:
+        parts.append("%s: %s" % (c, r["error"]))
+    elif r:
+        parts.append("%s vs cpu: max abs diff %.3g (max |ref| %.3g, tolerance %g + %g*|ref|) %s" % (
+            c, r["max_abs_diff"], r["max_ref"], r["atol"], r["rtol"], "ok" if r["ok"] else "OUTSIDE"))
+print("; ".join(parts) or "cuda unavailable")
+EOF
+}
+
+# judge STEP NAME compare.py-ARGS...: one check from tests/gpu/compare.py's
+# verdict (pass when within tolerance), its line as the detail.
+judge() {
+  local step="$1" name="$2" t0 line rc
+  shift 2
+  t0=$(now)
+  line=$(python3 "$here/compare.py" "$@" 2>&1)
+  rc=$?
+  record "$step" "$name" - "$( ((rc == 0)) && echo pass || echo fail)" $(since $t0) "$(echo "$line" | tail -n 3 | tr '\n' ' ')"
+}
+
 json_field() {  # json_field FILE KEY: a top-level field of a one-object JSON file
   python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], ""))' "$1" "$2" 2>/dev/null
 }
@@ -412,7 +479,7 @@ json_field() {  # json_field FILE KEY: a top-level field of a one-object JSON fi
 step4() {
   local t0 rc st steps="$cnn_steps"
   if ! torch_available; then
-    record 4 cnn - skip 0 "PyTorch not available (see step 3)"
+    record 4 cnn - "$(torch_missing)" 0 "PyTorch not available (see step 3)"
     return
   fi
   local cnn="$here/cnn_train.py"
@@ -449,6 +516,8 @@ step4() {
   st=fail; ((rc == 0)) && st=pass; ((rc == 124)) && st=timeout
   record 4 "cnn-$steps-steps" "$([ "$device" = cuda ] && echo local || echo cpu-reference)" $st $(since $t0) \
     "median step $(json_field "$logs/step4-cnn-local.json" step_ms_median) ms; cudnn $mode"
+  # The losses, step by step, remote against the reference.
+  judge 4 cnn-losses losses "$logs/step4-cnn-remote-$steps.json" "$logs/step4-cnn-local.json" --rtol "$cnn_rtol"
 }
 
 # --- step 5: rgpu-bench -----------------------------------------------------
@@ -480,17 +549,29 @@ step5() {
 
 # --- the run ----------------------------------------------------------------
 
+# The run's exit status: summary.py's, which is 0 only when every check of
+# results.jsonl passed or was skipped on request (and there was at least one);
+# a summary.py that fails for any other reason fails the run too.
+run_status=1
+interrupted=0
 finish() {
   cleanup
+  ((interrupted)) && record run interrupted - fail "$(elapsed)" "the run was stopped by a signal"
   python3 "$here/summary.py" --logs "$logs" --out "$out" --device "$device" \
-    --seconds "$(elapsed)" --cnn-steps "$cnn_steps" --cnn-short "$cnn_short" >>"$logs/run.log" 2>&1 || say "summary.py failed (see logs/run.log)"
+    --seconds "$(elapsed)" --cnn-steps "$cnn_steps" --cnn-short "$cnn_short" >>"$logs/run.log" 2>&1
+  run_status=$?
+  case $run_status in
+    0) say "every check passed" ;;
+    1) say "FAILED: $(sed -n 's/^FAILED: //p' "$out/summary.md" 2>/dev/null | head -1)" ;;
+    *) say "summary.py failed (status $run_status; see logs/run.log)"; run_status=1 ;;
+  esac
   say "summary: $out/summary.md ($(elapsed) s)"
   tar -C "$out" -czf "$out/logs.tar.gz" logs 2>/dev/null
   # On the device machine only a few files come back: the logs travel in the tarball.
   [ -n "${OUT:-}" ] && [ "$out" = "$(cd "$OUT" 2>/dev/null && pwd)" ] && rm -rf "$logs"
 }
-trap 'finish; exit 0' EXIT
-trap 'exit 0' INT TERM
+trap 'finish; exit $run_status' EXIT
+trap 'interrupted=1; exit 1' INT TERM
 
 gpu_libs=""
 [ "$device" = cuda ] && gpu_libs="$(nvidia_lib_dirs)"

@@ -4,6 +4,10 @@ Reads the run's logs folder: results.jsonl (one line per check, written by
 run.sh), machine.txt, the PyTorch probe's JSON, the pytest JUnit reports,
 the CNN runs' JSON and client counters (RGPU_STATS), and rgpu-bench's JSON
 lines. Standard library only: it runs with whatever python3 the machine has.
+
+Its exit status is the run's verdict (run.sh exits with it): 0 when there was
+at least one check and every check passed or was skipped on request, 1 when
+any failed, timed out or could not run.
 """
 
 import argparse
@@ -20,6 +24,10 @@ STEPS = {
     "5": "local-versus-remote benchmark",
 }
 
+
+# The statuses of a check that do not fail the run ("skip": asked for, with
+# RGPU_GPU_TEST_TORCH=skip).
+PASSING = ("pass", "skip")
 
 # Fields of an RGPU_STATS line that are not counters.
 NOT_COUNTERS = {"pid", "time", "program"}
@@ -186,18 +194,31 @@ def main():
         "bench": bench(logs),
     }
 
+    failed = [r for r in results if r.get("status") not in PASSING]
+    passed = bool(results) and not failed
+    summary["passed"] = passed
+    summary["failed_checks"] = ["%s/%s/%s" % (r["step"], r["name"], r["where"]) for r in failed]
+
     md = ["# rgpu on a GPU machine: tests/gpu/run.sh", ""]
+    if passed:
+        md.append("PASSED: all %d checks." % len(results))
+    elif not results:
+        md.append("FAILED: no check ran.")
+    else:
+        md.append("FAILED: %d of %d checks: %s." % (len(failed), len(results), ", ".join(
+            "%s (%s)" % (name, r["status"]) for name, r in zip(summary["failed_checks"], failed))))
+    md.append("")
     md.append("Mode: `--device %s`; %d s in all." % (args.device, args.seconds))
     if args.device == "cpu":
         md.append("(CPU mode: rgpud on rgpu's CPU device; comparisons with NVIDIA's driver are skipped.)")
     md += ["", "```", machine, "```", "", "## Steps", "",
-           "| step | what | pass | fail | other | seconds |", "| --- | --- | --- | --- | --- | --- |"]
+           "| step | what | pass | fail | skipped | seconds |", "| --- | --- | --- | --- | --- | --- |"]
     for step, what in STEPS.items():
         rows = [r for r in results if r["step"] == step]
         if not rows:
             continue
         p = sum(r["status"] == "pass" for r in rows)
-        f = sum(r["status"] in ("fail", "timeout") for r in rows)
+        f = sum(r["status"] not in PASSING for r in rows)
         o = len(rows) - p - f
         md.append("| %s | %s | %d | %d | %d | %.0f |" % (step, what, p, f, o, sum(r["seconds"] for r in rows)))
     md += ["", "## Every check", "", "| step | check | where | result | s | detail |",
@@ -238,8 +259,9 @@ def main():
             md.append("| %s | %s | %s |" % (key, fmt((c.get("remote") or {}).get(key)),
                                              fmt((c.get("local") or {}).get(key))))
         md.append("")
-        md.append("Step time remote / local: %s (median of the steps after the warm-up); max relative loss"
-                  " difference: %s; losses bit-equal: %s." % (
+        md.append("Step time remote / local: %s (median of the steps after the warm-up; the target is at most"
+                  " 1.10, reported, not judged); max relative loss difference: %s; losses bit-equal: %s"
+                  " (judged by the check cnn-losses above)." % (
                       fmt(c.get("step_time_ratio")), fmt(c.get("max_rel_loss_diff")), c.get("losses_equal")))
         per = c.get("per_step_client_counters")
         if per:
@@ -264,7 +286,7 @@ def main():
         json.dump(summary, f, indent=1, default=str)
     with open(os.path.join(args.out, "summary.md"), "w") as f:
         f.write("\n".join(md) + "\n")
-    return 0
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":
