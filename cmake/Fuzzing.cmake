@@ -6,7 +6,9 @@
 include_guard(GLOBAL)
 
 # RGPU_FUZZ_OK: TRUE when clang++ links a trivial fuzzer. Suites test it and,
-# when FALSE, say in their own words which targets they skip.
+# when FALSE, say in their own words which targets they skip; a strict (CI)
+# configure fails here instead (cmake/TestStrict.cmake).
+include(${CMAKE_CURRENT_LIST_DIR}/TestStrict.cmake)
 find_program(RGPU_CLANGXX NAMES clang++ clang++-14)
 set(RGPU_FUZZ_OK FALSE)
 if(RGPU_CLANGXX)
@@ -18,6 +20,9 @@ if(RGPU_CLANGXX)
   if(_rgpu_probe_rc EQUAL 0)
     set(RGPU_FUZZ_OK TRUE)
   endif()
+endif()
+if(NOT RGPU_FUZZ_OK)
+  rgpu_test_dependency_missing("clang++ with libFuzzer (clang, libclang-rt-14-dev) not found: the fuzz targets are left out")
 endif()
 
 # rgpu_fuzz_target(<name>

@@ -6,11 +6,31 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
 build="${BUILD_DIR:-$root/build}"
 BUILD_DIR="$build" "$root/scripts/build.sh"
+# In CI (CI=true) a test that cannot run here fails instead of skipping
+# (RGPU_TEST_STRICT=1, read by the tests that could skip; the configure is
+# strict too, cmake/TestStrict.cmake), and a full run's count of tests run
+# is checked against tests/expected-count below.
+strict=0
+if [ "${CI:-}" = true ]; then
+  strict=1
+  export RGPU_TEST_STRICT=1
+fi
+# ctest's output is also kept in $log, for the count below.
+log="$build/Testing/ctest-output.log"
+mkdir -p "$build/Testing"
+rm -f "$log"
+{
 # A test that fails is run once more before it counts as failed: a client
 # killed mid-transfer over shared memory has made e2e.faults.shm and
 # AttackTest.KilledSessionLeavesTheServerServing fail about once in several
 # loaded runs (see docs/security.md, "What is not covered").
 (cd "$build" && ctest --output-on-failure -j"${JOBS:-2}" --timeout 600 --repeat until-pass:2 "$@")
+} 2>&1 | tee "$log"
+# Coverage that cannot vanish: with no ctest arguments (the whole suite), at
+# least min_run tests ran and none skipped but those named there.
+if [ "$strict" = 1 ] && [ $# -eq 0 ]; then
+  python3 "$root/.ci/check-test-count.py" "$log" "$root/tests/expected-count"
+fi
 
 # Then, when RGPU_TEST_SANITIZE=1 asks for it, a subset under ASan + UBSan in
 # build-asan/ (not in CI by default yet: it takes 8-10 minutes on two cores,

@@ -43,6 +43,14 @@ inline std::string etcd_binary() {
   return {};
 }
 
+// Whether a test that cannot run here (no etcd binary) fails instead of
+// skipping: RGPU_TEST_STRICT=1, which scripts/test.sh sets when CI=true, so
+// that CI cannot lose these tests to a missing package.
+inline bool strict_tests() {
+  const char* e = std::getenv("RGPU_TEST_STRICT");
+  return e != nullptr && std::string(e) == "1";
+}
+
 inline int free_port() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};

@@ -4,19 +4,26 @@ Every case computes on the device under test ('cuda', which rgpu provides)
 and compares with the same computation on PyTorch's CPU device, within the
 tolerances stated below per kind of computation and dtype.
 
-RGPU_TORCH_TEST_DEVICE=cpu makes the device under test PyTorch's CPU device
+`pytest --self-check` makes the device under test PyTorch's CPU device
 instead. That is a self-check of the suite's own code only (every comparison
 then holds trivially); it tests nothing of rgpu. Cases about the torch.cuda
-API itself are skipped then.
+API itself are skipped then. Only the flag on the command line enters it: an
+environment variable could turn a run meant to test rgpu into one that tests
+nothing, so RGPU_TORCH_TEST_DEVICE (which used to select it) in the
+environment without --self-check stops the run with a usage error.
 """
 
 import os
+import sys
 
 import pytest
 import torch
 
-DEV = torch.device(os.environ.get("RGPU_TORCH_TEST_DEVICE") or "cuda")
-SELF_CHECK = DEV.type != "cuda"
+# Decided when this file is imported, before pytest has parsed its options
+# (the test modules import DEV and SELF_CHECK); pytest_configure below checks
+# that the parsed option says the same.
+SELF_CHECK = "--self-check" in sys.argv[1:]
+DEV = torch.device("cpu" if SELF_CHECK else "cuda")
 CPU = torch.device("cpu")
 
 # The reference is PyTorch's own CPU code, not its oneDNN (mkldnn) backend:
@@ -25,6 +32,12 @@ CPU = torch.device("cpu")
 # order 1, where its native CPU code and a float64 computation agree to
 # 1e-6). This switch only affects computations on the CPU device.
 torch.backends.mkldnn.enabled = False
+
+# No TF32 on a GPU: float32 matmuls and convolutions in float32, as on the
+# CPU, so that the tolerances below are those of float32 (TF32 would differ
+# by about 1e-3 relative). tests/gpu/run.sh also sets NVIDIA_TF32_OVERRIDE=0.
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
 
 FLOATS = [torch.float32, torch.float16, torch.bfloat16]
 
@@ -145,7 +158,24 @@ def skip_bf16_if_unsupported(dtype):
 
 
 requires_cuda = pytest.mark.skipif(
-    SELF_CHECK, reason="self-check (RGPU_TORCH_TEST_DEVICE=cpu): the torch.cuda API is not exercised")
+    SELF_CHECK, reason="self-check (--self-check): the torch.cuda API is not exercised")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--self-check", action="store_true", default=False,
+                     help="run the suite on PyTorch's CPU device: checks the suite's own code, tests nothing of rgpu")
+
+
+def pytest_configure(config):
+    flag = config.getoption("--self-check")
+    if flag != SELF_CHECK:
+        raise pytest.UsageError("--self-check must be given on the command line (it was seen by pytest but not in "
+                                "sys.argv when conftest.py was imported)")
+    env = os.environ.get("RGPU_TORCH_TEST_DEVICE")
+    if env and not (flag and env == "cpu"):
+        raise pytest.UsageError(
+            "RGPU_TORCH_TEST_DEVICE=%s is set: the suite no longer takes its device from the environment. "
+            "Unset it to test rgpu's CUDA device; pass --self-check for the self-check on PyTorch's CPU" % env)
 
 
 def pytest_report_header(config):

@@ -39,7 +39,7 @@ def test_creation():
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_round_trip(dtype, pinned, non_blocking):
     if pinned and SELF_CHECK:
-        pytest.skip("self-check (RGPU_TORCH_TEST_DEVICE=cpu): pinned memory needs the CUDA device")
+        pytest.skip("self-check (--self-check): pinned memory needs the CUDA device")
     host = sample(dtype, 3000)
     if pinned:
         host = host.pin_memory()
@@ -55,7 +55,7 @@ def test_round_trip(dtype, pinned, non_blocking):
 @pytest.mark.parametrize("pinned", [False, True], ids=["pageable", "pinned"])
 def test_large_copies(pinned):
     if pinned and SELF_CHECK:
-        pytest.skip("self-check (RGPU_TORCH_TEST_DEVICE=cpu): pinned memory needs the CUDA device")
+        pytest.skip("self-check (--self-check): pinned memory needs the CUDA device")
     host = randn(1 << 20, seed=3)  # 4 MiB: large enough to be sent in pieces
     if pinned:
         host = host.pin_memory()
