@@ -623,6 +623,52 @@ void Session::reap_staging(bool wait_all) {
   }
 }
 
+StagingPool::Buffer Session::staging(size_t size) {
+  auto limit_text = [&] {
+    return std::to_string(staging_pool_.max_in_use()) + " bytes (rgpud --limit inflight-bytes=N)";
+  };
+  if (!staging_pool_.could_fit(size)) {
+    note_reason(CUDA_ERROR_OUT_OF_MEMORY, "a copy of " + std::to_string(size) +
+                                              " bytes is larger than the session's limit of bytes in flight, " +
+                                              limit_text());
+    return {};
+  }
+  const bool may_wait = std::this_thread::get_id() == executor_id_;
+  auto give_up = std::chrono::steady_clock::now() + kStagingPatience;
+  for (;;) {
+    const uint64_t seen = staging_pool_.releases();
+    StagingPool::Buffer b = staging_pool_.acquire(size);
+    if (b || !may_wait) return b;
+    if (!staging_.empty()) {
+      // The oldest host-to-device copy's bytes go once the device has read them.
+      Staged& oldest = staging_.front();
+      cu_.cuEventSynchronize(oldest.done);
+      cu_.cuEventDestroy(oldest.done);
+      staging_.pop_front();
+      give_up = std::chrono::steady_clock::now() + kStagingPatience;
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (closing_) return b;
+    }
+    // Nothing in flight to wait for: the host is out of memory.
+    if (staging_pool_.bytes_in_use() == 0) return b;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= give_up) {
+      note_reason(CUDA_ERROR_OUT_OF_MEMORY,
+                  "no room for a copy of " + std::to_string(size) + " bytes: the session's copies in flight held " +
+                      std::to_string(staging_pool_.bytes_in_use()) + " of " + limit_text() + " for " +
+                      std::to_string(kStagingPatience.count()) + " s (a client that does not read its results?)");
+      return b;
+    }
+    // Device-to-host copies release theirs once their results are sent.
+    if (staging_pool_.wait_release(seen, std::min(give_up, now + std::chrono::milliseconds(50)))) {
+      give_up = std::chrono::steady_clock::now() + kStagingPatience;
+    }
+  }
+}
+
 bool Session::context_idle(uint64_t handle) {
   // The per-thread stream is the executor's: only it can ask about it.
   if (used_per_thread_stream_ && std::this_thread::get_id() != executor_id_) return false;

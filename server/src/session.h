@@ -251,6 +251,13 @@ class Session : public CallEnv {
   void queue_copy_out(uint64_t ctx, uint64_t stream, PendingCopyOut pending);
   void complete_copy_out(PendingCopyOut& p, CUresult waited);
   void reap_staging(bool wait_all);
+  // A staging buffer of `size` bytes for a copy. Past the session's limit of
+  // bytes in flight, the executor waits for its earlier copies to land and
+  // release theirs (back-pressure, as a GPU's copy engine waits), at most
+  // kStagingPatience without progress; other threads never wait. Empty,
+  // with the reason noted, for a copy that could never fit.
+  StagingPool::Buffer staging(size_t size);
+  static constexpr std::chrono::seconds kStagingPatience{60};
   void release_all();
 
   // Makes the session's context `ctx` (a client handle) current on this thread.

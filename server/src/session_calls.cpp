@@ -150,14 +150,16 @@ struct SourceBytes {
   StagingPool::Buffer owned;
 };
 
+// `staging(size)` gives a staging buffer (Session::staging).
+template <class Staging>
 CUresult source_bytes(wire::Call::CopyIn::Reader in, uint64_t payload_bytes, transport::Message& message,
-                      bool is_last, bool need_copy, StagingPool& pool, SourceBytes* out) {
+                      bool is_last, bool need_copy, Staging&& staging, SourceBytes* out) {
   uint64_t size = in.getSize();
   auto inline_bytes = in.getBytes();
   if (payload_bytes == 0) {
     if (inline_bytes.size() != size) return CUDA_ERROR_INVALID_VALUE;
     if (need_copy) {
-      out->owned = pool.acquire(size);
+      out->owned = staging(size);
       if (!out->owned) return CUDA_ERROR_OUT_OF_MEMORY;
       std::memcpy(out->owned.get(), inline_bytes.begin(), size);
       out->data = out->owned.get();
@@ -170,7 +172,7 @@ CUresult source_bytes(wire::Call::CopyIn::Reader in, uint64_t payload_bytes, tra
   if (!is_last || !message.payload || payload_bytes != size || message.payload->size() != size) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  out->owned = pool.acquire(size);
+  out->owned = staging(size);
   if (!out->owned) return CUDA_ERROR_OUT_OF_MEMORY;
   Status s = message.payload->receive(out->owned.get());
   message.payload.reset();
@@ -372,6 +374,7 @@ void Session::execute_known(wire::Call::Reader call, transport::Message& message
 }
 
 bool Session::defer_copy(wire::Call::Reader call, transport::Message& message) {
+  auto stage = [this](size_t n) { return staging(n); };
   const auto which = call.which();
   const bool htod = which == wire::Call::MEMCPY_HTO_D;
   const bool device_only = which == wire::Call::MEMCPY_DTO_D || which == wire::Call::MEMSET;
@@ -394,14 +397,14 @@ bool Session::defer_copy(wire::Call::Reader call, transport::Message& message) {
     auto in = call.getMemcpyHtoD();
     SourceBytes src;
     if ((r = check_range(ctx, in.getDst(), in.getSize())) == CUDA_SUCCESS && in.getSize() > 0 &&
-        (r = source_bytes(in, call.getPayloadBytes(), message, true, true, staging_pool_, &src)) == CUDA_SUCCESS) {
+        (r = source_bytes(in, call.getPayloadBytes(), message, true, true, stage, &src)) == CUDA_SUCCESS) {
       r = cu_.cuMemcpyHtoDAsync(in.getDst(), src.data, in.getSize(), stream);
       *staged = std::move(src.owned);
     }
   } else if (r == CUDA_SUCCESS) {
     auto in = call.getMemcpyDtoH();
     if ((r = check_range(ctx, in.getSrc(), in.getSize())) == CUDA_SUCCESS && in.getSize() > 0) {
-      outcome->data = staging_pool_.acquire(in.getSize());
+      outcome->data = staging(in.getSize());
       outcome->data_size = in.getSize();
       r = outcome->data ? cu_.cuMemcpyDtoHAsync(outcome->data.get(), in.getSrc(), in.getSize(), stream)
                         : CUDA_ERROR_OUT_OF_MEMORY;
@@ -445,6 +448,7 @@ bool Session::defer_copy(wire::Call::Reader call, transport::Message& message) {
 }
 
 Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Message& message) {
+  auto stage = [this](size_t n) { return staging(n); };
   Outcome out;
   const uint64_t ctx = call.getCtx();
   auto needs_ctx = [&]() -> bool {
@@ -525,7 +529,7 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
         break;
       }
       SourceBytes src;
-      out.result = source_bytes(in, call.getPayloadBytes(), message, true, false, staging_pool_, &src);
+      out.result = source_bytes(in, call.getPayloadBytes(), message, true, false, stage, &src);
       if (out.result == CUDA_SUCCESS && in.getSize() > 0) {
         out.result = cu_.cuMemcpyHtoD(in.getDst(), src.data, in.getSize());
       }
@@ -544,7 +548,7 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
         out.data_size = in.getSize();
         break;
       }
-      out.data = staging_pool_.acquire(in.getSize());
+      out.data = staging(in.getSize());
       if (!out.data) {
         out.result = CUDA_ERROR_OUT_OF_MEMORY;
         break;
@@ -793,6 +797,7 @@ void Session::host_func_done(uint64_t id) {
 
 CUresult Session::execute_async(wire::Call::Reader call, transport::Message& message) {
   using protocol::HandleKind;
+  auto stage = [this](size_t n) { return staging(n); };
   CUresult r = CUDA_SUCCESS;
   const uint64_t ctx = call.getCtx();
   switch (call.which()) {
@@ -915,13 +920,7 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
       if ((r = check_range(ctx, in.getDst(), in.getSize())) != CUDA_SUCCESS) return r;
       if ((r = refuse_if_capturing(s)) != CUDA_SUCCESS) return r;
       SourceBytes src;
-      r = source_bytes(in, call.getPayloadBytes(), message, true, true, staging_pool_, &src);
-      if (r == CUDA_ERROR_OUT_OF_MEMORY && !staging_.empty()) {
-        // The session holds its limit of bytes in flight: wait for the
-        // oldest copies to land (back-pressure), then try once more.
-        reap_staging(true);
-        r = source_bytes(in, call.getPayloadBytes(), message, true, true, staging_pool_, &src);
-      }
+      r = source_bytes(in, call.getPayloadBytes(), message, true, true, stage, &src);
       if (r != CUDA_SUCCESS) return r;
       if (in.getSize() == 0) return CUDA_SUCCESS;
       if ((r = cu_.cuMemcpyHtoDAsync(in.getDst(), src.data, in.getSize(), s)) != CUDA_SUCCESS) return r;
@@ -948,7 +947,7 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
       if (r == CUDA_SUCCESS && !watch_room()) r = CUDA_ERROR_OUT_OF_MEMORY;
       if (r == CUDA_SUCCESS) r = refuse_if_capturing(s);
       if (r == CUDA_SUCCESS && in.getSize() > 0) {
-        pending.buffer = staging_pool_.acquire(in.getSize());
+        pending.buffer = staging(in.getSize());
         r = pending.buffer ? cu_.cuMemcpyDtoHAsync(pending.buffer.get(), in.getSrc(), in.getSize(), s)
                            : CUDA_ERROR_OUT_OF_MEMORY;
         if (r == CUDA_SUCCESS && (pending.done = completion_event(s, &r)) == nullptr) {

@@ -24,6 +24,8 @@ struct StagingPool::Buffer::Shared {
   size_t max_cached = 0;
   size_t max_in_use = SIZE_MAX;
   std::mutex mu;
+  std::condition_variable released;  // notified with every release
+  uint64_t releases = 0;
   size_t in_use = 0;  // bytes of buffers handed out and not yet released
   std::map<size_t, std::vector<std::byte*>> idle;  // by capacity
   size_t cached = 0;  // bytes in `idle`
@@ -46,16 +48,19 @@ struct StagingPool::Buffer::Shared {
   }
 
   void release(std::byte* p, size_t capacity) {
+    bool keep = false;
     {
       std::lock_guard<std::mutex> lock(mu);
       in_use -= capacity;
+      ++releases;
       if (!closed && cached + capacity <= max_cached) {
         idle[capacity].push_back(p);
         cached += capacity;
-        return;
+        keep = true;
       }
     }
-    destroy(p, capacity);
+    released.notify_all();
+    if (!keep) destroy(p, capacity);
   }
 };
 
@@ -124,6 +129,20 @@ StagingPool::Buffer StagingPool::acquire(size_t size) {
   b.data_ = p;
   b.capacity_ = capacity;
   return b;
+}
+
+bool StagingPool::could_fit(size_t size) const { return size_class(size) <= shared_->max_in_use; }
+
+size_t StagingPool::max_in_use() const { return shared_->max_in_use; }
+
+uint64_t StagingPool::releases() const {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->releases;
+}
+
+bool StagingPool::wait_release(uint64_t seen, std::chrono::steady_clock::time_point until) const {
+  std::unique_lock<std::mutex> lock(shared_->mu);
+  return shared_->released.wait_until(lock, until, [&] { return shared_->releases != seen; });
 }
 
 size_t StagingPool::buffers_made() const {

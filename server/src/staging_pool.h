@@ -2,6 +2,8 @@
 // transport once so that bulk transfers into and out of them go zero-copy.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -52,6 +54,16 @@ class StagingPool {
   // A buffer of at least `size` bytes (size > 0), or an empty one when
   // memory is exhausted or max_in_use would be exceeded.
   Buffer acquire(size_t size);
+
+  // Back-pressure: whether a buffer of `size` bytes could ever be had (its
+  // size class is within max_in_use), the count of buffers released so far,
+  // and a wait until that count passes `seen` or `until` comes (false then).
+  // Read releases() before the acquire() that failed, so that a release in
+  // between is not missed.
+  bool could_fit(size_t size) const;
+  size_t max_in_use() const;
+  uint64_t releases() const;
+  bool wait_release(uint64_t seen, std::chrono::steady_clock::time_point until) const;
 
   // Counters for tests and logs.
   size_t buffers_made() const;

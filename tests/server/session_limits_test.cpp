@@ -1,7 +1,8 @@
 // Per-session limits on what a client's async copies make the server hold:
-// bytes in flight (--session-inflight-bytes) and pending waits and copy
-// completions (--session-waits). A copy past either fails with
-// CUDA_ERROR_OUT_OF_MEMORY; the session goes on.
+// bytes in flight (--limit inflight-bytes) and pending waits and copy
+// completions (--limit waits). A copy past the bytes in flight waits for
+// room (back-pressure); one that could never fit, or one past the waits,
+// fails with CUDA_ERROR_OUT_OF_MEMORY and the session goes on.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -111,7 +112,7 @@ class SessionLimitsTest : public ::testing::Test {
   Hold hold_;
 };
 
-TEST_F(SessionLimitsTest, ACopyPastTheInflightBytesFailsAndTheSessionGoesOn) {
+TEST_F(SessionLimitsTest, ACopyPastTheInflightBytesWaitsForRoom) {
   server::ServerLimits limits;
   limits.max_inflight_bytes = 256 * kKiB;
   ASSERT_NO_FATAL_FAILURE(start(limits));
@@ -119,13 +120,30 @@ TEST_F(SessionLimitsTest, ACopyPastTheInflightBytesFailsAndTheSessionGoesOn) {
   hold_stream();
   copy_out(a.data(), 0, a.size());
   copy_out(b.data(), a.size(), b.size());  // 256 KiB held: the limit
-  copy_out(c.data(), 0, c.size());         // one byte more would pass it
-  // The refused copy's error comes as an async call's error does, at the next
-  // synchronous call (here while the stream is still held), and with the copy.
-  EXPECT_EQ(sync_point(), CUDA_ERROR_OUT_OF_MEMORY);
-  EXPECT_EQ(finish(), CUDA_ERROR_OUT_OF_MEMORY);
+  copy_out(c.data(), 0, c.size());         // waits for room, as a GPU's copy engine would
+  // The session's next call runs after the waiting copy: only once the
+  // stream lets the first two land (back-pressure, not a failure).
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    hold_.release = true;
+  });
+  const auto before = std::chrono::steady_clock::now();
+  EXPECT_EQ(sync_point(), CUDA_SUCCESS);
+  EXPECT_GE(std::chrono::steady_clock::now() - before, std::chrono::milliseconds(40));
+  releaser.join();
+  EXPECT_EQ(finish(), CUDA_SUCCESS);
   EXPECT_TRUE(same(a, 0));
   EXPECT_TRUE(same(b, a.size()));
+  EXPECT_TRUE(same(c, 0));
+}
+
+TEST_F(SessionLimitsTest, ACopyLargerThanTheInflightBytesFailsAndTheSessionGoesOn) {
+  server::ServerLimits limits;
+  limits.max_inflight_bytes = 256 * kKiB;
+  ASSERT_NO_FATAL_FAILURE(start(limits));
+  std::vector<unsigned char> big(512 * kKiB);
+  copy_out(big.data(), 0, big.size());  // could never fit: refused at once
+  EXPECT_EQ(finish(), CUDA_ERROR_OUT_OF_MEMORY);
   // The session is still there, and so is its memory.
   std::vector<unsigned char> again(256 * kKiB);
   copy_out(again.data(), 4096, again.size());

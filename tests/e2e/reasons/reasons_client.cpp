@@ -116,11 +116,48 @@ int main(int argc, char** argv) {
     CUdeviceptr more = 0;
     CHECK(cuMemAlloc(&more, size_t{32} << 20), CUDA_ERROR_OUT_OF_MEMORY);
     CHECK(cuMemFree(p), CUDA_SUCCESS);
+  } else if (mode == "backpressure") {
+    // Copies in flight past the server's limit (rgpud --limit
+    // inflight-bytes=8M): they wait for room instead of failing, and every
+    // byte arrives; one copy larger than the limit is refused.
+    constexpr size_t kPiece = size_t{2} << 20;
+    constexpr int kPieces = 16;
+    CUdeviceptr d = 0;
+    CHECK(cuMemAlloc(&d, kPiece * kPieces), CUDA_SUCCESS);
+    unsigned char* up = nullptr;
+    unsigned char* down = nullptr;
+    CHECK(cuMemAllocHost(reinterpret_cast<void**>(&up), kPiece * kPieces), CUDA_SUCCESS);
+    CHECK(cuMemAllocHost(reinterpret_cast<void**>(&down), kPiece * kPieces), CUDA_SUCCESS);
+    for (size_t i = 0; i < kPiece * kPieces; ++i) up[i] = static_cast<unsigned char>(i * 7 + i / kPiece);
+    std::memset(down, 0, kPiece * kPieces);
+    CUstream streams[4];
+    for (CUstream& st : streams) CHECK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    for (int rep = 0; rep < 2; ++rep) {
+      for (int i = 0; i < kPieces; ++i) {
+        CHECK(cuMemcpyHtoDAsync(d + i * kPiece, up + i * kPiece, kPiece, streams[i % 4]), CUDA_SUCCESS);
+      }
+      for (int i = 0; i < kPieces; ++i) {
+        CHECK(cuMemcpyDtoHAsync(down + i * kPiece, d + i * kPiece, kPiece, streams[i % 4]), CUDA_SUCCESS);
+      }
+      CHECK(cuCtxSynchronize(), CUDA_SUCCESS);
+      if (std::memcmp(up, down, kPiece * kPieces) != 0) {
+        std::printf("FAIL backpressure: the bytes differ\n");
+        return 1;
+      }
+    }
+    // Larger than all the server may hold in flight for a session: refused.
+    unsigned char* big = nullptr;
+    CHECK(cuMemAllocHost(reinterpret_cast<void**>(&big), size_t{16} << 20), CUDA_SUCCESS);
+    CUdeviceptr dbig = 0;
+    CHECK(cuMemAlloc(&dbig, size_t{16} << 20), CUDA_SUCCESS);
+    CHECK(cuMemcpyDtoHAsync(big, dbig, size_t{16} << 20, streams[0]), CUDA_SUCCESS);
+    CHECK(cuStreamSynchronize(streams[0]), CUDA_ERROR_OUT_OF_MEMORY);
+    for (CUstream& st : streams) CHECK(cuStreamDestroy(st), CUDA_SUCCESS);
   } else if (mode == "exit-failing") {
     std::printf("exiting with status 3\n");
     return 3;
   } else {
-    std::printf("usage: reasons_client refused|illegal|quota|unimplemented|exit-failing\n");
+    std::printf("usage: reasons_client refused|illegal|quota|unimplemented|backpressure|exit-failing\n");
     return 2;
   }
   std::printf("PASS %s\n", mode.c_str());

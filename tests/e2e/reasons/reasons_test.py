@@ -27,13 +27,13 @@ def check(ok, what, detail=""):
         failures.append(what)
 
 
-def start_rgpud(bin_dir, log_path):
+def start_rgpud(bin_dir, log_path, extra_args=()):
     log = open(log_path, "w")
     env = dict(os.environ, RGPU_CPU_DEVICE_MEMORY="1G", UCX_TLS="tcp")
     env.pop("RGPU_AUTH_TOKEN", None)
     env.pop("RGPU_AUTH_TOKEN_FILE", None)
-    proc = subprocess.Popen([os.path.join(bin_dir, "rgpud"), "--listen", "127.0.0.1:0", "--device", "cpu"],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    proc = subprocess.Popen([os.path.join(bin_dir, "rgpud"), "--listen", "127.0.0.1:0", "--device", "cpu",
+                             *extra_args], stdout=log, stderr=subprocess.STDOUT, env=env)
     deadline = time.time() + 30
     while time.time() < deadline:
         with open(log_path) as f:
@@ -137,6 +137,22 @@ def main():
                             "exit-failing"], env=env, capture_output=True, text=True, timeout=120)
         check(p.returncode == 3 and f"the embedded rgpud's log is in {embedded_log}" in p.stderr,
               "rgpu run --server-log: where the log is", p.stderr)
+        # Copies past the server's limit of bytes in flight wait for room
+        # (back-pressure); one larger than the limit is refused, naming it.
+        small_log = os.path.join(work, "rgpud-small.log")
+        small, small_server = start_rgpud(args.bin, small_log, ("--limit", "inflight-bytes=8388608"))
+        try:
+            p = run_client(args, args.client, args.library, small_server, "backpressure")
+            check(p.returncode == 0 and "PASS backpressure" in p.stdout,
+                  "backpressure: 64 MiB of async copies through an 8 MiB limit, every byte right",
+                  p.stdout + p.stderr)
+            check(f"rgpu: error from rgpud at {small_server}: CUDA_ERROR_OUT_OF_MEMORY: cuMemcpyDtoH: a copy of "
+                  "16777216 bytes is larger than the session's limit of bytes in flight, 8388608 bytes "
+                  "(rgpud --limit inflight-bytes=N)" in p.stderr, "backpressure: the copy past the limit, named",
+                  p.stderr)
+        finally:
+            small.terminate()
+            small.wait(timeout=10)
     finally:
         rgpud.terminate()
         try:
