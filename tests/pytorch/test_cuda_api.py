@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -142,18 +143,52 @@ def test_stream_priorities():
     assert_close(y, x.cpu() + 1)
 
 
+def _work(x, n):
+    """n dependent matmuls and a reduction: device work that takes time."""
+    for _ in range(n):
+        x = torch.tanh(x @ x)
+    return x.sum()
+
+
 @requires_cuda
 def test_events_and_elapsed_time():
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    x = randn(64, 64).to(DEV)
-    start.record()
-    y = x.relu().sum()
-    end.record()
-    end.synchronize()
-    assert start.query() and end.query()
-    assert start.elapsed_time(end) >= 0.0
-    assert_close(y, x.cpu().relu().sum(), "reduction")
+    # Three timing events around two pieces of known work on one stream: each
+    # interval is positive, the two add up to the whole (the same timestamps),
+    # the reverse interval is its negative (as cudaEventElapsedTime gives), and
+    # the whole fits inside the host's wall time around it, so the unit is
+    # milliseconds.
+    a, b, c = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+    x = randn(256, 256, scale=0.05).to(DEV)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    a.record()
+    y = _work(x, 4)
+    b.record()
+    z = _work(x, 8)
+    c.record()
+    c.synchronize()
+    wall_ms = (time.perf_counter() - t0) * 1e3
+    assert a.query() and b.query() and c.query()
+    ab, bc, ac = a.elapsed_time(b), b.elapsed_time(c), a.elapsed_time(c)
+    assert ab > 0 and bc > 0, (ab, bc)
+    assert ac == pytest.approx(ab + bc, rel=1e-4, abs=1e-3)
+    assert c.elapsed_time(a) == pytest.approx(-ac, rel=1e-4, abs=1e-3)
+    assert ac <= wall_ms * 1.05 + 0.5, (ac, wall_ms)
+    ref = x.cpu()
+    assert_close(y, _work(ref, 4), "matmul")
+    assert_close(z, _work(ref, 8), "matmul")
+
+
+@requires_cuda
+def test_elapsed_time_needs_timing_events():
+    # Events made without timing (torch.cuda.Event()'s default) have no
+    # timestamps to subtract: the runtime refuses, and PyTorch raises.
+    a, b = torch.cuda.Event(), torch.cuda.Event()
+    a.record()
+    b.record()
+    b.synchronize()
+    with pytest.raises(RuntimeError):
+        a.elapsed_time(b)
 
 
 @requires_cuda

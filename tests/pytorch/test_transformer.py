@@ -96,12 +96,13 @@ def test_encoder_layer_inference_matches_cpu(norm_first):
 
 
 def test_sdpa_math_matches_explicit_softmax():
-    # The math path itself, against attention written out on the same device.
-    q, k, v = (randn(2, HEADS, SEQ, 16, seed=s).to(DEV) for s in (7, 8, 9))
+    # The math path on the device, against causal attention written out on
+    # PyTorch's CPU from the same inputs.
+    q, k, v = (randn(2, HEADS, SEQ, 16, seed=s) for s in (7, 8, 9))
     with sdpa_kernel(SDPBackend.MATH):
-        got = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(16)
-    scores = scores.masked_fill(torch.ones(SEQ, SEQ, dtype=torch.bool, device=DEV).triu(1), float("-inf"))
-    want = scores.softmax(-1) @ v
+        got = F.scaled_dot_product_attention(q.to(DEV), k.to(DEV), v.to(DEV), is_causal=True)
     synchronize()
-    torch.testing.assert_close(got.cpu(), want.cpu(), rtol=1e-5, atol=1e-5)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(16)
+    scores = scores.masked_fill(torch.ones(SEQ, SEQ, dtype=torch.bool).triu(1), float("-inf"))
+    want = scores.softmax(-1) @ v
+    assert_close(got, want, "matmul", "causal attention")
