@@ -33,9 +33,11 @@ endif()
 #   TEST <ctest name> [TEST_ARGS <-DVAR=value...>] [LABELS <labels besides fuzz>]
 #   [ENVIRONMENT <VAR=value...>])
 # Builds bin/<name> (target <name>, part of ALL) and registers one ctest that
-# runs run_fuzz.cmake of the calling directory with -DFUZZER=<the binary> and
-# TEST_ARGS; that script owns the seeds and the time budget (about ten
-# seconds), ctest gives it 120. Call only when RGPU_FUZZ_OK.
+# runs run_fuzz.cmake of the calling directory with -DFUZZER=<the binary>,
+# -DARTIFACTS=<build>/fuzz-artifacts/<name> and TEST_ARGS; that script owns
+# the seed inputs and runs the fuzzer through cmake/FuzzRun.cmake (a seed
+# fixed per commit, about ten seconds, failing inputs kept in ARTIFACTS);
+# ctest gives it 120. Call only when RGPU_FUZZ_OK.
 function(rgpu_fuzz_target name)
   cmake_parse_arguments(PARSE_ARGV 1 arg ""
     "TEST" "SOURCES;INCLUDES;DEFINES;LIBS;DEPENDS;TARGET_DEPENDS;TEST_ARGS;LABELS;ENVIRONMENT")
@@ -60,7 +62,7 @@ function(rgpu_fuzz_target name)
   endif()
 
   add_test(NAME ${arg_TEST}
-    COMMAND ${CMAKE_COMMAND} -DFUZZER=${out} ${arg_TEST_ARGS}
+    COMMAND ${CMAKE_COMMAND} -DFUZZER=${out} -DARTIFACTS=${CMAKE_BINARY_DIR}/fuzz-artifacts/${name} ${arg_TEST_ARGS}
             -P ${CMAKE_CURRENT_SOURCE_DIR}/run_fuzz.cmake)
   list(APPEND arg_LABELS fuzz)
   set_tests_properties(${arg_TEST} PROPERTIES TIMEOUT 120 LABELS "${arg_LABELS}")

@@ -1,6 +1,8 @@
-# Runs one security fuzzer for about ten seconds on a fresh corpus seeded by
-# rgpu_security_fuzz_seeds. Fails when the fuzzer finds a crash, a broken
-# invariant or (for the handshake) a leak; the reproducer is left in WORK.
+# Runs one security fuzzer (cmake/FuzzRun.cmake: about ten seconds, a seed
+# fixed per commit) on a fresh corpus seeded by rgpu_security_fuzz_seeds.
+# Fails when the fuzzer finds a crash, a broken invariant or (for the
+# handshake) a leak; the input is kept in ARTIFACTS.
+include(${CMAKE_CURRENT_LIST_DIR}/../../cmake/FuzzRun.cmake)
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK}/corpus ${WORK}/seeds-handshake ${WORK}/seeds-session)
 execute_process(COMMAND ${SEEDGEN} ${WORK}/seeds-handshake ${WORK}/seeds-session RESULT_VARIABLE rc)
@@ -13,10 +15,5 @@ if(WHICH STREQUAL "session")
 else()
   set(leaks -detect_leaks=1)
 endif()
-execute_process(
-  COMMAND ${FUZZER} -max_total_time=10 -timeout=20 -rss_limit_mb=4096 -max_len=65536 ${leaks}
-          -artifact_prefix=${WORK}/ ${WORK}/corpus ${WORK}/seeds-${WHICH}
-  RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "fuzzer failed: rc=${rc}; reproducer in ${WORK}")
-endif()
+rgpu_run_fuzzer(CORPUS ${WORK}/corpus SEEDS ${WORK}/seeds-${WHICH}
+                OPTIONS -timeout=20 -rss_limit_mb=4096 -max_len=65536 ${leaks})
