@@ -1,5 +1,6 @@
 // rgpud: the rgpu server. Executes remote clients' CUDA calls on a device.
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -80,7 +81,8 @@ void usage(FILE* out) {
                "  --poll-us US        how long the transport thread keeps polling after a message\n"
                "                      before it sleeps (default 30): longer saves wakeups, costs CPU\n"
                "  --limit NAME=VALUE  one of the per-client limits (docs/security.md, \"Limits\"):\n"
-               "                      hello-timeout-ms, hello-bytes, unauthenticated, sessions,\n"
+               "                      accepting, accepting-per-address, hello-timeout-ms,\n"
+               "                      hello-bytes, unauthenticated, sessions,\n"
                "                      message-bytes, parked-frames, parked-bytes, handles,\n"
                "                      module-bytes, inflight-bytes, waits\n"
                "  --pool ADDRS        join rgpu-pool (docs/pool.md): register this server's devices\n"
@@ -122,6 +124,8 @@ std::string apply_limit(const std::string& spec, rgpu::server::ServerLimits* lim
   if (name == "hello-timeout-ms") limits->hello_timeout = std::chrono::milliseconds(v);
   else if (name == "hello-bytes") limits->max_hello_bytes = v;
   else if (name == "unauthenticated") limits->max_unauthenticated = v;
+  else if (name == "accepting") limits->max_accepting = v;
+  else if (name == "accepting-per-address") limits->max_accepting_per_source = v;
   else if (name == "sessions") limits->max_sessions = v;
   else if (name == "message-bytes") limits->max_message_bytes = v;
   else if (name == "parked-frames") limits->max_parked_frames = v;
@@ -172,6 +176,34 @@ void configure_cpu_devices(int n) {
   const unsigned hw = std::thread::hardware_concurrency();
   const unsigned share = std::max(1u, (hw ? hw : 1u) / static_cast<unsigned>(n));
   setenv("RGPU_CPU_THREADS", std::to_string(share).c_str(), 1);
+}
+
+// The transport's share of the limits. Every connection costs descriptors
+// (a socket per transport lane, more with shared memory), and UCX does not
+// survive running out of them (its socket connection manager then closes
+// descriptors twice; docs/security.md). So rgpud takes all the descriptors
+// it is allowed, and unless --limit says otherwise bounds the connections
+// that have not said the transport's hello by them. The transport's hello
+// comes right after the connection, so the handshake's time limit bounds it
+// too.
+void apply_transport_limits(const rgpu::server::ServerLimits& limits, rgpu::transport::UcxOptions* ucx) {
+  ucx->hello_timeout = limits.hello_timeout;
+  rlimit fds{};
+  if (getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur < fds.rlim_max) {
+    rlimit raised = fds;
+    raised.rlim_cur = fds.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) fds = raised;
+  }
+  constexpr size_t kReserved = 256;      // sessions' own, the device, logs, metrics
+  constexpr size_t kPerConnection = 8;   // sockets and pipes of one connection, generously
+  const size_t total = fds.rlim_cur == RLIM_INFINITY ? size_t{1} << 20 : static_cast<size_t>(fds.rlim_cur);
+  const size_t by_fds = total > kReserved ? (total - kReserved) / kPerConnection : 1;
+  ucx->max_accepting = limits.max_accepting ? limits.max_accepting : std::clamp<size_t>(by_fds, 8, 256);
+  ucx->max_accepting_per_source = limits.max_accepting_per_source
+                                      ? limits.max_accepting_per_source
+                                      : std::max<size_t>(4, ucx->max_accepting / 4);
+  RGPU_INFO("descriptors limit=%zu pre_hello_connections=%zu per_address=%zu", total, ucx->max_accepting,
+            ucx->max_accepting_per_source);
 }
 
 }  // namespace
@@ -469,6 +501,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rgpud: %s\n", driver.status().message().c_str());
     return 1;
   }
+  apply_transport_limits(options.limits, &ucx_options);
   auto transport = rgpu::transport::make_ucx_transport(ucx_options);
   if (!transport.is_ok()) {
     std::fprintf(stderr, "rgpud: cannot start UCX: %s\n", transport.status().message().c_str());

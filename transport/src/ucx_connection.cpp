@@ -376,7 +376,7 @@ void UcxConnection::close_locked(bool force, Status status) {
   RGPU_DEBUG("transport=ucx event=close peer=%s conn_id=%u force=%d status=%s", peer_.c_str(), local_id_,
              force ? 1 : 0, status.to_string().c_str());
   core_->unregister_connection(local_id_);
-  if (ep != nullptr) core_->accepting().erase(ep);
+  if (ep != nullptr) core_->drop_accepting(ep);
   assembler_.reset();
   listener_.reset();
   {

@@ -80,13 +80,11 @@ ucs_status_t am_hello_cb(void* arg, const void* header, size_t header_length, vo
     RGPU_WARN("transport=ucx event=drop reason=bad_hello header_bytes=%zu", header_length);
     return UCS_OK;
   }
-  auto it = core->accepting().find(param->reply_ep);
-  if (it == core->accepting().end()) {
+  std::shared_ptr<UcxConnection> conn = core->take_accepting(param->reply_ep);
+  if (conn == nullptr) {
     RGPU_DEBUG("transport=ucx event=drop reason=hello_without_request");
     return UCS_OK;
   }
-  std::shared_ptr<UcxConnection> conn = it->second;
-  core->accepting().erase(it);
   conn->on_hello(hello);
   return UCS_OK;
 }
@@ -289,6 +287,8 @@ Result<std::shared_ptr<Core>> Core::create(const UcxOptions& options) {
   core->idle_spin_ = options.idle_spin;
   core->initial_limits_ = options.initial_limits;
   core->hello_timeout_ = options.hello_timeout;
+  core->max_accepting_ = std::max<size_t>(1, options.max_accepting);
+  core->max_accepting_per_source_ = std::max<size_t>(1, options.max_accepting_per_source);
   core->unusable_tls_ = tls_cannot_connect(std::getenv("UCX_TLS"));
 
   int efd = -1;
@@ -618,6 +618,50 @@ uint32_t Core::register_connection(std::shared_ptr<UcxConnection> conn) {
 
 void Core::unregister_connection(uint32_t id) { connections_.erase(id); }
 
+bool Core::admit_request(const std::string& source) {
+  size_t& from_source = pre_hello_by_source_[source];
+  if (pre_hello_ >= max_accepting_ || from_source >= max_accepting_per_source_) {
+    if (from_source == 0) pre_hello_by_source_.erase(source);
+    return false;
+  }
+  ++pre_hello_;
+  ++from_source;
+  return true;
+}
+
+void Core::release_request(const std::string& source) {
+  auto it = pre_hello_by_source_.find(source);
+  if (it == pre_hello_by_source_.end() || pre_hello_ == 0) return;
+  --pre_hello_;
+  if (--it->second == 0) pre_hello_by_source_.erase(it);
+}
+
+void Core::add_accepting(ucp_ep_h ep, std::shared_ptr<UcxConnection> conn, std::string source) {
+  accepting_[ep] = Accepting{std::move(conn), std::move(source)};
+}
+
+std::shared_ptr<UcxConnection> Core::take_accepting(ucp_ep_h ep) {
+  auto it = accepting_.find(ep);
+  if (it == accepting_.end()) return nullptr;
+  std::shared_ptr<UcxConnection> conn = std::move(it->second.conn);
+  release_request(it->second.source);
+  accepting_.erase(it);
+  return conn;
+}
+
+void Core::note_rejected(const std::string& source) {
+  ++rejected_;
+  const auto now = std::chrono::steady_clock::now();
+  if (now < rejected_log_at_) return;
+  rejected_log_at_ = now + std::chrono::seconds(1);
+  RGPU_WARN("transport=ucx event=refuse reason=pre_hello_limit source=%s refused=%llu since_last=%llu "
+            "pre_hello=%zu max=%zu max_per_source=%zu",
+            source.c_str(), static_cast<unsigned long long>(rejected_),
+            static_cast<unsigned long long>(rejected_ - rejected_logged_), pre_hello_, max_accepting_,
+            max_accepting_per_source_);
+  rejected_logged_ = rejected_;
+}
+
 UcxConnection* Core::find_connection(uint32_t id) {
   auto it = connections_.find(id);
   return it == connections_.end() ? nullptr : it->second.get();
@@ -678,6 +722,11 @@ void Core::expect_hello(std::shared_ptr<UcxConnection> conn) {
       Deadline{std::chrono::steady_clock::now() + hello_timeout_, conn, UcxConnection::kConnecting});
 }
 
+void Core::close_refused_later(std::shared_ptr<UcxConnection> conn) {
+  deadlines_.push_back(
+      Deadline{std::chrono::steady_clock::now() + kRefuseDelay, conn, UcxConnection::kConnecting, true});
+}
+
 void Core::expire_deadlines() {
   const auto now = std::chrono::steady_clock::now();
   for (size_t i = 0; i < deadlines_.size();) {
@@ -687,9 +736,12 @@ void Core::expire_deadlines() {
       deadlines_[i] = std::move(deadlines_.back());
       deadlines_.pop_back();
     } else if (now >= deadlines_[i].at) {
+      const bool refused = deadlines_[i].refused;
       deadlines_[i] = std::move(deadlines_.back());
       deadlines_.pop_back();
-      if (state == UcxConnection::kConnecting) {
+      if (refused) {
+        conn->close_locked(true, disconnected("refused: too many connections before their hello"));
+      } else if (state == UcxConnection::kConnecting) {
         RGPU_WARN("transport=ucx event=drop reason=hello_timeout peer=%s conn_id=%u", conn->peer().c_str(),
                   conn->local_id());
         conn->close_locked(true, disconnected("no hello in time"));
@@ -711,6 +763,8 @@ void Core::close_all_locked() {
   for (auto& [id, conn] : connections_) conns.push_back(conn);
   for (auto& conn : conns) conn->close_locked(true, disconnected("transport shut down"));
   accepting_.clear();
+  pre_hello_by_source_.clear();
+  pre_hello_ = 0;
 }
 
 Status resolve(const std::string& host_port, sockaddr_storage* out, socklen_t* len) {
@@ -737,6 +791,19 @@ Status resolve(const std::string& host_port, sockaddr_storage* out, socklen_t* l
   *len = pick->ai_addrlen;
   freeaddrinfo(res);
   return Status::ok();
+}
+
+std::string format_source(const sockaddr* addr) {
+  char buf[INET6_ADDRSTRLEN] = {0};
+  if (addr->sa_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(addr)->sin_addr, buf, sizeof(buf));
+    return buf;
+  }
+  if (addr->sa_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr, buf, sizeof(buf));
+    return buf;
+  }
+  return "unknown";
 }
 
 std::string format_sockaddr(const sockaddr* addr) {

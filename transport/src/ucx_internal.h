@@ -178,10 +178,25 @@ class Core : public std::enable_shared_from_this<Core> {
   void expect_bye_answer(std::shared_ptr<UcxConnection> conn, std::chrono::steady_clock::time_point deadline);
   // Closes an accepted `conn` if its peer has not sent the hello in time.
   void expect_hello(std::shared_ptr<UcxConnection> conn);
+  // Closes a refused `conn` once its connection handshake is surely over
+  // (kRefuseDelay): see refuse_request() in ucx_transport.cpp.
+  void close_refused_later(std::shared_ptr<UcxConnection> conn);
+  static constexpr std::chrono::seconds kRefuseDelay{2};
   // Closes an endpoint; `conn` stays alive until UCX has finished with it.
   void close_ep(ucp_ep_h ep, bool force, std::shared_ptr<UcxConnection> conn);
-  // Server side: connection requests waiting for their hello, by endpoint.
-  std::unordered_map<ucp_ep_h, std::shared_ptr<UcxConnection>>& accepting() { return accepting_; }
+  // Server side, connection requests before their hello (UcxOptions::
+  // max_accepting): admit_request() counts one from `source` (false, and
+  // nothing counted, past a limit); every request admitted ends in exactly
+  // one release_request(), or becomes an accepting endpoint
+  // (add_accepting), whose count take_accepting() (the hello came) or
+  // drop_accepting() (closed first) gives back.
+  bool admit_request(const std::string& source);
+  void release_request(const std::string& source);
+  void add_accepting(ucp_ep_h ep, std::shared_ptr<UcxConnection> conn, std::string source);
+  std::shared_ptr<UcxConnection> take_accepting(ucp_ep_h ep);
+  void drop_accepting(ucp_ep_h ep) { (void)take_accepting(ep); }
+  // Requests refused for the limits so far; logged at most once a second.
+  void note_rejected(const std::string& source);
 
  private:
   Core() = default;
@@ -230,10 +245,24 @@ class Core : public std::enable_shared_from_this<Core> {
     std::chrono::steady_clock::time_point at;
     std::weak_ptr<UcxConnection> conn;
     int state;
+    bool refused = false;  // close_refused_later: no hello was expected
   };
   std::vector<Deadline> deadlines_;
   std::chrono::milliseconds hello_timeout_{10000};
   std::atomic<uint64_t> wake_seq_{0};
+  // Connection requests before their hello (progress thread only).
+  struct Accepting {
+    std::shared_ptr<UcxConnection> conn;
+    std::string source;
+  };
+  std::unordered_map<ucp_ep_h, Accepting> accepting_;
+  std::unordered_map<std::string, size_t> pre_hello_by_source_;
+  size_t pre_hello_ = 0;
+  size_t max_accepting_ = 256;
+  size_t max_accepting_per_source_ = 64;
+  uint64_t rejected_ = 0;
+  uint64_t rejected_logged_ = 0;
+  std::chrono::steady_clock::time_point rejected_log_at_;
 
   std::mutex commands_mu_;
   std::vector<std::function<void()>> commands_;
@@ -251,7 +280,6 @@ class Core : public std::enable_shared_from_this<Core> {
 
   // Progress-thread state.
   std::unordered_map<uint32_t, std::shared_ptr<UcxConnection>> connections_;
-  std::unordered_map<ucp_ep_h, std::shared_ptr<UcxConnection>> accepting_;
   std::vector<std::shared_ptr<ListenerState>> listeners_;
   std::deque<Event> events_;
   uint32_t next_conn_id_ = 1;
@@ -374,5 +402,7 @@ std::string tls_cannot_connect(const char* tls);
 Status resolve(const std::string& host_port, struct sockaddr_storage* out, socklen_t* len);
 // "host:port" of a socket address.
 std::string format_sockaddr(const struct sockaddr* addr);
+// The address alone, without the port: what a peer's connections share.
+std::string format_source(const struct sockaddr* addr);
 
 }  // namespace rgpu::transport::ucx

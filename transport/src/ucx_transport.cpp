@@ -38,39 +38,87 @@ Status run_on_progress(Core& core, std::function<Status()> fn) {
   return sync->result;
 }
 
-// A connection request on a listener: create the endpoint and wait for the
-// client's hello before handing the connection to on_accept.
-void accept_request(Core* core, ListenerState* raw, ucp_conn_request_h request) {
+// A request past the limits: accepted, never handed on, and closed once its
+// connection handshake is over (Core::kRefuseDelay). Neither rejected nor
+// closed at once: UCX 1.13's asynchronous layer can deliver a socket event
+// it missed to whatever endpoint holds that descriptor number by then, and a
+// socket connection manager endpoint freed mid-handshake (as a reject or an
+// early close frees it) has its number reused at once under a flood, so its
+// stale write event reached a fresh endpoint and failed UCX's assertion in
+// uct_tcp_sockcm_ep_progress_send, bringing rgpud down (fixed in later UCX
+// by filtering stale missed events). An endpoint past its handshake is
+// closed as safely as any other.
+void refuse_request(Core* core, ListenerState* raw, ucp_conn_request_h request, const std::string& peer) {
   std::shared_ptr<ListenerState> listener = core->listener_ptr(raw);
-  if (listener == nullptr || listener->listener == nullptr) return;  // destroyed with its listener
-  if (core->stopping()) {
-    ucp_listener_reject(listener->listener, request);
+  if (listener == nullptr || listener->listener == nullptr) return;
+  auto conn = std::make_shared<UcxConnection>(core->shared_from_this(), peer, false, core->initial_limits());
+  core->register_connection(conn);
+  const Status st = conn->create_server_ep(request);
+  if (!st.is_ok()) {
+    core->unregister_connection(conn->local_id());
     return;
   }
-  std::string peer = "unknown";
-  ucp_conn_request_attr_t attr{};
-  attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
-  if (ucp_conn_request_query(request, &attr) == UCS_OK) {
-    peer = format_sockaddr(reinterpret_cast<const sockaddr*>(&attr.client_address));
+  core->close_refused_later(std::move(conn));
+}
+
+// A connection request on a listener, admitted (Core::admit_request):
+// create the endpoint and wait for the client's hello before handing the
+// connection to on_accept. Every path gives the admission back, or hands it
+// to the accepting endpoint.
+void accept_request(Core* core, ListenerState* raw, ucp_conn_request_h request, const std::string& source,
+                    const std::string& peer) {
+  std::shared_ptr<ListenerState> listener = core->listener_ptr(raw);
+  if (listener == nullptr || listener->listener == nullptr) {
+    // Destroyed with its listener, which UCX closed with its requests.
+    core->release_request(source);
+    return;
+  }
+  if (core->stopping()) {
+    core->release_request(source);
+    refuse_request(core, raw, request, peer);
+    return;
   }
   auto conn = std::make_shared<UcxConnection>(core->shared_from_this(), peer, false, core->initial_limits());
   conn->set_listener(listener);
   core->register_connection(conn);
   const Status st = conn->create_server_ep(request);
   if (!st.is_ok()) {
+    // No reject here: a failed ucp_ep_create on a request has rejected and
+    // freed it already (UCX 1.13, wireup_cm.c); a second reject would free
+    // it twice.
     RGPU_WARN("transport=ucx event=accept_failed peer=%s error=\"%s\"", peer.c_str(), st.message().c_str());
     core->unregister_connection(conn->local_id());
+    core->release_request(source);
     return;
   }
-  core->accepting()[conn->ep()] = conn;
+  core->add_accepting(conn->ep(), conn, source);
   core->expect_hello(conn);
   RGPU_DEBUG("transport=ucx event=conn_request peer=%s conn_id=%u", peer.c_str(), conn->local_id());
 }
 
+// UCX's connection handler, on the progress thread: a request past the
+// limits of connections before their hello is refused without waiting for
+// its hello; an admitted one is accepted. Both outside UCX's callback.
 void conn_request_cb(ucp_conn_request_h request, void* arg) {
   auto* listener = static_cast<ListenerState*>(arg);
   Core* core = listener->core;
-  core->defer([core, listener, request] { accept_request(core, listener, request); });
+  std::string source = "unknown";
+  std::string peer = "unknown";
+  ucp_conn_request_attr_t attr{};
+  attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
+  if (ucp_conn_request_query(request, &attr) == UCS_OK) {
+    source = format_source(reinterpret_cast<const sockaddr*>(&attr.client_address));
+    peer = format_sockaddr(reinterpret_cast<const sockaddr*>(&attr.client_address));
+  }
+  if (core->stopping() || !core->admit_request(source)) {
+    if (!core->stopping()) core->note_rejected(source);
+    core->defer(
+        [core, listener, request, peer = std::move(peer)] { refuse_request(core, listener, request, peer); });
+    return;
+  }
+  core->defer([core, listener, request, source = std::move(source), peer = std::move(peer)] {
+    accept_request(core, listener, request, source, peer);
+  });
 }
 
 // Stops accepting when destroyed. Thread-safe.

@@ -28,6 +28,11 @@ struct ServerLimits {
   size_t max_hello_bytes = 16 * 1024;
   size_t max_unauthenticated = 64;
   size_t max_sessions = 1024;
+  // Before that, at the transport: connections that have not sent its
+  // hello, in all and from one address (transport::UcxOptions::
+  // max_accepting); 0 here: rgpud sizes them by its descriptor limit.
+  size_t max_accepting = 0;
+  size_t max_accepting_per_source = 0;
   // After: the size of one message header (bulk bytes travel beside it), and
   // the frames and bytes the transport may hold out of order for a session.
   size_t max_message_bytes = size_t{64} << 20;
@@ -35,8 +40,8 @@ struct ServerLimits {
   uint64_t max_parked_bytes = uint64_t{256} << 20;
   // Per session: handles of every kind (contexts, streams, events, modules,
   // functions), the bytes of one module image, and the host bytes the server
-  // holds for the session's copies in flight (past them an async copy fails
-  // with CUDA_ERROR_OUT_OF_MEMORY).
+  // holds for the session's copies in flight (past them a copy waits for
+  // room; one larger fails with CUDA_ERROR_OUT_OF_MEMORY).
   size_t max_handles = 65536;
   uint64_t max_module_bytes = uint64_t{512} << 20;
   uint64_t max_inflight_bytes = uint64_t{1} << 30;

@@ -156,6 +156,14 @@ struct UcxOptions {
   // Receive limits of every connection from its creation, accepted and
   // connected alike; Connection::set_receive_limits changes them later.
   ReceiveLimits initial_limits;
+  // Connections that have not sent the transport hello yet, counted from
+  // the moment UCX hands over their connection request: at most
+  // `max_accepting` in all and `max_accepting_per_source` from one address.
+  // A request past either is refused at once (its endpoint made and closed
+  // in one step, never left waiting for a hello), so a flood of endpoints
+  // that never say hello cannot exhaust the server's descriptors.
+  size_t max_accepting = 256;
+  size_t max_accepting_per_source = 64;
 };
 Result<std::unique_ptr<Transport>> make_ucx_transport(const UcxOptions& options = {});
 
