@@ -170,3 +170,16 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attri
 }
 
 }  // extern "C"
+
+extern "C" __attribute__((visibility("default"))) CUresult rgpuModuleGetMemoryBytes(CUmodule hmod,
+                                                                                   unsigned long long* bytes) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+    auto m = d->module(reinterpret_cast<uint64_t>(hmod));
+    if (!m) return CUDA_ERROR_INVALID_HANDLE;
+    *bytes = m->memory_bytes();
+    return CUDA_SUCCESS;
+  });
+}

@@ -90,6 +90,7 @@ CUresult Module::load(const void* image, uint64_t handle, uint64_t context, int 
     auto addr = memory->allocate(v.size, handle, group);  // page aligned: any .align fits
     if (!addr) return CUDA_ERROR_OUT_OF_MEMORY;     // ~Module frees what was placed
     m->addresses_[i] = *addr;
+    m->memory_bytes_ += v.size;
     size_t n = std::min<size_t>(v.init.size(), v.size);
     if (n) std::memcpy(reinterpret_cast<void*>(*addr), v.init.data(), n);
     if (v.space == ptx::Space::kConst) m->const_bytes_ += v.size;

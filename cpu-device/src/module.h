@@ -43,6 +43,8 @@ class Module {
   const std::vector<uint64_t>& addresses() const { return addresses_; }
   // Total bytes of .const variables.
   uint64_t const_bytes() const { return const_bytes_; }
+  // Device memory its variables hold (their declared sizes).
+  uint64_t memory_bytes() const { return memory_bytes_; }
 
  private:
   Module(uint64_t handle, uint64_t context, int device, DeviceMemory* memory)
@@ -55,6 +57,7 @@ class Module {
   std::shared_ptr<const ptx::Program> program_;  // shared with the cache and other modules
   std::vector<uint64_t> addresses_;
   uint64_t const_bytes_ = 0;
+  uint64_t memory_bytes_ = 0;
 };
 
 // A kernel handle. Valid while its module is loaded.

@@ -35,6 +35,14 @@ bool Ledger::charge_module(uint64_t ctx, uint64_t module, uint64_t bytes) {
   return true;
 }
 
+bool Ledger::grow_module(uint64_t module, uint64_t bytes) {
+  auto it = images_.find(module);
+  if (it == images_.end() || !fits(it->second.ctx, bytes)) return false;
+  it->second.bytes += bytes;
+  count(it->second.ctx, bytes, true);
+  return true;
+}
+
 bool Ledger::add(uint64_t ctx, uint64_t base, uint64_t size, uint64_t module) {
   if (size == 0 || base + size < base) return false;
   auto next = ranges_.lower_bound(base);

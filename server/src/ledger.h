@@ -18,8 +18,9 @@ namespace rgpu::server {
 // contexts of a process, so one ordered map finds the range holding a pointer.
 // Module images count against the quota too (charge_module).
 // The quota is per device (the session's own ordinals, so per slice):
-// allocations of all the session's contexts on one device count together; module globals never count (the module's image
-// holds them, see docs/security.md).
+// allocations of all the session's contexts on one device count together;
+// a module counts its image and the memory its globals took at load
+// (grow_module), not each global a client asks for.
 // Thread-safety: none, but held_on(); the session uses it only under its execution lock.
 class Ledger {
  public:
@@ -46,6 +47,10 @@ class Ledger {
   // the quota of its device until drop_module(): false (nothing counted)
   // when it does not fit or the module is counted already.
   bool charge_module(uint64_t ctx, uint64_t module, uint64_t bytes);
+  // Adds `bytes` (the device memory its globals took at load) to a module
+  // already charged: false (nothing added) when they do not fit or the
+  // module is not charged.
+  bool grow_module(uint64_t module, uint64_t bytes);
   // Records an allocation of `ctx` (or a global of `module` in `ctx`). False
   // when it is empty or overlaps a range already recorded (a global asked for
   // twice, for one).

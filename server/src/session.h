@@ -281,6 +281,10 @@ class Session : public CallEnv {
   // server's device; on a slice with a share below 1, limited to that share
   // where the driver can, see docs/sharing.md).
   CUresult create_context(uint64_t handle, int device, unsigned flags);
+  // Whether `size` more bytes fit the quota of `ctx`'s device, counting the
+  // virtual-memory chunks created there and not mapped yet (which no ledger
+  // range counts) as held.
+  bool fits(uint64_t ctx, uint64_t size) const;
   // Notes the reason of a refusal for the quota: `asked` bytes past it.
   void note_quota(uint64_t ctx, uint64_t asked) const;
   // With a memory quota on the device of `ctx`, rewrites a successful

@@ -255,11 +255,18 @@ void Session::execute_call(wire::Call::Reader call, transport::Message& message,
   }
 }
 
+bool Session::fits(uint64_t ctx, uint64_t size) const {
+  const uint64_t unmapped = graphs_.uncounted_bytes(ctx);
+  return size <= UINT64_MAX - unmapped && ledger_.fits(ctx, size + unmapped);
+}
+
 void Session::note_quota(uint64_t ctx, uint64_t asked) const {
   const uint32_t device = ledger_.device_of(ctx);
   note_reason(CUDA_ERROR_OUT_OF_MEMORY, std::to_string(asked) + " bytes asked, past the session's memory quota on device " +
                                             std::to_string(device) + ": " + std::to_string(ledger_.quota(device)) +
-                                            " bytes, " + std::to_string(ledger_.bytes_held_by(ctx)) + " held");
+                                            " bytes, " +
+                                            std::to_string(ledger_.bytes_held_by(ctx) + graphs_.uncounted_bytes(ctx)) +
+                                            " held");
 }
 
 void Session::answer_for_quota(uint64_t ctx, InvokeOutcome* outcome) const {
@@ -483,7 +490,7 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
         out.result = CUDA_ERROR_INVALID_VALUE;
         break;
       }
-      if (!ledger_.fits(ctx, size)) {
+      if (!fits(ctx, size)) {
         out.result = CUDA_ERROR_OUT_OF_MEMORY;
         out.message = "past the session's memory quota";
         note_quota(ctx, size);
@@ -711,7 +718,7 @@ Session::Outcome Session::load_module(wire::Call::Reader call, transport::Messag
   }
   // The image is device memory the session holds as long as the module is loaded.
   const uint64_t handle = in.getHandle();
-  if (!ledger_.charge_module(call.getCtx(), handle, image->size() - 1)) {
+  if (!fits(call.getCtx(), image->size() - 1) || !ledger_.charge_module(call.getCtx(), handle, image->size() - 1)) {
     out.result = CUDA_ERROR_OUT_OF_MEMORY;
     out.message = "module image past the session's memory quota";
     note_quota(call.getCtx(), image->size() - 1);
@@ -721,6 +728,23 @@ Session::Outcome Session::load_module(wire::Call::Reader call, transport::Messag
   out.result = cu_.cuModuleLoadData(&module, image->data());
   if (out.result != CUDA_SUCCESS) {
     ledger_.drop_module(handle);
+    return out;
+  }
+  // Its globals took device memory as it loaded: that counts too, and a
+  // module whose globals pass the quota is unloaded again and refused.
+  unsigned long long globals = 0;
+  if (cu_.rgpuModuleGetMemoryBytes && cu_.rgpuModuleGetMemoryBytes(module, &globals) == CUDA_SUCCESS &&
+      globals > 0 && (!fits(call.getCtx(), globals) || !ledger_.grow_module(handle, globals))) {
+    cu_.cuModuleUnload(module);
+    ledger_.drop_module(handle);
+    out.result = CUDA_ERROR_OUT_OF_MEMORY;
+    out.message = "module globals past the session's memory quota";
+    note_reason(CUDA_ERROR_OUT_OF_MEMORY,
+                "the module's global variables take " + std::to_string(globals) +
+                    " bytes of device memory, past the session's memory quota on device " +
+                    std::to_string(ledger_.device_of(call.getCtx())) + ": " +
+                    std::to_string(ledger_.quota(ledger_.device_of(call.getCtx()))) + " bytes, " +
+                    std::to_string(ledger_.bytes_held_by(call.getCtx())) + " held");
     return out;
   }
   // Unloading goes through the table: its functions first, then its globals

@@ -38,6 +38,12 @@ CUresult rgpuCtxSetErrorReasonCallback(CUcontext ctx,
 // reason. CUDA_ERROR_INVALID_VALUE for a null pointer or size 0.
 CUresult rgpuTakeErrorReason(CUresult code, char* text, size_t size, size_t* length);
 
+// The device memory the variables of module `hmod` (its .global and .const
+// arrays, by their declared sizes) hold, in *bytes, so that a server can
+// count them against a quota. CUDA_ERROR_INVALID_HANDLE for an unknown
+// module, CUDA_ERROR_INVALID_VALUE for a null pointer. Thread-safe.
+CUresult rgpuModuleGetMemoryBytes(CUmodule hmod, unsigned long long* bytes);
+
 // Puts `ctx` in isolation group `group`. Contexts never given one are in
 // group 0. A kernel of a context in group G loads, stores and atomically
 // accesses only allocations made by contexts of group G and the globals of
