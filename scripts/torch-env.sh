@@ -31,7 +31,7 @@ mirror="${RGPU_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 suite=trixie
 # Bumped when the recipe below changes, so that older roots are not reused.
 recipe=1
-packages=(python3-torch-cuda python3-pytest python3-pynvml libnvrtc12)
+packages=(python3-torch-cuda python3-torchvision python3-pytest python3-pynvml libnvrtc12)
 multiarch=/usr/lib/x86_64-linux-gnu
 
 # NVIDIA's packages that rgpu-client-libs stands in for, with the versions
