@@ -449,16 +449,15 @@ cmd_run() {
   # Debian's PyTorch opens libtorch_cuda_linalg.so (torch.linalg on CUDA) by
   # that unversioned name, which only torch/lib holds and no RUNPATH names:
   # the library path gets it, after what rgpu run puts there.
+  # rgpu run names rgpud's log when the command fails.
+  if [ -n "${started_server:-}" ] && [ "$server" = "$started_server" ]; then
+    export RGPU_SERVER_LOG="$build/torch-env/rgpud.log"
+  fi
   run_forwarding "${in_root_cmd[@]}" "$root_dir" "$cwd" "${binds[@]}" -- rgpu run "${target[@]}" -- \
     sh -c 'LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/lib/python3/dist-packages/torch/lib" exec "$@"' sh \
     "${rest[@]}" || rc=$?
   stop_rgpud
   rm -rf "$TORCH_ENV_RUN_DIR"
-  # rgpud's log, when this script started it: the reasons the client
-  # printed are its summary, the log has the rest.
-  if ((rc != 0)) && [ -z "$pool" ] && [ "$server" = "${started_server:-}" ]; then
-    echo "torch-env: the command failed (status $rc); rgpud's log: $build/torch-env/rgpud.log" >&2
-  fi
   return "$rc"
 }
 

@@ -67,7 +67,8 @@ void usage(FILE* out) {
                "         their rates (rgpu top --help; docs/metrics.md).\n"
                "\n"
                "environment: RGPU_SERVER, RGPU_POOL, RGPU_POOL_TIMEOUT, RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE, RGPU_TENANT,\n"
-               "             RGPU_LOG_LEVEL, RGPU_MODULE_CACHE, RGPU_STATS, UCX_TLS (transport choice)\n");
+               "             RGPU_LOG_LEVEL, RGPU_ERRORS, RGPU_SERVER_LOG (where a given server's log is, for the\n"
+               "             message when COMMAND fails), RGPU_MODULE_CACHE, RGPU_STATS, UCX_TLS (transport choice)\n");
 }
 
 fs::path self_dir() {
@@ -209,7 +210,10 @@ bool start_embedded_server(const std::string& device, const std::string& module_
 void say_where_the_log_is(const char* command, int status, bool embedded, const std::string& log,
                           const std::string& servers) {
   std::string where;
-  if (!embedded) {
+  const char* told = std::getenv("RGPU_SERVER_LOG");  // set by whoever started that rgpud
+  if (!embedded && told != nullptr && *told != '\0') {
+    where = std::string("rgpud's log is in ") + told;
+  } else if (!embedded) {
     where = "the server's log is on its host (" + servers + ")";
   } else if (!log.empty()) {
     where = "the embedded rgpud's log is in " + log;

@@ -125,6 +125,10 @@ def main():
                            capture_output=True, text=True, timeout=120)
         check(p.returncode == 3 and f"the server's log is on its host ({server})" in p.stderr,
               "rgpu run --server: where the log is", p.stderr)
+        p = subprocess.run([rgpu, "run", "--server", server, "--", args.client, "exit-failing"],
+                           env=dict(env, RGPU_SERVER_LOG=log_path), capture_output=True, text=True, timeout=120)
+        check(p.returncode == 3 and f"rgpud's log is in {log_path}" in p.stderr,
+              "rgpu run --server with RGPU_SERVER_LOG: that file", p.stderr)
         embedded_log = os.path.join(work, "embedded.log")
         p = subprocess.run([rgpu, "run", "--device", "cpu", "--server-log", embedded_log, "--", args.client,
                             "refused"], env=env, capture_output=True, text=True, timeout=120)
