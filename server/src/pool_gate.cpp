@@ -1,6 +1,7 @@
 // Lease verification at hello, in pool mode.
 #include "pool_gate.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace rgpu::server {
@@ -25,6 +26,9 @@ Result<LeaseGrant> PoolLeaseGate::check(std::string_view token) {
   options.replay = &replay_;
   auto lease = pool::verify_lease(token, key_, options);
   if (!lease.is_ok()) return lease.status();
+  if (revoked_.count(lease.value().id) != 0) {
+    return failed("lease " + std::to_string(lease.value().id) + " was ended by the pool; it admits no session");
+  }
   LeaseGrant grant;
   grant.id = lease.value().id;
   for (const pool::PlacedDevice& p : lease.value().placement) {
@@ -36,6 +40,20 @@ Result<LeaseGrant> PoolLeaseGate::check(std::string_view token) {
                             server_id_ + ")");
   }
   return grant;
+}
+
+void PoolLeaseGate::revoke(uint64_t lease) {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = revoked_.begin(); it != revoked_.end();) {
+    it = now - it->second > std::chrono::hours(24) ? revoked_.erase(it) : std::next(it);
+  }
+  if (revoked_.size() >= kMaxRevoked && revoked_.count(lease) == 0) {
+    auto oldest = std::min_element(revoked_.begin(), revoked_.end(),
+                                   [](const auto& a, const auto& b) { return a.second < b.second; });
+    revoked_.erase(oldest);
+  }
+  revoked_[lease] = now;
 }
 
 }  // namespace rgpu::server

@@ -2,6 +2,8 @@
 // the shared key, this server's id and the wall clock.
 #pragma once
 
+#include <chrono>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -20,12 +22,19 @@ class PoolLeaseGate final : public LeaseGate {
   void set_server_id(std::string id);
   std::string server_id() const;
   Result<LeaseGrant> check(std::string_view token) override;
+  // The pool ended `lease` (released, preempted, expired): from now on it
+  // admits no session here, whatever its expiry says. Remembered for a day
+  // (a lease's term is far shorter), at most kMaxRevoked at once (the
+  // oldest forgotten first).
+  void revoke(uint64_t lease);
+  static constexpr size_t kMaxRevoked = 65536;
 
  private:
   const std::string key_;
   mutable std::mutex mu_;
   std::string server_id_;
   pool::ReplayCache replay_;
+  std::map<uint64_t, std::chrono::steady_clock::time_point> revoked_;
 };
 
 }  // namespace rgpu::server

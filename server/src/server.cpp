@@ -211,6 +211,9 @@ class ServerImpl final : public Server {
   }
 
   void end_lease(uint64_t lease, const std::string& why) override {
+    // Refused from now on, before its sessions go: one presented meanwhile
+    // must not slip in behind them.
+    if (gate_) gate_->revoke(lease);
     std::vector<std::shared_ptr<Peer>> ending;
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -411,6 +411,9 @@ class ServiceImpl final : public Service {
   }
 
   void release_lease(LeaseId lease) {
+    // Its servers refuse it from now on and end what still holds it, so a
+    // copy of the token admits nothing after its holder let it go.
+    if (auto held = core_->lease(lease)) tell_servers_lease_ended(*held, "released");
     ended_on_.erase(lease);
     if (auto o = lease_owner_.find(lease); o != lease_owner_.end()) {
       if (Conn* holder = conn(o->second)) holder->leases.erase(lease);
@@ -574,23 +577,29 @@ class ServiceImpl final : public Service {
     send(id, b);
   }
 
+  // Tells each server of `lease` that is connected to end the lease's
+  // sessions and refuse it from now on.
+  void tell_servers_lease_ended(const Lease& lease, const char* reason) {
+    std::set<std::string> told;
+    for (const auto& p : lease.placement) {
+      if (!told.insert(p.server_id).second) continue;
+      auto s = server_conn_.find(p.server_id);
+      if (s == server_conn_.end()) continue;
+      capnp::MallocMessageBuilder b;
+      auto end = b.initRoot<PoolMessage>().initEndSession();
+      end.setLeaseId(lease.id);
+      end.setReason(reason);
+      send(s->second, b);
+    }
+  }
+
   void on_ended(const EndedLease& e) {
     const LeaseId lease = e.lease.id;
     const char* reason = end_reason_name(e.reason);
     RGPU_INFO("lease ended lease=%llu reason=%s", static_cast<unsigned long long>(lease), reason);
     // Every server of the lease that is still here ends its sessions: the
     // lease is gone whole, even where its slices were fine.
-    std::set<std::string> told;
-    for (const auto& p : e.lease.placement) {
-      if (!told.insert(p.server_id).second) continue;
-      auto s = server_conn_.find(p.server_id);
-      if (s == server_conn_.end()) continue;
-      capnp::MallocMessageBuilder b;
-      auto end = b.initRoot<PoolMessage>().initEndSession();
-      end.setLeaseId(lease);
-      end.setReason(reason);
-      send(s->second, b);
-    }
+    tell_servers_lease_ended(e.lease, reason);
     if (auto o = lease_owner_.find(lease); o != lease_owner_.end()) {
       const uint64_t id = o->second;
       lease_owner_.erase(o);

@@ -357,6 +357,35 @@ TEST_F(PoolE2E, RgpudRefusesForgedExpiredReplayedAndMissingLeases) {
   EXPECT_EQ(ok.finish(30s), 0) << ok.text;
 }
 
+TEST_F(PoolE2E, AReleasedLeaseEndsItsSessionAndAdmitsNoOther) {
+  const std::string server = start_rgpud("cpu-a", 1, "1G");
+  auto direct = [&](const std::string& lease) -> Child& {
+    clients_.push_back(Child::spawn({kBin + "/pool_client"},
+                                    {"RGPU_SERVER=" + server, "UCX_TLS=tcp", kLibraryPath, "RGPU_LEASE=" + lease}));
+    return *clients_.back();
+  };
+  auto o = request(KindWanted::kCpu);
+  o.request.memory_bytes = 300ull << 20;
+  auto used = client::acquire(o);
+  ASSERT_TRUE(used.is_ok()) << used.status().to_string();
+  Child& holder = direct(used.value().token);
+  ASSERT_TRUE(holder.wait_for("ready count=1", 60s)) << holder.text;
+  // A second lease whose token is never presented while it is held.
+  auto spare = client::acquire(o);
+  ASSERT_TRUE(spare.is_ok()) << spare.status().to_string();
+  const std::string copy = spare.value().token;
+  // Released in this order, the pool tells rgpud in this order: once the
+  // holder's session is ended, rgpud knows the spare is gone too.
+  client::release(spare.value());
+  client::release(used.value());
+  EXPECT_TRUE(holder.wait_for("(released)", 20s)) << holder.text;
+  // A copy of the released lease, though unexpired and never presented,
+  // admits nothing.
+  Child& late = direct(copy);
+  EXPECT_NE(late.finish(30s), 0) << late.text;
+  EXPECT_NE(late.text.find("ended by the pool"), std::string::npos) << late.text;
+}
+
 TEST_F(PoolE2E, SampleProgramRunsUnchangedThroughRgpuPool) {
   start_rgpud("cpu-a", 1);
   Child& direct_env = client({}, kBin + "/rgpu-demo");
