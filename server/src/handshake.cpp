@@ -197,6 +197,12 @@ Handshake::Step Handshake::admit() {
     }
     auto lease = offer_.lease_gate->check(client_.terms.requested.lease);
     if (!lease.is_ok()) return refuse("lease refused: " + lease.status().message());
+    // Bound to its tenant: a copy in another tenant's hands (whose key the
+    // handshake proved, where rgpud has keys) admits nothing.
+    if (!lease.value().tenant.empty() && lease.value().tenant != client_.tenant) {
+      return refuse("lease refused: lease " + std::to_string(lease.value().id) + " was granted to tenant " +
+                    lease.value().tenant + ", not to " + client_.tenant);
+    }
     client_.terms.lease = std::move(lease.value());
   } else {
     auto granted = grant(client_.terms.requested, offer_);

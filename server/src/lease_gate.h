@@ -25,6 +25,7 @@ struct LeasedSlice {
 
 struct LeaseGrant {
   uint64_t id = 0;
+  std::string tenant;  // whom the pool granted it to; only that tenant's session may present it
   std::vector<LeasedSlice> slices;
 };
 

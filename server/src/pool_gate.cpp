@@ -31,6 +31,7 @@ Result<LeaseGrant> PoolLeaseGate::check(std::string_view token) {
   }
   LeaseGrant grant;
   grant.id = lease.value().id;
+  grant.tenant = lease.value().tenant;
   for (const pool::PlacedDevice& p : lease.value().placement) {
     if (p.server_id != server_id_) continue;
     grant.slices.push_back(LeasedSlice{p.device, p.slice, p.memory_bytes, static_cast<float>(p.share)});

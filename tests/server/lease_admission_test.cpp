@@ -11,13 +11,14 @@ namespace {
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
-// Accepts the token "good" (device 1, slice 0, 64 MiB, share 0.5).
+// Accepts the token "good" (device 1, slice 0, 64 MiB, share 0.5) granted
+// to tenant "default", and "mallorys", the same granted to "mallory".
 class FakeGate final : public LeaseGate {
  public:
   Result<LeaseGrant> check(std::string_view token) override {
     ++calls;
-    if (token != "good") return invalid_argument("lease token: signature does not match");
-    return LeaseGrant{7, {LeasedSlice{1, 0, 64 * kMiB, 0.5f}}};
+    if (token != "good" && token != "mallorys") return invalid_argument("lease token: signature does not match");
+    return LeaseGrant{7, token == "good" ? "default" : "mallory", {LeasedSlice{1, 0, 64 * kMiB, 0.5f}}};
   }
   int calls = 0;
 };
@@ -58,7 +59,14 @@ TEST(LeaseAdmission, HandshakeAdmitsOnlyAVerifiedLease) {
     EXPECT_EQ(step.kind, Handshake::Step::Kind::kRefuse);
     EXPECT_NE(step.reason.find("needs a lease"), std::string::npos) << step.reason;
   }
-  EXPECT_EQ(gate.calls, 2);
+  {
+    // Another tenant's lease, presented by tenant "default".
+    Handshake h(keys, 1 << 16, offer);
+    auto step = h.on_message(hello("mallorys"), false);
+    EXPECT_EQ(step.kind, Handshake::Step::Kind::kRefuse);
+    EXPECT_NE(step.reason.find("was granted to tenant mallory, not to default"), std::string::npos) << step.reason;
+  }
+  EXPECT_EQ(gate.calls, 3);
 }
 
 TEST(LeaseAdmission, SliceTableGivesExactlyTheLeasedSlices) {

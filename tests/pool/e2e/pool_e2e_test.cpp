@@ -351,6 +351,14 @@ TEST_F(PoolE2E, RgpudRefusesForgedExpiredReplayedAndMissingLeases) {
   Child& elsewhere = direct(token(1003, now, now + 60'000, kKey, "cpu-b"));
   EXPECT_NE(elsewhere.finish(30s), 0);
   EXPECT_NE(elsewhere.text.find("no device on this server"), std::string::npos) << elsewhere.text;
+  Child& foreign = [&]() -> Child& {
+    clients_.push_back(Child::spawn({kBin + "/pool_client"},
+                                    {"RGPU_SERVER=" + server, "UCX_TLS=tcp", kLibraryPath, "RGPU_TENANT=mallory",
+                                     "RGPU_LEASE=" + token(1004, now, now + 60'000)}));
+    return *clients_.back();
+  }();
+  EXPECT_NE(foreign.finish(30s), 0);
+  EXPECT_NE(foreign.text.find("was granted to tenant default, not to mallory"), std::string::npos) << foreign.text;
   Child& none = direct("");
   EXPECT_NE(none.finish(30s), 0);
   EXPECT_NE(none.text.find("needs a lease"), std::string::npos) << none.text;
