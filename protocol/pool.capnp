@@ -93,6 +93,12 @@ struct Register {
   address @1 :Text;             # host:port clients connect to
   devices @2 :List(Device);
   bootId @3 :UInt64;            # random per rgpud start: same id, same boot is a reconnect
+  # The server's proof that it holds the key the pool signs leases with:
+  # HMAC-SHA256 under it of the fields above and timeMs, the server's wall
+  # clock when it sent this (docs/pool.md, "Servers prove the key"). The
+  # pool refuses a registration without a valid, fresh proof.
+  timeMs @4 :Int64;
+  proof @5 :Data;
 }
 
 struct DeviceUse {

@@ -226,4 +226,42 @@ Result<Lease> verify_lease(std::string_view token, std::string_view key, const V
   return lease;
 }
 
+namespace {
+
+std::string register_text(std::string_view id, std::string_view address, uint64_t boot_id, Millis time_ms) {
+  std::string text = "rgpu-register-v1\nid=";
+  text += id;
+  text += "\naddress=";
+  text += address;
+  text += "\nboot=" + std::to_string(boot_id) + "\ntime=" + std::to_string(time_ms) + "\n";
+  return text;
+}
+
+}  // namespace
+
+std::string register_proof(std::string_view key, std::string_view id, std::string_view address, uint64_t boot_id,
+                           Millis time_ms) {
+  const std::string mac = mac_of(key, register_text(id, address, boot_id, time_ms));
+  return hex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
+}
+
+Status verify_register_proof(std::string_view key, std::string_view proof, std::string_view id,
+                             std::string_view address, uint64_t boot_id, Millis time_ms, Millis now,
+                             Millis skew_ms) {
+  if (key.empty()) return invalid_argument("registration: the pool has no key");
+  std::vector<unsigned char> given;
+  if (proof.size() != 2 * kMacBytes || !unhex(proof, &given)) {
+    return invalid_argument("registration: no proof of the pool's key");
+  }
+  const std::string want = mac_of(key, register_text(id, address, boot_id, time_ms));
+  if (given.size() != want.size() || CRYPTO_memcmp(given.data(), want.data(), want.size()) != 0) {
+    return invalid_argument("registration: the proof does not match (not the pool's key)");
+  }
+  if (time_ms < now - skew_ms || time_ms > now + skew_ms) {
+    return failed("registration: its time is " + std::to_string((time_ms - now) / 1000) +
+                  " s from the pool's clock (replayed, or clocks apart)");
+  }
+  return Status::ok();
+}
+
 }  // namespace rgpu::pool

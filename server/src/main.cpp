@@ -532,6 +532,7 @@ int main(int argc, char** argv) {
     rgpu::server::Server* srv = server.value().get();
     rgpu::pool::AgentOptions agent_options;
     agent_options.pool = pool_addresses;
+    agent_options.key = options.pool_key;
     agent_options.server.id = srv->pool_id();
     agent_options.server.address = advertise.empty() ? srv->address() : advertise;
     for (const auto& d : srv->pool_devices()) {

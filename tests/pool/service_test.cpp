@@ -19,6 +19,25 @@ namespace {
 using namespace std::chrono_literals;
 using poolwire::PoolMessage;
 
+Millis wall_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A registration of server `id` (one CPU device of 1 GiB) at `address`,
+// signed with `key` at `time` (nothing signed for an empty key).
+void registration(capnp::MallocMessageBuilder& b, const std::string& id, const std::string& address,
+                  const std::string& key, Millis time, uint64_t boot = 1) {
+  ServerInfo info;
+  info.id = id;
+  info.address = address;
+  info.devices.push_back(Device{0, "cpu", 0, 1ull << 30, {}});
+  auto r = b.initRoot<PoolMessage>().initRegister();
+  wire::write(r, info);
+  r.setBootId(boot);
+  if (!key.empty()) wire::sign(r, key, time);
+}
+
 class ServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -144,7 +163,9 @@ TEST_F(ServiceTest, PlacesQueuesAndReleasesOnClose) {
     info.id = "s1";
     info.address = "127.0.0.1:1";
     info.devices.push_back(Device{0, "cpu", 0, 1ull << 30, {}});
-    wire::write(b.initRoot<PoolMessage>().initRegister(), info);
+    auto r = b.initRoot<PoolMessage>().initRegister();
+    wire::write(r, info);
+    wire::sign(r, "k", wall_now());
     ASSERT_TRUE(server->send(b).is_ok());
     auto m = server->receive(2s);
     ASSERT_TRUE(m.is_ok() && m.value());
@@ -170,6 +191,47 @@ TEST_F(ServiceTest, PlacesQueuesAndReleasesOnClose) {
   EXPECT_GE(queued, 1);
 }
 
+// Only a holder of the pool's key registers a server: an impostor with the
+// real server's id (no proof, the wrong key, a stale or replayed proof) is
+// refused, and the real server keeps its address and its lease.
+TEST_F(ServiceTest, AnImpostorCannotRegisterARealServersId) {
+  auto real = connect();
+  capnp::MallocMessageBuilder first;
+  const Millis t0 = wall_now();
+  registration(first, "s1", "127.0.0.1:1", "k", t0);
+  ASSERT_TRUE(real->send(first).is_ok());
+  auto m = real->receive(2s);
+  ASSERT_TRUE(m.is_ok() && m.value());
+  ASSERT_EQ(m.value()->root().which(), PoolMessage::REGISTERED);
+  client::AcquireOptions o;
+  o.pool = {service_->address()};
+  o.request.kind = KindWanted::kCpu;
+  auto held = client::acquire(o);
+  ASSERT_TRUE(held.is_ok()) << held.status().to_string();
+
+  struct Attempt {
+    std::string key;
+    Millis time;
+    std::string expect;
+  };
+  for (const Attempt& a : {Attempt{"", t0 + 1, "no proof"}, Attempt{"not-the-key", t0 + 1, "does not match"},
+                           Attempt{"k", t0 - 120'000, "from the pool's clock"}, Attempt{"k", t0, "replayed"}}) {
+    auto impostor = connect();
+    capnp::MallocMessageBuilder b;
+    registration(b, "s1", "127.0.0.1:666", a.key, a.time);
+    ASSERT_TRUE(impostor->send(b).is_ok());
+    EXPECT_NE(refusal(*impostor).find(a.expect), std::string::npos) << a.expect;
+  }
+  // The real server is still the one placed at its own address, its lease held.
+  auto s = client::query_status({service_->address()}, 2s);
+  ASSERT_TRUE(s.is_ok());
+  auto servers = s.value().root().getStatus().getServers();
+  ASSERT_EQ(servers.size(), 1u);
+  EXPECT_EQ(std::string(servers[0].getAddress().cStr()), "127.0.0.1:1");
+  EXPECT_EQ(s.value().root().getStatus().getLeases().size(), 1u);
+  EXPECT_FALSE(client::ended(held.value()).has_value());
+}
+
 // A service keeping its history in memory answers the history query with
 // the lines of what it did, and refuses a window below zero.
 TEST(ServiceHistoryTest, AnswersWithTheLinesOfItsGrants) {
@@ -188,7 +250,9 @@ TEST(ServiceHistoryTest, AnswersWithTheLinesOfItsGrants) {
     info.id = "s1";
     info.address = "127.0.0.1:1";
     info.devices.push_back(Device{0, "cpu", 0, 1ull << 30, {}});
-    wire::write(b.initRoot<PoolMessage>().initRegister(), info);
+    auto r = b.initRoot<PoolMessage>().initRegister();
+    wire::write(r, info);
+    wire::sign(r, "k", wall_now());
     ASSERT_TRUE(server.value()->send(b).is_ok());
     auto m = server.value()->receive(2s);
     ASSERT_TRUE(m.is_ok() && m.value());

@@ -97,6 +97,10 @@ class AgentImpl final : public Agent {
     auto r = b.initRoot<PoolMessage>().initRegister();
     wire::write(r, options_.server);
     r.setBootId(boot_);
+    wire::sign(r, options_.key,
+               std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count());
     return ch.send(b);
   }
 

@@ -16,6 +16,7 @@
 
 #include "coordinator.h"
 #include "rgpu/common/log.h"
+#include "rgpu/pool/lease_token.h"
 #include "rgpu/pool/net.h"
 #include "rgpu/pool/wire.h"
 #include "status_view.h"
@@ -306,6 +307,25 @@ class ServiceImpl final : public Service {
     }
     const std::string sid = info.value().id;
     const uint64_t boot = r.getBootId();
+    // Only a holder of the pool's key may register, and never with a proof
+    // it sent before: an impostor cannot take a real server's id, leases
+    // and address.
+    auto proof = r.getProof();
+    Status proved = verify_register_proof(
+        options_.key, std::string_view(reinterpret_cast<const char*>(proof.begin()), proof.size()), sid,
+        info.value().address, boot, r.getTimeMs(), core_->now());
+    if (proved.is_ok()) {
+      auto last = last_register_ms_.find({sid, boot});
+      if (last != last_register_ms_.end() && r.getTimeMs() <= last->second) {
+        proved = failed("registration: a proof sent before (replayed)");
+      }
+    }
+    if (!proved.is_ok()) {
+      RGPU_WARN("pool refused registration server=%s peer=%s reason=\"%s\"", sid.c_str(), c->peer.c_str(),
+                proved.message().c_str());
+      return refuse(id, poolwire::Error::Code::REFUSED, proved.message());
+    }
+    last_register_ms_[{sid, boot}] = r.getTimeMs();
     c->role = Conn::Role::kServer;
     c->server_id = sid;
     c->peer = "server " + sid;
@@ -623,6 +643,9 @@ class ServiceImpl final : public Service {
   uint64_t next_conn_ = 1;
   std::map<std::string, uint64_t> server_conn_;
   std::map<std::string, uint64_t> boot_;
+  // The time of each server boot's last accepted registration: a proof is
+  // good once.
+  std::map<std::pair<std::string, uint64_t>, Millis> last_register_ms_;
   std::map<std::string, uint32_t> sessions_;
   std::map<TicketId, uint64_t> ticket_owner_;
   std::map<TicketId, Origin> ticket_origin_;

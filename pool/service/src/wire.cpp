@@ -3,6 +3,8 @@
 
 #include <exception>
 
+#include "rgpu/pool/lease_token.h"
+
 namespace rgpu::pool::wire {
 
 void write(poolwire::Device::Builder out, const Device& device) {
@@ -25,6 +27,15 @@ void write(poolwire::Register::Builder out, const ServerInfo& server) {
   out.setAddress(server.address);
   auto devices = out.initDevices(static_cast<unsigned>(server.devices.size()));
   for (size_t i = 0; i < server.devices.size(); ++i) write(devices[i], server.devices[i]);
+}
+
+void sign(poolwire::Register::Builder out, std::string_view key, Millis now) {
+  out.setTimeMs(now);
+  const auto id = out.getId();
+  const auto address = out.getAddress();
+  const std::string proof = register_proof(key, std::string_view(id.cStr(), id.size()),
+                                           std::string_view(address.cStr(), address.size()), out.getBootId(), now);
+  out.setProof(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(proof.data()), proof.size()));
 }
 
 void write(poolwire::Request::Builder out, const Request& request) {

@@ -51,6 +51,10 @@ class FakeServer {
     auto r = b.initRoot<PoolMessage>().initRegister();
     wire::write(r, info_);
     r.setBootId(42);
+    wire::sign(r, kKey,
+               std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count());
     (void)channel_->send(b);
     thread_ = std::thread([this] {
       while (!stop_) {

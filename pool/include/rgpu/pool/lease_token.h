@@ -31,6 +31,17 @@ std::string canonical_lease_text(const Lease& lease);
 // `key` is the shared secret; an empty key or nonce is an error.
 Result<std::string> sign_lease(const Lease& lease, std::string_view key);
 
+// A server's proof, when it registers, that it holds the key (`key`) the
+// pool signs leases with: HMAC-SHA256 of "rgpu-register-v1", its id, the
+// address clients use, its boot id and `time_ms`, its wall clock then (hex,
+// 64 characters). verify_register_proof compares in constant time and wants
+// `time_ms` within `skew_ms` of `now`; errors say which check failed.
+std::string register_proof(std::string_view key, std::string_view id, std::string_view address, uint64_t boot_id,
+                           Millis time_ms);
+Status verify_register_proof(std::string_view key, std::string_view proof, std::string_view id,
+                             std::string_view address, uint64_t boot_id, Millis time_ms, Millis now,
+                             Millis skew_ms = 30'000);
+
 // Remembers the leases already presented, so each is admitted once. Entries
 // are forgotten once their lease has expired, when expired leases are
 // refused anyway. Thread-compatible.

@@ -17,6 +17,9 @@ namespace rgpu::pool {
 struct AgentOptions {
   std::vector<std::string> pool;  // pool instances, tried in order
   ServerInfo server;
+  // The key the pool signs leases with: the registration proves it
+  // (wire::sign), so that no one without it can register as this server.
+  std::string key;
   std::chrono::milliseconds interval{1000};  // heartbeat period
   std::chrono::milliseconds connect_timeout{2000};
 };

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "pool.capnp.h"
 #include "rgpu/common/status.h"
@@ -20,6 +21,10 @@ constexpr uint32_t kMaxSlicesPerDevice = 1024;
 
 void write(poolwire::Device::Builder out, const Device& device);
 void write(poolwire::Register::Builder out, const ServerInfo& server);
+// Sets a written registration's timeMs to `now` and its proof under `key`
+// (register_proof, lease_token.h), over the id, address and boot id already
+// in it.
+void sign(poolwire::Register::Builder out, std::string_view key, Millis now);
 void write(poolwire::Request::Builder out, const Request& request);
 void write(poolwire::PlacedDevice::Builder out, const PlacedDevice& placed);
 void write_placement(capnp::List<poolwire::PlacedDevice>::Builder out, const Placement& placement);
