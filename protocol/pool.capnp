@@ -24,7 +24,8 @@ $Cxx.namespace("rgpu::poolwire");
 #    devices and slices); the pool answers `registered` (the heartbeat
 #    interval it wants). Then `heartbeat` every interval and `sessionEnded`
 #    the moment a session holding a lease ends. The pool sends `endSession`
-#    when it ends a lease (preemption, expiry) whose sessions must stop.
+#    when a lease ends (release, preemption, expiry): its sessions stop and
+#    the server refuses it from then on. `register` proves the pool's key.
 #    A heartbeat from a server the pool does not know is answered with an
 #    `error` of code `unknownServer`; rgpud then registers again.
 # 2. A client: `submit` (what it wants); the pool answers `granted` (the
