@@ -29,7 +29,8 @@ struct ServerMetrics {
 // The name of a typed call's kind in the schema ("memcpyHtoD"), or "unknown".
 std::string_view call_kind_name(wire::Call::Which which);
 // The same call as the CUDA API spells it ("cuLaunchKernel" for
-// launchKernel), for the reasons of its errors.
+// launchKernel), for the reasons of its errors; empty for `graph`, which
+// carries many functions.
 std::string call_api_name(wire::Call::Which which);
 // The name of an API in the schema ("cublas"), or "unknown".
 std::string_view api_name(wire::Api api);

@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -285,8 +286,9 @@ class Session : public CallEnv {
   // virtual-memory chunks created there and not mapped yet (which no ledger
   // range counts) as held.
   bool fits(uint64_t ctx, uint64_t size) const;
-  // Notes the reason of a refusal for the quota: `asked` bytes past it.
-  void note_quota(uint64_t ctx, uint64_t asked) const;
+  // Notes the reason of a refusal for the quota: `asked` bytes (of `what`,
+  // when named) past it.
+  void note_quota(uint64_t ctx, uint64_t asked, std::string_view what = {}) const;
   // With a memory quota on the device of `ctx`, rewrites a successful
   // cuMemGetInfo's answer: total = the quota (at most the device's), free =
   // total minus what the session holds there (at most what the device has

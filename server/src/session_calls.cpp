@@ -260,13 +260,13 @@ bool Session::fits(uint64_t ctx, uint64_t size) const {
   return size <= UINT64_MAX - unmapped && ledger_.fits(ctx, size + unmapped);
 }
 
-void Session::note_quota(uint64_t ctx, uint64_t asked) const {
+void Session::note_quota(uint64_t ctx, uint64_t asked, std::string_view what) const {
   const uint32_t device = ledger_.device_of(ctx);
-  note_reason(CUDA_ERROR_OUT_OF_MEMORY, std::to_string(asked) + " bytes asked, past the session's memory quota on device " +
-                                            std::to_string(device) + ": " + std::to_string(ledger_.quota(device)) +
-                                            " bytes, " +
-                                            std::to_string(ledger_.bytes_held_by(ctx) + graphs_.uncounted_bytes(ctx)) +
-                                            " held");
+  std::string why = what.empty() ? std::string() : std::string(what) + ": ";
+  why += std::to_string(asked) + " bytes asked, past the session's memory quota on device " + std::to_string(device) +
+         ": " + std::to_string(ledger_.quota(device)) + " bytes, " +
+         std::to_string(ledger_.bytes_held_by(ctx) + graphs_.uncounted_bytes(ctx)) + " held";
+  note_reason(CUDA_ERROR_OUT_OF_MEMORY, std::move(why));
 }
 
 void Session::answer_for_quota(uint64_t ctx, InvokeOutcome* outcome) const {
@@ -735,16 +735,11 @@ Session::Outcome Session::load_module(wire::Call::Reader call, transport::Messag
   unsigned long long globals = 0;
   if (cu_.rgpuModuleGetMemoryBytes && cu_.rgpuModuleGetMemoryBytes(module, &globals) == CUDA_SUCCESS &&
       globals > 0 && (!fits(call.getCtx(), globals) || !ledger_.grow_module(handle, globals))) {
+    note_quota(call.getCtx(), globals, "the module's global variables");  // its image still counted
     cu_.cuModuleUnload(module);
     ledger_.drop_module(handle);
     out.result = CUDA_ERROR_OUT_OF_MEMORY;
     out.message = "module globals past the session's memory quota";
-    note_reason(CUDA_ERROR_OUT_OF_MEMORY,
-                "the module's global variables take " + std::to_string(globals) +
-                    " bytes of device memory, past the session's memory quota on device " +
-                    std::to_string(ledger_.device_of(call.getCtx())) + ": " +
-                    std::to_string(ledger_.quota(ledger_.device_of(call.getCtx()))) + " bytes, " +
-                    std::to_string(ledger_.bytes_held_by(call.getCtx())) + " held");
     return out;
   }
   // Unloading goes through the table: its functions first, then its globals

@@ -184,9 +184,8 @@ CUresult Session::graph_call(uint64_t ctx, wire::Call::GraphCall::Reader in, std
       if (!need(2) || arg(0) != device || arg(1) == 0) return CUDA_ERROR_INVALID_VALUE;
       if (!cu_.cuMemCreate) return CUDA_ERROR_NOT_SUPPORTED;
       uint64_t size = arg(1);
-      uint64_t uncounted = graphs_.uncounted_bytes(ctx);
-      if (size > UINT64_MAX - uncounted || !ledger_.fits(ctx, size + uncounted)) {
-        note_quota(ctx, size);
+      if (!fits(ctx, size)) {
+        note_quota(ctx, size, "cuMemCreate");
         return CUDA_ERROR_OUT_OF_MEMORY;
       }
       CUmemAllocationProp prop{};
