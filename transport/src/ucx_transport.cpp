@@ -38,6 +38,25 @@ Status run_on_progress(Core& core, std::function<Status()> fn) {
   return sync->result;
 }
 
+// The server endpoint for `request`, its connection registered (with
+// `listener`, when it is to be handed on), or null when UCX could not make
+// it. No reject then: a failed ucp_ep_create on a request has rejected and
+// freed it already (UCX 1.13, wireup_cm.c); a second reject would free it
+// twice.
+std::shared_ptr<UcxConnection> server_endpoint(Core* core, ucp_conn_request_h request, const std::string& peer,
+                                               std::shared_ptr<ListenerState> listener) {
+  auto conn = std::make_shared<UcxConnection>(core->shared_from_this(), peer, false, core->initial_limits());
+  if (listener != nullptr) conn->set_listener(std::move(listener));
+  core->register_connection(conn);
+  const Status st = conn->create_server_ep(request);
+  if (!st.is_ok()) {
+    RGPU_WARN("transport=ucx event=accept_failed peer=%s error=\"%s\"", peer.c_str(), st.message().c_str());
+    core->unregister_connection(conn->local_id());
+    return nullptr;
+  }
+  return conn;
+}
+
 // A request past the limits: accepted, never handed on, and closed once its
 // connection handshake is over (Core::kRefuseDelay). Neither rejected nor
 // closed at once: UCX 1.13's asynchronous layer can deliver a socket event
@@ -51,14 +70,7 @@ Status run_on_progress(Core& core, std::function<Status()> fn) {
 void refuse_request(Core* core, ListenerState* raw, ucp_conn_request_h request, const std::string& peer) {
   std::shared_ptr<ListenerState> listener = core->listener_ptr(raw);
   if (listener == nullptr || listener->listener == nullptr) return;
-  auto conn = std::make_shared<UcxConnection>(core->shared_from_this(), peer, false, core->initial_limits());
-  core->register_connection(conn);
-  const Status st = conn->create_server_ep(request);
-  if (!st.is_ok()) {
-    core->unregister_connection(conn->local_id());
-    return;
-  }
-  core->close_refused_later(std::move(conn));
+  if (auto conn = server_endpoint(core, request, peer, nullptr)) core->close_refused_later(std::move(conn));
 }
 
 // A connection request on a listener, admitted (Core::admit_request):
@@ -78,16 +90,8 @@ void accept_request(Core* core, ListenerState* raw, ucp_conn_request_h request, 
     refuse_request(core, raw, request, peer);
     return;
   }
-  auto conn = std::make_shared<UcxConnection>(core->shared_from_this(), peer, false, core->initial_limits());
-  conn->set_listener(listener);
-  core->register_connection(conn);
-  const Status st = conn->create_server_ep(request);
-  if (!st.is_ok()) {
-    // No reject here: a failed ucp_ep_create on a request has rejected and
-    // freed it already (UCX 1.13, wireup_cm.c); a second reject would free
-    // it twice.
-    RGPU_WARN("transport=ucx event=accept_failed peer=%s error=\"%s\"", peer.c_str(), st.message().c_str());
-    core->unregister_connection(conn->local_id());
+  auto conn = server_endpoint(core, request, peer, listener);
+  if (conn == nullptr) {
     core->release_request(source);
     return;
   }
