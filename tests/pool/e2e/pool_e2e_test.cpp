@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../etcd_test_util.h"
-#include "process.h"
+#include "child.h"
 #include "rgpu/common/metrics_text.h"
 #include "rgpu/pool/client.h"
 #include "rgpu/pool/lease_token.h"
@@ -29,6 +29,10 @@
 
 namespace rgpu::pool::testing {
 namespace {
+
+using rgpu::testing::Child;
+using rgpu::testing::listening_address;
+using rgpu::testing::SteadyClock;
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;

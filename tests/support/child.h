@@ -1,6 +1,6 @@
-// Child processes for the pool's end-to-end tests: stdin a pipe the test
-// closes to stop the child, stdout and stderr captured together, every wait
-// bounded.
+// Child processes for end-to-end tests (rgpud, rgpu-pool, clients): stdin a
+// pipe the test closes to stop the child, stdout and stderr captured
+// together, every wait bounded.
 #pragma once
 
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace rgpu::pool::testing {
+namespace rgpu::testing {
 
 using SteadyClock = std::chrono::steady_clock;
 
@@ -120,4 +120,4 @@ inline std::string listening_address(Child& c) {
   return c.text.substr(at, end - at);
 }
 
-}  // namespace rgpu::pool::testing
+}  // namespace rgpu::testing
