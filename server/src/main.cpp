@@ -195,15 +195,23 @@ void apply_transport_limits(const rgpu::server::ServerLimits& limits, rgpu::tran
     if (setrlimit(RLIMIT_NOFILE, &raised) == 0) fds = raised;
   }
   constexpr size_t kReserved = 256;      // sessions' own, the device, logs, metrics
-  constexpr size_t kPerConnection = 8;   // sockets and pipes of one connection, generously
+  // Sockets and pipes of one connection with its own UCX worker (its event
+  // fds, a tcp listening socket per interface, the shared-memory signal
+  // socket), generously.
+  constexpr size_t kPerConnection = 24;
   const size_t total = fds.rlim_cur == RLIM_INFINITY ? size_t{1} << 20 : static_cast<size_t>(fds.rlim_cur);
   const size_t by_fds = total > kReserved ? (total - kReserved) / kPerConnection : 1;
   ucx->max_accepting = limits.max_accepting ? limits.max_accepting : std::clamp<size_t>(by_fds, 8, 256);
   ucx->max_accepting_per_source = limits.max_accepting_per_source
                                       ? limits.max_accepting_per_source
                                       : std::max<size_t>(4, ucx->max_accepting / 4);
-  RGPU_INFO("descriptors limit=%zu pre_hello_connections=%zu per_address=%zu", total, ucx->max_accepting,
-            ucx->max_accepting_per_source);
+  // RGPU_WORKER_PER_PEER=0 puts every connection on one UCX worker again
+  // (docs/transport.md, "A worker per peer"): for comparison only.
+  if (const char* v = std::getenv("RGPU_WORKER_PER_PEER"); v != nullptr && std::string(v) == "0") {
+    ucx->worker_per_peer = false;
+  }
+  RGPU_INFO("descriptors limit=%zu pre_hello_connections=%zu per_address=%zu worker_per_peer=%d", total,
+            ucx->max_accepting, ucx->max_accepting_per_source, ucx->worker_per_peer ? 1 : 0);
 }
 
 }  // namespace

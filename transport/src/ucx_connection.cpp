@@ -77,7 +77,12 @@ ucs_status_t send_control(ucp_ep_h ep, unsigned id, const Hello* hello, uint32_t
 RndvPayload::~RndvPayload() {
   if (taken_.load(std::memory_order_acquire)) return;
   std::shared_lock<std::shared_mutex> lock(core_->life());
-  if (core_->alive()) ucp_am_data_release(core_->worker(), desc_);
+  if (!core_->alive()) return;
+  if (owner_ != nullptr) {
+    owner_->use([this](ucp_worker_h worker) { ucp_am_data_release(worker, desc_); });  // gone: freed with it
+  } else {
+    ucp_am_data_release(worker_, desc_);
+  }
 }
 
 Status RndvPayload::receive(void* dst) {
@@ -86,17 +91,26 @@ Status RndvPayload::receive(void* dst) {
   {
     std::shared_lock<std::shared_mutex> lock(core_->life());
     if (!core_->alive()) return disconnected("transport shut down");
-    if (dst == nullptr) {
-      ucp_am_data_release(core_->worker(), desc_);
-      return invalid_argument("null receive buffer");
+    ucs_status_ptr_t req = nullptr;
+    auto post = [&](ucp_worker_h worker) {
+      if (dst == nullptr) {
+        ucp_am_data_release(worker, desc_);
+        return;
+      }
+      ucp_request_param_t p{};
+      p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+      p.cb.recv_am = recv_done;
+      p.user_data = &waiter;
+      core_->set_memh(&p, dst, size_);
+      waiter.add();
+      req = ucp_am_recv_data_nbx(worker, desc_, dst, size_, &p);
+    };
+    if (owner_ != nullptr) {
+      if (!owner_->use(post)) return disconnected("connection closed before its payload was received");
+    } else {
+      post(worker_);
     }
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    p.cb.recv_am = recv_done;
-    p.user_data = &waiter;
-    core_->set_memh(&p, dst, size_);
-    waiter.add();
-    ucs_status_ptr_t req = ucp_am_recv_data_nbx(core_->worker(), desc_, dst, size_, &p);
+    if (dst == nullptr) return invalid_argument("null receive buffer");
     if (req == nullptr) {
       waiter.complete(UCS_OK);
     } else if (UCS_PTR_IS_ERR(req)) {
@@ -105,7 +119,7 @@ Status RndvPayload::receive(void* dst) {
       core_->kick();
     }
   }
-  const ucs_status_t st = core_->wait(waiter);
+  const ucs_status_t st = core_->wait(waiter, owner_.get());
   if (st != UCS_OK) return disconnected(std::string("payload receive failed: ") + ucs_status_string(st));
   return Status::ok();
 }
@@ -134,7 +148,8 @@ Status UcxConnection::create_client_ep(const sockaddr_storage& addr, socklen_t l
   p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   p.err_handler.cb = ep_error_cb;
   p.err_handler.arg = this;
-  const ucs_status_t st = ucp_ep_create(core_->worker(), &p, &ep_);
+  worker_ = core_->worker();
+  const ucs_status_t st = ucp_ep_create(worker_, &p, &ep_);
   if (st != UCS_OK) {
     ep_ = nullptr;
     return disconnected(std::string("cannot connect to ") + peer_ + ": " + ucs_status_string(st));
@@ -142,7 +157,7 @@ Status UcxConnection::create_client_ep(const sockaddr_storage& addr, socklen_t l
   return Status::ok();
 }
 
-Status UcxConnection::create_server_ep(ucp_conn_request_h request) {
+Status UcxConnection::create_server_ep(ucp_conn_request_h request, std::shared_ptr<PeerWorker> own) {
   ucp_ep_params_t p{};
   p.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLER |
                  UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
@@ -150,7 +165,9 @@ Status UcxConnection::create_server_ep(ucp_conn_request_h request) {
   p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   p.err_handler.cb = ep_error_cb;
   p.err_handler.arg = this;
-  const ucs_status_t st = ucp_ep_create(core_->worker(), &p, &ep_);
+  own_worker_ = std::move(own);
+  worker_ = own_worker_ != nullptr ? own_worker_->get() : core_->worker();
+  const ucs_status_t st = ucp_ep_create(worker_, &p, &ep_);
   if (st != UCS_OK) {
     ep_ = nullptr;
     return failed(std::string("cannot accept from ") + peer_ + ": " + ucs_status_string(st));
@@ -303,7 +320,7 @@ Status UcxConnection::send_then(Bytes header, Bytes payload, const std::function
     if (in_flight && !core_->on_progress_thread()) core_->kick();
   }
   posted();
-  const ucs_status_t st = core_->wait(waiter);
+  const ucs_status_t st = core_->wait(waiter, own_worker_.get());
   if (st != UCS_OK) return disconnected(std::string("send failed: ") + ucs_status_string(st));
   return Status::ok();
 }
@@ -352,10 +369,12 @@ void UcxConnection::on_error(ucs_status_t status) {
   // Called inside UCX progress (or on UCX's async thread): close once
   // progress has returned.
   core_->defer([self = shared_from_this(), status] {
+    if (self->state_.load() == kClosed) return;  // its worker may be gone already
     // Deliver what already arrived from the peer before tearing down.
-    for (int i = 0; i < 64 && ucp_worker_progress(self->core_->worker()) != 0; ++i) {
+    for (int i = 0; i < 64 && ucp_worker_progress(self->worker_) != 0; ++i) {
     }
     if (self->state_.load() == kClosing) {
+      self->clean_close_ = true;
       self->close_locked(true, Status::ok());  // the peer answered our bye
       return;
     }
@@ -424,6 +443,9 @@ void UcxConnection::deliver(uint64_t seq, Message message, size_t bytes) {
 }
 
 void UcxConnection::peer_bye() {
+  // The peer finished writing: its worker can serve another connection,
+  // even if its socket resets before the bye is handled.
+  clean_close_ = true;
   // Everything the peer sent before its bye is queued before this.
   Event ev;
   ev.kind = Event::kPeerBye;
@@ -458,12 +480,17 @@ namespace {
 // Hands the assembler a frame's rendezvous data as a payload object.
 class UcxRndvSource final : public RndvSource {
  public:
-  UcxRndvSource(const std::shared_ptr<Core>& core, void* desc, size_t length)
-      : core_(core), desc_(desc), length_(length) {}
-  std::unique_ptr<IncomingPayload> take() override { return std::make_unique<RndvPayload>(core_, desc_, length_); }
+  UcxRndvSource(const std::shared_ptr<Core>& core, ucp_worker_h worker, const std::shared_ptr<PeerWorker>& owner,
+                void* desc, size_t length)
+      : core_(core), worker_(worker), owner_(owner), desc_(desc), length_(length) {}
+  std::unique_ptr<IncomingPayload> take() override {
+    return std::make_unique<RndvPayload>(core_, worker_, owner_, desc_, length_);
+  }
 
  private:
   const std::shared_ptr<Core>& core_;
+  ucp_worker_h worker_;
+  const std::shared_ptr<PeerWorker>& owner_;
   void* desc_;
   size_t length_;
 };
@@ -490,7 +517,7 @@ ucs_status_t UcxConnection::on_am(const Frame& frame, const std::byte* header, s
   in.data = static_cast<const std::byte*>(data);
   in.length = length;
   in.rndv = (recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
-  UcxRndvSource rndv(core_, data, length);
+  UcxRndvSource rndv(core_, worker_, own_worker_, data, length);
   FeedResult r = assembler_.feed(frame, in, &rndv);
   if (!r.status.is_ok()) {
     fail(std::move(r.status));
@@ -505,7 +532,7 @@ ucs_status_t UcxConnection::on_am(const Frame& frame, const std::byte* header, s
     p.cb.recv_am = on_header_fetched;
     p.user_data = fetch.get();
     core_->request_started();
-    ucs_status_ptr_t req = ucp_am_recv_data_nbx(core_->worker(), data, dst, length, &p);
+    ucs_status_ptr_t req = ucp_am_recv_data_nbx(worker_, data, dst, length, &p);
     if (req == nullptr || UCS_PTR_IS_ERR(req)) core_->request_ended();
     if (req == nullptr) {
       const Status st = assembler_.header_fetched(frame.seq, std::move(fetch->buffer));

@@ -3,6 +3,7 @@
 #include <netdb.h>
 #include <arpa/inet.h>
 #include <sched.h>
+#include <ifaddrs.h>
 #include <sys/epoll.h>
 
 #include <cstdio>
@@ -291,18 +292,42 @@ Result<std::shared_ptr<Core>> Core::create(const UcxOptions& options) {
   core->max_accepting_per_source_ = std::max<size_t>(1, options.max_accepting_per_source);
   core->unusable_tls_ = tls_cannot_connect(std::getenv("UCX_TLS"));
 
-  int efd = -1;
-  st = ucp_worker_get_efd(core->worker_, &efd);
-  if (st != UCS_OK) return ucx_error("ucp_worker_get_efd", st);
+  core->worker_per_peer_ = options.worker_per_peer;
+  core->shared_memory_possible_ = tls_may_use_shared_memory(std::getenv("UCX_TLS"));
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) == 0) {
+    for (const ifaddrs* i = ifs; i != nullptr; i = i->ifa_next) {
+      if (i->ifa_addr == nullptr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6)) continue;
+      sockaddr_storage a{};
+      std::memcpy(&a, i->ifa_addr, i->ifa_addr->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
+      core->local_addresses_.push_back(a);
+    }
+    freeifaddrs(ifs);
+  }
   core->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (core->epoll_fd_ < 0) return failed(std::string("epoll_create1: ") + std::strerror(errno));
+  if (Status adopted = core->adopt_worker(core->worker_); !adopted.is_ok()) return adopted;
+  core->alive_ = true;
+  RGPU_DEBUG("transport=ucx event=init max_am_header=%zu inline_header=%zu rndv_threshold=%zu",
+             attr.max_am_header, core->max_inline_header_, core->rndv_threshold_);
+  return core;
+}
+
+Status Core::watch_efd(ucp_worker_h worker, bool on) {
+  int efd = -1;
+  const ucs_status_t st = ucp_worker_get_efd(worker, &efd);
+  if (st != UCS_OK) return ucx_error("ucp_worker_get_efd", st);
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = efd;
-  if (epoll_ctl(core->epoll_fd_, EPOLL_CTL_ADD, efd, &ev) != 0) {
+  if (epoll_ctl(epoll_fd_, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, efd, &ev) != 0) {
     return failed(std::string("epoll_ctl: ") + std::strerror(errno));
   }
+  return Status::ok();
+}
 
+Status Core::adopt_worker(ucp_worker_h worker) {
+  if (Status watched = watch_efd(worker, true); !watched.is_ok()) return watched;
   struct {
     unsigned id;
     ucp_am_recv_callback_t cb;
@@ -313,15 +338,143 @@ Result<std::shared_ptr<Core>> Core::create(const UcxOptions& options) {
                     UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
     hp.id = h.id;
     hp.cb = h.cb;
-    hp.arg = core.get();
+    hp.arg = this;
     hp.flags = UCP_AM_FLAG_WHOLE_MSG;
-    st = ucp_worker_set_am_recv_handler(core->worker_, &hp);
-    if (st != UCS_OK) return ucx_error("ucp_worker_set_am_recv_handler", st);
+    const ucs_status_t st = ucp_worker_set_am_recv_handler(worker, &hp);
+    if (st != UCS_OK) {
+      (void)watch_efd(worker, false);
+      return ucx_error("ucp_worker_set_am_recv_handler", st);
+    }
   }
-  core->alive_ = true;
-  RGPU_DEBUG("transport=ucx event=init max_am_header=%zu inline_header=%zu rndv_threshold=%zu",
-             attr.max_am_header, core->max_inline_header_, core->rndv_threshold_);
-  return core;
+  return Status::ok();
+}
+
+Result<std::shared_ptr<PeerWorker>> Core::make_peer_worker() {
+  if (!worker_per_peer_) return std::shared_ptr<PeerWorker>();
+  if (!idle_workers_.empty()) {
+    std::shared_ptr<PeerWorker> reused = std::move(idle_workers_.back());
+    idle_workers_.pop_back();
+    if (Status watched = watch_efd(reused->get(), true); !watched.is_ok()) return watched;  // destroyed with it
+    peer_workers_.push_back(reused->get());
+    peer_worker_count_.store(peer_workers_.size(), std::memory_order_relaxed);
+    return reused;
+  }
+  ucp_worker_params_t wparams{};
+  wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wparams.thread_mode = UCS_THREAD_MODE_MULTI;
+  ucp_worker_h worker = nullptr;
+  const ucs_status_t st = ucp_worker_create(context_, &wparams, &worker);
+  if (st != UCS_OK) return ucx_error("ucp_worker_create", st);
+  if (Status adopted = adopt_worker(worker); !adopted.is_ok()) {
+    ucp_worker_destroy(worker);
+    return adopted;
+  }
+  peer_workers_.push_back(worker);
+  peer_worker_count_.store(peer_workers_.size(), std::memory_order_relaxed);
+  return std::make_shared<PeerWorker>(shared_from_this(), worker);
+}
+
+void Core::retire_worker(ucp_worker_h worker) {
+  // Under the lock: shutdown takes it before destroying the main worker.
+  std::lock_guard<std::mutex> lock(retired_mu_);
+  if (workers_gone_) return;  // shutdown destroyed it with the rest
+  retired_.push_back(worker);
+  if (!on_progress_thread()) kick();
+}
+
+void Core::end_peer_worker(std::shared_ptr<PeerWorker> worker, bool clean) {
+  if (worker == nullptr) return;
+  if (clean && idle_workers_.size() < kMaxIdleWorkers && !stopping()) {
+    // Both sides said bye and every request on it is done: the next
+    // connection can have it. Neither progressed nor watched meanwhile.
+    (void)watch_efd(worker->get(), false);
+    peer_workers_.erase(std::remove(peer_workers_.begin(), peer_workers_.end(), worker->get()), peer_workers_.end());
+    peer_worker_count_.store(peer_workers_.size(), std::memory_order_relaxed);
+    idle_workers_.push_back(std::move(worker));
+    return;
+  }
+  ending_.push_back(std::move(worker));
+}
+
+void Core::destroy_worker(ucp_worker_h worker) {
+  int efd = -1;
+  if (ucp_worker_get_efd(worker, &efd) == UCS_OK) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, efd, nullptr);
+  ucp_worker_destroy(worker);
+  peer_workers_.erase(std::remove(peer_workers_.begin(), peer_workers_.end(), worker), peer_workers_.end());
+  peer_worker_count_.store(peer_workers_.size(), std::memory_order_relaxed);
+  RGPU_DEBUG("transport=ucx event=peer_worker_destroyed active=%zu idle=%zu", peer_workers_.size(),
+             idle_workers_.size());
+}
+
+void Core::destroy_retired_workers() {
+  while (!ending_.empty()) {
+    std::shared_ptr<PeerWorker> worker = std::move(ending_.back());
+    ending_.pop_back();
+    std::unique_lock<std::shared_mutex> lock(worker->mu_);
+    if (worker->gone_) continue;
+    destroy_worker(worker->worker_);
+    worker->gone_ = true;  // after the destruction: a waiter seeing it knows no callback can follow
+  }
+  std::vector<ucp_worker_h> retired;
+  {
+    std::lock_guard<std::mutex> lock(retired_mu_);
+    if (retired_.empty()) return;
+    retired.swap(retired_);
+  }
+  for (ucp_worker_h worker : retired) destroy_worker(worker);
+}
+
+bool Core::is_local_address(const sockaddr* addr) const {
+  if (addr->sa_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(addr);
+    if ((ntohl(in->sin_addr.s_addr) >> 24) == 127) return true;
+    for (const auto& a : local_addresses_) {
+      if (a.ss_family == AF_INET &&
+          reinterpret_cast<const sockaddr_in*>(&a)->sin_addr.s_addr == in->sin_addr.s_addr) {
+        return true;
+      }
+    }
+  } else if (addr->sa_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(addr);
+    if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) return true;
+    for (const auto& a : local_addresses_) {
+      if (a.ss_family == AF_INET6 && std::memcmp(&reinterpret_cast<const sockaddr_in6*>(&a)->sin6_addr,
+                                                 &in6->sin6_addr, sizeof(in6_addr)) == 0) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+void Core::tend_idle_workers() {
+  if (idle_workers_.empty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_idle_tend_) return;
+  next_idle_tend_ = now + std::chrono::milliseconds(kIdleSleepMs);
+  // What still arrives for an idle worker is its old peer's socket closing:
+  // taking it lets UCX close its end.
+  for (auto& worker : idle_workers_) {
+    for (int i = 0; i < 4 && ucp_worker_progress(worker->get()) != 0; ++i) {
+    }
+  }
+}
+
+unsigned Core::progress_workers() {
+  unsigned n = ucp_worker_progress(worker_);
+  for (ucp_worker_h worker : peer_workers_) n += ucp_worker_progress(worker);
+  return n;
+}
+
+ucs_status_t Core::arm_workers() {
+  ucs_status_t st = ucp_worker_arm(worker_);
+  for (size_t i = 0; st == UCS_OK && i < peer_workers_.size(); ++i) st = ucp_worker_arm(peer_workers_[i]);
+  return st;
+}
+
+PeerWorker::~PeerWorker() {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  if (!gone_) core_->retire_worker(worker_);
 }
 
 Core::~Core() {
@@ -359,6 +512,27 @@ void Core::shutdown() {
     for (auto& [start, reg] : regs_) ucp_mem_unmap(context_, reg.memh);
     regs_.clear();
   }
+  {
+    // Payloads may outlive the transport with their peer's worker: it goes
+    // now, and their release finds the transport dead (RndvPayload).
+    std::lock_guard<std::mutex> retired(retired_mu_);
+    workers_gone_ = true;
+    retired_.clear();
+  }
+  for (auto& worker : idle_workers_) {
+    std::unique_lock<std::shared_mutex> gone(worker->mu_);
+    worker->gone_ = true;
+    ucp_worker_destroy(worker->worker_);  // not among the active ones
+  }
+  idle_workers_.clear();
+  for (auto& worker : ending_) {
+    std::unique_lock<std::shared_mutex> gone(worker->mu_);
+    worker->gone_ = true;  // destroyed below with the rest
+  }
+  ending_.clear();
+  for (ucp_worker_h worker : peer_workers_) ucp_worker_destroy(worker);
+  peer_workers_.clear();
+  peer_worker_count_.store(0, std::memory_order_relaxed);
   ucp_worker_destroy(worker_);
   worker_ = nullptr;
   ucp_cleanup(context_);
@@ -402,16 +576,17 @@ void Core::run_commands() {
     std::vector<std::function<void()>> batch;
     {
       std::lock_guard<std::mutex> c(commands_mu_);
-      if (commands_.empty()) return;
+      if (commands_.empty()) break;
       batch.swap(commands_);
     }
     for (auto& fn : batch) fn();
   }
+  destroy_retired_workers();
 }
 
 void Core::progress_or_sleep(int timeout_ms, bool dispatching) {
   const uint64_t seen = wake_seq_.load(std::memory_order_acquire);
-  if (ucp_worker_progress(worker_) != 0) {
+  if (progress_workers() != 0) {
     last_activity_ = std::chrono::steady_clock::now();
     backoff_ms_ = 0;
     return;
@@ -432,7 +607,7 @@ void Core::progress_or_sleep(int timeout_ms, bool dispatching) {
     backoff_ms_ = std::clamp(backoff_ms_ * 2, 1, kIdleSleepMs);
     timeout_ms = std::min(timeout_ms, backoff_ms_);
   }
-  const ucs_status_t st = ucp_worker_arm(worker_);
+  const ucs_status_t st = arm_workers();
   if (st == UCS_ERR_BUSY) return;
   if (st != UCS_OK) {
     RGPU_ERROR("transport=ucx event=arm_failed status=%s", ucs_status_string(st));
@@ -477,10 +652,18 @@ bool Core::drive_until(const std::function<bool()>& done, std::chrono::microseco
     if (have_role) {
       if (stopping()) break;
       run_commands();
-      ucp_worker_progress(worker_);
-      // A handler that waits inline may have lent the role to this thread;
-      // handlers of one transport never nest.
-      if (!dispatching_) dispatch_events();
+      progress_workers();
+      if (!dispatching_) {
+        dispatch_events();
+      } else {
+        // A handler waiting inline on another thread lent the role out
+        // (handlers of one transport never nest, so none runs here): hand it
+        // straight back, or that handler, and every event queued behind it,
+        // waits out this caller's whole budget.
+        release_role();
+        have_role = false;
+        std::this_thread::yield();
+      }
     }
     if (done()) {
       result = true;
@@ -509,6 +692,7 @@ void Core::run() {
     }
     run_commands();
     if (!deadlines_.empty()) expire_deadlines();
+    tend_idle_workers();
     progress_or_sleep(kIdleSleepMs, true);
     // Not while a handler that waits inline has lent the role out.
     if (!dispatching_) dispatch_events();
@@ -560,7 +744,14 @@ void Core::dispatch_events() {
   dispatching_ = false;
 }
 
-ucs_status_t Core::wait(Waiter& waiter) {
+ucs_status_t Core::wait(Waiter& waiter, const PeerWorker* on) {
+  // The worker was destroyed with requests outstanding (their peer died and
+  // UCX did not complete them): no callback can come any more.
+  auto abandon = [&]() -> ucs_status_t {
+    std::lock_guard<std::mutex> lock(waiter.mu);
+    for (; waiter.pending > 0; --waiter.pending) request_ended();
+    return UCS_ERR_CANCELED;
+  };
   if (on_progress_thread()) {
     for (;;) {
       {
@@ -568,6 +759,7 @@ ucs_status_t Core::wait(Waiter& waiter) {
         if (waiter.pending == 0) return waiter.status;
       }
       run_commands();
+      if (on != nullptr && on->gone()) return abandon();
       progress_or_sleep(kIdleSleepMs, false);
     }
   }
@@ -575,13 +767,20 @@ ucs_status_t Core::wait(Waiter& waiter) {
   // progress thread (some steps raise no event, which would leave it to poll
   // and back off); after the budget, sleep and leave it to that thread.
   drive_until(
-      [&waiter] {
-        std::lock_guard<std::mutex> lock(waiter.mu);
-        return waiter.pending == 0;
+      [&waiter, on] {
+        {
+          std::lock_guard<std::mutex> lock(waiter.mu);
+          if (waiter.pending == 0) return true;
+        }
+        return on != nullptr && on->gone();
       },
       kWaitDriveBudget);
   std::unique_lock<std::mutex> lock(waiter.mu);
   while (waiter.pending != 0) {
+    if (on != nullptr && on->gone()) {
+      lock.unlock();
+      return abandon();
+    }
     waiter.cv.wait_for(lock, std::chrono::milliseconds(kIdleSleepMs));
     if (waiter.pending != 0 && dead_.load(std::memory_order_acquire)) return UCS_ERR_CANCELED;
   }
@@ -704,11 +903,15 @@ void Core::close_ep(ucp_ep_h ep, bool force, std::shared_ptr<UcxConnection> conn
   p.cb.send = [](void* request, ucs_status_t status, void* user_data) {
     std::unique_ptr<CloseContext> done(static_cast<CloseContext*>(user_data));
     --done->core->closing_eps_;
+    if (done->conn != nullptr) done->core->end_peer_worker(done->conn->own_worker_, done->conn->clean_close_);
     ucp_request_free(request);
   };
   p.user_data = ctx.get();
   ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &p);
-  if (req == nullptr || UCS_PTR_IS_ERR(req)) return;  // closed already; ctx frees the connection
+  if (req == nullptr || UCS_PTR_IS_ERR(req)) {  // closed already; ctx frees the connection
+    if (ctx->conn != nullptr) end_peer_worker(ctx->conn->own_worker_, ctx->conn->clean_close_);
+    return;
+  }
   ++closing_eps_;
   ctx.release();  // owned by the callback, which frees the request
 }

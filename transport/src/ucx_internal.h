@@ -36,6 +36,46 @@ struct OwnedSend {
   std::vector<std::byte> data;
 };
 
+// ---- A worker of one's own -------------------------------------------------
+
+// The UCX worker of one accepted peer (docs/transport.md, "A worker per
+// peer"): its receive queues are written by that peer alone, so a peer that
+// dies in the middle of writing one (a shared-memory FIFO element reserved
+// and never completed) stalls nobody else. Destroyed on the progress thread
+// as soon as its connection's endpoint is closed (Core::end_peer_worker), or
+// when the last owner (the connection, the payloads it handed out) lets go
+// of it. A transfer still waiting on it then ends with an error: UCX 1.13
+// does not always complete a rendezvous receive whose sender died, and the
+// worker's destruction is what guarantees that nothing writes into the
+// receive buffer afterwards.
+class PeerWorker {
+ public:
+  PeerWorker(std::shared_ptr<Core> core, ucp_worker_h worker) : core_(std::move(core)), worker_(worker) {}
+  PeerWorker(const PeerWorker&) = delete;
+  PeerWorker& operator=(const PeerWorker&) = delete;
+  ~PeerWorker();
+  ucp_worker_h get() const { return worker_; }
+  // Runs fn(worker) unless the worker is destroyed; false then. Thread-safe.
+  template <class Fn>
+  bool use(Fn&& fn) {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    if (gone_) return false;
+    fn(worker_);
+    return true;
+  }
+  bool gone() const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    return gone_;
+  }
+
+ private:
+  friend class Core;
+  std::shared_ptr<Core> core_;
+  ucp_worker_h worker_;
+  mutable std::shared_mutex mu_;
+  bool gone_ = false;  // guarded by mu_: destroyed, nothing may touch it
+};
+
 // ---- Completion of one or more UCX requests --------------------------------
 
 // Counts outstanding requests and records the first error. Lives on the stack
@@ -61,14 +101,18 @@ struct Waiter {
 // when destroyed before receive().
 class RndvPayload final : public IncomingPayload {
  public:
-  RndvPayload(std::shared_ptr<Core> core, void* desc, size_t size)
-      : core_(std::move(core)), desc_(desc), size_(size) {}
+  // `worker` is the one the data arrived on; `owner` keeps a peer's own alive.
+  RndvPayload(std::shared_ptr<Core> core, ucp_worker_h worker, std::shared_ptr<PeerWorker> owner, void* desc,
+              size_t size)
+      : core_(std::move(core)), worker_(worker), owner_(std::move(owner)), desc_(desc), size_(size) {}
   ~RndvPayload() override;
   size_t size() const override { return size_; }
   Status receive(void* dst) override;
 
  private:
   std::shared_ptr<Core> core_;
+  ucp_worker_h worker_;
+  std::shared_ptr<PeerWorker> owner_;
   void* desc_;  // UCX descriptor until receive() or release
   size_t size_;
   std::atomic<bool> taken_{false};
@@ -138,14 +182,37 @@ class Core : public std::enable_shared_from_this<Core> {
   void set_memh(ucp_request_param_t* param, const void* ptr, size_t size);
 
   // Waits for every request counted in `waiter`: progresses inline on the
-  // progress thread, sleeps on the waiter elsewhere. Returns the first error.
-  ucs_status_t wait(Waiter& waiter);
+  // progress thread, sleeps on the waiter elsewhere. Returns the first error,
+  // or UCS_ERR_CANCELED once `on` (the worker the requests were posted on,
+  // when it is a peer's) is destroyed with requests still counted.
+  ucs_status_t wait(Waiter& waiter, const PeerWorker* on = nullptr);
   // Waits (as above) until pred() is true or the deadline passes; pred is
   // evaluated under `mu`, which cv is notified under.
   bool wait_until(std::mutex& mu, std::condition_variable& cv, const std::function<bool()>& pred,
                   std::chrono::steady_clock::time_point deadline);
 
+  // The main worker: listeners, connections this side opened.
   ucp_worker_h worker() const { return worker_; }
+  // Progress thread only: a new worker for one accepted peer (an error when
+  // UCX cannot make one). Off (null, ok) when UcxOptions::worker_per_peer is.
+  Result<std::shared_ptr<PeerWorker>> make_peer_worker();
+  // Any thread, from ~PeerWorker: the progress thread destroys it soon.
+  void retire_worker(ucp_worker_h worker);
+  // Progress thread only: the endpoint on `worker` is closed. After a clean
+  // close (both sides said bye) the worker waits for the next connection;
+  // otherwise it is destroyed at the next command run, whoever still holds
+  // it. Reuse also keeps memory flat: UCX 1.13 keeps about 2 MB of a
+  // destroyed worker that carried rendezvous traffic (its fragment buffers
+  // stay in the context's registration cache).
+  void end_peer_worker(std::shared_ptr<PeerWorker> worker, bool clean);
+  static constexpr size_t kMaxIdleWorkers = 1024;
+  // Whether UCX_TLS leaves shared memory in, and whether `addr` (a client's)
+  // is one of this host's own addresses: only such a peer can write into a
+  // shared-memory queue of rgpud, so only it gets a worker of its own.
+  bool shared_memory_possible() const { return shared_memory_possible_; }
+  bool is_local_address(const sockaddr* addr) const;
+  // Workers besides the main one (for tests and metrics).
+  size_t peer_workers() const { return peer_worker_count_.load(std::memory_order_relaxed); }
   // Brackets every UCX request that may not complete at once, so that the
   // progress thread keeps polling while one is under way.
   void request_started() { inflight_.fetch_add(1, std::memory_order_acq_rel); }
@@ -215,9 +282,36 @@ class Core : public std::enable_shared_from_this<Core> {
   void release_role();
   void close_all_locked();
   void expire_deadlines();
+  // Every worker, main first: progress (the sum of their counts) and arm
+  // (UCS_OK when all are armed, else the first other status).
+  unsigned progress_workers();
+  ucs_status_t arm_workers();
+  // Sets the AM handlers and adds the event fd of a new worker.
+  Status adopt_worker(ucp_worker_h worker);
+  // Progresses the idle workers now and then (every kIdleSleepMs), so that
+  // their old peers' sockets close.
+  void tend_idle_workers();
+  std::chrono::steady_clock::time_point next_idle_tend_;
+  // Adds (on) or removes the worker's event fd from the progress thread's set.
+  Status watch_efd(ucp_worker_h worker, bool on);
+  // Destroys the workers retired or ended since the last call (role holder
+  // only, outside UCX progress: run_commands() calls it).
+  void destroy_retired_workers();
+  void destroy_worker(ucp_worker_h worker);
 
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
+  // Peer workers (role holder only), and those retired by their owners.
+  std::vector<ucp_worker_h> peer_workers_;
+  std::atomic<size_t> peer_worker_count_{0};
+  bool worker_per_peer_ = true;
+  bool shared_memory_possible_ = false;
+  std::vector<sockaddr_storage> local_addresses_;  // this host's, at create()
+  std::mutex retired_mu_;
+  std::vector<ucp_worker_h> retired_;  // guarded by retired_mu_
+  std::vector<std::shared_ptr<PeerWorker>> ending_;        // role holder only
+  std::vector<std::shared_ptr<PeerWorker>> idle_workers_;  // role holder only: closed cleanly, reusable
+  bool workers_gone_ = false;          // guarded by retired_mu_: shutdown destroyed them all
   int epoll_fd_ = -1;
   size_t rndv_threshold_ = 0;
   bool cuda_memory_ = false;
@@ -309,9 +403,12 @@ class UcxConnection final : public Connection,
   void set_receive_limits(const ReceiveLimits& limits) override;
 
   // ---- used by the core and transport (progress thread unless noted) ----
-  // Creates the endpoint: to a listener (client) or from a request (server).
+  // Creates the endpoint: to a listener (client) or from a request (server),
+  // the latter on `own` (its peer's worker) when given, else the main one.
   Status create_client_ep(const struct sockaddr_storage& addr, socklen_t len);
-  Status create_server_ep(ucp_conn_request_h request);
+  Status create_server_ep(ucp_conn_request_h request, std::shared_ptr<PeerWorker> own);
+  // The worker this connection's endpoint lives on.
+  ucp_worker_h worker() const { return worker_; }
   // Client: sends the hello. Server: answers it and queues on_accept.
   Status send_hello();
   void on_hello(const Hello& hello);
@@ -361,6 +458,8 @@ class UcxConnection final : public Connection,
   uint32_t local_id_ = 0;
   uint32_t peer_id_ = 0;  // written before the connection is handed out
   ucp_ep_h ep_ = nullptr;
+  ucp_worker_h worker_ = nullptr;             // set with ep_
+  std::shared_ptr<PeerWorker> own_worker_;  // the peer's own, when it has one
 
   // Senders hold it shared while posting to ep_; closing takes it exclusively.
   mutable std::shared_mutex ep_mu_;
@@ -387,6 +486,7 @@ class UcxConnection final : public Connection,
   bool close_reported_ = false;
   bool dispatched_ = false;  // handed to user code (on_accept or connect() returned)
   bool abandoned_ = false;   // connect() gave up; guarded by connect_mu_
+  bool clean_close_ = false;  // a bye came or ours was answered (progress thread only)
   std::shared_ptr<ListenerState> listener_;  // server side, until accepted
   Hello hello_buf_{};  // AM header of the hello / ack while UCX sends it
   Frame bye_buf_{};    // AM header of the bye while UCX sends it

@@ -43,12 +43,27 @@ Status run_on_progress(Core& core, std::function<Status()> fn) {
 // it. No reject then: a failed ucp_ep_create on a request has rejected and
 // freed it already (UCX 1.13, wireup_cm.c); a second reject would free it
 // twice.
+// An accepted connection from this host, where shared memory may carry it,
+// gets a worker of its own (Core::make_peer_worker); any other, and one
+// refused, gets the main worker (a flood of refused requests then costs no
+// more than their endpoints). Where UCX cannot make a worker, the connection
+// shares the main one rather than being dropped.
 std::shared_ptr<UcxConnection> server_endpoint(Core* core, ucp_conn_request_h request, const std::string& peer,
-                                               std::shared_ptr<ListenerState> listener) {
+                                               std::shared_ptr<ListenerState> listener, bool same_host) {
   auto conn = std::make_shared<UcxConnection>(core->shared_from_this(), peer, false, core->initial_limits());
+  std::shared_ptr<PeerWorker> own;
+  if (listener != nullptr && same_host && core->shared_memory_possible()) {
+    auto made = core->make_peer_worker();
+    if (made.is_ok()) {
+      own = std::move(made.value());
+    } else {
+      RGPU_WARN("transport=ucx event=peer_worker_failed peer=%s error=\"%s\" action=share_main_worker",
+                peer.c_str(), made.status().message().c_str());
+    }
+  }
   if (listener != nullptr) conn->set_listener(std::move(listener));
   core->register_connection(conn);
-  const Status st = conn->create_server_ep(request);
+  const Status st = conn->create_server_ep(request, std::move(own));
   if (!st.is_ok()) {
     RGPU_WARN("transport=ucx event=accept_failed peer=%s error=\"%s\"", peer.c_str(), st.message().c_str());
     core->unregister_connection(conn->local_id());
@@ -70,7 +85,7 @@ std::shared_ptr<UcxConnection> server_endpoint(Core* core, ucp_conn_request_h re
 void refuse_request(Core* core, ListenerState* raw, ucp_conn_request_h request, const std::string& peer) {
   std::shared_ptr<ListenerState> listener = core->listener_ptr(raw);
   if (listener == nullptr || listener->listener == nullptr) return;
-  if (auto conn = server_endpoint(core, request, peer, nullptr)) core->close_refused_later(std::move(conn));
+  if (auto conn = server_endpoint(core, request, peer, nullptr, false)) core->close_refused_later(std::move(conn));
 }
 
 // A connection request on a listener, admitted (Core::admit_request):
@@ -78,7 +93,7 @@ void refuse_request(Core* core, ListenerState* raw, ucp_conn_request_h request, 
 // connection to on_accept. Every path gives the admission back, or hands it
 // to the accepting endpoint.
 void accept_request(Core* core, ListenerState* raw, ucp_conn_request_h request, const std::string& source,
-                    const std::string& peer) {
+                    const std::string& peer, bool same_host) {
   std::shared_ptr<ListenerState> listener = core->listener_ptr(raw);
   if (listener == nullptr || listener->listener == nullptr) {
     // Destroyed with its listener, which UCX closed with its requests.
@@ -90,7 +105,7 @@ void accept_request(Core* core, ListenerState* raw, ucp_conn_request_h request, 
     refuse_request(core, raw, request, peer);
     return;
   }
-  auto conn = server_endpoint(core, request, peer, listener);
+  auto conn = server_endpoint(core, request, peer, listener, same_host);
   if (conn == nullptr) {
     core->release_request(source);
     return;
@@ -108,11 +123,13 @@ void conn_request_cb(ucp_conn_request_h request, void* arg) {
   Core* core = listener->core;
   std::string source = "unknown";
   std::string peer = "unknown";
+  bool same_host = false;
   ucp_conn_request_attr_t attr{};
   attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
   if (ucp_conn_request_query(request, &attr) == UCS_OK) {
     source = format_source(reinterpret_cast<const sockaddr*>(&attr.client_address));
     peer = format_sockaddr(reinterpret_cast<const sockaddr*>(&attr.client_address));
+    same_host = core->is_local_address(reinterpret_cast<const sockaddr*>(&attr.client_address));
   }
   if (core->stopping() || !core->admit_request(source)) {
     if (!core->stopping()) core->note_rejected(source);
@@ -120,8 +137,8 @@ void conn_request_cb(ucp_conn_request_h request, void* arg) {
         [core, listener, request, peer = std::move(peer)] { refuse_request(core, listener, request, peer); });
     return;
   }
-  core->defer([core, listener, request, source = std::move(source), peer = std::move(peer)] {
-    accept_request(core, listener, request, source, peer);
+  core->defer([core, listener, request, source = std::move(source), peer = std::move(peer), same_host] {
+    accept_request(core, listener, request, source, peer, same_host);
   });
 }
 

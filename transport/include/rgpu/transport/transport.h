@@ -164,6 +164,11 @@ struct UcxOptions {
   // that never say hello cannot exhaust the server's descriptors.
   size_t max_accepting = 256;
   size_t max_accepting_per_source = 64;
+  // Each accepted connection gets a UCX worker of its own, with receive
+  // queues only its peer writes: a peer killed in the middle of writing into
+  // a shared-memory queue then stalls only itself (docs/transport.md, "A
+  // worker per peer"). Off: every connection shares the main worker.
+  bool worker_per_peer = true;
 };
 Result<std::unique_ptr<Transport>> make_ucx_transport(const UcxOptions& options = {});
 
