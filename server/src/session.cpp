@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "executing.h"
 #include "rgpu/common/log.h"
 
 namespace rgpu::server {
@@ -14,26 +15,6 @@ namespace {
 // Device-to-host results up to this size ride inline in the reply; larger
 // ones travel as the transport payload (rendezvous, no extra copy).
 constexpr uint64_t kInlineLimit = 32 * 1024;
-
-// Whether this thread is running a session's calls right now (its executor,
-// or a batch run inline). Such a thread may drive the transport while it
-// waits for a payload of its own, and the handlers of other connections then
-// run on it: they must not run their batches here too, which would switch the
-// current context under the call in progress (a copy would then be issued in
-// another session's context, its completion event never recorded).
-thread_local bool t_executing = false;
-
-// Marks the calling thread as executing for a scope.
-class Executing {
- public:
-  Executing() : was_(t_executing) { t_executing = true; }
-  ~Executing() { t_executing = was_; }
-  Executing(const Executing&) = delete;
-  Executing& operator=(const Executing&) = delete;
-
- private:
-  const bool was_;
-};
 
 bool has_context_synchronize(const protocol::Decoded& decoded) {
   for (auto entry : decoded.envelope().getBatch().getCalls()) {

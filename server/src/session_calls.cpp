@@ -5,6 +5,7 @@
 #include "rgpu/common/log.h"
 #include "rgpu/fatbin/fatbin.h"
 #include "rgpu/protocol/args.h"
+#include "executing.h"
 #include "session.h"
 
 namespace rgpu::server {
@@ -1071,6 +1072,9 @@ bool Session::add_watch(uint64_t ctx, Watch watch) {
   pending_watches_.fetch_add(1, std::memory_order_relaxed);
   watch.owner = id_;
   watch.done = [this, done = std::move(watch.done)](CUresult r) {
+    // A poller is shared by every session of its device: while it waits to
+    // send this answer, other sessions' batches must not run on it.
+    Executing executing;
     // Before the answer goes: a client that saw it may rightly send more.
     pending_watches_.fetch_sub(1, std::memory_order_relaxed);
     done(r);
