@@ -21,95 +21,14 @@
 #include <string>
 #include <vector>
 
+#include "child.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
-// A child process: stdin a pipe we close to stop it, stdout and stderr
-// captured together.
-struct Child {
-  pid_t pid = -1;
-  int in = -1;
-  int out = -1;
-  int status = -1;  // once it exited
-  std::string text;
-
-  static std::unique_ptr<Child> spawn(std::vector<std::string> argv, std::vector<std::string> env) {
-    int to[2], from[2];
-    if (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0) std::abort();
-    auto c = std::make_unique<Child>();
-    c->pid = fork();
-    if (c->pid == 0) {
-      dup2(to[0], 0);
-      dup2(from[1], 1);
-      dup2(from[1], 2);
-      close(to[0]);
-      close(to[1]);
-      close(from[0]);
-      close(from[1]);
-      for (auto& e : env) putenv(e.data());
-      std::vector<char*> args;
-      for (auto& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    close(to[0]);
-    close(from[1]);
-    c->in = to[1];
-    c->out = from[0];
-    fcntl(c->out, F_SETFL, O_NONBLOCK);
-    return c;
-  }
-
-  // Reads what has arrived, waiting up to `ms` for something.
-  bool pump(int ms) {
-    pollfd p{out, POLLIN, 0};
-    if (poll(&p, 1, ms) <= 0) return false;
-    char buf[4096];
-    const ssize_t n = read(out, buf, sizeof buf);
-    if (n > 0) text.append(buf, static_cast<size_t>(n));
-    return n > 0;
-  }
-
-  bool wait_for(const std::string& needle, std::chrono::seconds limit) {
-    const auto deadline = Clock::now() + limit;
-    while (text.find(needle) == std::string::npos && Clock::now() < deadline) pump(50);
-    return text.find(needle) != std::string::npos;
-  }
-
-  void close_stdin() {
-    if (in >= 0) close(in);
-    in = -1;
-  }
-
-  // Closes stdin and waits for the exit status (-1: not within the limit).
-  int finish(std::chrono::seconds limit) {
-    close_stdin();
-    if (pid < 0) return status;  // finished before
-    const auto deadline = Clock::now() + limit;
-    while (Clock::now() < deadline) {
-      if (waitpid(pid, &status, WNOHANG) == pid) {
-        pid = -1;
-        while (pump(0)) {
-        }
-        return status;
-      }
-      pump(20);
-    }
-    return -1;
-  }
-
-  ~Child() {
-    if (pid > 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-    if (in >= 0) close(in);
-    if (out >= 0) close(out);
-  }
-};
+using rgpu::testing::Child;
 
 // The number after `key` in the last line of `text` that has it (-1: none).
 long long last_value(const std::string& text, const std::string& key) {
