@@ -356,7 +356,6 @@ Result<std::shared_ptr<PeerWorker>> Core::make_peer_worker() {
     idle_workers_.pop_back();
     if (Status watched = watch_efd(reused->get(), true); !watched.is_ok()) return watched;  // destroyed with it
     peer_workers_.push_back(reused->get());
-    peer_worker_count_.store(peer_workers_.size(), std::memory_order_relaxed);
     return reused;
   }
   ucp_worker_params_t wparams{};
@@ -370,7 +369,6 @@ Result<std::shared_ptr<PeerWorker>> Core::make_peer_worker() {
     return adopted;
   }
   peer_workers_.push_back(worker);
-  peer_worker_count_.store(peer_workers_.size(), std::memory_order_relaxed);
   return std::make_shared<PeerWorker>(shared_from_this(), worker);
 }
 
@@ -389,7 +387,6 @@ void Core::end_peer_worker(std::shared_ptr<PeerWorker> worker, bool clean) {
     // connection can have it. Neither progressed nor watched meanwhile.
     (void)watch_efd(worker->get(), false);
     peer_workers_.erase(std::remove(peer_workers_.begin(), peer_workers_.end(), worker->get()), peer_workers_.end());
-    peer_worker_count_.store(peer_workers_.size(), std::memory_order_relaxed);
     idle_workers_.push_back(std::move(worker));
     return;
   }
@@ -401,7 +398,6 @@ void Core::destroy_worker(ucp_worker_h worker) {
   if (ucp_worker_get_efd(worker, &efd) == UCS_OK) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, efd, nullptr);
   ucp_worker_destroy(worker);
   peer_workers_.erase(std::remove(peer_workers_.begin(), peer_workers_.end(), worker), peer_workers_.end());
-  peer_worker_count_.store(peer_workers_.size(), std::memory_order_relaxed);
   RGPU_DEBUG("transport=ucx event=peer_worker_destroyed active=%zu idle=%zu", peer_workers_.size(),
              idle_workers_.size());
 }
@@ -532,7 +528,6 @@ void Core::shutdown() {
   ending_.clear();
   for (ucp_worker_h worker : peer_workers_) ucp_worker_destroy(worker);
   peer_workers_.clear();
-  peer_worker_count_.store(0, std::memory_order_relaxed);
   ucp_worker_destroy(worker_);
   worker_ = nullptr;
   ucp_cleanup(context_);

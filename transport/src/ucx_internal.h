@@ -211,8 +211,6 @@ class Core : public std::enable_shared_from_this<Core> {
   // shared-memory queue of rgpud, so only it gets a worker of its own.
   bool shared_memory_possible() const { return shared_memory_possible_; }
   bool is_local_address(const sockaddr* addr) const;
-  // Workers besides the main one (for tests and metrics).
-  size_t peer_workers() const { return peer_worker_count_.load(std::memory_order_relaxed); }
   // Brackets every UCX request that may not complete at once, so that the
   // progress thread keeps polling while one is under way.
   void request_started() { inflight_.fetch_add(1, std::memory_order_acq_rel); }
@@ -303,7 +301,6 @@ class Core : public std::enable_shared_from_this<Core> {
   ucp_worker_h worker_ = nullptr;
   // Peer workers (role holder only), and those retired by their owners.
   std::vector<ucp_worker_h> peer_workers_;
-  std::atomic<size_t> peer_worker_count_{0};
   bool worker_per_peer_ = true;
   bool shared_memory_possible_ = false;
   std::vector<sockaddr_storage> local_addresses_;  // this host's, at create()
