@@ -1,5 +1,6 @@
-// The HTTP endpoint of a metrics registry: GET /metrics answers the
-// registry's text; every other path is 404, every other method 405.
+// The HTTP endpoint of a metrics registry: GET (or HEAD) /metrics answers
+// the registry's text; every other path is 404, every other method on
+// /metrics 405.
 #pragma once
 
 #include <chrono>
@@ -11,19 +12,31 @@
 
 namespace rgpu::metrics {
 
+// Limits that keep the endpoint answering while peers try to hold it
+// (docs/metrics.md, "Limits"). All connections are served by one thread that
+// waits on them all at once, so a slow peer costs a socket, never a thread.
 struct HttpOptions {
-  // Threads that answer requests (a scrape renders on one of them).
-  size_t threads = 2;
-  // How long one connection may take to send a request or read an answer.
-  std::chrono::seconds io_timeout{5};
+  // A request (its line and headers) must arrive whole within this long of
+  // the connection's start or of the previous answer on it; a peer that
+  // trickles bytes is closed when it passes.
+  std::chrono::milliseconds request_timeout{5000};
+  // An answer must be taken by the peer within this long.
+  std::chrono::milliseconds write_timeout{5000};
   // Requests one kept-alive connection may make before it is closed.
   size_t keep_alive_requests = 100;
+  // Connections held at once, in all and from one address. A connection
+  // past either limit makes room by closing the oldest one of the same
+  // scope that is waiting for a request (one that is being answered is
+  // never cut), or is closed itself when there is none.
+  size_t max_connections = 64;
+  size_t max_connections_per_address = 16;
 };
 
 // Serves `registry` on one address until destroyed. The endpoint has no
-// authentication: bind it to loopback or a management network. Request
-// sizes are bounded (a request line and headers of at most 8 KiB, no body).
-// Thread-safe; the registry must outlive it.
+// authentication: bind it to loopback or a management network. A request
+// line and headers are at most 8 KiB and a request has no body (one that
+// announces a body is refused with 413). Thread-safe; the registry must
+// outlive it.
 class HttpExporter {
  public:
   virtual ~HttpExporter() = default;
