@@ -68,9 +68,10 @@ class Recorder {
     std::unique_lock<std::mutex> lock(mu_);
     return cv_.wait_for(lock, timeout, [&] { return messages_.size() >= n; });
   }
-  bool wait_closed(std::chrono::milliseconds timeout = kWait) {
+  bool wait_closed(std::chrono::milliseconds timeout = kWait) { return wait_closed(1, timeout); }
+  bool wait_closed(size_t n, std::chrono::milliseconds timeout = kWait) {
     std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, timeout, [&] { return !closed_.empty(); });
+    return cv_.wait_for(lock, timeout, [&] { return closed_.size() >= n; });
   }
   bool wait_notes(size_t n, std::chrono::milliseconds timeout = kWait) {
     std::unique_lock<std::mutex> lock(mu_);

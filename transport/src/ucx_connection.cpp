@@ -22,8 +22,18 @@ void send_done(void* request, ucs_status_t status, void* user_data) {
 void owned_send_done(void* request, ucs_status_t status, void* user_data) {
   std::unique_ptr<OwnedSend> owned(static_cast<OwnedSend*>(user_data));
   if (status != UCS_OK) RGPU_DEBUG("transport=ucx event=send_failed status=%s", ucs_status_string(status));
+  owned->in_flight->fetch_sub(1, std::memory_order_acq_rel);
   owned->core->request_ended();
   ucp_request_free(request);
+}
+
+// One request of a detached send.
+void detached_done(void* request, ucs_status_t status, void* user_data) {
+  auto* d = static_cast<DetachedSend*>(user_data);
+  Core* core = d->core;
+  ucp_request_free(request);
+  core->request_ended();
+  core->detached_part_done(d, status);
 }
 
 void recv_done(void* request, ucs_status_t status, size_t length, void* user_data) {
@@ -228,20 +238,25 @@ Status UcxConnection::wait_established(std::chrono::steady_clock::time_point dea
   return connect_error_;
 }
 
+void UcxConnection::set_am_params(ucp_request_param_t* p, const Frame& frame, const void* data, size_t length) {
+  p->op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+  // Every message names its endpoint to the receiver, which accepts it only
+  // for the connection of that endpoint (docs/transport.md, "Trust").
+  p->flags = UCP_AM_SEND_FLAG_REPLY;
+  const size_t threshold = core_->rndv_threshold();
+  if (threshold != 0 && length != 0 && (frame.flags & (kHeaderInData | kHeaderPart)) == 0) {
+    p->flags |= length >= threshold ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER;
+  }
+  if (length != 0) core_->set_memh(p, data, length);
+}
+
 ucs_status_t UcxConnection::post_am(Waiter& waiter, const Frame& frame, const void* header,
                                     size_t header_len, const void* data, size_t length) {
   ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   p.cb.send = send_done;
   p.user_data = &waiter;
-  // Every message names its endpoint to the receiver, which accepts it only
-  // for the connection of that endpoint (docs/transport.md, "Trust").
-  p.flags = UCP_AM_SEND_FLAG_REPLY;
-  const size_t threshold = core_->rndv_threshold();
-  if (threshold != 0 && length != 0 && (frame.flags & (kHeaderInData | kHeaderPart)) == 0) {
-    p.flags |= length >= threshold ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER;
-  }
-  if (length != 0) core_->set_memh(&p, data, length);
+  set_am_params(&p, frame, data, length);
   waiter.add();
   ucs_status_ptr_t req = ucp_am_send_nbx(ep_, kAmMessage, header, header_len, data, length, &p);
   if (req == nullptr) {
@@ -272,9 +287,19 @@ Status UcxConnection::send_then(Bytes header, Bytes payload, const std::function
   std::byte inline_buf[sizeof(Frame) + kMaxInlineHeader];
   Frame frames[2];
   bool in_flight = false;
+  // Counted from before posting (under the lock, which a close takes
+  // exclusively) until the wait below has ended.
+  struct Counted {
+    std::atomic<int>* count = nullptr;
+    ~Counted() {
+      if (count != nullptr) count->fetch_sub(1, std::memory_order_acq_rel);
+    }
+  } counted;
   {
     std::shared_lock<std::shared_mutex> lock(ep_mu_);
     if (state_.load(std::memory_order_acquire) != kOpen) return disconnected("connection closed");
+    in_flight_->fetch_add(1, std::memory_order_acq_rel);
+    counted.count = in_flight_.get();
     ucs_status_t st;
     if (header.size() <= core_->max_inline_header()) {
       frames[0] = Frame{next_send_seq_.fetch_add(1, std::memory_order_relaxed), peer_id_, kHeaderInline};
@@ -288,6 +313,7 @@ Status UcxConnection::send_then(Bytes header, Bytes payload, const std::function
       // on its own, so that the sender does not wait for the peer to take it.
       auto owned = std::make_unique<OwnedSend>();
       owned->core = core_.get();
+      owned->in_flight = in_flight_;
       owned->frame = Frame{next_send_seq_.fetch_add(1, std::memory_order_relaxed), peer_id_, kHeaderInData};
       owned->data.assign(header.begin(), header.end());
       ucp_request_param_t p{};
@@ -296,9 +322,11 @@ Status UcxConnection::send_then(Bytes header, Bytes payload, const std::function
       p.cb.send = owned_send_done;
       p.user_data = owned.get();
       core_->request_started();
+      in_flight_->fetch_add(1, std::memory_order_acq_rel);
       ucs_status_ptr_t req =
           ucp_am_send_nbx(ep_, kAmMessage, &owned->frame, sizeof(Frame), owned->data.data(), owned->data.size(), &p);
       if (req == nullptr || UCS_PTR_IS_ERR(req)) {
+        in_flight_->fetch_sub(1, std::memory_order_acq_rel);
         core_->request_ended();
         st = req == nullptr ? UCS_OK : UCS_PTR_STATUS(req);
       } else {
@@ -323,6 +351,63 @@ Status UcxConnection::send_then(Bytes header, Bytes payload, const std::function
   const ucs_status_t st = core_->wait(waiter, own_worker_.get());
   if (st != UCS_OK) return disconnected(std::string("send failed: ") + ucs_status_string(st));
   return Status::ok();
+}
+
+ucs_status_t UcxConnection::post_detached(DetachedSend* d, const void* header, size_t header_len, const void* data,
+                                          size_t length) {
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.send = detached_done;
+  p.user_data = d;
+  set_am_params(&p, *static_cast<const Frame*>(header), data, length);
+  core_->detached_part_started(d);
+  core_->request_started();
+  ucs_status_ptr_t req = ucp_am_send_nbx(ep_, kAmMessage, header, header_len, data, length, &p);
+  if (req != nullptr && !UCS_PTR_IS_ERR(req)) return UCS_OK;  // detached_done ends it
+  const ucs_status_t st = req == nullptr ? UCS_OK : UCS_PTR_STATUS(req);
+  core_->request_ended();
+  core_->detached_part_done(d, st);
+  return st;
+}
+
+void UcxConnection::send_detached(Bytes header, Bytes payload, std::function<void(const Status&)> done) {
+  if (header.size() > kMaxHeader) {
+    done(invalid_argument("header too large"));
+    return;
+  }
+  auto d = std::make_unique<DetachedSend>();
+  d->core = core_.get();
+  d->done = std::move(done);
+  {
+    std::shared_lock<std::shared_mutex> lock(ep_mu_);
+    if (state_.load(std::memory_order_acquire) != kOpen || ep_ == nullptr) {
+      lock.unlock();
+      d->done(disconnected("connection closed"));
+      return;
+    }
+    d->worker = worker_;
+    d->in_flight = in_flight_;
+    in_flight_->fetch_add(1, std::memory_order_acq_rel);  // until the Core ends it
+    DetachedSend* raw = d.release();  // the Core's from here: the last part_done() frees it
+    core_->track_detached(raw);
+    if (header.size() <= core_->max_inline_header()) {
+      raw->frames[0] = Frame{next_send_seq_.fetch_add(1, std::memory_order_relaxed), peer_id_, kHeaderInline};
+      raw->head.resize(sizeof(Frame) + header.size());
+      std::memcpy(raw->head.data(), &raw->frames[0], sizeof(Frame));
+      if (!header.empty()) std::memcpy(raw->head.data() + sizeof(Frame), header.data(), header.size());
+      (void)post_detached(raw, raw->head.data(), raw->head.size(), payload.data(), payload.size());
+    } else {
+      const uint64_t seq = next_send_seq_.fetch_add(2, std::memory_order_relaxed);
+      raw->frames[0] = Frame{seq, peer_id_, kHeaderPart};
+      raw->frames[1] = Frame{seq + 1, peer_id_, kHeaderFromPrev};
+      raw->head.assign(header.begin(), header.end());
+      if (post_detached(raw, &raw->frames[0], sizeof(Frame), raw->head.data(), raw->head.size()) == UCS_OK) {
+        (void)post_detached(raw, &raw->frames[1], sizeof(Frame), payload.data(), payload.size());
+      }
+    }
+    if (!core_->on_progress_thread()) core_->kick();
+    core_->detached_part_done(raw, UCS_OK);  // the poster's count
+  }
 }
 
 void UcxConnection::close() {
@@ -391,6 +476,12 @@ void UcxConnection::close_locked(bool force, Status status) {
     if (state_.load() == kClosed) return;
     state_.store(kClosed, std::memory_order_release);
     ep = ep_;
+  }
+  // No send can post from here on (they check the state under the lock).
+  if (!force && in_flight_->load(std::memory_order_acquire) > 0) {
+    RGPU_DEBUG("transport=ucx event=close_forced peer=%s conn_id=%u sends_in_flight=%d", peer_.c_str(), local_id_,
+               in_flight_->load());
+    force = true;
   }
   RGPU_DEBUG("transport=ucx event=close peer=%s conn_id=%u force=%d status=%s", peer_.c_str(), local_id_,
              force ? 1 : 0, status.to_string().c_str());

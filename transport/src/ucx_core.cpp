@@ -393,10 +393,61 @@ void Core::end_peer_worker(std::shared_ptr<PeerWorker> worker, bool clean) {
   ending_.push_back(std::move(worker));
 }
 
+void Core::track_detached(DetachedSend* d) {
+  std::lock_guard<std::mutex> lock(detached_mu_);
+  d->pending = 1;  // the poster's
+  detached_.insert(d);
+}
+
+void Core::detached_part_started(DetachedSend* d) {
+  std::lock_guard<std::mutex> lock(detached_mu_);
+  ++d->pending;
+}
+
+void Core::detached_part_done(DetachedSend* d, ucs_status_t status) {
+  {
+    std::lock_guard<std::mutex> lock(detached_mu_);
+    if (status != UCS_OK && d->status == UCS_OK) d->status = status;
+    if (--d->pending > 0) return;
+    detached_.erase(d);
+  }
+  d->in_flight->fetch_sub(1, std::memory_order_acq_rel);
+  // done() may release buffers registered with this transport: not inside
+  // UCX's progress, where this may run.
+  std::shared_ptr<DetachedSend> owned(d);
+  defer([owned] {
+    owned->done(owned->status == UCS_OK
+                    ? Status::ok()
+                    : disconnected(std::string("send failed: ") + ucs_status_string(owned->status)));
+  });
+}
+
+void Core::abandon_detached(ucp_worker_h worker) {
+  std::vector<DetachedSend*> ended;
+  {
+    std::lock_guard<std::mutex> lock(detached_mu_);
+    for (auto it = detached_.begin(); it != detached_.end();) {
+      if (worker == nullptr || (*it)->worker == worker) {
+        ended.push_back(*it);
+        it = detached_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  // Their worker is gone: no callback can come for them any more.
+  for (DetachedSend* d : ended) {
+    std::unique_ptr<DetachedSend> owned(d);
+    owned->in_flight->fetch_sub(1, std::memory_order_acq_rel);
+    owned->done(disconnected("send abandoned: the connection's worker was destroyed"));
+  }
+}
+
 void Core::destroy_worker(ucp_worker_h worker) {
   int efd = -1;
   if (ucp_worker_get_efd(worker, &efd) == UCS_OK) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, efd, nullptr);
   ucp_worker_destroy(worker);
+  abandon_detached(worker);
   peer_workers_.erase(std::remove(peer_workers_.begin(), peer_workers_.end(), worker), peer_workers_.end());
   RGPU_DEBUG("transport=ucx event=peer_worker_destroyed active=%zu idle=%zu", peer_workers_.size(),
              idle_workers_.size());
@@ -530,6 +581,7 @@ void Core::shutdown() {
   peer_workers_.clear();
   ucp_worker_destroy(worker_);
   worker_ = nullptr;
+  abandon_detached(nullptr);
   ucp_cleanup(context_);
   context_ = nullptr;
   dead_.store(true, std::memory_order_release);
@@ -689,8 +741,13 @@ void Core::run() {
     if (!deadlines_.empty()) expire_deadlines();
     tend_idle_workers();
     progress_or_sleep(kIdleSleepMs, true);
-    // Not while a handler that waits inline has lent the role out.
-    if (!dispatching_) dispatch_events();
+    // Not while a handler that waits inline has lent the role out. What the
+    // progress deferred runs first: a send's completion that came in the same
+    // round as the next message is seen by that message's handler.
+    if (!dispatching_) {
+      run_commands();
+      dispatch_events();
+    }
     if (stopping()) {
       bool idle;
       {

@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "frame_assembler.h"
@@ -34,6 +35,22 @@ struct OwnedSend {
   Core* core;
   Frame frame;
   std::vector<std::byte> data;
+  std::shared_ptr<std::atomic<int>> in_flight;  // its connection's count of sends not yet complete
+};
+
+// A send nobody waits for whose payload the caller keeps until done()
+// (Connection::send_detached): one or two UCX requests on `worker`. Tracked
+// by its Core from posting to completion, so that a worker destroyed with
+// such requests outstanding still gives every payload back.
+struct DetachedSend {
+  Core* core = nullptr;
+  ucp_worker_h worker = nullptr;
+  Frame frames[2];
+  std::vector<std::byte> head;  // the frame and header (one request) or the header (two)
+  std::function<void(const Status&)> done;
+  int pending = 0;              // guarded by the Core's detached lock
+  ucs_status_t status = UCS_OK;  // the first failure
+  std::shared_ptr<std::atomic<int>> in_flight;  // its connection's count of sends not yet complete
 };
 
 // ---- A worker of one's own -------------------------------------------------
@@ -211,6 +228,16 @@ class Core : public std::enable_shared_from_this<Core> {
   // shared-memory queue of rgpud, so only it gets a worker of its own.
   bool shared_memory_possible() const { return shared_memory_possible_; }
   bool is_local_address(const sockaddr* addr) const;
+  // Detached sends (DetachedSend): track() before the first request is
+  // posted, with one count held by the poster; part_started() before each
+  // request; part_done() for each request's end and for the poster's count.
+  // The last part_done() hands done() to the progress thread. After a
+  // worker's destruction (or at shutdown: every worker) abandon_detached()
+  // ends the sends still outstanding on it with an error.
+  void track_detached(DetachedSend* d);
+  void detached_part_started(DetachedSend* d);
+  void detached_part_done(DetachedSend* d, ucs_status_t status);
+  void abandon_detached(ucp_worker_h worker);
   // Brackets every UCX request that may not complete at once, so that the
   // progress thread keeps polling while one is under way.
   void request_started() { inflight_.fetch_add(1, std::memory_order_acq_rel); }
@@ -326,6 +353,8 @@ class Core : public std::enable_shared_from_this<Core> {
   std::atomic<bool> dead_{false};  // worker destroyed
   std::chrono::steady_clock::time_point last_activity_;
   int backoff_ms_ = 0;
+  std::mutex detached_mu_;
+  std::unordered_set<DetachedSend*> detached_;  // guarded by detached_mu_
   // UCX requests posted and not yet completed (sends, receives, fetches).
   std::atomic<int> inflight_{0};
   std::chrono::steady_clock::time_point stop_deadline_;
@@ -389,6 +418,7 @@ class UcxConnection final : public Connection,
 
   Status send(Bytes header, Bytes payload) override { return send_then(header, payload, nullptr); }
   Status send_then(Bytes header, Bytes payload, const std::function<void()>& on_posted) override;
+  void send_detached(Bytes header, Bytes payload, std::function<void(const Status&)> done) override;
   void close() override;
   std::string peer() const override { return peer_; }
   bool poll_until(const std::function<bool()>& done, std::chrono::microseconds budget) override {
@@ -442,6 +472,12 @@ class UcxConnection final : public Connection,
 
   ucs_status_t post_am(Waiter& waiter, const Frame& frame, const void* header, size_t header_len,
                        const void* data, size_t length);
+  // One request of a detached send; its status (UCS_OK also when it
+  // completed at once).
+  ucs_status_t post_detached(DetachedSend* d, const void* header, size_t header_len, const void* data,
+                             size_t length);
+  // The send flags and memory handle of a message with `length` payload bytes.
+  void set_am_params(ucp_request_param_t* p, const Frame& frame, const void* data, size_t length);
   static void on_header_fetched(void* request, ucs_status_t status, size_t length, void* user_data);
   // Closes the connection for what its peer did; logs and reports `why` once.
   void fail(Status why);
@@ -484,6 +520,12 @@ class UcxConnection final : public Connection,
   bool dispatched_ = false;  // handed to user code (on_accept or connect() returned)
   bool abandoned_ = false;   // connect() gave up; guarded by connect_mu_
   bool clean_close_ = false;  // a bye came or ours was answered (progress thread only)
+  // Sends posted on the endpoint and not complete yet, of every kind. A
+  // flushing close does not wait for a rendezvous the peer never fetches,
+  // and UCX 1.13 then asserts when it destroys the endpoint (its requests
+  // still listed), so close_locked() forces the close while any is left:
+  // a forced close cancels them first.
+  const std::shared_ptr<std::atomic<int>> in_flight_ = std::make_shared<std::atomic<int>>(0);
   std::shared_ptr<ListenerState> listener_;  // server side, until accepted
   Hello hello_buf_{};  // AM header of the hello / ack while UCX sends it
   Frame bye_buf_{};    // AM header of the bye while UCX sends it

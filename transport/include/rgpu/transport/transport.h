@@ -66,6 +66,17 @@ class Connection {
     on_posted();
     return s;
   }
+  // As send(), without waiting for the peer to take the payload: returns once
+  // the message has its place in the connection's order (the header is
+  // copied), and calls done(status) exactly once when `payload` may be
+  // reused, which must stay valid until then. done runs on the transport's
+  // thread, or on the caller's when the message could not be posted; it
+  // must not block. A peer that never takes the payload (it stops reading)
+  // holds only this message's buffer, never the sending thread; the payload
+  // is given back with an error at the latest when the connection ends.
+  virtual void send_detached(Bytes header, Bytes payload, std::function<void(const Status&)> done) {
+    done(send(header, payload));
+  }
   // Closes the connection; later sends fail with kDisconnected. Idempotent.
   virtual void close() = 0;
   // "host:port" of the peer, for logs.
