@@ -84,7 +84,7 @@ void usage(FILE* out) {
                "                      accepting, accepting-per-address, hello-timeout-ms,\n"
                "                      hello-bytes, unauthenticated, sessions,\n"
                "                      message-bytes, parked-frames, parked-bytes, handles,\n"
-               "                      module-bytes, inflight-bytes, waits\n"
+               "                      module-bytes, inflight-bytes, waits, reply-timeout-ms\n"
                "  --pool ADDRS        join rgpu-pool (docs/pool.md): register this server's devices\n"
                "                      and slices, heartbeat every second, and admit only sessions\n"
                "                      that present a lease the pool signed for this server\n"
@@ -134,6 +134,7 @@ std::string apply_limit(const std::string& spec, rgpu::server::ServerLimits* lim
   else if (name == "module-bytes") limits->max_module_bytes = v;
   else if (name == "inflight-bytes") limits->max_inflight_bytes = v;
   else if (name == "waits") limits->max_session_waits = v;
+  else if (name == "reply-timeout-ms") limits->reply_timeout = std::chrono::milliseconds(v);
   else return "--limit: unknown limit '" + name + "'";
   return "";
 }

@@ -415,12 +415,22 @@ class ServerImpl final : public Server {
         std::lock_guard<std::mutex> peer_lock(peer->mu);
         if (!peer->done && !peer->session && peer->deadline <= now) expired.push_back(peer);
       }
+      // Sessions whose clients have left a reply untaken too long.
+      std::vector<std::shared_ptr<Session>> stalled;
+      for (auto& [id, session] : sessions_) {
+        if (session->oldest_untaken_reply() < now - limits_.reply_timeout) stalled.push_back(session);
+      }
       lock.unlock();
       for (auto& peer : expired) {
         const std::string why = "no complete handshake within " + std::to_string(limits_.hello_timeout.count()) + " ms";
         refuse(*peer, why, Handshake::refusal(why), "timeout");
       }
       expired.clear();
+      for (auto& session : stalled) {
+        session->end("the client took no reply's bytes for " + std::to_string(limits_.reply_timeout.count()) +
+                     " ms (--limit reply-timeout-ms)");
+      }
+      stalled.clear();
       lock.lock();
     }
   }

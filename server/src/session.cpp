@@ -34,6 +34,9 @@ constexpr uint64_t kCopyPipelineChunk = 4u << 20;
 // How long the executor keeps looking for the next message before it sleeps:
 // a client's next call usually follows its reply within microseconds.
 constexpr auto kExecutorSpin = std::chrono::microseconds(20);
+// How long the executor drives the transport itself for a reply from device
+// memory to be taken before it sleeps until it is.
+constexpr auto kDeviceReplyPoll = std::chrono::microseconds(2000);
 
 // A session admitted without slices (the fuzzer's) sees every device of the
 // server, with the grant's quota on each.
@@ -101,6 +104,16 @@ Session::~Session() {
   // Closed first, so that a continuation blocked sending to a client that
   // reads nothing fails at once rather than hold up the cancel.
   connection_->close();
+  // Closing cancels the replies still going out; the ones sent from device
+  // memory must be gone before that memory is. Should the transport never
+  // let them go, the memory is left allocated rather than read once freed.
+  if (!wait_device_replies(std::chrono::steady_clock::now() + std::chrono::seconds(10), false)) {
+    RGPU_ERROR("session teardown id=%llu: replies from device memory still in flight after 10 s; its memory is "
+               "left allocated",
+               static_cast<unsigned long long>(id_));
+    pollers_->cancel(id_);
+    return;
+  }
   // No continuation of this session runs after this; the ones dropped keep
   // their buffers until the contexts are gone (release_all).
   cancelled_ = pollers_->cancel(id_);
@@ -167,6 +180,9 @@ void Session::post(transport::Message message) {
     // Not on a thread that is in the middle of a call (an executor, or an
     // inline batch) that drives the transport while it waits for a transfer.
     Inline how = t_executing ? Inline::kNo : runs_inline(*decoded, message);
+    // A reply still going out from device memory holds back the session's
+    // next calls; the executor waits for it, this thread may not.
+    if (untaken_->from_device.load(std::memory_order_acquire) > 0) how = Inline::kNo;
     // Near its limit of pending watches the session's waits go to the
     // executor, which may wait itself (an inline batch may not).
     if (pending_watches_.load(std::memory_order_relaxed) + kMaxInlineCalls >= limits_.max_session_waits) {
@@ -261,8 +277,66 @@ void Session::run_executor() {
       inbox_.pop_front();
       inbox_size_.store(inbox_.size(), std::memory_order_release);
     }
+    // A reply still going out from the session's device memory must be gone
+    // before any call may change those bytes. The client is usually taking
+    // it already: drive the transport here for a moment, as a blocking send
+    // would, before sleeping on it.
+    if (untaken_->from_device.load(std::memory_order_acquire) > 0) {
+      connection_->poll_until([this] { return untaken_->from_device.load(std::memory_order_acquire) == 0; },
+                              kDeviceReplyPoll);
+      if (!wait_device_replies(std::chrono::steady_clock::time_point::max(), true)) return;
+    }
     guarded("call", [&] { handle_message(incoming); });
   }
+}
+
+void Session::send_untaken(const kj::Array<capnp::word>& words, transport::Bytes payload, StagingPool::Buffer staged) {
+  const bool from_device = !staged;
+  std::shared_ptr<Untaken> untaken = untaken_;
+  uint64_t serial;
+  {
+    std::lock_guard<std::mutex> lock(untaken->mu);
+    serial = untaken->next++;
+    untaken->since.emplace(serial, std::chrono::steady_clock::now());
+    if (from_device) untaken->from_device.fetch_add(1, std::memory_order_acq_rel);
+  }
+  auto held = std::make_shared<StagingPool::Buffer>(std::move(staged));
+  // Called once, when the client has the bytes or the connection has gone.
+  connection_->send_detached(protocol::as_bytes(words), payload, [untaken, serial, from_device, held](const Status&) {
+    held->reset();
+    {
+      std::lock_guard<std::mutex> lock(untaken->mu);
+      untaken->since.erase(serial);
+      if (from_device) untaken->from_device.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    untaken->cv.notify_all();
+  });
+}
+
+bool Session::wait_device_replies(std::chrono::steady_clock::time_point deadline, bool while_open) {
+  std::unique_lock<std::mutex> lock(untaken_->mu);
+  while (untaken_->from_device.load(std::memory_order_acquire) > 0) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    if (while_open) {
+      lock.unlock();
+      {
+        std::lock_guard<std::mutex> open(mu_);
+        if (closing_) return false;
+      }
+      lock.lock();
+      if (untaken_->from_device.load(std::memory_order_acquire) == 0) break;
+    }
+    // Bounded waits: close() does not signal this condition.
+    untaken_->cv.wait_for(lock, std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::milliseconds(20)));
+  }
+  return true;
+}
+
+std::chrono::steady_clock::time_point Session::oldest_untaken_reply() const {
+  std::lock_guard<std::mutex> lock(untaken_->mu);
+  if (untaken_->since.empty()) return std::chrono::steady_clock::time_point::max();
+  return untaken_->since.begin()->second;  // serials grow with time
 }
 
 void Session::handle_message(Incoming& incoming) {
@@ -419,6 +493,13 @@ void Session::send_reply(uint64_t call_id, Outcome outcome, std::string_view cal
     }
   }
   auto words = protocol::encode(builder);
+  // Bulk bytes go without this thread waiting for the client to take them:
+  // a client that stops reading holds back its own session only
+  // (docs/security.md, "Slow readers").
+  if (!payload.empty()) {
+    send_untaken(words, payload, std::move(outcome.data));
+    return;
+  }
   if (Status s = connection_->send(protocol::as_bytes(words), payload); !s.is_ok()) {
     RGPU_DEBUG("session reply not sent id=%llu call=%llu error=\"%s\"", static_cast<unsigned long long>(id_),
                static_cast<unsigned long long>(call_id), s.to_string().c_str());

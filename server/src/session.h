@@ -118,6 +118,13 @@ class Session : public CallEnv {
   void post(transport::Message message);
   // The client is gone: stop executing; the destructor frees the rest.
   void close();
+  // When the oldest reply still waiting for the client to take its bytes was
+  // sent (time_point::max() when none): rgpud ends a session whose client
+  // leaves one untaken past --limit reply-timeout-ms (docs/security.md,
+  // "Slow readers").
+  std::chrono::steady_clock::time_point oldest_untaken_reply() const;
+  // Ends the session from outside its threads, with `reason` in the log.
+  void end(const std::string& reason) { fail(reason); }
   // For the session fuzzer only: decodes `message` and runs it on the
   // calling thread as the executor would (holding exec_mu_, inside the
   // exception barrier). False once the session has failed.
@@ -251,6 +258,15 @@ class Session : public CallEnv {
   // another stream's.
   void queue_copy_out(uint64_t ctx, uint64_t stream, PendingCopyOut pending);
   void complete_copy_out(PendingCopyOut& p, CUresult waited);
+  // Sends a reply with bulk bytes without waiting for the client to take
+  // them: `staged` (held until they are gone) or, when empty, bytes in the
+  // session's device memory, which no later call of the session may touch
+  // until they are gone (the executor waits on untaken_->from_device, and
+  // nothing runs inline meanwhile).
+  void send_untaken(const kj::Array<capnp::word>& words, transport::Bytes payload, StagingPool::Buffer staged);
+  // Waits until no reply is being sent from the session's device memory;
+  // false when `deadline` passed first, or (`while_open`) the session closed.
+  bool wait_device_replies(std::chrono::steady_clock::time_point deadline, bool while_open);
   void reap_staging(bool wait_all);
   // A staging buffer of `size` bytes for a copy. Past the session's limit of
   // bytes in flight, the executor waits for its earlier copies to land and
@@ -369,6 +385,17 @@ class Session : public CallEnv {
   std::deque<Incoming> inbox_;
   std::atomic<size_t> inbox_size_{0};  // inbox_.size(), read without mu_
   bool closing_ = false;
+
+  // Replies whose bytes the client has not taken yet (send_untaken), shared
+  // with their completions, which may run after the session is gone.
+  struct Untaken {
+    mutable std::mutex mu;
+    std::condition_variable cv;
+    uint64_t next = 0;
+    std::map<uint64_t, std::chrono::steady_clock::time_point> since;  // by serial
+    std::atomic<size_t> from_device{0};  // of them, sent from device memory
+  };
+  const std::shared_ptr<Untaken> untaken_ = std::make_shared<Untaken>();
 
   // Host functions in flight, by id (host_funcs_mu_).
   std::mutex host_funcs_mu_;

@@ -1138,7 +1138,16 @@ void Session::complete_copy_out(PendingCopyOut& p, CUresult waited) {
   // An error found when the copy was issued was recorded then, not again.
   if (r != CUDA_SUCCESS && p.result == CUDA_SUCCESS) record_async_error(p.call_id, r);
   auto words = protocol::encode(builder);
-  (void)connection_->send(protocol::as_bytes(words), payload);
+  if (payload.empty()) {
+    (void)connection_->send(protocol::as_bytes(words), payload);
+    return;
+  }
+  // The bytes go without this thread (a device's poller, which serves every
+  // session on the device) waiting for the client to take them: a client
+  // that stops reading holds its own staging buffer, which counts against
+  // its bytes in flight, and nobody's thread (docs/security.md, "Slow
+  // readers").
+  send_untaken(words, payload, std::move(p.buffer));
 }
 
 }  // namespace rgpu::server

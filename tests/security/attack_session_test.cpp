@@ -627,16 +627,7 @@ TEST_F(AttackTest, KilledSessionLeavesTheServerServing) {
   start();
   auto observer = session("bob", kBobKey);
   ASSERT_TRUE(observer);
-  auto free_bytes = [&] {
-    size_t free_b = 0, total = 0;
-    protocol::ArgWriter args;
-    apigen::driver::pack_cuMemGetInfo_v2(args, &free_b, &total);
-    const Answer a = observer->call(RawPeer::kCtx, generated_call(apigen::driver::k_cuMemGetInfo_v2, args));
-    protocol::ArgReader reader(std::as_bytes(std::span(a.bytes)));
-    if (a.result != CUDA_SUCCESS || !apigen::driver::unpack_cuMemGetInfo_v2(reader, &free_b, &total)) return uint64_t{0};
-    return uint64_t{free_b};
-  };
-  const uint64_t before = free_bytes();
+  const uint64_t before = observer->free_device_bytes();
   ASSERT_GT(before, 0u);
 
   int out[2];
@@ -666,7 +657,7 @@ TEST_F(AttackTest, KilledSessionLeavesTheServerServing) {
   close(out[0]);
   EXPECT_GT(n, 0);
   EXPECT_NE(std::string(buf).find("ready"), std::string::npos) << buf;
-  const uint64_t held = free_bytes();
+  const uint64_t held = observer->free_device_bytes();
   // The child must still be there to be killed mid-transfer.
   int status = 0;
   const pid_t gone = waitpid(child, &status, WNOHANG);
@@ -685,7 +676,7 @@ TEST_F(AttackTest, KilledSessionLeavesTheServerServing) {
   expect_server_serving();
   // Its memory comes back (bounded wait: the server tears the session down).
   uint64_t after = 0;
-  for (int i = 0; i < 200 && (after = free_bytes()) + margin < before; ++i) {
+  for (int i = 0; i < 200 && (after = observer->free_device_bytes()) + margin < before; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_GE(after + margin, before) << "the killed session's memory was not returned";

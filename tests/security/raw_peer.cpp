@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <span>
 
+#include "driver_pack.h"
 #include "kernels.h"
+#include "rgpu/protocol/args.h"
 #include "rgpu/fatbin/fatbin.h"
 #include "wire_edit.h"
 
@@ -49,6 +52,10 @@ void RawPeer::on_message(transport::Message message) {
   Arrived a;
   a.message = std::move(message);
   if (a.message.payload) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (hold_payloads_.load()) held_.push_back(std::move(a.message.payload));
+  }
+  if (a.message.payload) {
     a.payload.resize(a.message.payload->size());
     if (!a.message.payload->receive(a.payload.data()).is_ok()) a.payload.clear();
     a.message.payload.reset();
@@ -58,6 +65,27 @@ void RawPeer::on_message(transport::Message message) {
   std::lock_guard<std::mutex> lock(mu_);
   inbox_.push_back(std::move(a));
   cv_.notify_all();
+}
+
+size_t RawPeer::payloads_held() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return held_.size();
+}
+
+std::vector<std::vector<uint8_t>> RawPeer::take_held_payloads() {
+  std::vector<std::unique_ptr<transport::IncomingPayload>> held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_payloads_ = false;
+    held.swap(held_);
+  }
+  std::vector<std::vector<uint8_t>> out;
+  for (auto& payload : held) {
+    std::vector<uint8_t> bytes(payload->size());
+    if (!payload->receive(bytes.data()).is_ok()) bytes.clear();
+    out.push_back(std::move(bytes));
+  }
+  return out;
 }
 
 void RawPeer::on_closed() {
@@ -269,6 +297,22 @@ std::vector<uint8_t> RawPeer::read(uint64_t ptr, uint64_t size) {
     return {};
   }
   return a.bytes;
+}
+
+uint64_t RawPeer::free_device_bytes() {
+  size_t free_b = 0, total = 0;
+  protocol::ArgWriter args;
+  apigen::driver::pack_cuMemGetInfo_v2(args, &free_b, &total);
+  std::vector<std::byte> packed(args.bytes().begin(), args.bytes().end());
+  const Answer a = call(kCtx, [&packed](wire::Call::Builder c) {
+    protocol::set_invoke(c, wire::Api::DRIVER, apigen::driver::k_cuMemGetInfo_v2, packed, true);
+  });
+  protocol::ArgReader reader(std::as_bytes(std::span(a.bytes)));
+  if (a.kind != Answer::Kind::kReply || a.result != CUDA_SUCCESS ||
+      !apigen::driver::unpack_cuMemGetInfo_v2(reader, &free_b, &total)) {
+    return 0;
+  }
+  return free_b;
 }
 
 bool RawPeer::load_kernels(uint64_t module, uint64_t function, const std::string& name) {

@@ -6,6 +6,7 @@
 #include <capnp/message.h>
 #include <cuda.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -84,6 +85,16 @@ class RawPeer {
   static std::unique_ptr<RawPeer> connect(transport::Transport& transport, const std::string& address);
   ~RawPeer();
 
+  // From now on, bulk bytes that arrive beside a message are never taken
+  // from the transport (a client that stops reading its results); the
+  // message itself is recorded as before, with no payload bytes.
+  void stop_reading_payloads() { hold_payloads_ = true; }
+  // How many payloads were left untaken so far.
+  size_t payloads_held();
+  // Takes the payloads left untaken, in the order they came, and reads every
+  // later one at once again.
+  std::vector<std::vector<uint8_t>> take_held_payloads();
+
   // Sends bytes as a header, and `payload` beside them. False when the
   // connection is already closed.
   bool send(const std::vector<std::byte>& header, transport::Bytes payload = {});
@@ -135,6 +146,9 @@ class RawPeer {
   uint64_t alloc(uint64_t size);
   bool write(uint64_t ptr, const std::vector<uint8_t>& data);
   std::vector<uint8_t> read(uint64_t ptr, uint64_t size);
+  // The device's free bytes as cuMemGetInfo tells this session; 0 when the
+  // server says no.
+  uint64_t free_device_bytes();
   // Loads kKernelsPtx as module `handle` and its kernel `name` as `function`
   // (typed handles: M(n) and F(n)).
   bool load_kernels(uint64_t module, uint64_t function, const std::string& name);
@@ -156,6 +170,8 @@ class RawPeer {
     std::vector<uint8_t> payload;                // its bulk bytes, received at once
   };
   std::deque<Arrived> inbox_;
+  std::atomic<bool> hold_payloads_{false};
+  std::vector<std::unique_ptr<transport::IncomingPayload>> held_;  // guarded by mu_
   bool closed_ = false;
   uint64_t next_id_ = 1;
 };

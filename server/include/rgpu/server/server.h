@@ -50,6 +50,11 @@ struct ServerLimits {
   // client is served one at a time) and an async device-to-host copy fails
   // with CUDA_ERROR_OUT_OF_MEMORY.
   size_t max_session_waits = 4096;
+  // Per session: how long a reply's bulk bytes may wait for the client to
+  // take them. A client that stops reading holds back its own session only
+  // (its copies wait once their bytes reach max_inflight_bytes); past this
+  // its session is ended and its memory freed.
+  std::chrono::milliseconds reply_timeout{60000};
 };
 
 struct ServerOptions {
