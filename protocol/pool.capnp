@@ -124,6 +124,14 @@ struct Request {
   timeoutMs @7 :Int64;          # 0: the pool's default
   program @8 :Text;             # for status views
   hostname @9 :Text;
+  # The client's proof of its tenant's key, required by a pool with tenant
+  # keys (rgpu-pool --auth-file): its wall-clock time, a fresh nonce (hex)
+  # and an HMAC over every field above with them (request_proof,
+  # pool/include/rgpu/pool/lease_token.h; docs/pool.md, "Clients prove
+  # their tenant").
+  timeMs @10 :Int64;
+  nonce @11 :Text;
+  proof @12 :Text;
 }
 
 struct Error {

@@ -51,22 +51,12 @@ ClientOptions options_from_environment(std::string* problem, std::string* pool) 
     o.server = server;
   }
   if (const char* t = std::getenv("RGPU_TENANT"); t && *t) o.tenant = t;
-  if (const char* file = std::getenv("RGPU_AUTH_TOKEN_FILE"); file && *file) {
-    auto text = protocol::auth::read_secret_file(file);
-    auto secret = text.is_ok() ? protocol::auth::clean_secret(text.value(), file) : Result<std::string>(text.status());
-    if (!secret.is_ok()) {
-      *problem = "RGPU_AUTH_TOKEN_FILE: " + secret.status().message();
-      return o;
-    }
-    o.auth_token = std::move(secret.value());
-  } else if (const char* t = std::getenv("RGPU_AUTH_TOKEN"); t && *t) {
-    auto secret = protocol::auth::clean_secret(t, "RGPU_AUTH_TOKEN");
-    if (!secret.is_ok()) {
-      *problem = secret.status().message();
-      return o;
-    }
-    o.auth_token = std::move(secret.value());
+  auto secret = pool::client::secret_from_environment();
+  if (!secret.is_ok()) {
+    *problem = secret.status().message();
+    return o;
   }
+  o.auth_token = std::move(secret.value());
   if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) o.visible_devices = v;
   if (const char* t = std::getenv("RGPU_CONNECT_TIMEOUT_MS")) {
     long ms = std::strtol(t, nullptr, 10);
@@ -93,6 +83,7 @@ Result<std::shared_ptr<pool::client::Held>> lease_from_pool(const std::string& l
   gethostname(host, sizeof host - 1);
   acquire.hostname = host;
   acquire.program = program_invocation_short_name;
+  acquire.secret = options->auth_token;  // the tenant's key, which rgpud checks too
   bool waited = false;
   auto progress = pool::client::stderr_progress("rgpu");
   acquire.on_queued = [&](uint32_t ahead, pool::Millis ms) {

@@ -237,7 +237,52 @@ std::string register_text(std::string_view id, std::string_view address, uint64_
   return text;
 }
 
+std::string request_text(const Request& r, std::string_view program, std::string_view hostname, Millis time_ms,
+                         std::string_view nonce) {
+  std::string text = "rgpu-pool-request-v1\ntenant=";
+  text += r.tenant;
+  text += "\ndevices=" + std::to_string(r.devices) + "\nmemory=" + std::to_string(r.memory_bytes) +
+          "\nshare=" + std::to_string(share_to_units(r.share)) + "\nkind=" + kind_wanted_name(r.kind) +
+          "\nmin_cc=" + std::to_string(r.min_compute_capability) + "\npriority=" + std::to_string(r.priority) +
+          "\ntimeout=" + std::to_string(r.timeout_ms) + "\nprogram=";
+  text += program;
+  text += "\nhost=";
+  text += hostname;
+  text += "\ntime=" + std::to_string(time_ms) + "\nnonce=";
+  text += nonce;
+  text += "\n";
+  return text;
+}
+
+// A MAC given as hex against the one expected, in constant time.
+bool same_mac(std::string_view given_hex, const std::string& want) {
+  std::vector<unsigned char> given;
+  if (given_hex.size() != 2 * kMacBytes || !unhex(given_hex, &given)) return false;
+  return given.size() == want.size() && CRYPTO_memcmp(given.data(), want.data(), want.size()) == 0;
+}
+
 }  // namespace
+
+std::string request_proof(std::string_view secret, const Request& request, std::string_view program,
+                          std::string_view hostname, Millis time_ms, std::string_view nonce) {
+  const std::string mac = mac_of(secret, request_text(request, program, hostname, time_ms, nonce));
+  return hex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
+}
+
+Status verify_request_proof(std::string_view secret, std::string_view proof, const Request& request,
+                            std::string_view program, std::string_view hostname, Millis time_ms,
+                            std::string_view nonce, Millis now, Millis skew_ms) {
+  if (proof.empty()) return invalid_argument("the request carries no proof of tenant " + request.tenant + "'s key (set RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE)");
+  if (nonce.size() < 32) return invalid_argument("the request's nonce is missing or too short");
+  if (!same_mac(proof, mac_of(secret, request_text(request, program, hostname, time_ms, nonce)))) {
+    return invalid_argument("the request's proof does not match tenant " + request.tenant + "'s key");
+  }
+  if (time_ms < now - skew_ms || time_ms > now + skew_ms) {
+    return failed("the request's time is " + std::to_string((time_ms - now) / 1000) +
+                  " s from the pool's clock (replayed, or clocks apart)");
+  }
+  return Status::ok();
+}
 
 std::string register_proof(std::string_view key, std::string_view id, std::string_view address, uint64_t boot_id,
                            Millis time_ms) {
@@ -253,8 +298,7 @@ Status verify_register_proof(std::string_view key, std::string_view proof, std::
   if (proof.size() != 2 * kMacBytes || !unhex(proof, &given)) {
     return invalid_argument("registration: no proof of the pool's key");
   }
-  const std::string want = mac_of(key, register_text(id, address, boot_id, time_ms));
-  if (given.size() != want.size() || CRYPTO_memcmp(given.data(), want.data(), want.size()) != 0) {
+  if (!same_mac(proof, mac_of(key, register_text(id, address, boot_id, time_ms)))) {
     return invalid_argument("registration: the proof does not match (not the pool's key)");
   }
   if (time_ms < now - skew_ms || time_ms > now + skew_ms) {

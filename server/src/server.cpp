@@ -498,12 +498,6 @@ Result<std::shared_ptr<SliceTable>> make_slices(const ServerInfo& info, const Se
 
 }  // namespace
 
-bool is_loopback_host(const std::string& host) {
-  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
-  in_addr v4{};
-  return inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
-}
-
 Result<std::unique_ptr<Server>> Server::start(std::shared_ptr<const DriverTable> driver,
                                               std::shared_ptr<transport::Transport> transport,
                                               const ServerOptions& options) {
@@ -513,13 +507,13 @@ Result<std::unique_ptr<Server>> Server::start(std::shared_ptr<const DriverTable>
     return invalid_argument("listen address must be HOST:PORT, got '" + options.listen + "'");
   }
   if (options.keys.empty()) {
-    if (!is_loopback_host(host) && !options.insecure) {
+    if (!protocol::auth::is_loopback_host(host) && !options.insecure) {
       return invalid_argument("refusing to listen on " + options.listen +
                               " without authentication: give keys (--auth-file FILE or RGPU_AUTH_TOKEN), or "
                               "--insecure to accept any client that can reach this address");
     }
     RGPU_WARN("no authentication: any process that can reach %s may use this server%s", options.listen.c_str(),
-              is_loopback_host(host) ? " (every local user)" : "");
+              protocol::auth::is_loopback_host(host) ? " (every local user)" : "");
   } else {
     RGPU_INFO("authentication required tenants=%zu", options.keys.size());
   }

@@ -1,6 +1,8 @@
 // Signed leases: what a server accepts at hello and what it refuses.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "rgpu/pool/lease_token.h"
 
 namespace rgpu::pool {
@@ -143,6 +145,46 @@ TEST(PoolLeaseToken, ReplayCacheForgetsExpiredAndRefusesWhenFull) {
   EXPECT_EQ(full.status().kind(), ErrorKind::kOverloaded);
   EXPECT_TRUE(cache.insert(2, "n", 300, 100).value()) << "both earlier entries expired at 100";
   EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(PoolRequestProof, BindsEveryFieldTheTimeAndTheNonce) {
+  Request r;
+  r.devices = 2;
+  r.memory_bytes = 1u << 30;
+  r.share = 0.25;
+  r.kind = KindWanted::kCpu;
+  r.min_compute_capability = 80;
+  r.priority = 7;
+  r.tenant = "alice";
+  r.timeout_ms = 5000;
+  const std::string nonce(64, 'a');
+  const std::string proof = request_proof("s3cret", r, "train", "host1", 1000, nonce);
+  EXPECT_EQ(proof.size(), 64u);
+  EXPECT_TRUE(verify_request_proof("s3cret", proof, r, "train", "host1", 1000, nonce, 1000).is_ok());
+  EXPECT_FALSE(verify_request_proof("other", proof, r, "train", "host1", 1000, nonce, 1000).is_ok());
+  // Any field changed on the path breaks the proof.
+  std::vector<Request> changed(9, r);
+  changed[0].devices = 3;
+  changed[1].memory_bytes += 1;
+  changed[2].share = 0.5;
+  changed[3].kind = KindWanted::kAny;
+  changed[4].min_compute_capability = 90;
+  changed[5].priority = 8;
+  changed[6].tenant = "bob";
+  changed[7].timeout_ms = 1;
+  changed[8].devices = 1;
+  for (const Request& c : changed) {
+    EXPECT_FALSE(verify_request_proof("s3cret", proof, c, "train", "host1", 1000, nonce, 1000).is_ok());
+  }
+  EXPECT_FALSE(verify_request_proof("s3cret", proof, r, "trainX", "host1", 1000, nonce, 1000).is_ok());
+  EXPECT_FALSE(verify_request_proof("s3cret", proof, r, "train", "host2", 1000, nonce, 1000).is_ok());
+  EXPECT_FALSE(verify_request_proof("s3cret", proof, r, "train", "host1", 1001, nonce, 1001).is_ok());
+  EXPECT_FALSE(verify_request_proof("s3cret", proof, r, "train", "host1", 1000, std::string(64, 'b'), 1000).is_ok());
+  // Too old, too new, no proof, a short nonce.
+  EXPECT_FALSE(verify_request_proof("s3cret", proof, r, "train", "host1", 1000, nonce, 1000 + 31'000).is_ok());
+  EXPECT_FALSE(verify_request_proof("s3cret", proof, r, "train", "host1", 1000, nonce, 1000 - 31'000).is_ok());
+  EXPECT_FALSE(verify_request_proof("s3cret", "", r, "train", "host1", 1000, nonce, 1000).is_ok());
+  EXPECT_FALSE(verify_request_proof("s3cret", proof, r, "train", "host1", 1000, "abc", 1000).is_ok());
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "rgpu/pool/net.h"
 #include "rgpu/pool/service.h"
 #include "rgpu/pool/wire.h"
+#include "rgpu/protocol/auth.h"
 
 namespace rgpu::pool {
 namespace {
@@ -230,6 +231,85 @@ TEST_F(ServiceTest, AnImpostorCannotRegisterARealServersId) {
   EXPECT_EQ(std::string(servers[0].getAddress().cStr()), "127.0.0.1:1");
   EXPECT_EQ(s.value().root().getStatus().getLeases().size(), 1u);
   EXPECT_FALSE(client::ended(held.value()).has_value());
+}
+
+// A pool with tenant keys grants only requests that prove their tenant's
+// key: unsigned, wrongly signed, unknown-tenant, stale and replayed
+// requests are refused with the reason, and the right key is granted.
+TEST(TenantServiceTest, ClientsProveTheirTenantsKey) {
+  service::ServiceOptions so;
+  so.key = "k";
+  auto tenants = protocol::auth::KeyRing::parse("alice alice-secret-123\nbob bob-secret-456\n", "test");
+  ASSERT_TRUE(tenants.is_ok());
+  so.tenants = tenants.value();
+  auto opened = service::Service::open(so);
+  ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
+  auto& svc = *opened.value();
+  std::thread loop([&] { (void)svc.run(); });
+  auto server = net::Channel::connect({svc.address()}, 2s);
+  ASSERT_TRUE(server.is_ok());
+  {
+    capnp::MallocMessageBuilder b;
+    registration(b, "s1", "127.0.0.1:1", "k", wall_now());
+    ASSERT_TRUE(server.value()->send(b).is_ok());
+    auto m = server.value()->receive(2s);
+    ASSERT_TRUE(m.is_ok() && m.value());
+    ASSERT_EQ(m.value()->root().which(), PoolMessage::REGISTERED);
+  }
+  auto ask = [&](const std::string& tenant, const std::string& secret) {
+    client::AcquireOptions o;
+    o.pool = {svc.address()};
+    o.request.kind = KindWanted::kCpu;
+    o.request.tenant = tenant;
+    o.request.timeout_ms = 2000;
+    o.secret = secret;
+    return client::acquire(o);
+  };
+  struct Case {
+    std::string tenant, secret, expect;
+  };
+  for (const Case& c : {Case{"alice", "", "no proof"}, Case{"alice", "bob-secret-456", "does not match"},
+                        Case{"carol", "alice-secret-123", "unknown tenant"}}) {
+    auto held = ask(c.tenant, c.secret);
+    ASSERT_FALSE(held.is_ok()) << c.tenant << " with '" << c.secret << "' was granted";
+    EXPECT_NE(held.status().message().find(c.expect), std::string::npos) << held.status().to_string();
+  }
+  // A proof of another time, and one sent twice.
+  Request r;
+  r.kind = KindWanted::kCpu;
+  r.tenant = "alice";
+  auto submit = [&](capnp::MallocMessageBuilder& b, Millis time) {
+    auto w = b.initRoot<PoolMessage>().initSubmit();
+    wire::write(w, r);
+    w.setProgram("p");
+    w.setHostname("h");
+    ASSERT_TRUE(wire::sign(w, r, "alice-secret-123", time).is_ok());
+  };
+  auto refused = [&](capnp::MallocMessageBuilder& b) {
+    auto ch = net::Channel::connect({svc.address()}, 2s);
+    EXPECT_TRUE(ch.is_ok() && ch.value()->send(b).is_ok());
+    for (int i = 0; ch.is_ok() && i < 20; ++i) {
+      auto m = ch.value()->receive(100ms);
+      if (!m.is_ok()) break;
+      if (m.value() && m.value()->root().which() == PoolMessage::ERROR) {
+        return std::string(m.value()->root().getError().getMessage().cStr());
+      }
+      if (m.value() && m.value()->root().which() == PoolMessage::GRANTED) return std::string("granted");
+    }
+    return std::string("no answer");
+  };
+  capnp::MallocMessageBuilder stale;
+  submit(stale, wall_now() - 120'000);
+  EXPECT_NE(refused(stale).find("from the pool's clock"), std::string::npos);
+  capnp::MallocMessageBuilder once;
+  submit(once, wall_now());
+  EXPECT_EQ(refused(once), "granted");
+  EXPECT_NE(refused(once).find("replayed"), std::string::npos);
+  // The right key is granted through the client.
+  auto held = ask("bob", "bob-secret-456");
+  EXPECT_TRUE(held.is_ok()) << held.status().to_string();
+  svc.stop();
+  loop.join();
 }
 
 // A service keeping its history in memory answers the history query with

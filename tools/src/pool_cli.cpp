@@ -78,6 +78,9 @@ int PoolRun::acquire(const std::string& request_text, const std::string& program
     options.request.timeout_ms = static_cast<pool::Millis>(s * 1000);
   }
   options.program = program;
+  auto secret = pool::client::secret_from_environment();
+  if (!secret.is_ok()) return fail(secret.status().message());
+  options.secret = secret.value();
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   options.hostname = host;

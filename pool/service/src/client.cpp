@@ -11,6 +11,7 @@
 #include "rgpu/common/request_text.h"
 #include "rgpu/pool/lease_token.h"
 #include "rgpu/pool/wire.h"
+#include "rgpu/protocol/auth.h"
 
 namespace rgpu::pool::client {
 
@@ -28,6 +29,12 @@ Result<Held> acquire(const AcquireOptions& options) {
     wire::write(r, options.request);
     r.setProgram(options.program.substr(0, wire::kMaxName));
     r.setHostname(options.hostname.substr(0, wire::kMaxName));
+    if (!options.secret.empty()) {
+      const Millis now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+      if (Status s = wire::sign(r, options.request, options.secret, now); !s.is_ok()) return s;
+    }
     if (Status s = held.channel->send(b); !s.is_ok()) return s;
   }
   // The pool answers within its own timeout; past that (plus slack for a
@@ -129,6 +136,18 @@ Result<uint32_t> parse_compute_capability(const std::string& text) {
     return invalid_argument("compute capability '" + text + "': expected MAJOR.MINOR, e.g. 8.0");
   }
   return static_cast<uint32_t>(std::stoul(major) * 10 + std::stoul(minor));
+}
+
+Result<std::string> secret_from_environment() {
+  if (const char* file = std::getenv("RGPU_AUTH_TOKEN_FILE"); file && *file) {
+    auto text = protocol::auth::read_secret_file(file);
+    if (!text.is_ok()) return invalid_argument("RGPU_AUTH_TOKEN_FILE: " + text.status().message());
+    return protocol::auth::clean_secret(text.value(), file);
+  }
+  if (const char* token = std::getenv("RGPU_AUTH_TOKEN"); token && *token) {
+    return protocol::auth::clean_secret(token, "RGPU_AUTH_TOKEN");
+  }
+  return std::string();
 }
 
 Status request_from_environment(Request* request) {

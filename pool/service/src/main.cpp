@@ -14,6 +14,7 @@
 #include "rgpu/common/metrics_http.h"
 #include "rgpu/pool/config.h"
 #include "rgpu/pool/history.h"
+#include "rgpu/pool/net.h"
 #include "rgpu/pool/service.h"
 #include "rgpu/protocol/auth.h"
 
@@ -21,13 +22,19 @@ namespace {
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "usage: rgpu-pool --listen HOST:PORT --key-file FILE [--config pool.toml]\n"
+               "usage: rgpu-pool --listen HOST:PORT --key-file FILE [--auth-file FILE] [--insecure]\n"
+               "                 [--config pool.toml]\n"
                "                 [--etcd URL[,URL...] [--etcd-prefix P] [--instance NAME]]\n"
                "                 [--history FILE] [--metrics HOST:PORT] [--log-level error|warn|info|debug|trace]\n"
                "\n"
                "  --listen HOST:PORT  where servers and clients reach the pool (port 0: a free one)\n"
                "  --key-file FILE     the lease-signing key, shared with every rgpud (--pool-key-file);\n"
                "                      the file must be private (chmod 600)\n"
+               "  --auth-file FILE    the tenants' keys, as rgpud's --auth-file (\"TENANT SECRET\" per\n"
+               "                      line, chmod 600): every request for devices must prove its\n"
+               "                      tenant's key. Required on a non-loopback --listen\n"
+               "  --insecure          allow a non-loopback --listen without --auth-file: any peer that\n"
+               "                      reaches the pool may then ask for devices for any tenant\n"
                "  --config FILE       scheduler, heartbeat, tenant and [history] settings (docs/pool.md)\n"
                "  --etcd URLS         share the pool's state in etcd with other rgpu-pool instances\n"
                "                      (comma-separated endpoints, tried in order)\n"
@@ -41,6 +48,12 @@ void usage(FILE* out) {
                "rgpu-pool prints \"rgpu-pool listening on HOST:PORT\" on stdout once it serves.\n");
 }
 
+bool listens_on_loopback(const std::string& address) {
+  std::string host;
+  uint16_t port = 0;
+  return rgpu::pool::net::split_address(address, &host, &port) && rgpu::protocol::auth::is_loopback_host(host);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -48,6 +61,8 @@ int main(int argc, char** argv) {
   rgpu::pool::service::ServiceOptions options;
   options.listen.clear();
   std::string key_file;
+  std::string auth_file;
+  bool insecure = false;
   std::string history_file;
   std::string metrics_address;
   rgpu::metrics::Registry registry;  // outlives the service, which records into it
@@ -65,6 +80,10 @@ int main(int argc, char** argv) {
       options.listen = value("--listen");
     } else if (arg == "--key-file") {
       key_file = value("--key-file");
+    } else if (arg == "--auth-file") {
+      auth_file = value("--auth-file");
+    } else if (arg == "--insecure") {
+      insecure = true;
     } else if (arg == "--config") {
       const std::string path = value("--config");
       std::ifstream in(path, std::ios::binary);
@@ -130,6 +149,23 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.key = key.value();
+  if (!auth_file.empty()) {
+    auto keys_text = rgpu::protocol::auth::read_secret_file(auth_file);
+    auto keys = keys_text.is_ok() ? rgpu::protocol::auth::KeyRing::parse(keys_text.value(), auth_file)
+                                  : rgpu::Result<rgpu::protocol::auth::KeyRing>(keys_text.status());
+    if (!keys.is_ok()) {
+      std::fprintf(stderr, "rgpu-pool: --auth-file: %s\n", keys.status().message().c_str());
+      return 2;
+    }
+    options.tenants = std::move(keys.value());
+  } else if (!insecure && !listens_on_loopback(options.listen)) {
+    std::fprintf(stderr,
+                 "rgpu-pool: --listen %s is not a loopback address and there is no --auth-file: any peer that\n"
+                 "           reaches it could ask for devices for any tenant. Give the tenants' keys\n"
+                 "           (--auth-file FILE, as rgpud's), or --insecure to accept that.\n",
+                 options.listen.c_str());
+    return 2;
+  }
   // The history is kept with --history, or with --config ([history]'s
   // defaults when it has none: in memory only, history.file being "").
   if (!history_file.empty()) {

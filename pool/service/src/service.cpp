@@ -454,6 +454,9 @@ class ServiceImpl final : public Service {
     if (Status s = validate(request.value()); !s.is_ok()) {
       return refuse(id, poolwire::Error::Code::BAD_REQUEST, s.message());
     }
+    if (Status s = prove_tenant(r, request.value()); !s.is_ok()) {
+      return refuse(id, poolwire::Error::Code::REFUSED, s.message());  // logged there
+    }
     Origin origin;
     auto program = wire::read_text(r.getProgram(), "program");
     auto host = wire::read_text(r.getHostname(), "hostname");
@@ -477,6 +480,22 @@ class ServiceImpl final : public Service {
     for (const auto& g : submitted.value().changes.granted) placed |= g.ticket == ticket;
     apply(submitted.value().changes);
     if (!placed && ticket_owner_.count(ticket)) send_queued(ticket);
+  }
+
+  // With tenant keys, a request must prove its tenant's key, fresh and
+  // never sent before; without them any request passes.
+  Status prove_tenant(poolwire::Request::Reader r, const Request& request) {
+    if (options_.tenants.empty()) return Status::ok();
+    auto secret = options_.tenants.find(request.tenant);
+    if (!secret) return invalid_argument("unknown tenant " + request.tenant);
+    const Millis now = core_->now();
+    auto nonce = wire::verify(r, request, *secret, now);
+    if (!nonce.is_ok()) return nonce.status();
+    // Nonces are kept for as long as their proof's time is accepted.
+    auto fresh = request_nonces_.insert(0, request.tenant + "/" + nonce.value(), r.getTimeMs() + 30'000, now);
+    if (!fresh.is_ok()) return fresh.status();
+    if (!fresh.value()) return failed("the request's proof was sent before (replayed)");
+    return Status::ok();
   }
 
   void on_release(uint64_t id, LeaseId lease) {
@@ -646,6 +665,8 @@ class ServiceImpl final : public Service {
   // The time of each server boot's last accepted registration: a proof is
   // good once.
   std::map<std::pair<std::string, uint64_t>, Millis> last_register_ms_;
+  // The nonces of clients' proofs still within their time (prove_tenant).
+  ReplayCache request_nonces_;
   std::map<std::string, uint32_t> sessions_;
   std::map<TicketId, uint64_t> ticket_owner_;
   std::map<TicketId, Origin> ticket_origin_;

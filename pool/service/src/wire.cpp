@@ -49,6 +49,34 @@ void write(poolwire::Request::Builder out, const Request& request) {
   out.setTimeoutMs(request.timeout_ms);
 }
 
+Status sign(poolwire::Request::Builder out, const Request& request, std::string_view secret, Millis now) {
+  auto nonce = random_lease_nonce();
+  if (!nonce.is_ok()) return nonce.status();
+  const auto program = out.getProgram();
+  const auto host = out.getHostname();
+  out.setTimeMs(now);
+  out.setNonce(nonce.value());
+  out.setProof(request_proof(secret, request, std::string_view(program.cStr(), program.size()),
+                             std::string_view(host.cStr(), host.size()), now, nonce.value()));
+  return Status::ok();
+}
+
+Result<std::string> verify(poolwire::Request::Reader in, const Request& request, std::string_view secret, Millis now) {
+  auto program = read_text(in.getProgram(), "program");
+  auto host = read_text(in.getHostname(), "hostname");
+  auto nonce = read_text(in.getNonce(), "nonce", 128);
+  auto proof = read_text(in.getProof(), "proof", 128);
+  for (const auto* r : {&program, &host, &nonce, &proof}) {
+    if (!r->is_ok()) return r->status();
+  }
+  if (Status s = verify_request_proof(secret, proof.value(), request, program.value(), host.value(), in.getTimeMs(),
+                                      nonce.value(), now);
+      !s.is_ok()) {
+    return s;
+  }
+  return nonce.value();
+}
+
 void write(poolwire::PlacedDevice::Builder out, const PlacedDevice& placed) {
   out.setServerId(placed.server_id);
   out.setAddress(placed.address);

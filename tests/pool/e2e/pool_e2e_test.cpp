@@ -523,6 +523,42 @@ TEST_F(PoolE2E, ReportAskedOfAPoolWithoutHistorySaysSo) {
   EXPECT_NE(report->text.find("keeps no history"), std::string::npos) << report->text;
 }
 
+// rgpu-pool with tenant keys (--auth-file): a request must prove its
+// tenant's key, and rgpud (with the same keys) checks the session's.
+class PoolAuthE2E : public PoolE2E {
+ protected:
+  std::vector<std::string> pool_extra() override {
+    auth_file_ = (dir_ / "tenants").string();
+    std::ofstream(auth_file_) << "research " << kResearchKey << "\n";
+    chmod(auth_file_.c_str(), 0600);
+    return {"--auth-file", auth_file_};
+  }
+  static constexpr const char* kResearchKey = "research-secret-0123";
+  std::string auth_file_;
+};
+
+TEST_F(PoolAuthE2E, ClientsProveTheirTenantToThePool) {
+  start_rgpud("cpu-a", 1, "1G", {"--auth-file", auth_file_});
+  const std::vector<std::string> run = {kBin + "/rgpu", "run",      "--pool", pool_address_, "--kind",
+                                        "cpu",          "--tenant", "research", "--",        kBin + "/rgpu-demo"};
+  struct Case {
+    std::string token, expect;
+  };
+  for (const Case& c : {Case{"", "no proof"}, Case{"not-the-key-0000", "does not match"}}) {
+    std::vector<std::string> env = {"UCX_TLS=tcp", kLibraryPath};
+    if (!c.token.empty()) env.push_back("RGPU_AUTH_TOKEN=" + c.token);
+    auto refused = Child::spawn(run, env);
+    EXPECT_NE(refused->finish(60s), 0) << refused->text;
+    EXPECT_NE(refused->text.find(c.expect), std::string::npos) << refused->text;
+  }
+  // The tenant's key: placed, and the program runs on the server.
+  auto placed = Child::spawn(run, {"UCX_TLS=tcp", kLibraryPath, std::string("RGPU_AUTH_TOKEN=") + kResearchKey});
+  EXPECT_EQ(placed->finish(120s), 0) << placed->text;
+  // The client library asking the pool itself (RGPU_POOL) proves it too.
+  Child& library = client({"RGPU_TENANT=research", std::string("RGPU_AUTH_TOKEN=") + kResearchKey}, kBin + "/rgpu-demo");
+  EXPECT_EQ(library.finish(120s), 0) << library.text;
+}
+
 // Two rgpu-pool instances (A, then B) sharing one real etcd; rgpud and the
 // clients are given both addresses, A first.
 class PoolEtcdE2E : public PoolE2E {

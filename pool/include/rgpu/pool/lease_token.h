@@ -42,6 +42,19 @@ Status verify_register_proof(std::string_view key, std::string_view proof, std::
                              std::string_view address, uint64_t boot_id, Millis time_ms, Millis now,
                              Millis skew_ms = 30'000);
 
+// A client's proof, when it asks for devices, that it holds its tenant's
+// key (`secret`, the one it proves to rgpud): HMAC-SHA256 of
+// "rgpu-pool-request-v1", every field of the request, the program and host
+// it names, `time_ms` (its wall clock) and `nonce` (hex, fresh per request),
+// as hex. verify_request_proof compares in constant time and wants `time_ms`
+// within `skew_ms` of `now`; the caller refuses a nonce seen before
+// (ReplayCache). Errors say which check failed.
+std::string request_proof(std::string_view secret, const Request& request, std::string_view program,
+                          std::string_view hostname, Millis time_ms, std::string_view nonce);
+Status verify_request_proof(std::string_view secret, std::string_view proof, const Request& request,
+                            std::string_view program, std::string_view hostname, Millis time_ms,
+                            std::string_view nonce, Millis now, Millis skew_ms = 30'000);
+
 // Remembers the leases already presented, so each is admitted once. Entries
 // are forgotten once their lease has expired, when expired leases are
 // refused anyway. Thread-compatible.

@@ -54,6 +54,11 @@ Result<std::string> clean_secret(std::string_view text, const std::string& where
 // them. Refuses a file that other users may read, naming the fix (chmod 600).
 Result<std::string> read_secret_file(const std::string& path);
 
+// Whether `host` (as in --listen) names only this machine: 127.0.0.0/8,
+// ::1 or "localhost". rgpud and rgpu-pool listen without keys only there
+// (or when told --insecure).
+bool is_loopback_host(const std::string& host);
+
 // The keys a server accepts, by tenant. Immutable once built; thread-safe.
 class KeyRing {
  public:

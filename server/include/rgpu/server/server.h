@@ -114,10 +114,6 @@ struct PoolDevice {
   double utilization = 0;        // 0..1, as the driver reports it (0 when it cannot)
 };
 
-// Whether `host` (as in --listen) names only this machine: 127.0.0.0/8,
-// ::1 or "localhost".
-bool is_loopback_host(const std::string& host);
-
 // Owns the listener and every live session. Thread-safe. Destruction closes
 // all sessions and frees everything they held on the device.
 class Server {

@@ -32,6 +32,10 @@ struct AcquireOptions {
   Request request;
   std::string program;
   std::string hostname;
+  // The tenant's key (secret_from_environment): proves the request to a
+  // pool with tenant keys; it never travels. Empty: the request is not
+  // signed, which only a pool without tenant keys accepts.
+  std::string secret;
   std::chrono::milliseconds connect_timeout{5000};
   // Called when the request waits, and about once a second while it does:
   // how many requests are ahead, and how long it has waited.
@@ -60,6 +64,10 @@ std::string server_list(const Placement& placement);
 // RGPU_POOL_KIND, RGPU_POOL_MIN_CC, RGPU_POOL_PRIORITY, RGPU_TENANT and
 // RGPU_POOL_TIMEOUT (seconds). A malformed value is an error naming it.
 Status request_from_environment(Request* request);
+// The tenant's key from RGPU_AUTH_TOKEN_FILE (a private file) or
+// RGPU_AUTH_TOKEN, as the client proves it to rgpud; empty when neither is
+// set. A bad file or value is an error naming it.
+Result<std::string> secret_from_environment();
 // "9.0" into 90; an error for anything else.
 Result<uint32_t> parse_compute_capability(const std::string& text);
 

@@ -13,6 +13,7 @@
 #include "rgpu/common/status.h"
 #include "rgpu/pool/config.h"
 #include "rgpu/pool/history.h"
+#include "rgpu/protocol/auth.h"
 
 namespace rgpu::pool::service {
 
@@ -20,6 +21,10 @@ struct ServiceOptions {
   std::string listen = "127.0.0.1:0";
   PoolConfig config;
   std::string key;  // the HMAC key shared with the servers; required
+  // The tenants' keys (rgpu-pool --auth-file, rgpud's format): set, every
+  // request must prove its tenant's key (docs/pool.md, "Clients prove their
+  // tenant"); empty, any peer may ask for any tenant.
+  protocol::auth::KeyRing tenants;
   size_t max_connections = 4096;
   size_t max_frame = size_t{1} << 20;  // largest message the pool reads
   int tick_ms = 100;                   // how often time is checked

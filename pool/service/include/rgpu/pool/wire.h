@@ -26,6 +26,13 @@ void write(poolwire::Register::Builder out, const ServerInfo& server);
 // in it.
 void sign(poolwire::Register::Builder out, std::string_view key, Millis now);
 void write(poolwire::Request::Builder out, const Request& request);
+// Sets a written request's timeMs to `now`, a fresh nonce and its proof
+// under the tenant's `secret` (request_proof, lease_token.h), over
+// `request` and the program and host name already in it.
+Status sign(poolwire::Request::Builder out, const Request& request, std::string_view secret, Millis now);
+// Checks a request's proof against the tenant's `secret` (the caller then
+// refuses a nonce it has seen: the returned one).
+Result<std::string> verify(poolwire::Request::Reader in, const Request& request, std::string_view secret, Millis now);
 void write(poolwire::PlacedDevice::Builder out, const PlacedDevice& placed);
 void write_placement(capnp::List<poolwire::PlacedDevice>::Builder out, const Placement& placement);
 
