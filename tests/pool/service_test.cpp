@@ -39,6 +39,35 @@ void registration(capnp::MallocMessageBuilder& b, const std::string& id, const s
   if (!key.empty()) wire::sign(r, key, time);
 }
 
+// A service run on its own thread, with server s1 (one CPU device of
+// 1 GiB) registered under the service's key; stopped when destroyed.
+struct RunningService {
+  std::unique_ptr<service::Service> svc;
+  std::thread loop;
+  std::unique_ptr<net::Channel> server;  // s1's registration
+  ~RunningService() {
+    if (!loop.joinable()) return;
+    svc->stop();
+    loop.join();
+  }
+};
+
+void start_with_server(const service::ServiceOptions& options, RunningService* out) {
+  auto opened = service::Service::open(options);
+  ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
+  out->svc = std::move(opened.value());
+  out->loop = std::thread([svc = out->svc.get()] { (void)svc->run(); });
+  auto server = net::Channel::connect({out->svc->address()}, 2s);
+  ASSERT_TRUE(server.is_ok());
+  out->server = std::move(server.value());
+  capnp::MallocMessageBuilder b;
+  registration(b, "s1", "127.0.0.1:1", options.key, wall_now());
+  ASSERT_TRUE(out->server->send(b).is_ok());
+  auto m = out->server->receive(2s);
+  ASSERT_TRUE(m.is_ok() && m.value());
+  ASSERT_EQ(m.value()->root().which(), PoolMessage::REGISTERED);
+}
+
 class ServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -242,20 +271,9 @@ TEST(TenantServiceTest, ClientsProveTheirTenantsKey) {
   auto tenants = protocol::auth::KeyRing::parse("alice alice-secret-123\nbob bob-secret-456\n", "test");
   ASSERT_TRUE(tenants.is_ok());
   so.tenants = tenants.value();
-  auto opened = service::Service::open(so);
-  ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
-  auto& svc = *opened.value();
-  std::thread loop([&] { (void)svc.run(); });
-  auto server = net::Channel::connect({svc.address()}, 2s);
-  ASSERT_TRUE(server.is_ok());
-  {
-    capnp::MallocMessageBuilder b;
-    registration(b, "s1", "127.0.0.1:1", "k", wall_now());
-    ASSERT_TRUE(server.value()->send(b).is_ok());
-    auto m = server.value()->receive(2s);
-    ASSERT_TRUE(m.is_ok() && m.value());
-    ASSERT_EQ(m.value()->root().which(), PoolMessage::REGISTERED);
-  }
+  RunningService running;
+  ASSERT_NO_FATAL_FAILURE(start_with_server(so, &running));
+  service::Service& svc = *running.svc;
   auto ask = [&](const std::string& tenant, const std::string& secret) {
     client::AcquireOptions o;
     o.pool = {svc.address()};
@@ -308,8 +326,6 @@ TEST(TenantServiceTest, ClientsProveTheirTenantsKey) {
   // The right key is granted through the client.
   auto held = ask("bob", "bob-secret-456");
   EXPECT_TRUE(held.is_ok()) << held.status().to_string();
-  svc.stop();
-  loop.join();
 }
 
 // A service keeping its history in memory answers the history query with
@@ -318,25 +334,9 @@ TEST(ServiceHistoryTest, AnswersWithTheLinesOfItsGrants) {
   service::ServiceOptions so;
   so.key = "k";
   so.history = HistoryOptions{};  // no path: memory only
-  auto opened = service::Service::open(so);
-  ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
-  auto& svc = *opened.value();
-  std::thread loop([&] { (void)svc.run(); });
-  auto server = net::Channel::connect({svc.address()}, 2s);
-  ASSERT_TRUE(server.is_ok());
-  {
-    capnp::MallocMessageBuilder b;
-    ServerInfo info;
-    info.id = "s1";
-    info.address = "127.0.0.1:1";
-    info.devices.push_back(Device{0, "cpu", 0, 1ull << 30, {}});
-    auto r = b.initRoot<PoolMessage>().initRegister();
-    wire::write(r, info);
-    wire::sign(r, "k", wall_now());
-    ASSERT_TRUE(server.value()->send(b).is_ok());
-    auto m = server.value()->receive(2s);
-    ASSERT_TRUE(m.is_ok() && m.value());
-  }
+  RunningService running;
+  ASSERT_NO_FATAL_FAILURE(start_with_server(so, &running));
+  service::Service& svc = *running.svc;
   client::AcquireOptions o;
   o.pool = {svc.address()};
   o.request.kind = KindWanted::kCpu;
@@ -366,8 +366,6 @@ TEST(ServiceHistoryTest, AnswersWithTheLinesOfItsGrants) {
     }
     EXPECT_TRUE(refused);
   }
-  svc.stop();
-  loop.join();
 }
 
 }  // namespace

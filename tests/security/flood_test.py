@@ -14,30 +14,12 @@ Every wait is bounded; the flood stays at a size UCX 1.13 itself survives
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import time
 
-failures = []
-
-
-def check(ok, what, detail=""):
-    print(("ok   " if ok else "FAIL ") + what + ("" if ok else "\n" + detail))
-    if not ok:
-        failures.append(what)
-
-
-def wait_for(path, pattern, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        with open(path) as f:
-            m = re.search(pattern, f.read(), re.M)
-        if m:
-            return m
-        time.sleep(0.05)
-    return None
+from script_checks import check, failures, wait_for
 
 
 def main():

@@ -20,16 +20,16 @@ Every wait is bounded."""
 
 import argparse
 import os
-import re
 import select
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+from script_checks import check, failures, wait_for
 import urllib.request
 
-failures = []
 
 ADDRESSES = ["127.0.0.%d" % i for i in range(2, 8)]
 PER_ADDRESS = 50
@@ -37,23 +37,6 @@ SAME_ADDRESS = 20
 LIMIT_PER_ADDRESS = 16  # HttpOptions' defaults (common/include/rgpu/common/metrics_http.h)
 LIMIT_ALL = 64
 REQUEST_DEADLINE_S = 5
-
-
-def check(ok, what, detail=""):
-    print(("ok   " if ok else "FAIL ") + what + ("" if ok else "\n" + detail))
-    if not ok:
-        failures.append(what)
-
-
-def wait_for(path, pattern, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        with open(path) as f:
-            m = re.search(pattern, f.read(), re.M)
-        if m:
-            return m
-        time.sleep(0.05)
-    return None
 
 
 def open_slow(host, port, source):
