@@ -176,6 +176,14 @@ struct Granted {
 struct LeaseEnd {
   leaseId @0 :UInt64;
   reason @1 :Text;              # preempted | server_lost | server_restarted | expired
+  # An order to a server (endSession) is signed by the pool: the server it
+  # is for, the pool's wall-clock time and an HMAC-SHA256 under the pool's
+  # key over them, the lease and the reason (end_session_proof,
+  # pool/include/rgpu/pool/lease_token.h). rgpud ignores, and logs, an
+  # order without a valid, fresh proof.
+  serverId @2 :Text;
+  timeMs @3 :Int64;
+  proof @4 :Text;
 }
 
 struct Status {

@@ -254,6 +254,22 @@ std::string request_text(const Request& r, std::string_view program, std::string
   return text;
 }
 
+std::string end_session_text(std::string_view server_id, LeaseId lease, std::string_view reason, Millis time_ms) {
+  std::string text = "rgpu-end-session-v1\nserver=";
+  text += server_id;
+  text += "\nlease=" + std::to_string(lease) + "\nreason=";
+  text += reason;
+  text += "\ntime=" + std::to_string(time_ms) + "\n";
+  return text;
+}
+
+// Whether `time_ms` is within `skew_ms` of `now`; else the error, naming `what`.
+Status fresh(const char* what, Millis time_ms, Millis now, Millis skew_ms) {
+  if (time_ms >= now - skew_ms && time_ms <= now + skew_ms) return Status::ok();
+  return failed(std::string(what) + "'s time is " + std::to_string((time_ms - now) / 1000) +
+                " s from the local clock (replayed, or clocks apart)");
+}
+
 // A MAC given as hex against the one expected, in constant time.
 bool same_mac(std::string_view given_hex, const std::string& want) {
   std::vector<unsigned char> given;
@@ -277,11 +293,24 @@ Status verify_request_proof(std::string_view secret, std::string_view proof, con
   if (!same_mac(proof, mac_of(secret, request_text(request, program, hostname, time_ms, nonce)))) {
     return invalid_argument("the request's proof does not match tenant " + request.tenant + "'s key");
   }
-  if (time_ms < now - skew_ms || time_ms > now + skew_ms) {
-    return failed("the request's time is " + std::to_string((time_ms - now) / 1000) +
-                  " s from the pool's clock (replayed, or clocks apart)");
+  return fresh("the request", time_ms, now, skew_ms);
+}
+
+std::string end_session_proof(std::string_view key, std::string_view server_id, LeaseId lease,
+                              std::string_view reason, Millis time_ms) {
+  const std::string mac = mac_of(key, end_session_text(server_id, lease, reason, time_ms));
+  return hex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
+}
+
+Status verify_end_session_proof(std::string_view key, std::string_view proof, std::string_view server_id,
+                                LeaseId lease, std::string_view reason, Millis time_ms, Millis now,
+                                Millis skew_ms) {
+  if (key.empty()) return invalid_argument("the order: no pool key to check it with");
+  if (proof.empty()) return invalid_argument("the order carries no proof of the pool's key");
+  if (!same_mac(proof, mac_of(key, end_session_text(server_id, lease, reason, time_ms)))) {
+    return invalid_argument("the order's proof does not match (not the pool's key, or not for this server)");
   }
-  return Status::ok();
+  return fresh("the order", time_ms, now, skew_ms);
 }
 
 std::string register_proof(std::string_view key, std::string_view id, std::string_view address, uint64_t boot_id,

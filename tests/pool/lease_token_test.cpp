@@ -187,5 +187,18 @@ TEST(PoolRequestProof, BindsEveryFieldTheTimeAndTheNonce) {
   EXPECT_FALSE(verify_request_proof("s3cret", proof, r, "train", "host1", 1000, "abc", 1000).is_ok());
 }
 
+TEST(PoolEndSessionProof, BindsServerLeaseReasonAndTime) {
+  const std::string proof = end_session_proof("k", "s1", 42, "preempted", 5000);
+  EXPECT_TRUE(verify_end_session_proof("k", proof, "s1", 42, "preempted", 5000, 5000).is_ok());
+  EXPECT_FALSE(verify_end_session_proof("other", proof, "s1", 42, "preempted", 5000, 5000).is_ok());
+  EXPECT_FALSE(verify_end_session_proof("k", proof, "s2", 42, "preempted", 5000, 5000).is_ok());
+  EXPECT_FALSE(verify_end_session_proof("k", proof, "s1", 43, "preempted", 5000, 5000).is_ok());
+  EXPECT_FALSE(verify_end_session_proof("k", proof, "s1", 42, "expired", 5000, 5000).is_ok());
+  EXPECT_FALSE(verify_end_session_proof("k", proof, "s1", 42, "preempted", 5001, 5001).is_ok());
+  EXPECT_FALSE(verify_end_session_proof("k", proof, "s1", 42, "preempted", 5000, 5000 + 31'000).is_ok());
+  EXPECT_FALSE(verify_end_session_proof("k", "", "s1", 42, "preempted", 5000, 5000).is_ok());
+  EXPECT_FALSE(verify_end_session_proof("", proof, "s1", 42, "preempted", 5000, 5000).is_ok());
+}
+
 }  // namespace
 }  // namespace rgpu::pool

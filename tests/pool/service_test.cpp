@@ -4,10 +4,15 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <fcntl.h>
+#include <sys/time.h>
 #include <unistd.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
+#include "rgpu/pool/agent.h"
 #include "rgpu/pool/client.h"
 #include "rgpu/pool/net.h"
 #include "rgpu/pool/service.h"
@@ -318,7 +323,7 @@ TEST(TenantServiceTest, ClientsProveTheirTenantsKey) {
   };
   capnp::MallocMessageBuilder stale;
   submit(stale, wall_now() - 120'000);
-  EXPECT_NE(refused(stale).find("from the pool's clock"), std::string::npos);
+  EXPECT_NE(refused(stale).find("from the local clock"), std::string::npos);
   capnp::MallocMessageBuilder once;
   submit(once, wall_now());
   EXPECT_EQ(refused(once), "granted");
@@ -326,6 +331,104 @@ TEST(TenantServiceTest, ClientsProveTheirTenantsKey) {
   // The right key is granted through the client.
   auto held = ask("bob", "bob-secret-456");
   EXPECT_TRUE(held.is_ok()) << held.status().to_string();
+}
+
+// A stand-in for the pool on the other end of an agent's connection: it
+// accepts one connection, answers the registration and sends what the test
+// gives it, as an on-path forger could.
+class FakePool {
+ public:
+  FakePool() {
+    auto fd = net::listen_on("127.0.0.1:0", &address_);
+    EXPECT_TRUE(fd.is_ok());
+    listen_fd_ = fd.is_ok() ? fd.value() : -1;
+  }
+  ~FakePool() {
+    if (conn_ >= 0) close(conn_);
+    if (listen_fd_ >= 0) close(listen_fd_);
+  }
+  const std::string& address() const { return address_; }
+  // Waits (bounded) for the agent's registration and answers it.
+  bool accept_registration() {
+    for (int i = 0; i < 200 && conn_ < 0; ++i) {
+      conn_ = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (conn_ < 0) std::this_thread::sleep_for(10ms);
+    }
+    if (conn_ < 0) return false;
+    int flags = fcntl(conn_, F_GETFL);
+    fcntl(conn_, F_SETFL, flags & ~O_NONBLOCK);
+    timeval tv{5, 0};
+    setsockopt(conn_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    net::FrameReader reader;
+    for (;;) {
+      auto m = reader.next();
+      if (!m.is_ok()) return false;
+      if (m.value()) {
+        if (m.value()->root().which() != PoolMessage::REGISTER) return false;
+        break;
+      }
+      std::byte buf[4096];
+      const ssize_t n = recv(conn_, buf, sizeof buf, 0);
+      if (n <= 0) return false;
+      reader.append(buf, static_cast<size_t>(n));
+    }
+    capnp::MallocMessageBuilder b;
+    b.initRoot<PoolMessage>().initRegistered().setHeartbeatIntervalMs(1000);
+    return send(b);
+  }
+  bool send(capnp::MallocMessageBuilder& b) {
+    const auto bytes = net::frame(b);
+    return ::send(conn_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  }
+
+ private:
+  std::string address_;
+  int listen_fd_ = -1;
+  int conn_ = -1;
+};
+
+// rgpud's agent ends a lease's sessions only on the pool's own order:
+// unsigned, wrongly signed, stale orders and orders for another server are
+// ignored (and logged); the pool's order is obeyed. The orders are handled
+// in turn, so once the good one has been, every forged one before it was.
+TEST(AgentTest, OnlyThePoolsSignedOrdersEndSessions) {
+  FakePool pool;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<LeaseId> ended;
+  AgentOptions options;
+  options.pool = {pool.address()};
+  options.server.id = "s1";
+  options.server.address = "127.0.0.1:1";
+  options.server.devices.push_back(Device{0, "cpu", 0, 1ull << 30, {}});
+  options.key = "k";
+  AgentHooks hooks;
+  hooks.sample = [] { return std::make_pair(std::vector<DeviceUse>{}, uint32_t{0}); };
+  hooks.end_lease = [&](LeaseId lease, const std::string&) {
+    std::lock_guard<std::mutex> lock(mu);
+    ended.push_back(lease);
+    cv.notify_all();
+  };
+  auto agent = Agent::start(options, hooks);
+  ASSERT_TRUE(pool.accept_registration());
+  struct Order {
+    LeaseId lease;
+    std::string key, server;
+    Millis time;
+  };
+  const Millis now = wall_now();
+  for (const Order& o : {Order{1, "", "s1", now}, Order{2, "not-the-key", "s1", now}, Order{3, "k", "s2", now},
+                         Order{4, "k", "s1", now - 120'000}, Order{5, "k", "s1", now}}) {
+    capnp::MallocMessageBuilder b;
+    auto end = b.initRoot<PoolMessage>().initEndSession();
+    end.setLeaseId(o.lease);
+    end.setReason("preempted");
+    if (!o.key.empty()) wire::sign(end, o.key, o.server, o.time);
+    ASSERT_TRUE(pool.send(b));
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return !ended.empty(); }));
+  EXPECT_EQ(ended, std::vector<LeaseId>{5});
 }
 
 // A service keeping its history in memory answers the history query with

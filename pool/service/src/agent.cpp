@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "rgpu/common/log.h"
+#include "rgpu/pool/clock.h"
 #include "rgpu/pool/net.h"
 #include "rgpu/pool/wire.h"
 
@@ -97,10 +98,7 @@ class AgentImpl final : public Agent {
     auto r = b.initRoot<PoolMessage>().initRegister();
     wire::write(r, options_.server);
     r.setBootId(boot_);
-    wire::sign(r, options_.key,
-               std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-                   .count());
+    wire::sign(r, options_.key, SystemClock().now());
     return ch.send(b);
   }
 
@@ -165,8 +163,16 @@ class AgentImpl final : public Agent {
           registered_ = true;
           return Status();
         case PoolMessage::END_SESSION: {
-          auto reason = wire::read_text(m.getEndSession().getReason(), "reason");
-          if (hooks_.end_lease) hooks_.end_lease(m.getEndSession().getLeaseId(), reason.is_ok() ? reason.value() : "?");
+          // Only the pool's own orders end sessions: one rewritten or made
+          // up on the path is logged and ignored.
+          auto end = m.getEndSession();
+          if (Status s = wire::verify(end, options_.key, options_.server.id, SystemClock().now()); !s.is_ok()) {
+            RGPU_WARN("pool order ignored lease=%llu peer=%s reason=\"%s\"",
+                      static_cast<unsigned long long>(end.getLeaseId()), ch.address().c_str(), s.message().c_str());
+            return Status();
+          }
+          auto reason = wire::read_text(end.getReason(), "reason");
+          if (hooks_.end_lease) hooks_.end_lease(end.getLeaseId(), reason.is_ok() ? reason.value() : "?");
           return Status();
         }
         case PoolMessage::ERROR: {

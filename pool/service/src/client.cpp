@@ -9,6 +9,7 @@
 #include <set>
 
 #include "rgpu/common/request_text.h"
+#include "rgpu/pool/clock.h"
 #include "rgpu/pool/lease_token.h"
 #include "rgpu/pool/wire.h"
 #include "rgpu/protocol/auth.h"
@@ -30,10 +31,7 @@ Result<Held> acquire(const AcquireOptions& options) {
     r.setProgram(options.program.substr(0, wire::kMaxName));
     r.setHostname(options.hostname.substr(0, wire::kMaxName));
     if (!options.secret.empty()) {
-      const Millis now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-      if (Status s = wire::sign(r, options.request, options.secret, now); !s.is_ok()) return s;
+      if (Status s = wire::sign(r, options.request, options.secret, SystemClock().now()); !s.is_ok()) return s;
     }
     if (Status s = held.channel->send(b); !s.is_ok()) return s;
   }

@@ -628,6 +628,7 @@ class ServiceImpl final : public Service {
       auto end = b.initRoot<PoolMessage>().initEndSession();
       end.setLeaseId(lease.id);
       end.setReason(reason);
+      wire::sign(end, options_.key, p.server_id, core_->now());
       send(s->second, b);
     }
   }

@@ -77,6 +77,27 @@ Result<std::string> verify(poolwire::Request::Reader in, const Request& request,
   return nonce.value();
 }
 
+void sign(poolwire::LeaseEnd::Builder out, std::string_view key, std::string_view server_id, Millis now) {
+  const auto reason = out.getReason();
+  out.setServerId(std::string(server_id));
+  out.setTimeMs(now);
+  out.setProof(end_session_proof(key, server_id, out.getLeaseId(), std::string_view(reason.cStr(), reason.size()),
+                                 now));
+}
+
+Status verify(poolwire::LeaseEnd::Reader in, std::string_view key, std::string_view server_id, Millis now) {
+  auto reason = read_text(in.getReason(), "reason");
+  auto to = read_text(in.getServerId(), "server id");
+  auto proof = read_text(in.getProof(), "proof", 128);
+  for (const auto* r : {&reason, &to, &proof}) {
+    if (!r->is_ok()) return r->status();
+  }
+  if (proof.value().empty()) return invalid_argument("the order carries no proof of the pool's key");
+  if (to.value() != server_id) return invalid_argument("the order is for server '" + to.value() + "'");
+  return verify_end_session_proof(key, proof.value(), server_id, in.getLeaseId(), reason.value(), in.getTimeMs(),
+                                  now);
+}
+
 void write(poolwire::PlacedDevice::Builder out, const PlacedDevice& placed) {
   out.setServerId(placed.server_id);
   out.setAddress(placed.address);

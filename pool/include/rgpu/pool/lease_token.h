@@ -55,6 +55,16 @@ Status verify_request_proof(std::string_view secret, std::string_view proof, con
                             std::string_view program, std::string_view hostname, Millis time_ms,
                             std::string_view nonce, Millis now, Millis skew_ms = 30'000);
 
+// The pool's proof on an order to server `server_id` to end `lease`'s
+// sessions: HMAC-SHA256 under the pool's key of "rgpu-end-session-v1", the
+// server, the lease, the reason and `time_ms` (the pool's wall clock), as
+// hex. verify_end_session_proof wants `time_ms` within `skew_ms` of `now`.
+std::string end_session_proof(std::string_view key, std::string_view server_id, LeaseId lease,
+                              std::string_view reason, Millis time_ms);
+Status verify_end_session_proof(std::string_view key, std::string_view proof, std::string_view server_id,
+                                LeaseId lease, std::string_view reason, Millis time_ms, Millis now,
+                                Millis skew_ms = 30'000);
+
 // Remembers the leases already presented, so each is admitted once. Entries
 // are forgotten once their lease has expired, when expired leases are
 // refused anyway. Thread-compatible.

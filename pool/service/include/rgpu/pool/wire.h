@@ -33,6 +33,11 @@ Status sign(poolwire::Request::Builder out, const Request& request, std::string_
 // Checks a request's proof against the tenant's `secret` (the caller then
 // refuses a nonce it has seen: the returned one).
 Result<std::string> verify(poolwire::Request::Reader in, const Request& request, std::string_view secret, Millis now);
+// Signs an order to `server_id` (a LeaseEnd with its lease and reason
+// set) under the pool's `key` at `now` (end_session_proof, lease_token.h).
+void sign(poolwire::LeaseEnd::Builder out, std::string_view key, std::string_view server_id, Millis now);
+// Checks an order received by `server_id` against the pool's `key`.
+Status verify(poolwire::LeaseEnd::Reader in, std::string_view key, std::string_view server_id, Millis now);
 void write(poolwire::PlacedDevice::Builder out, const PlacedDevice& placed);
 void write_placement(capnp::List<poolwire::PlacedDevice>::Builder out, const Placement& placement);
 
