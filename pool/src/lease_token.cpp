@@ -288,7 +288,10 @@ std::string request_proof(std::string_view secret, const Request& request, std::
 Status verify_request_proof(std::string_view secret, std::string_view proof, const Request& request,
                             std::string_view program, std::string_view hostname, Millis time_ms,
                             std::string_view nonce, Millis now, Millis skew_ms) {
-  if (proof.empty()) return invalid_argument("the request carries no proof of tenant " + request.tenant + "'s key (set RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE)");
+  if (proof.empty()) {
+    return invalid_argument("the request carries no proof of tenant " + request.tenant +
+                            "'s key (set RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE)");
+  }
   if (nonce.size() < 32) return invalid_argument("the request's nonce is missing or too short");
   if (!same_mac(proof, mac_of(secret, request_text(request, program, hostname, time_ms, nonce)))) {
     return invalid_argument("the request's proof does not match tenant " + request.tenant + "'s key");
@@ -323,10 +326,7 @@ Status verify_register_proof(std::string_view key, std::string_view proof, std::
                              std::string_view address, uint64_t boot_id, Millis time_ms, Millis now,
                              Millis skew_ms) {
   if (key.empty()) return invalid_argument("registration: the pool has no key");
-  std::vector<unsigned char> given;
-  if (proof.size() != 2 * kMacBytes || !unhex(proof, &given)) {
-    return invalid_argument("registration: no proof of the pool's key");
-  }
+  if (proof.size() != 2 * kMacBytes) return invalid_argument("registration: no proof of the pool's key");
   if (!same_mac(proof, mac_of(key, register_text(id, address, boot_id, time_ms)))) {
     return invalid_argument("registration: the proof does not match (not the pool's key)");
   }
