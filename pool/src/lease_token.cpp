@@ -263,11 +263,12 @@ std::string end_session_text(std::string_view server_id, LeaseId lease, std::str
   return text;
 }
 
-// Whether `time_ms` is within `skew_ms` of `now`; else the error, naming `what`.
-Status fresh(const char* what, Millis time_ms, Millis now, Millis skew_ms) {
+// Whether `time_ms` is within `skew_ms` of `now` (read from `clock`); else
+// the error, starting with `whose_time`.
+Status fresh(const char* whose_time, const char* clock, Millis time_ms, Millis now, Millis skew_ms) {
   if (time_ms >= now - skew_ms && time_ms <= now + skew_ms) return Status::ok();
-  return failed(std::string(what) + "'s time is " + std::to_string((time_ms - now) / 1000) +
-                " s from the local clock (replayed, or clocks apart)");
+  return failed(std::string(whose_time) + " is " + std::to_string((time_ms - now) / 1000) + " s from " + clock +
+                " (replayed, or clocks apart)");
 }
 
 // A MAC given as hex against the one expected, in constant time.
@@ -296,7 +297,7 @@ Status verify_request_proof(std::string_view secret, std::string_view proof, con
   if (!same_mac(proof, mac_of(secret, request_text(request, program, hostname, time_ms, nonce)))) {
     return invalid_argument("the request's proof does not match tenant " + request.tenant + "'s key");
   }
-  return fresh("the request", time_ms, now, skew_ms);
+  return fresh("the request's time", "the pool's clock", time_ms, now, skew_ms);
 }
 
 std::string end_session_proof(std::string_view key, std::string_view server_id, LeaseId lease,
@@ -313,7 +314,7 @@ Status verify_end_session_proof(std::string_view key, std::string_view proof, st
   if (!same_mac(proof, mac_of(key, end_session_text(server_id, lease, reason, time_ms)))) {
     return invalid_argument("the order's proof does not match (not the pool's key, or not for this server)");
   }
-  return fresh("the order", time_ms, now, skew_ms);
+  return fresh("the order's time", "this server's clock", time_ms, now, skew_ms);
 }
 
 std::string register_proof(std::string_view key, std::string_view id, std::string_view address, uint64_t boot_id,
@@ -330,11 +331,7 @@ Status verify_register_proof(std::string_view key, std::string_view proof, std::
   if (!same_mac(proof, mac_of(key, register_text(id, address, boot_id, time_ms)))) {
     return invalid_argument("registration: the proof does not match (not the pool's key)");
   }
-  if (time_ms < now - skew_ms || time_ms > now + skew_ms) {
-    return failed("registration: its time is " + std::to_string((time_ms - now) / 1000) +
-                  " s from the pool's clock (replayed, or clocks apart)");
-  }
-  return Status::ok();
+  return fresh("registration: its time", "the pool's clock", time_ms, now, skew_ms);
 }
 
 }  // namespace rgpu::pool
