@@ -91,15 +91,6 @@ std::string peer_address(const sockaddr_storage& ss) {
   return text;
 }
 
-bool equal_ignoring_case(const std::string& a, const char* b) {
-  const size_t n = std::strlen(b);
-  if (a.size() != n) return false;
-  for (size_t i = 0; i < n; ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  }
-  return true;
-}
-
 std::string trim(const std::string& s) {
   const size_t b = s.find_first_not_of(" \t");
   if (b == std::string::npos) return {};
@@ -397,13 +388,13 @@ class HttpExporterImpl final : public HttpExporter {
         c.close_after = true;
         return answer(400, "Bad Request", "text/plain", "malformed header\n", false, true);
       }
-      const std::string name = field.substr(0, colon);
+      const std::string name = lower(field.substr(0, colon));  // field names ignore case
       const std::string value = lower(trim(field.substr(colon + 1)));
-      if (equal_ignoring_case(name, "Content-Length")) {
+      if (name == "content-length") {
         has_body = has_body || value != "0";
-      } else if (equal_ignoring_case(name, "Transfer-Encoding")) {
+      } else if (name == "transfer-encoding") {
         has_body = true;
-      } else if (equal_ignoring_case(name, "Connection")) {
+      } else if (name == "connection") {
         if (value.find("close") != std::string::npos) keep_alive = false;
         if (value.find("keep-alive") != std::string::npos) keep_alive = true;
       }
