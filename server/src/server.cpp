@@ -1,8 +1,6 @@
 // Server: driver start-up, the listener and the session registry.
 #include "rgpu/server/server.h"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
