@@ -24,13 +24,16 @@ void visit(PoolMessage::Reader m) {
     case PoolMessage::HEARTBEAT:
       for (auto u : m.getHeartbeat().getUse()) (void)u.getUtilization();
       break;
-    case PoolMessage::SUBMIT:
-      (void)wire::read(m.getSubmit());
+    case PoolMessage::SUBMIT: {
+      auto request = wire::read(m.getSubmit());
       (void)wire::read_text(m.getSubmit().getProgram(), "program");
+      // A pool with tenant keys checks the request's proof.
+      if (request.is_ok()) (void)wire::verify(m.getSubmit(), request.value(), "tenant-key", 0);
       break;
+    }
     case PoolMessage::GRANTED: (void)wire::read_placement(m.getGranted().getPlacement()); break;
     case PoolMessage::ERROR: (void)wire::read_text(m.getError().getMessage(), "error", 4096); break;
-    case PoolMessage::END_SESSION: (void)wire::read_text(m.getEndSession().getReason(), "reason"); break;
+    case PoolMessage::END_SESSION: (void)wire::verify(m.getEndSession(), "pool-key", "s1", 0); break;
     case PoolMessage::STATUS:
       for (auto s : m.getStatus().getServers()) {
         for (auto d : s.getDevices()) (void)wire::read(d);
@@ -65,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::memcpy(&n, rest.data(), std::min(rest.size(), sizeof n));
     capnp::MallocMessageBuilder b;
     auto root = b.initRoot<PoolMessage>();
-    switch (data[1] % 4) {
+    switch (data[1] % 5) {
       case 0: {
         auto r = root.initRegister();
         r.setId(rest);
@@ -82,6 +85,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         s.setTenant(rest);
         s.setShareUnits(static_cast<uint32_t>(n));
         s.setTimeoutMs(static_cast<int64_t>(n));
+        s.setNonce(rest);
+        s.setProof(rest);
+        s.setTimeMs(static_cast<int64_t>(n));
         break;
       }
       case 2: {
@@ -90,6 +96,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         auto p = g.initPlacement(1);
         p[0].setServerId(rest);
         p[0].setShareUnits(static_cast<uint32_t>(n));
+        break;
+      }
+      case 3: {
+        auto e = root.initEndSession();
+        e.setLeaseId(n);
+        e.setReason(rest);
+        e.setServerId(rest);
+        e.setProof(rest);
+        e.setTimeMs(static_cast<int64_t>(n));
         break;
       }
       default: root.initHeartbeat().initUse(1)[0].setUtilization(static_cast<float>(n));
