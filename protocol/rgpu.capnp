@@ -224,7 +224,7 @@ struct Call {
     moduleGetFunction @30 :GetFunction;  # async: the client already checked the name
     moduleGetGlobal @31 :GetGlobal;      # sync
     launchKernel @32 :Launch;            # async
-    funcGetAttributes @33 :Handle;       # sync: every attribute at once, cached by the client
+    funcGetAttributes @33 :Handle;       # sync: every attribute at once, then the launch refusal; cached by the client
     funcSetAttribute @34 :FuncAttribute; # async
     launchHostFunc @35 :HostFunc;        # async: the function runs on the client
     invoke @36 :Invoke;                  # a generated call: sync or async as wantsReply says
@@ -330,7 +330,9 @@ struct Reply {
   # implement): "call: detail", the server's own text, at most 512 bytes of
   # printable ASCII (anything it quotes from the client's module, such as a
   # kernel's name, is cut and filtered to that). The client prints each
-  # distinct reason once on its stderr (docs/protocol.md, "Reasons").
+  # distinct reason once on its stderr (docs/protocol.md, "Reasons"). A
+  # successful funcGetAttributes carries the reason its function's launches
+  # are refused, if they are.
   reason @12 :Text;
   asyncErrorReason @13 :Text;
 }

@@ -265,6 +265,7 @@ SyncResult Client::read_reply(const ArrivedReply& arrived, uint64_t id, OutBuffe
   for (auto v : reply.getValues()) result.values.push_back(v);
   result.elapsed_ms = reply.getElapsedMs();
   result.need_image = reply.getNeedImage();
+  if (result.code == 0 && reply.hasReason()) result.reason = reply.getReason().cStr();
   if (reply.hasMessage() && result.code != 0) {
     RGPU_DEBUG("call failed id=%llu api=%u result=%u detail=\"%s\"", static_cast<unsigned long long>(id),
                static_cast<unsigned>(result.api), result.code, reply.getMessage().cStr());

@@ -75,6 +75,9 @@ struct SyncResult {
   std::vector<uint64_t> values;
   float elapsed_ms = 0;
   bool need_image = false;  // moduleLoad: the server lacks the image
+  // The server's reason when it sends one with a success (funcGetAttributes:
+  // why the function's launches are refused).
+  std::string reason;
 };
 
 // What the caller wants done with device-to-host bytes of a sync reply.

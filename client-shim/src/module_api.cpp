@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "api_common.h"
+#include "reasons.h"
 #include "rgpu/common/log.h"
 
 using rgpu::shim::Client;
@@ -139,7 +140,7 @@ CUresult get_function(void** out, uint64_t module, const char* name, HandleKind 
   // The function lives where its module does.
   const rgpu::shim::Route route = shim->route_handle(module, ctx);
   uint64_t handle = shim->mint_handle(HandleKind::kFunction, route.server);
-  shim->modules().add_function(handle, FunctionInfo{module, std::move(*kernel), {}});
+  shim->modules().add_function(handle, FunctionInfo{module, std::move(*kernel), {}, CUDA_SUCCESS, {}});
   route.client->call_async(route.ctx, [&](wire::Call::Builder c) {
     auto g = c.initModuleGetFunction();
     g.setModule(module);
@@ -160,12 +161,19 @@ CUresult function_attributes(Shim* shim, uint64_t ctx, uint64_t f, FunctionInfo*
   SyncResult r =
       route.client->call_sync(route.ctx, [&](wire::Call::Builder c) { c.initFuncGetAttributes().setHandle(f); });
   if (r.result != CUDA_SUCCESS) return r.result;
+  // Every attribute, then whether a launch is refused (one value).
+  if (r.values.size() != CU_FUNC_ATTRIBUTE_MAX + 1) return CUDA_ERROR_UNKNOWN;
   std::vector<std::optional<int>> attrs;
-  for (uint64_t v : r.values) {
+  for (size_t a = 0; a < CU_FUNC_ATTRIBUTE_MAX; ++a) {
+    const uint64_t v = r.values[a];
     attrs.push_back(v >> 63 ? std::nullopt : std::optional<int>(static_cast<int32_t>(static_cast<uint32_t>(v))));
   }
-  shim->modules().set_attributes(f, attrs);
+  const auto refusal = static_cast<CUresult>(r.values[CU_FUNC_ATTRIBUTE_MAX]);
+  std::string why = refusal == CUDA_SUCCESS ? std::string() : std::move(r.reason);
+  shim->modules().set_attributes(f, attrs, refusal, why);
   info->attributes = std::move(attrs);
+  info->refusal = refusal;
+  info->refusal_reason = std::move(why);
   return CUDA_SUCCESS;
 }
 
@@ -195,6 +203,22 @@ CUresult check_launch_shape(Shim* shim, uint64_t ctx, const unsigned grid[3], co
   return CUDA_SUCCESS;
 }
 
+// A kernel its server cannot run (the CPU device refuses some instructions)
+// is refused by the launch call itself, as a GPU refuses a kernel it has no
+// image for: the first launch of each function asks its server once, with
+// the attributes. Sent on, the launch would fail only at a later call, one
+// the program may not check: a result never computed, reported nowhere.
+CUresult check_launchable(Shim* shim, uint64_t ctx, uint64_t f, FunctionInfo* info) {
+  if (info->attributes.empty()) {
+    if (CUresult r = function_attributes(shim, ctx, f, info); r != CUDA_SUCCESS) return r;
+  }
+  if (info->refusal == CUDA_SUCCESS) return CUDA_SUCCESS;
+  const rgpu::shim::Route route = shim->route_handle(f, ctx);
+  rgpu::shim::report_reason(route.client->options().server, wire::Api::DRIVER, info->refusal,
+                            "cuLaunchKernel: " + info->refusal_reason);
+  return info->refusal;
+}
+
 CUresult launch(uint64_t f, const unsigned grid[3], const unsigned block[3], unsigned shared, CUstream stream,
                 void** params, void** extra, bool per_thread) {
   API_BEGIN
@@ -205,6 +229,7 @@ CUresult launch(uint64_t f, const unsigned grid[3], const unsigned block[3], uns
   if (!shim->modules().function(f, &info)) return CUDA_ERROR_INVALID_HANDLE;
   STREAM_OR_RETURN(shim, stream, per_thread, s);
   if (CUresult r = check_launch_shape(shim, ctx, grid, block, shared); r != CUDA_SUCCESS) return r;
+  if (CUresult r = check_launchable(shim, ctx, f, &info); r != CUDA_SUCCESS) return r;
   // Marshal the parameters into the buffer the kernel declares.
   const auto& k = info.kernel;
   const void* buffer = nullptr;

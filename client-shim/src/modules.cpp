@@ -46,10 +46,14 @@ bool ModuleRegistry::function(uint64_t handle, FunctionInfo* out) {
   return true;
 }
 
-void ModuleRegistry::set_attributes(uint64_t handle, std::vector<std::optional<int>> attributes) {
+void ModuleRegistry::set_attributes(uint64_t handle, std::vector<std::optional<int>> attributes, CUresult refusal,
+                                    std::string refusal_reason) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = functions_.find(handle);
-  if (it != functions_.end()) it->second.attributes = std::move(attributes);
+  if (it == functions_.end()) return;
+  it->second.attributes = std::move(attributes);
+  it->second.refusal = refusal;
+  it->second.refusal_reason = std::move(refusal_reason);
 }
 
 void ModuleRegistry::set_attribute(uint64_t handle, int attribute, int value) {

@@ -3,6 +3,8 @@
 // trip) and function attributes fetched once.
 #pragma once
 
+#include <cuda.h>
+
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -21,6 +23,11 @@ struct FunctionInfo {
   fatbin::KernelInfo kernel;
   // cuFuncGetAttribute values by attribute, once fetched (nullopt: missing).
   std::vector<std::optional<int>> attributes;
+  // Fetched with them: the code its server refuses a launch of it with (0:
+  // it may be launched; the CPU device cannot run every kernel exactly),
+  // and the server's reason.
+  CUresult refusal = CUDA_SUCCESS;
+  std::string refusal_reason;
 };
 
 // Thread-safe registry. Handles are minted by the caller.
@@ -36,7 +43,8 @@ class ModuleRegistry {
   void add_function(uint64_t handle, FunctionInfo info);
   // A copy of the function's info; false if unknown.
   bool function(uint64_t handle, FunctionInfo* out);
-  void set_attributes(uint64_t handle, std::vector<std::optional<int>> attributes);
+  void set_attributes(uint64_t handle, std::vector<std::optional<int>> attributes, CUresult refusal,
+                      std::string refusal_reason);
   void set_attribute(uint64_t handle, int attribute, int value);
 
   // Whether this process already made the server hold the image `hash`.

@@ -27,10 +27,9 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
     RGPU_CU_TRY(check_shape(k, *fn, shape));
     std::vector<uint8_t> params;
     RGPU_CU_TRY(build_params(k, kernelParams, extra, &params));
-    const std::string& why = fn->unsupported_reason(*module);
-    if (!why.empty()) {
+    if (std::string why = fn->launch_refusal(*module); !why.empty()) {
       RGPU_WARN("cpudev kernel not supported kernel=%s reason=\"%s\"", k.name.c_str(), why.c_str());
-      note_reason(CUDA_ERROR_NOT_SUPPORTED, "kernel " + k.name + " cannot run on the CPU device: " + why);
+      note_reason(CUDA_ERROR_NOT_SUPPORTED, std::move(why));
       return CUDA_ERROR_NOT_SUPPORTED;
     }
     return enqueue_launch(d, ctx, stream, std::move(module), fn->index(), shape, std::move(params));

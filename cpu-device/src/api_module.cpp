@@ -1,4 +1,5 @@
 // Entry points: modules, functions and their attributes.
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -180,6 +181,25 @@ extern "C" __attribute__((visibility("default"))) CUresult rgpuModuleGetMemoryBy
     auto m = d->module(reinterpret_cast<uint64_t>(hmod));
     if (!m) return CUDA_ERROR_INVALID_HANDLE;
     *bytes = m->memory_bytes();
+    return CUDA_SUCCESS;
+  });
+}
+
+extern "C" __attribute__((visibility("default"))) CUresult rgpuFuncGetLaunchRefusal(CUfunction hfunc, CUresult* refusal,
+                                                                                   char* text, size_t size,
+                                                                                   size_t* length) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    if (!refusal || !text || size == 0 || !length) return CUDA_ERROR_INVALID_VALUE;
+    auto f = d->function(reinterpret_cast<uint64_t>(hfunc));
+    auto m = f ? f->module() : nullptr;
+    if (!m) return CUDA_ERROR_INVALID_HANDLE;
+    const std::string why = f->launch_refusal(*m);
+    *refusal = why.empty() ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
+    *length = std::min(why.size(), size - 1);
+    std::memcpy(text, why.data(), *length);
+    text[*length] = '\0';
     return CUDA_SUCCESS;
   });
 }

@@ -112,4 +112,10 @@ const std::string& Function::unsupported_reason(const Module& module) {
   return unsupported_;
 }
 
+std::string Function::launch_refusal(const Module& module) {
+  const std::string& why = unsupported_reason(module);
+  if (why.empty()) return {};
+  return "kernel " + module.program().kernels()[static_cast<size_t>(index_)].name + " cannot run on the CPU device: " + why;
+}
+
 }  // namespace rgpu::cpudev

@@ -76,6 +76,9 @@ class Function {
   void set_max_dynamic_shared(int bytes) { max_dynamic_shared_.store(bytes); }
   // Empty when the interpreter can run every instruction of the kernel.
   const std::string& unsupported_reason(const Module& module);
+  // Why a launch of this kernel is refused ("kernel NAME cannot run on the
+  // CPU device: WHY"); empty when it can run.
+  std::string launch_refusal(const Module& module);
 
  private:
   const uint64_t handle_;

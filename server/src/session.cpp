@@ -474,6 +474,8 @@ void Session::send_reply(uint64_t call_id, Outcome outcome, std::string_view cal
   errors_.take(reply);
   if (outcome.result != CUDA_SUCCESS) {
     if (std::string why = errors_.reason(outcome.result, call); !why.empty()) reply.setReason(why);
+  } else if (!outcome.reason.empty()) {
+    reply.setReason(outcome.reason);
   }
   if (!outcome.values.empty()) {
     auto values = reply.initValues(static_cast<unsigned>(outcome.values.size()));

@@ -179,6 +179,9 @@ class Session : public CallEnv {
     const std::byte* direct = nullptr;  // or these, in device memory (bulk_direct_)
     uint64_t data_size = 0;
     std::string message;
+    // A reason sent with a successful reply: why launches of the function
+    // a funcGetAttributes names are refused.
+    std::string reason;
     bool need_image = false;
   };
 

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "rgpu/common/log.h"
+#include "rgpu/common/reason.h"
 #include "rgpu/fatbin/fatbin.h"
 #include "rgpu/protocol/args.h"
 #include "executing.h"
@@ -647,6 +648,24 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
         CUresult r = cu_.cuFuncGetAttribute(&v, static_cast<CUfunction_attribute>(a), f);
         out.values.push_back(r == CUDA_SUCCESS ? static_cast<uint32_t>(v) : uint64_t{1} << 63);
       }
+      // Then whether a launch of it is refused, and why (the CPU device
+      // cannot run every instruction exactly): the client refuses such a
+      // launch in the launch call, as a GPU refuses a kernel it has no
+      // image for, instead of the error reaching a later, unrelated call.
+      CUresult refusal = CUDA_SUCCESS;
+      if (cu_.rgpuFuncGetLaunchRefusal) {
+        char why[kMaxReasonBytes + 1];
+        size_t length = 0;
+        if (cu_.rgpuFuncGetLaunchRefusal(f, &refusal, why, sizeof why, &length) != CUDA_SUCCESS) {
+          refusal = CUDA_SUCCESS;
+        }
+        if (refusal != CUDA_SUCCESS) {
+          out.reason = bounded_reason(std::string_view(why, length));
+          RGPU_WARN("session kernel refused id=%llu reason=\"%s\"", static_cast<unsigned long long>(id_),
+                    out.reason.c_str());
+        }
+      }
+      out.values.push_back(refusal);
       break;
     }
     default:

@@ -91,6 +91,46 @@ TEST_F(CpuDeviceReasons, ARefusedLaunchSaysWhyOnTheCallingThreadOnce) {
   CU_OK(cu.cuMemFree(d));
 }
 
+// A server asks before the first launch, so that a kernel the device cannot
+// run is refused by the program's launch call itself.
+TEST_F(CpuDeviceReasons, AFunctionsLaunchRefusalIsKnownBeforeItIsLaunched) {
+  CUmodule refused, good;
+  CU_OK(cu.cuModuleLoadData(&refused, kRefusedPtx));
+  CU_OK(cu.cuModuleLoadData(&good, kStorePtx));
+  CUfunction f, g;
+  CU_OK(cu.cuModuleGetFunction(&f, refused, "refused_kernel"));
+  CU_OK(cu.cuModuleGetFunction(&g, good, "store_kernel"));
+  char text[600];
+  size_t length = 99;
+  CUresult refusal = CUDA_ERROR_UNKNOWN;
+  CU_OK(cu.rgpuFuncGetLaunchRefusal(g, &refusal, text, sizeof text, &length));
+  EXPECT_EQ(CUDA_SUCCESS, refusal);
+  EXPECT_EQ(0u, length);
+  EXPECT_STREQ("", text);
+  CU_OK(cu.rgpuFuncGetLaunchRefusal(f, &refusal, text, sizeof text, &length));
+  EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, refusal);
+  const std::string why(text, length);
+  EXPECT_EQ(why.rfind("kernel refused_kernel cannot run on the CPU device: unsupported instruction 'call.uni'", 0), 0u)
+      << why;
+  // The same text the launch notes.
+  CUdeviceptr d = 0;
+  CU_OK(cu.cuMemAlloc(&d, 8));
+  void* args[] = {&d};
+  ASSERT_EQ(CUDA_ERROR_NOT_SUPPORTED, cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
+  EXPECT_EQ(take(cu, CUDA_ERROR_NOT_SUPPORTED), why);
+  // Cut to the buffer, NUL-terminated.
+  char small[8];
+  CU_OK(cu.rgpuFuncGetLaunchRefusal(f, &refusal, small, sizeof small, &length));
+  EXPECT_EQ(7u, length);
+  EXPECT_STREQ("kernel ", small);
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cu.rgpuFuncGetLaunchRefusal(f, nullptr, text, sizeof text, &length));
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cu.rgpuFuncGetLaunchRefusal(f, &refusal, text, 0, &length));
+  CU_OK(cu.cuModuleUnload(refused));
+  EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE, cu.rgpuFuncGetLaunchRefusal(f, &refusal, text, sizeof text, &length));
+  CU_OK(cu.cuModuleUnload(good));
+  CU_OK(cu.cuMemFree(d));
+}
+
 struct Faults {
   std::mutex mu;
   std::vector<std::pair<CUresult, std::string>> seen;

@@ -61,15 +61,16 @@ int fail(const char* what, CUresult got, CUresult want) {
     if (r_ != (want)) return fail(#call, r_, (want));           \
   } while (0)
 
-int launch(const char* ptx, const char* name, CUdeviceptr arg, CUresult want) {
+// `want_launch` from the launch itself, `want_sync` from the next
+// synchronizing call (a fault in the kernel comes there: launches are one-way).
+int launch(const char* ptx, const char* name, CUdeviceptr arg, CUresult want_launch, CUresult want_sync) {
   CUmodule module = nullptr;
   CHECK(cuModuleLoadData(&module, ptx), CUDA_SUCCESS);
   CUfunction f = nullptr;
   CHECK(cuModuleGetFunction(&f, module, name), CUDA_SUCCESS);
   void* params[] = {&arg};
-  // One-way: the error comes with the next synchronizing call.
-  CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
-  CHECK(cuCtxSynchronize(), want);
+  CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr), want_launch);
+  CHECK(cuCtxSynchronize(), want_sync);
   return 0;
 }
 
@@ -103,12 +104,21 @@ int main(int argc, char** argv) {
   if (mode == "refused") {
     CUdeviceptr out = 0;
     CHECK(cuMemAlloc(&out, 8), CUDA_SUCCESS);
-    // Twice: the reason is printed once.
+    // Refused by the launch call itself, as a GPU refuses a kernel it has no
+    // image for; nothing is left to fail a later call, and the context stays
+    // usable. Twice: the reason is printed once.
     for (int i = 0; i < 2; ++i) {
-      if (int rc = launch(kRefusedPtx, "refused_kernel", out, CUDA_ERROR_NOT_SUPPORTED)) return rc;
+      if (int rc = launch(kRefusedPtx, "refused_kernel", out, CUDA_ERROR_NOT_SUPPORTED, CUDA_SUCCESS)) return rc;
+    }
+    if (int rc = launch(kStorePtx, "store_kernel", out, CUDA_SUCCESS, CUDA_SUCCESS)) return rc;
+    uint32_t seven = 0;
+    CHECK(cuMemcpyDtoH(&seven, out, sizeof seven), CUDA_SUCCESS);
+    if (seven != 7) {
+      std::printf("FAIL the kernel after a refused one stored %u\n", seven);
+      return 1;
     }
   } else if (mode == "illegal") {
-    if (int rc = launch(kStorePtx, "store_kernel", 0x10, CUDA_ERROR_ILLEGAL_ADDRESS)) return rc;
+    if (int rc = launch(kStorePtx, "store_kernel", 0x10, CUDA_SUCCESS, CUDA_ERROR_ILLEGAL_ADDRESS)) return rc;
     CHECK(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);  // sticky, as on a GPU
   } else if (mode == "quota") {
     CUdeviceptr p = 0;

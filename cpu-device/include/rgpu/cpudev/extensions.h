@@ -44,6 +44,15 @@ CUresult rgpuTakeErrorReason(CUresult code, char* text, size_t size, size_t* len
 // module, CUDA_ERROR_INVALID_VALUE for a null pointer. Thread-safe.
 CUresult rgpuModuleGetMemoryBytes(CUmodule hmod, unsigned long long* bytes);
 
+// Whether kernel `f` can run on this device, asked before it is launched:
+// *refusal is CUDA_SUCCESS, or the code cuLaunchKernel would return for it
+// (CUDA_ERROR_NOT_SUPPORTED: its body holds an instruction the device cannot
+// run exactly), with the reason in `text` as rgpuTakeErrorReason copies it.
+// A server uses it to refuse such a launch in the launch call itself, not
+// at a later call. CUDA_ERROR_INVALID_HANDLE for an unknown function,
+// CUDA_ERROR_INVALID_VALUE for a null pointer or size 0. Thread-safe.
+CUresult rgpuFuncGetLaunchRefusal(CUfunction f, CUresult* refusal, char* text, size_t size, size_t* length);
+
 // Puts `ctx` in isolation group `group`. Contexts never given one are in
 // group 0. A kernel of a context in group G loads, stores and atomically
 // accesses only allocations made by contexts of group G and the globals of
