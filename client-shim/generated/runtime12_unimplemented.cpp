@@ -7,12 +7,8 @@
 
 extern "C" {
 
-RGPU_SHIM_EXPORT int cudaGraphAddDependencies_v2() noexcept { return rgpu::shim::report_unimplemented("cudaGraphAddDependencies_v2"); }
+RGPU_SHIM_EXPORT int rgpu_cudart12_cudaGraphAddNode() noexcept { return rgpu::shim::report_unimplemented("cudaGraphAddNode"); }
 RGPU_SHIM_EXPORT int cudaGraphAddNode_v2() noexcept { return rgpu::shim::report_unimplemented("cudaGraphAddNode_v2"); }
-RGPU_SHIM_EXPORT int cudaGraphGetEdges_v2() noexcept { return rgpu::shim::report_unimplemented("cudaGraphGetEdges_v2"); }
-RGPU_SHIM_EXPORT int cudaGraphNodeGetDependencies_v2() noexcept { return rgpu::shim::report_unimplemented("cudaGraphNodeGetDependencies_v2"); }
-RGPU_SHIM_EXPORT int cudaGraphNodeGetDependentNodes_v2() noexcept { return rgpu::shim::report_unimplemented("cudaGraphNodeGetDependentNodes_v2"); }
-RGPU_SHIM_EXPORT int cudaGraphRemoveDependencies_v2() noexcept { return rgpu::shim::report_unimplemented("cudaGraphRemoveDependencies_v2"); }
 RGPU_SHIM_EXPORT int cudaLaunchCooperativeKernelMultiDevice() noexcept { return rgpu::shim::report_unimplemented("cudaLaunchCooperativeKernelMultiDevice"); }
 RGPU_SHIM_EXPORT int cudaMemAdvise_v2() noexcept { return rgpu::shim::report_unimplemented("cudaMemAdvise_v2"); }
 RGPU_SHIM_EXPORT int cudaMemPrefetchAsync_v2() noexcept { return rgpu::shim::report_unimplemented("cudaMemPrefetchAsync_v2"); }

@@ -5,6 +5,8 @@
 #include <cuda.h>
 #include <cudaProfiler.h>
 
+#include <vector>
+
 #include "shim.h"
 
 #define RGPU_EXPORT extern "C" __attribute__((visibility("default")))
@@ -69,5 +71,16 @@ inline uint64_t function_handle(uint64_t h) {
   return protocol::kind_of(h) == HandleKind::kKernel ? protocol::make_handle(HandleKind::kFunction, protocol::serial_of(h))
                                                      : h;
 }
+
+// A launch's parameters as the kernel `k` declares them, from either form a
+// launch takes: `params` (one pointer per parameter) packed into `packed`,
+// or the buffer `extra` names. *buffer and *size are what to send.
+CUresult kernel_params(const fatbin::KernelInfo& k, void** params, void** extra, std::vector<unsigned char>* packed,
+                       const void** buffer, size_t* size);
+// A copy of function `f`'s launch parameters (for a graph's kernel node,
+// which keeps them): the packed bytes and, for the `params` form, each
+// parameter's offset in them by ordinal.
+CUresult function_params(CUfunction f, void** params, void** extra, std::vector<unsigned char>* packed,
+                         std::vector<size_t>* offsets);
 
 }  // namespace rgpu::shim

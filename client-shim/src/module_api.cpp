@@ -126,6 +126,67 @@ CUresult unload_module(uint64_t handle) {
   API_END
 }
 
+}  // namespace
+
+namespace rgpu::shim {
+
+CUresult kernel_params(const fatbin::KernelInfo& k, void** params, void** extra, std::vector<unsigned char>* packed,
+                       const void** buffer, size_t* size) {
+  *buffer = nullptr;
+  *size = 0;
+  if (params) {
+    packed->assign(k.param_size, 0);
+    for (const auto& p : k.params) {
+      if (!params[p.ordinal] || p.offset + p.size > packed->size()) return CUDA_ERROR_INVALID_VALUE;
+      std::memcpy(packed->data() + p.offset, params[p.ordinal], p.size);
+    }
+    *buffer = packed->data();
+    *size = packed->size();
+  } else if (extra) {
+    const size_t* size_ptr = nullptr;
+    for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+        *buffer = extra[i + 1];
+      } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+        size_ptr = static_cast<const size_t*>(extra[i + 1]);
+      } else {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+    }
+    if (!*buffer || !size_ptr) return CUDA_ERROR_INVALID_VALUE;
+    *size = *size_ptr;
+  } else if (!k.params.empty()) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult function_params(CUfunction f, void** params, void** extra, std::vector<unsigned char>* packed,
+                         std::vector<size_t>* offsets) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  FunctionInfo info;
+  if (!shim->modules().function(function_handle(handle_of(f)), &info)) return CUDA_ERROR_INVALID_HANDLE;
+  const void* buffer = nullptr;
+  size_t size = 0;
+  std::vector<unsigned char> own;
+  if (CUresult r = kernel_params(info.kernel, params, extra, &own, &buffer, &size); r != CUDA_SUCCESS) return r;
+  packed->assign(static_cast<const unsigned char*>(buffer), static_cast<const unsigned char*>(buffer) + size);
+  offsets->clear();
+  if (params) {
+    offsets->assign(info.kernel.params.size(), 0);
+    for (const auto& p : info.kernel.params) {
+      if (p.ordinal < offsets->size()) (*offsets)[p.ordinal] = p.offset;
+    }
+  }
+  return CUDA_SUCCESS;
+  API_END
+}
+
+}  // namespace rgpu::shim
+
+namespace {
+
 // Gets a function; `as` is the kind of handle the program gets back (a
 // function, or a kernel, which names the same function by its serial).
 CUresult get_function(void** out, uint64_t module, const char* name, HandleKind as = HandleKind::kFunction) {
@@ -230,34 +291,11 @@ CUresult launch(uint64_t f, const unsigned grid[3], const unsigned block[3], uns
   STREAM_OR_RETURN(shim, stream, per_thread, s);
   if (CUresult r = check_launch_shape(shim, ctx, grid, block, shared); r != CUDA_SUCCESS) return r;
   if (CUresult r = check_launchable(shim, ctx, f, &info); r != CUDA_SUCCESS) return r;
-  // Marshal the parameters into the buffer the kernel declares.
-  const auto& k = info.kernel;
   const void* buffer = nullptr;
   size_t size = 0;
   std::vector<unsigned char> packed;
-  if (params) {
-    packed.assign(k.param_size, 0);
-    for (const auto& p : k.params) {
-      if (!params[p.ordinal] || p.offset + p.size > packed.size()) return CUDA_ERROR_INVALID_VALUE;
-      std::memcpy(packed.data() + p.offset, params[p.ordinal], p.size);
-    }
-    buffer = packed.data();
-    size = packed.size();
-  } else if (extra) {
-    const size_t* size_ptr = nullptr;
-    for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
-        buffer = extra[i + 1];
-      } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
-        size_ptr = static_cast<const size_t*>(extra[i + 1]);
-      } else {
-        return CUDA_ERROR_INVALID_VALUE;
-      }
-    }
-    if (!buffer || !size_ptr) return CUDA_ERROR_INVALID_VALUE;
-    size = *size_ptr;
-  } else if (!k.params.empty()) {
-    return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = rgpu::shim::kernel_params(info.kernel, params, extra, &packed, &buffer, &size); r != CUDA_SUCCESS) {
+    return r;
   }
   // On the function's server (its module's context, as the driver requires).
   const rgpu::shim::Route route = shim->route_handle(f, ctx);

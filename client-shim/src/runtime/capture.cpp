@@ -40,6 +40,7 @@ cudaError_t end_capture(cudaStream_t s, cudaGraph_t* graph, bool per_thread) {
 cudaError_t launch(cudaGraphExec_t exec, cudaStream_t s, bool per_thread) {
   RT_BEGIN
   RT_CONTEXT_OR_RETURN();
+  if (is_explicit_exec(exec)) return record(explicit_launch(exec, driver_stream(s, per_thread)));
   return record(cuGraphLaunch(reinterpret_cast<CUgraphExec>(exec), driver_stream(s, per_thread)));
   RT_END
 }
@@ -47,6 +48,7 @@ cudaError_t launch(cudaGraphExec_t exec, cudaStream_t s, bool per_thread) {
 cudaError_t upload(cudaGraphExec_t exec, cudaStream_t s, bool per_thread) {
   RT_BEGIN
   RT_CONTEXT_OR_RETURN();
+  if (is_explicit_exec(exec)) return cudaSuccess;  // nothing to place ahead of its launches
   return record(cuGraphUpload(reinterpret_cast<CUgraphExec>(exec), driver_stream(s, per_thread)));
   RT_END
 }
@@ -139,13 +141,16 @@ RGPU_RT_EXPORT cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t s, cudaGraph_t
 RGPU_RT_EXPORT cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned int flags) {
   RT_BEGIN
   RT_CONTEXT_OR_RETURN();
-  return record(cuGraphCreate(reinterpret_cast<CUgraph*>(graph), flags));
+  // Built node by node on this side (graph_nodes.cpp).
+  if (!graph || flags != 0) return record(cudaErrorInvalidValue);
+  return record(explicit_graph_create(graph));
   RT_END
 }
 
 RGPU_RT_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
   RT_BEGIN
   RT_CONTEXT_OR_RETURN();
+  if (is_explicit_graph(graph)) return record(explicit_graph_destroy(graph));
   return record(cuGraphDestroy(reinterpret_cast<CUgraph>(graph)));
   RT_END
 }
@@ -153,6 +158,7 @@ RGPU_RT_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
 RGPU_RT_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count) {
   RT_BEGIN
   RT_CONTEXT_OR_RETURN();
+  if (is_explicit_graph(graph)) return record(explicit_graph_nodes(graph, nodes, count));
   return record(cuGraphGetNodes(reinterpret_cast<CUgraph>(graph), reinterpret_cast<CUgraphNode*>(nodes), count));
   RT_END
 }
@@ -161,6 +167,7 @@ RGPU_RT_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* exec, 
                                                          unsigned long long flags) {
   RT_BEGIN
   RT_CONTEXT_OR_RETURN();
+  if (is_explicit_graph(graph)) return record(explicit_instantiate(exec, graph, flags));
   return record(cuGraphInstantiateWithFlags(reinterpret_cast<CUgraphExec*>(exec), reinterpret_cast<CUgraph>(graph),
                                             flags));
   RT_END
@@ -173,6 +180,7 @@ RGPU_RT_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph
 RGPU_RT_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
   RT_BEGIN
   RT_CONTEXT_OR_RETURN();
+  if (is_explicit_exec(exec)) return record(explicit_exec_destroy(exec));
   return record(cuGraphExecDestroy(reinterpret_cast<CUgraphExec>(exec)));
   RT_END
 }

@@ -139,3 +139,48 @@ RGPU_RT_EXPORT cudaError_t cudaThreadGetLimit(size_t* value, cudaLimit limit) {
 RGPU_RT_EXPORT cudaError_t cudaThreadSetLimit(cudaLimit limit, size_t value) {
   return cudaDeviceSetLimit(limit, value);
 }
+
+// ---- graph edges: 12's forms without edge data, and its _v2 forms (13's) ----
+
+RGPU_RT_EXPORT cudaError_t rgpu_cudart12_cudaGraphAddDependencies(cudaGraph_t g, const cudaGraphNode_t* from,
+                                                                  const cudaGraphNode_t* to, size_t n) {
+  return cudaGraphAddDependencies(g, from, to, nullptr, n);
+}
+RGPU_RT_EXPORT cudaError_t cudaGraphAddDependencies_v2(cudaGraph_t g, const cudaGraphNode_t* from,
+                                                       const cudaGraphNode_t* to, const cudaGraphEdgeData* edges,
+                                                       size_t n) {
+  return cudaGraphAddDependencies(g, from, to, edges, n);
+}
+RGPU_RT_EXPORT cudaError_t rgpu_cudart12_cudaGraphRemoveDependencies(cudaGraph_t g, const cudaGraphNode_t* from,
+                                                                     const cudaGraphNode_t* to, size_t n) {
+  return cudaGraphRemoveDependencies(g, from, to, nullptr, n);
+}
+RGPU_RT_EXPORT cudaError_t cudaGraphRemoveDependencies_v2(cudaGraph_t g, const cudaGraphNode_t* from,
+                                                          const cudaGraphNode_t* to, const cudaGraphEdgeData* edges,
+                                                          size_t n) {
+  return cudaGraphRemoveDependencies(g, from, to, edges, n);
+}
+RGPU_RT_EXPORT cudaError_t rgpu_cudart12_cudaGraphGetEdges(cudaGraph_t g, cudaGraphNode_t* from, cudaGraphNode_t* to,
+                                                           size_t* n) {
+  return cudaGraphGetEdges(g, from, to, nullptr, n);
+}
+RGPU_RT_EXPORT cudaError_t cudaGraphGetEdges_v2(cudaGraph_t g, cudaGraphNode_t* from, cudaGraphNode_t* to,
+                                                cudaGraphEdgeData* edges, size_t* n) {
+  return cudaGraphGetEdges(g, from, to, edges, n);
+}
+RGPU_RT_EXPORT cudaError_t rgpu_cudart12_cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t* deps,
+                                                                      size_t* n) {
+  return cudaGraphNodeGetDependencies(node, deps, nullptr, n);
+}
+RGPU_RT_EXPORT cudaError_t cudaGraphNodeGetDependencies_v2(cudaGraphNode_t node, cudaGraphNode_t* deps,
+                                                           cudaGraphEdgeData* edges, size_t* n) {
+  return cudaGraphNodeGetDependencies(node, deps, edges, n);
+}
+RGPU_RT_EXPORT cudaError_t rgpu_cudart12_cudaGraphNodeGetDependentNodes(cudaGraphNode_t node,
+                                                                        cudaGraphNode_t* dependents, size_t* n) {
+  return cudaGraphNodeGetDependentNodes(node, dependents, nullptr, n);
+}
+RGPU_RT_EXPORT cudaError_t cudaGraphNodeGetDependentNodes_v2(cudaGraphNode_t node, cudaGraphNode_t* dependents,
+                                                             cudaGraphEdgeData* edges, size_t* n) {
+  return cudaGraphNodeGetDependentNodes(node, dependents, edges, n);
+}

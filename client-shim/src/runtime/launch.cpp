@@ -35,11 +35,6 @@ Kernel* kernel_of(const void* func) {
   return state().is_kernel(k) ? k : nullptr;
 }
 
-cudaError_t function_of(const void* func, CUfunction* f) {
-  Kernel* k = kernel_of(func);
-  if (!k) return cudaErrorInvalidDeviceFunction;
-  return state().function(k, current_device(), f);
-}
 
 // The device's limits on grid and block shape (answered locally).
 bool fits_device(dim3 grid, dim3 block) {
@@ -312,4 +307,10 @@ RGPU_RT_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlag
                                                                                   int block_size, size_t shared,
                                                                                   unsigned int flags) {
   return occupancy(blocks, func, block_size, shared, flags);
+}
+
+cudaError_t rgpu::runtime::function_of(const void* func, CUfunction* f) {
+  Kernel* k = kernel_of(func);
+  if (!k) return cudaErrorInvalidDeviceFunction;
+  return state().function(k, current_device(), f);
 }

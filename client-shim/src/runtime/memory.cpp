@@ -434,3 +434,31 @@ RGPU_RT_EXPORT cudaError_t cudaGetSymbolSize(size_t* size, const void* symbol) {
   return record(state().variable(symbol, current_device(), &p, size));
   RT_END
 }
+
+namespace rgpu::runtime {
+
+cudaError_t symbol_address(const void* symbol, size_t count, size_t offset, void** ptr) {
+  CUdeviceptr p = 0;
+  if (cudaError_t e = symbol_range(symbol, count, offset, &p); e != cudaSuccess) return e;
+  *ptr = reinterpret_cast<void*>(p);
+  return cudaSuccess;
+}
+
+cudaError_t copy_3d_async(const cudaMemcpy3DParms& p, CUstream s) {
+  if (p.srcArray || p.dstArray) return cudaErrorNotSupported;
+  const cudaExtent& e = p.extent;
+  if (e.width == 0 || e.height == 0 || e.depth == 0) return cudaSuccess;
+  const size_t spitch = p.srcPtr.pitch, dpitch = p.dstPtr.pitch;
+  if (!p.srcPtr.ptr || !p.dstPtr.ptr || spitch == 0 || dpitch == 0) return cudaErrorInvalidValue;
+  if (e.depth > 1 && (p.srcPtr.ysize < e.height || p.dstPtr.ysize < e.height)) return cudaErrorInvalidValue;
+  const size_t sslice = spitch * p.srcPtr.ysize, dslice = dpitch * p.dstPtr.ysize;
+  const char* src = static_cast<const char*>(p.srcPtr.ptr) + p.srcPos.x + p.srcPos.y * spitch + p.srcPos.z * sslice;
+  char* dst = static_cast<char*>(p.dstPtr.ptr) + p.dstPos.x + p.dstPos.y * dpitch + p.dstPos.z * dslice;
+  for (size_t z = 0; z < e.depth; ++z) {
+    cudaError_t r = copy_2d(dst + z * dslice, dpitch, src + z * sslice, spitch, e.width, e.height, p.kind, s, true);
+    if (r != cudaSuccess) return r;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace rgpu::runtime

@@ -190,6 +190,26 @@ void set_current_device(int device);
 // Retains `device`'s primary context for the runtime (once) and makes it current.
 cudaError_t activate_device(int device);
 
+// A 3-D copy between linear memories (no arrays: cudaErrorNotSupported)
+// queued on driver stream `s`, slice by slice and row by row (graph_nodes.cpp).
+cudaError_t copy_3d_async(const cudaMemcpy3DParms& p, CUstream s);
+// The device address of `count` bytes at `offset` in a registered variable.
+cudaError_t symbol_address(const void* symbol, size_t count, size_t offset, void** ptr);
+// The driver function of a kernel named by its host stub (or handle) on the
+// calling thread's device (launch.cpp).
+cudaError_t function_of(const void* func, CUfunction* f);
+
+// Graphs built node by node: the client's own (graph_nodes.cpp), told from
+// captured ones (rgpud's) by their handle's kind.
+bool is_explicit_graph(cudaGraph_t g);
+bool is_explicit_exec(cudaGraphExec_t e);
+cudaError_t explicit_graph_create(cudaGraph_t* graph);
+cudaError_t explicit_graph_destroy(cudaGraph_t graph);
+cudaError_t explicit_graph_nodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count);
+cudaError_t explicit_instantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags);
+cudaError_t explicit_exec_destroy(cudaGraphExec_t exec);
+cudaError_t explicit_launch(cudaGraphExec_t exec, CUstream s);
+
 // A runtime stream argument as the driver takes it: 0 is the legacy default
 // stream, or the per-thread one for the _ptsz/_ptds variants.
 inline CUstream driver_stream(cudaStream_t s, bool per_thread) {

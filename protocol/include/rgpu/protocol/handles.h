@@ -27,6 +27,12 @@ enum class HandleKind : uint8_t {
   kFunction = 5,
   kLibrary = 6,
   kKernel = 7,
+  // Graphs built node by node, their nodes and their executable graphs:
+  // objects of the client's runtime (client-shim/src/runtime/graph_nodes.cpp),
+  // never sent. Graphs made by stream capture are rgpud's.
+  kGraph = 8,
+  kGraphNode = 9,
+  kGraphExec = 10,
   // Handles of remoted libraries (cuBLAS, cuDNN, ...) follow from 16; their
   // kinds are named in the API descriptions (client-shim/api/*.api).
   kFirstLibraryKind = 16,
