@@ -42,8 +42,8 @@ TEST(Runtime, EveryCuda12NameIsExportedUnderItsOwnVersion) {
 }
 
 TEST(Runtime, StubReturnsNotSupported) {
-  ASSERT_EQ(implemented_names().count("cudaGraphClone"), 0u);
-  auto stub = function<int (*)()>("cudaGraphClone");
+  ASSERT_EQ(implemented_names().count("cudaGraphAddMemAllocNode"), 0u);
+  auto stub = function<int (*)()>("cudaGraphAddMemAllocNode");
   ASSERT_NE(stub, nullptr);
   EXPECT_EQ(stub(), static_cast<int>(cudaErrorNotSupported));
   EXPECT_EQ(static_cast<int>(cudaErrorNotSupported), 801);
