@@ -425,6 +425,138 @@ class FunctionDecoder {
 
   Status instruction(const ast::Instruction& ai, Inst& in);
 
+  // Registers of a vector operand ({%r1, %r2, ...}) or a single one, into `out`.
+  Status registers(const ast::Operand& o, uint32_t line, bool write, std::vector<uint32_t>* out) {
+    const std::vector<ast::Operand> one{o};
+    const auto& elems = o.kind == ast::Operand::Kind::kVec ? o.elems : one;
+    for (const auto& e : elems) {
+      uint32_t slot = kNoSlot;
+      if (Status s = write ? dest(e, line, &slot) : value(e, line, &slot); !s.is_ok()) return s;
+      out->push_back(slot);
+    }
+    return Status::ok();
+  }
+
+  // An operand list of an instruction (Function::operand_lists), `imm` at it.
+  void keep_list(std::vector<uint32_t> list, Inst& in) {
+    f_.operand_lists.push_back(std::move(list));
+    in.imm = reinterpret_cast<int64_t>(f_.operand_lists.back().data());
+    f_.interpreted_because = "uses mma.sync";
+  }
+
+  // ldmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}{.shared{::cta}}.b16 d, [a]
+  Status ldmatrix(const ast::Instruction& ai, const OpText& t, Inst& in) {
+    const uint8_t n = t.has("x1") ? 1 : t.has("x2") ? 2 : t.has("x4") ? 4 : 0;
+    if (!t.has("m8n8") || n == 0 || t.types.size() != 1 || t.types[0] != "b16") {
+      in.kind = Kind::kUnsupported;
+      unsupported(ai, "this shape or type of ldmatrix");
+      return Status::ok();
+    }
+    if (ai.ops.size() != 2) return err(ai.line, "ldmatrix needs 2 operands");
+    std::vector<uint32_t> d;
+    if (Status s = registers(ai.ops[0], ai.line, true, &d); !s.is_ok()) return s;
+    if (d.size() != n) return err(ai.line, "ldmatrix ." + std::string(n == 1 ? "x1" : n == 2 ? "x2" : "x4") +
+                                                " needs " + std::to_string(n) + " destination registers");
+    in.space = t.has("shared") || t.has("shared::cta") ? Mem::kShared : Mem::kGeneric;
+    if (Status s = address(ai.ops[1], ai.line, in); !s.is_ok()) return s;
+    for (uint8_t k = 0; k < n; ++k) in.v[k] = d[k];
+    in.mode = n;
+    in.aux = t.has("trans") ? 1 : 0;
+    f_.interpreted_because = "uses ldmatrix";
+    in.fn = ldmatrix_handler();
+    return Status::ok();
+  }
+
+  // mma.sync.aligned.{m16n8k16,m16n8k8,m16n8k4}.row.col.dtype.atype.btype.ctype d, a, b, c
+  Status mma(const ast::Instruction& ai, const OpText& t, Inst& in) {
+    const uint8_t shape = t.has("m16n8k16") ? 0 : t.has("m16n8k8") ? 1 : t.has("m16n8k4") ? 2 : 3;
+    // The last four parts of the opcode are the types of d, a, b and c
+    // (tf32 is not one of OpText's types).
+    std::vector<std::string> ty;
+    for (size_t end = ai.opcode.size(); ty.size() < 4;) {
+      const size_t dot = ai.opcode.rfind('.', end - 1);
+      if (dot == std::string::npos || dot == 0) break;
+      ty.insert(ty.begin(), ai.opcode.substr(dot + 1, end - dot - 1));
+      end = dot;
+    }
+    uint8_t type = 3;
+    if (ty.size() == 4 && ty[1] == ty[2]) type = ty[1] == "f16" ? 0 : ty[1] == "bf16" ? 1 : ty[1] == "tf32" ? 2 : 3;
+    const bool float_acc = ty.size() == 4 && (ty[0] == "f32" || ty[0] == "f16") && (ty[3] == "f32" || ty[3] == "f16");
+    uint32_t counts[4] = {0, 0, 0, 0};
+    const bool ok = shape != 3 && type != 3 && float_acc && t.has("row") && t.has("col") && !t.has("satfinite") &&
+                    mma_counts(shape, type, ty[0] == "f16", ty[3] == "f16", counts);
+    if (!ok) {
+      in.kind = Kind::kUnsupported;
+      unsupported(ai, "this shape or type of mma");
+      return Status::ok();
+    }
+    if (ai.ops.size() != 4) return err(ai.line, "mma needs 4 operands");
+    std::vector<uint32_t> list(counts, counts + 4);
+    for (int k = 0; k < 4; ++k) {
+      const size_t before = list.size();
+      if (Status s = registers(ai.ops[k], ai.line, k == 0, &list); !s.is_ok()) return s;
+      if (list.size() - before != counts[k]) {
+        return err(ai.line, "mma operand " + std::to_string(k) + " needs " + std::to_string(counts[k]) + " registers");
+      }
+    }
+    in.mode = shape;
+    in.aux = static_cast<uint8_t>(type | (ty[0] == "f16" ? 0x10 : 0) | (ty[3] == "f16" ? 0x20 : 0));
+    keep_list(std::move(list), in);
+    in.fn = mma_handler();
+    return Status::ok();
+  }
+
+  // cp.async (non-bulk): [dst] in shared, [src] in global, cp-size, then
+  // src-size or an ignore-src predicate, then a cache policy with
+  // .L2::cache_hint. The copy is done when the instruction runs, so
+  // commit_group and wait_group/wait_all have nothing left to wait for.
+  Status cp_async(const ast::Instruction& ai, const OpText& t, Inst& in) {
+    if (t.has("commit_group") || t.has("wait_group") || t.has("wait_all")) {
+      in.kind = Kind::kNop;
+      return Status::ok();
+    }
+    if (t.has("bulk") || t.has("mbarrier") || t.has("shared::cluster")) {
+      in.kind = Kind::kUnsupported;
+      unsupported(ai, "bulk and mbarrier forms of cp.async");
+      return Status::ok();
+    }
+    std::vector<ast::Operand> ops = ai.ops;
+    if (t.has("L2::cache_hint")) {
+      if (ops.empty()) return err(ai.line, "cp.async with a cache hint needs its policy");
+      ops.pop_back();
+    }
+    if (ops.size() < 3 || ops.size() > 4) return err(ai.line, "cp.async needs 3 or 4 operands");
+    if (ops[2].kind != ast::Operand::Kind::kInt) return err(ai.line, "cp.async's cp-size must be a constant");
+    const uint64_t size = ops[2].bits;
+    if (size != 4 && size != 8 && size != 16) return err(ai.line, "cp.async's cp-size must be 4, 8 or 16");
+    if (t.has("cg") && size != 16) return err(ai.line, "cp.async.cg copies 16 bytes");
+    Inst src = in;
+    in.space = Mem::kShared;
+    if (Status s = address(ops[0], ai.line, in); !s.is_ok()) return s;
+    src.space = Mem::kGlobal;
+    if (Status s = address(ops[1], ai.line, src); !s.is_ok()) return s;
+    if (in.space != Mem::kShared || src.space != Mem::kGlobal) return err(ai.line, "cp.async copies global to shared");
+    in.b = src.a;
+    in.c = imm_slot(static_cast<uint64_t>(src.imm));
+    in.size = static_cast<uint16_t>(size);
+    in.mode = 0;  // 0: the whole cp-size, 1: e holds src-size, 2: e holds ignore-src
+    if (ops.size() == 4) {
+      const ast::Operand& o = ops[3];
+      const Sym* s = o.kind == ast::Operand::Kind::kName ? lookup(o.name) : nullptr;
+      const bool predicate = s && s->kind == Sym::Kind::kReg && s->size == 1;
+      if (predicate) {
+        in.e = s->index;
+        in.aux = o.negated ? 1 : 0;
+        in.mode = 2;
+      } else {
+        if (Status st = value(o, ai.line, &in.e); !st.is_ok()) return st;
+        in.mode = 1;
+      }
+    }
+    in.fn = cp_async_handler();
+    return Status::ok();
+  }
+
   // Scalar video: d[.dsel], a[.asel], b[.bsel][, c]. A selector is part of
   // the operand's name as parsed; it is split off unless the whole name is a
   // register.
@@ -561,6 +693,9 @@ Status FunctionDecoder::instruction(const ast::Instruction& ai, Inst& in) {
     return Status::ok();
   }
   if (is_video(b)) return video(ai, t, in);
+  if (b == "cp" && t.has("async")) return cp_async(ai, t, in);
+  if (b == "ldmatrix") return ldmatrix(ai, t, in);
+  if (b == "mma") return mma(ai, t, in);
   // Anything else we do not know is reported at launch, not at load.
   static const char* kKnown[] = {
       "add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg", "min", "max", "popc",

@@ -13,6 +13,12 @@
 namespace rgpu::ptx {
 
 // Read-only during the launch except for the atomics and the fault record.
+struct ExecCtx;
+struct Inst;
+// Host addresses of an access by lanes `m` (ops_mem.cpp's checks); false with
+// the fault set when one is refused.
+bool resolve_access(ExecCtx& x, const Inst& in, uint32_t m, uint32_t size, bool write, uint8_t** host);
+
 struct LaunchState {
   const ProgramImpl* prog = nullptr;
   const KernelUnit* unit = nullptr;

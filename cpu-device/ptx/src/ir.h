@@ -108,6 +108,12 @@ struct Function {
   std::vector<uint32_t> shared_vars;  // module variables referenced
   std::string unsupported;      // first instruction that cannot run, with its line
   uint32_t max_threads = 0;
+  // Operand lists of instructions with more registers than Inst holds
+  // (mma.sync: its `imm` points at one).
+  std::vector<std::vector<uint32_t>> operand_lists;
+  // Why the compiled path leaves this function to the interpreter (a
+  // warp-wide matrix instruction), or empty.
+  std::string interpreted_because;
 };
 
 // A kernel and every function it can reach, decoded: what a launch runs.
@@ -272,6 +278,14 @@ bool select_int(const OpText& op, Inst& in);
 bool select_float(const OpText& op, Inst& in);
 bool select_cvt(const OpText& op, Inst& in);
 bool select_mem(const OpText& op, Inst& in);
+// cp.async's handler: a, imm the shared destination; b plus the value of c
+// the global source; size the bytes; mode 1: e the bytes read (the rest
+// zero), mode 2: e a predicate (aux 1: negated) that, true, reads nothing.
+Handler cp_async_handler();
+// ldmatrix and mma.sync (ops_tensor.cpp): see there for their fields.
+Handler ldmatrix_handler();
+Handler mma_handler();
+bool mma_counts(uint8_t shape, uint8_t type, bool d_f16, bool c_f16, uint32_t counts[4]);
 bool select_warp(const OpText& op, Inst& in);
 
 // Scalar video instructions (ops_video.cpp). is_video: vadd vsub vabsdiff

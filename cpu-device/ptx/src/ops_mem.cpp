@@ -378,6 +378,49 @@ Handler pick_atom(Ty t) {
 
 }  // namespace
 
+namespace {
+
+void h_cp_async(ExecCtx& x, const Inst& in, uint32_t m) {
+  uint8_t* dst[32];
+  if (!resolve(x, in, m, in.size, true, dst)) return;
+  const uint64_t* base = x.reg(in.b);
+  const uint64_t* off = x.reg(in.c);
+  const uint64_t* e = in.e == kNoSlot ? nullptr : x.reg(in.e);
+  Inst src = in;
+  src.space = Mem::kGlobal;
+  src.a = in.b;
+  for_lanes(m, [&](int l) {
+    if (x.fault != Fault::kNone) return;
+    uint32_t n = in.size;
+    if (in.mode == 1) n = static_cast<uint32_t>(e[l]);
+    if (in.mode == 2 && ((e[l] & 1) ^ (in.aux & 1))) n = 0;
+    if (n > in.size) {
+      x.set_fault(Fault::kIllegalAddress, "cp.async src-size " + std::to_string(n) + " above its cp-size at line " +
+                                              std::to_string(in.line), 0);
+      return;
+    }
+    const uint64_t addr = base[l] + off[l];
+    if (addr & (in.size - 1)) {
+      x.set_fault(Fault::kMisalignedAddress, "misaligned " + where(src, addr, in.size, false), addr);
+      return;
+    }
+    if (n > 0 && !x.launch->check(addr, n, false)) {
+      x.set_fault(Fault::kIllegalAddress, "illegal " + where(src, addr, n, false), addr);
+      return;
+    }
+    if (n > 0) memcpy(dst[l], reinterpret_cast<const void*>(addr), n);
+    if (n < in.size) memset(dst[l] + n, 0, in.size - n);
+  });
+}
+
+}  // namespace
+
+Handler cp_async_handler() { return &h_cp_async; }
+
+bool resolve_access(ExecCtx& x, const Inst& in, uint32_t m, uint32_t size, bool write, uint8_t** host) {
+  return resolve(x, in, m, size, write, host);
+}
+
 bool select_mem(const OpText& op, Inst& in) {
   const std::string& b = op.base;
   if (op.types.empty()) return false;

@@ -1859,6 +1859,7 @@ std::string reason_not_compiled(const ProgramImpl& p, const KernelUnit& unit) {
   (void)p;
   if (unit.functions.size() > 1) return "calls device functions";
   const Function& fn = unit.functions[0];
+  if (!fn.interpreted_because.empty()) return fn.interpreted_because;
   for (const Inst& in : fn.code) {
     if (in.kind == Kind::kCall) return "calls device functions";
     if (in.kind == Kind::kExtern) return "calls printf or assert";

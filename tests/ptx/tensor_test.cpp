@@ -1,0 +1,404 @@
+// The asynchronous copy and warp-wide matrix instructions that PyTorch's and
+// CUTLASS's sm_80 kernels use: cp.async (src-size zero fill, ignore-src, no
+// read past src-size), ldmatrix (plain and .trans) and mma.sync, checked
+// against a reference computed from PTX's fragment layouts; a warp that does
+// not arrive whole is refused.
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "harness.h"
+
+namespace rgpu::ptx::testing {
+namespace {
+
+uint16_t to_f16(float f) {
+  // The values below are small integers and halves: exact in f16.
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  if (f == 0.0f) return static_cast<uint16_t>(b >> 16);
+  int e = static_cast<int>((b >> 23) & 0xff) - 127 + 15;
+  return static_cast<uint16_t>(((b >> 16) & 0x8000) | (e << 10) | ((b >> 13) & 0x3ff));
+}
+uint16_t to_bf16(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return static_cast<uint16_t>(b >> 16);  // exact for the values used
+}
+uint32_t bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+float from_bits(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+// Small values whose products and sums are exact in f32.
+float value(int i, int salt) { return static_cast<float>(((i * 7 + salt * 13) % 9) - 4) * 0.5f; }
+
+const char* kCpAsync = R"(
+.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry cp_async_k(.param .u64 src, .param .u64 out, .param .u32 valid)
+{
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<10>;
+  .reg .pred %p<3>;
+  .shared .align 16 .b8 buf[640];
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [out];
+  ld.param.u32 %r1, [valid];
+  mov.u32 %r2, %tid.x;
+  mul.wide.u32 %rd3, %r2, 16;
+  add.u64 %rd4, %rd1, %rd3;
+  mov.u32 %r3, buf;
+  shl.b32 %r4, %r2, 4;
+  add.u32 %r5, %r3, %r4;
+  setp.lt.u32 %p1, %r2, %r1;
+  setp.eq.u32 %p2, %r2, %r1;
+  selp.u32 %r6, 8, 0, %p2;
+  selp.u32 %r6, 16, %r6, %p1;
+  cp.async.cg.shared.global.L2::128B [%r5], [%rd4], 16, %r6;
+  and.b32 %r7, %r2, 1;
+  setp.ne.u32 %p1, %r7, 0;
+  mul.wide.u32 %rd5, %r2, 4;
+  add.u64 %rd6, %rd1, %rd5;
+  shl.b32 %r8, %r2, 2;
+  add.u32 %r8, %r8, 512;
+  add.u32 %r8, %r3, %r8;
+  cp.async.ca.shared.global [%r8], [%rd6], 4, %p1;
+  cp.async.commit_group;
+  cp.async.wait_group 0;
+  cp.async.wait_all;
+  bar.sync 0;
+  mul.wide.u32 %rd7, %r2, 20;
+  add.u64 %rd8, %rd2, %rd7;
+  ld.shared.u32 %r9, [%r5];
+  ld.shared.u32 %r10, [%r5+4];
+  ld.shared.u32 %r11, [%r5+8];
+  ld.shared.u32 %r12, [%r5+12];
+  ld.shared.u32 %r13, [%r8];
+  st.global.u32 [%rd8], %r9;
+  st.global.u32 [%rd8+4], %r10;
+  st.global.u32 [%rd8+8], %r11;
+  st.global.u32 [%rd8+12], %r12;
+  st.global.u32 [%rd8+16], %r13;
+  ret;
+}
+)";
+
+TEST(Tensor, CpAsyncFillsPastSrcSizeAndReadsNothingBeyond) {
+  Module m(kCpAsync);
+  const uint32_t valid = 9;  // threads 0..8 copy 16 bytes, thread 9 eight, the rest none
+  // Exactly the bytes the copies may read: a read past them would fault.
+  std::vector<uint32_t> src(valid * 4 + 2);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = 0x1000u + static_cast<uint32_t>(i);
+  std::vector<uint32_t> out(32 * 5, 0xdeadbeef);
+  DeviceTable mem;
+  auto args = m.args("cp_async_k");
+  args.add(mem.add(src)).add(mem.add(out)).add(valid);
+  // The 4-byte copies of even threads read src[tid]: inside src for tid < 38.
+  LaunchResult r = m.launch("cp_async_k", {1}, {32}, args, mem);
+  ASSERT_TRUE(r.ok()) << r.message;
+  for (uint32_t t = 0; t < 32; ++t) {
+    for (uint32_t w = 0; w < 4; ++w) {
+      const uint32_t want = t < valid || (t == valid && w < 2) ? 0x1000u + 4 * t + w : 0u;
+      EXPECT_EQ(out[5 * t + w], want) << "thread " << t << " word " << w;
+    }
+    EXPECT_EQ(out[5 * t + 4], t % 2 ? 0u : 0x1000u + t) << "thread " << t << " (ignore-src)";
+  }
+}
+
+// One warp: A (16x16 f16, row-major) and B (16x8) through shared memory with
+// ldmatrix, D = A B + C by mma.m16n8k16 (f32 accumulators), C and D in
+// global memory by the accumulator layout. B is given as B^T (8x16,
+// row-major: the "col" operand) for ldmatrix, or as B (16x8, row-major) for
+// ldmatrix.trans.
+std::string mma_ldmatrix_ptx(bool trans) {
+  std::string b_rows = trans ? R"(
+  // B (16x8 row-major): lane l < 16 gives row k = l, 16 bytes each.
+  mul.lo.u32 %r20, %r1, 16;
+  add.u32 %r21, %r3, %r20;
+  ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%b0, %b1}, [%r21];)"
+                             : R"(
+  // B^T (8x16 row-major): lane l < 16 gives row n = l % 8, columns 8 (l / 8).
+  and.b32 %r20, %r1, 7;
+  shr.u32 %r22, %r1, 3;
+  mul.lo.u32 %r20, %r20, 32;
+  mul.lo.u32 %r22, %r22, 16;
+  add.u32 %r20, %r20, %r22;
+  add.u32 %r21, %r3, %r20;
+  ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%b0, %b1}, [%r21];)";
+  return std::string(R"(
+.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry mma_k(.param .u64 a, .param .u64 b, .param .u64 c, .param .u64 d)
+{
+  .reg .b32 %r<40>;
+  .reg .b32 %a<4>;
+  .reg .b32 %b<2>;
+  .reg .f32 %c<4>;
+  .reg .f32 %d<4>;
+  .reg .b64 %rd<20>;
+  .shared .align 16 .b8 sa[512];
+  .shared .align 16 .b8 sb[256];
+  ld.param.u64 %rd1, [a];
+  ld.param.u64 %rd2, [b];
+  ld.param.u64 %rd3, [c];
+  ld.param.u64 %rd4, [d];
+  mov.u32 %r1, %tid.x;
+  // Stage A (512 bytes) and B (256 bytes) in shared memory, 16 + 8 bytes a lane.
+  mul.wide.u32 %rd5, %r1, 16;
+  add.u64 %rd6, %rd1, %rd5;
+  ld.global.v4.u32 {%r4, %r5, %r6, %r7}, [%rd6];
+  mov.u32 %r2, sa;
+  mov.u32 %r3, sb;
+  shl.b32 %r8, %r1, 4;
+  add.u32 %r9, %r2, %r8;
+  st.shared.v4.u32 [%r9], {%r4, %r5, %r6, %r7};
+  mul.wide.u32 %rd7, %r1, 8;
+  add.u64 %rd8, %rd2, %rd7;
+  ld.global.v2.u32 {%r4, %r5}, [%rd8];
+  shl.b32 %r8, %r1, 3;
+  add.u32 %r9, %r3, %r8;
+  st.shared.v2.u32 [%r9], {%r4, %r5};
+  bar.sync 0;
+  // A: lane l gives row (l % 8) + 8 ((l / 8) & 1), column 8 (l / 16).
+  and.b32 %r10, %r1, 7;
+  shr.u32 %r11, %r1, 3;
+  and.b32 %r12, %r11, 1;
+  shl.b32 %r12, %r12, 3;
+  add.u32 %r10, %r10, %r12;
+  shr.u32 %r13, %r1, 4;
+  shl.b32 %r13, %r13, 3;
+  mul.lo.u32 %r10, %r10, 32;
+  shl.b32 %r13, %r13, 1;
+  add.u32 %r10, %r10, %r13;
+  add.u32 %r14, %r2, %r10;
+  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%a0, %a1, %a2, %a3}, [%r14];)") +
+         b_rows + R"(
+  // C and D: lane l holds 4 floats, in the order the test lays them out.
+  mul.wide.u32 %rd9, %r1, 16;
+  add.u64 %rd10, %rd3, %rd9;
+  ld.global.v4.f32 {%c0, %c1, %c2, %c3}, [%rd10];
+  mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%d0, %d1, %d2, %d3}, {%a0, %a1, %a2, %a3}, {%b0, %b1}, {%c0, %c1, %c2, %c3};
+  add.u64 %rd11, %rd4, %rd9;
+  st.global.v4.f32 [%rd11], {%d0, %d1, %d2, %d3};
+  ret;
+}
+)";
+}
+
+// Row and column of accumulator element i (0..3) of lane t.
+int acc_row(int t, int i) { return (t >> 2) + 8 * (i >> 1); }
+int acc_col(int t, int i) { return 2 * (t & 3) + (i & 1); }
+
+void check_ldmatrix_mma(bool trans) {
+  Module m(mma_ldmatrix_ptx(trans));
+  float A[16][16], B[16][8], C[16][8];
+  for (int r = 0; r < 16; ++r)
+    for (int k = 0; k < 16; ++k) A[r][k] = value(r * 16 + k, 1);
+  for (int k = 0; k < 16; ++k)
+    for (int n = 0; n < 8; ++n) B[k][n] = value(k * 8 + n, 2);
+  for (int r = 0; r < 16; ++r)
+    for (int n = 0; n < 8; ++n) C[r][n] = value(r * 8 + n, 3);
+  std::vector<uint16_t> a(256), b(128);
+  for (int r = 0; r < 16; ++r)
+    for (int k = 0; k < 16; ++k) a[r * 16 + k] = to_f16(A[r][k]);
+  for (int k = 0; k < 16; ++k)
+    for (int n = 0; n < 8; ++n) {
+      if (trans) b[k * 8 + n] = to_f16(B[k][n]);
+      else b[n * 16 + k] = to_f16(B[k][n]);
+    }
+  std::vector<float> c(128), d(128, -999.0f);
+  for (int t = 0; t < 32; ++t)
+    for (int i = 0; i < 4; ++i) c[4 * t + i] = C[acc_row(t, i)][acc_col(t, i)];
+  DeviceTable mem;
+  auto args = m.args("mma_k");
+  args.add(mem.add(a)).add(mem.add(b)).add(mem.add(c)).add(mem.add(d));
+  LaunchResult r = m.launch("mma_k", {1}, {32}, args, mem);
+  ASSERT_TRUE(r.ok()) << r.message;
+  for (int t = 0; t < 32; ++t) {
+    for (int i = 0; i < 4; ++i) {
+      const int row = acc_row(t, i), col = acc_col(t, i);
+      float want = C[row][col];
+      for (int k = 0; k < 16; ++k) want += A[row][k] * B[k][col];
+      EXPECT_EQ(d[4 * t + i], want) << "D[" << row << "][" << col << "] (lane " << t << ", trans " << trans << ")";
+    }
+  }
+}
+
+TEST(Tensor, LdmatrixAndMmaF16ComputeTheProduct) { check_ldmatrix_mma(false); }
+TEST(Tensor, LdmatrixTransAndMmaF16ComputeTheProduct) { check_ldmatrix_mma(true); }
+
+// mma with fragments the test lays out itself, lane by lane: each lane loads
+// na, nb and nc words and stores nd.
+std::string mma_direct_ptx(const std::string& shape_types, int na, int nb, int nc, int nd) {
+  auto regs = [](const char* p, int n) {
+    std::string s = "{";
+    for (int i = 0; i < n; ++i) s += std::string(i ? ", " : "") + "%" + p + std::to_string(i);
+    return s + "}";
+  };
+  std::string s = R"(
+.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry mma_direct(.param .u64 a, .param .u64 b, .param .u64 c, .param .u64 d)
+{
+  .reg .b32 %r<4>;
+  .reg .b32 %a<4>;
+  .reg .b32 %b<2>;
+  .reg .b32 %c<4>;
+  .reg .b32 %d<4>;
+  .reg .b64 %rd<12>;
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd1, %r1, 16;
+  ld.param.u64 %rd2, [a];
+  add.u64 %rd2, %rd2, %rd1;
+  ld.param.u64 %rd3, [b];
+  add.u64 %rd3, %rd3, %rd1;
+  ld.param.u64 %rd4, [c];
+  add.u64 %rd4, %rd4, %rd1;
+  ld.param.u64 %rd5, [d];
+  add.u64 %rd5, %rd5, %rd1;
+)";
+  for (int i = 0; i < na; ++i) s += "  ld.global.u32 %a" + std::to_string(i) + ", [%rd2+" + std::to_string(4 * i) + "];\n";
+  for (int i = 0; i < nb; ++i) s += "  ld.global.u32 %b" + std::to_string(i) + ", [%rd3+" + std::to_string(4 * i) + "];\n";
+  for (int i = 0; i < nc; ++i) s += "  ld.global.u32 %c" + std::to_string(i) + ", [%rd4+" + std::to_string(4 * i) + "];\n";
+  s += "  mma.sync.aligned." + shape_types + " " + regs("d", nd) + ", " + regs("a", na) + ", " + regs("b", nb) + ", " +
+       regs("c", nc) + ";\n";
+  for (int i = 0; i < nd; ++i) s += "  st.global.u32 [%rd5+" + std::to_string(4 * i) + "], %d" + std::to_string(i) + ";\n";
+  return s + "  ret;\n}\n";
+}
+
+TEST(Tensor, MmaBf16M16N8K16ByItsFragmentLayout) {
+  Module m(mma_direct_ptx("m16n8k16.row.col.f32.bf16.bf16.f32", 4, 2, 4, 4));
+  float A[16][16], B[16][8], C[16][8];
+  for (int r = 0; r < 16; ++r)
+    for (int k = 0; k < 16; ++k) A[r][k] = value(r * 16 + k, 4);
+  for (int k = 0; k < 16; ++k)
+    for (int n = 0; n < 8; ++n) B[k][n] = value(k * 8 + n, 5);
+  for (int r = 0; r < 16; ++r)
+    for (int n = 0; n < 8; ++n) C[r][n] = value(r * 8 + n, 6);
+  std::vector<uint32_t> a(128), b(128), c(128), d(128);
+  for (int t = 0; t < 32; ++t) {
+    const int g = t >> 2, q = t & 3;
+    for (int i = 0; i < 8; ++i) {  // a_i: row g + 8 ((i >> 1) & 1), column 2q + (i & 1) + 8 (i >> 2)
+      const uint32_t h = to_bf16(A[g + 8 * ((i >> 1) & 1)][2 * q + (i & 1) + 8 * (i >> 2)]);
+      a[4 * t + i / 2] |= h << (16 * (i & 1));
+    }
+    for (int i = 0; i < 4; ++i) {  // b_i: row 2q + (i & 1) + 8 (i >> 1), column g
+      const uint32_t h = to_bf16(B[2 * q + (i & 1) + 8 * (i >> 1)][g]);
+      b[4 * t + i / 2] |= h << (16 * (i & 1));
+    }
+    for (int i = 0; i < 4; ++i) c[4 * t + i] = bits(C[acc_row(t, i)][acc_col(t, i)]);
+  }
+  DeviceTable mem;
+  auto args = m.args("mma_direct");
+  args.add(mem.add(a)).add(mem.add(b)).add(mem.add(c)).add(mem.add(d));
+  LaunchResult r = m.launch("mma_direct", {1}, {32}, args, mem);
+  ASSERT_TRUE(r.ok()) << r.message;
+  for (int t = 0; t < 32; ++t) {
+    for (int i = 0; i < 4; ++i) {
+      const int row = acc_row(t, i), col = acc_col(t, i);
+      float want = C[row][col];
+      for (int k = 0; k < 16; ++k) want += A[row][k] * B[k][col];
+      EXPECT_EQ(from_bits(d[4 * t + i]), want) << "D[" << row << "][" << col << "]";
+    }
+  }
+}
+
+TEST(Tensor, MmaTf32M16N8K8ReadsNineteenBits) {
+  Module m(mma_direct_ptx("m16n8k8.row.col.f32.tf32.tf32.f32", 4, 2, 4, 4));
+  float A[16][8], B[8][8], C[16][8];
+  for (int r = 0; r < 16; ++r)
+    for (int k = 0; k < 8; ++k) A[r][k] = value(r * 8 + k, 7);
+  for (int k = 0; k < 8; ++k)
+    for (int n = 0; n < 8; ++n) B[k][n] = value(k * 8 + n, 8);
+  for (int r = 0; r < 16; ++r)
+    for (int n = 0; n < 8; ++n) C[r][n] = value(r * 8 + n, 9);
+  std::vector<uint32_t> a(128), b(128), c(128), d(128);
+  for (int t = 0; t < 32; ++t) {
+    const int g = t >> 2, q = t & 3;
+    // a0 (g, q), a1 (g + 8, q), a2 (g, q + 4), a3 (g + 8, q + 4); b0 (q, g), b1 (q + 4, g).
+    // The low 13 bits are noise the instruction must not read.
+    for (int i = 0; i < 4; ++i) a[4 * t + i] = bits(A[g + 8 * (i & 1)][q + 4 * (i >> 1)]) | 0x1fffu;
+    for (int i = 0; i < 2; ++i) b[4 * t + i] = bits(B[q + 4 * i][g]) | 0x0fffu;
+    for (int i = 0; i < 4; ++i) c[4 * t + i] = bits(C[acc_row(t, i)][acc_col(t, i)]);
+  }
+  DeviceTable mem;
+  auto args = m.args("mma_direct");
+  args.add(mem.add(a)).add(mem.add(b)).add(mem.add(c)).add(mem.add(d));
+  LaunchResult r = m.launch("mma_direct", {1}, {32}, args, mem);
+  ASSERT_TRUE(r.ok()) << r.message;
+  for (int t = 0; t < 32; ++t) {
+    for (int i = 0; i < 4; ++i) {
+      const int row = acc_row(t, i), col = acc_col(t, i);
+      float want = C[row][col];
+      for (int k = 0; k < 8; ++k) want += A[row][k] * B[k][col];
+      EXPECT_EQ(from_bits(d[4 * t + i]), want) << "D[" << row << "][" << col << "]";
+    }
+  }
+}
+
+TEST(Tensor, MmaF16AccumulatorsRoundToHalf) {
+  Module m(mma_direct_ptx("m16n8k8.row.col.f16.f16.f16.f16", 2, 1, 2, 2));
+  std::vector<uint32_t> a(128), b(128), c(128), d(128);
+  // A = 1 everywhere, B = 0.5, C = 0.25: each D = 8 * 0.5 + 0.25 = 4.25.
+  for (int t = 0; t < 32; ++t) {
+    for (int i = 0; i < 2; ++i) a[4 * t + i] = to_f16(1.0f) | to_f16(1.0f) << 16;
+    b[4 * t] = to_f16(0.5f) | to_f16(0.5f) << 16;
+    for (int i = 0; i < 2; ++i) c[4 * t + i] = to_f16(0.25f) | to_f16(0.25f) << 16;
+  }
+  DeviceTable mem;
+  auto args = m.args("mma_direct");
+  args.add(mem.add(a)).add(mem.add(b)).add(mem.add(c)).add(mem.add(d));
+  LaunchResult r = m.launch("mma_direct", {1}, {32}, args, mem);
+  ASSERT_TRUE(r.ok()) << r.message;
+  const uint32_t want = to_f16(4.25f) | static_cast<uint32_t>(to_f16(4.25f)) << 16;
+  for (int t = 0; t < 32; ++t) {
+    EXPECT_EQ(d[4 * t], want) << "lane " << t;
+    EXPECT_EQ(d[4 * t + 1], want) << "lane " << t;
+  }
+}
+
+TEST(Tensor, APartOfAWarpIsRefusedNotComputed) {
+  Module m(mma_direct_ptx("m16n8k16.row.col.f32.f16.f16.f32", 4, 2, 4, 4));
+  std::vector<uint32_t> a(128), b(128), c(128), d(128, 0x7777u);
+  DeviceTable mem;
+  auto args = m.args("mma_direct");
+  args.add(mem.add(a)).add(mem.add(b)).add(mem.add(c)).add(mem.add(d));
+  LaunchResult r = m.launch("mma_direct", {1}, {16}, args, mem);
+  EXPECT_EQ(r.fault, Fault::kUnsupported) << r.message;
+  EXPECT_NE(r.message.find("part of a warp"), std::string::npos) << r.message;
+  for (uint32_t v : d) EXPECT_EQ(v, 0x7777u);
+}
+
+TEST(Tensor, ShapesAndFormsNotProvidedAreRefusedAtLaunch) {
+  // An integer mma and a bulk copy: decoded, refused when launched.
+  Module m(R"(
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry int_mma(.param .u64 p)
+{
+  .reg .b32 %r<12>;
+  mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%r0, %r1, %r2, %r3}, {%r4, %r5, %r6, %r7}, {%r8, %r9}, {%r0, %r1, %r2, %r3};
+  ret;
+}
+)");
+  std::vector<uint32_t> p(4);
+  DeviceTable mem;
+  auto args = m.args("int_mma");
+  args.add(mem.add(p));
+  LaunchResult r = m.launch("int_mma", {1}, {32}, args, mem);
+  EXPECT_EQ(r.fault, Fault::kUnsupported);
+  EXPECT_NE(r.message.find("this shape or type of mma"), std::string::npos) << r.message;
+}
+
+}  // namespace
+}  // namespace rgpu::ptx::testing
