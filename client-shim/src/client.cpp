@@ -243,20 +243,51 @@ CUresult Client::as_driver_result(wire::Api api, uint32_t code) {
   return CUDA_ERROR_UNKNOWN;
 }
 
+namespace {
+
+// Whether a sync call reports the errors of earlier async work, as CUDA's
+// synchronizing calls do: waits, queries, synchronous copies and memsets,
+// frees and context teardown. Any other call (an attribute, a library's
+// query) leaves such an error for the next of these, so that it reaches a
+// call programs check rather than one whose result they may ignore.
+bool reports_async_errors(wire::Call::Reader call) {
+  switch (call.which()) {
+    case wire::Call::CTX_SYNCHRONIZE:
+    case wire::Call::CTX_DESTROY:
+    case wire::Call::PRIMARY_CTX_RESET:
+    case wire::Call::STREAM_SYNCHRONIZE:
+    case wire::Call::STREAM_QUERY:
+    case wire::Call::EVENT_SYNCHRONIZE:
+    case wire::Call::EVENT_QUERY:
+    case wire::Call::MEM_FREE:
+    case wire::Call::MEMCPY_HTO_D:
+    case wire::Call::MEMCPY_DTO_H:
+    case wire::Call::MEMCPY_DTO_D:
+    case wire::Call::MEMSET:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 SyncResult Client::finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64_t id, transport::Bytes payload,
                                       OutBuffer out, uint64_t own_from) {
   // A sync call is the last of its batch; the server answers it because it asks.
   calls_.back().get().setWantsReply(true);
+  const bool reports = reports_async_errors(calls_.back().get().asReader());
   connection_->expect_reply(id);
   const Status sent = send_batch_locked(payload, &lock);
   if (lock.owns_lock()) lock.unlock();
   std::optional<ArrivedReply> arrived =
       connection_->wait_reply(id, sent.is_ok() ? options_.poll_budget : std::chrono::microseconds(0));
   if (!arrived || !sent.is_ok()) return SyncResult{CUDA_ERROR_DEVICE_UNAVAILABLE};
-  return read_reply(*arrived, id, out, own_from);
+  return read_reply(*arrived, id, out, own_from, reports);
 }
 
-SyncResult Client::read_reply(const ArrivedReply& arrived, uint64_t id, OutBuffer out, uint64_t own_from) {
+SyncResult Client::read_reply(const ArrivedReply& arrived, uint64_t id, OutBuffer out, uint64_t own_from,
+                              bool reports) {
   auto reply = arrived.reply();
   SyncResult result;
   result.api = reply.getApi() == wire::Api::NONE ? wire::Api::DRIVER : reply.getApi();
@@ -316,8 +347,9 @@ SyncResult Client::read_reply(const ArrivedReply& arrived, uint64_t id, OutBuffe
       result.code = static_cast<uint32_t>(result.result);
     }
   }
-  if (result.code == 0) {
-    // A successful call returns the oldest unreported async error, once.
+  if (result.code == 0 && reports) {
+    // A successful synchronizing call returns the oldest unreported async
+    // error, once.
     std::lock_guard<std::mutex> lock(sticky_mu_);
     if (sticky_.code != 0) {
       result.api = sticky_.api;

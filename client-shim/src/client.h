@@ -225,7 +225,9 @@ class Client {
   SyncResult finish_sync_locked(std::unique_lock<std::mutex>& lock, uint64_t id, transport::Bytes payload,
                                 OutBuffer out, uint64_t own_from = 0);
   // Reads a reply into a SyncResult: its status, values and bytes.
-  SyncResult read_reply(const ArrivedReply& arrived, uint64_t id, OutBuffer out, uint64_t own_from);
+  // `reports`: whether the oldest unreported async error becomes its result
+  // (a synchronizing call's).
+  SyncResult read_reply(const ArrivedReply& arrived, uint64_t id, OutBuffer out, uint64_t own_from, bool reports);
   // `code` of `api` as a CUresult (see SyncResult); logs once per API.
   CUresult as_driver_result(wire::Api api, uint32_t code);
   // Sends the open batch. With `lock` (holding batch_mu_), the lock is

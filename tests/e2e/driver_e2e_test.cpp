@@ -219,7 +219,8 @@ TEST_F(Driver, ErrorCases) {
   EXPECT_EQ(cuMemAlloc(&d, 0), CUDA_ERROR_INVALID_VALUE);
 }
 
-// An async call's error is reported at the next synchronizing call, once.
+// An async call's error is reported at the next synchronizing call (a wait,
+// a query, a synchronous copy or memset, a free), once.
 TEST_F(Driver, AsyncErrorsSurfaceAtTheNextSync) {
   CUstream s;
   ASSERT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
@@ -227,8 +228,15 @@ TEST_F(Driver, AsyncErrorsSurfaceAtTheNextSync) {
   ASSERT_CU(cuMemAlloc(&d, 256));
   ASSERT_CU(cuMemFree(d));
   EXPECT_EQ(cuMemsetD8Async(d, 1, 256, s), CUDA_SUCCESS);  // queued, not yet checked
+  // Calls that reach the server but do not synchronize (an allocation, a
+  // query) leave the error for one that does: a program may ignore theirs.
+  size_t free_bytes = 0, total = 0;
+  EXPECT_EQ(cuMemGetInfo(&free_bytes, &total), CUDA_SUCCESS);
+  CUdeviceptr other;
+  EXPECT_EQ(cuMemAlloc(&other, 64), CUDA_SUCCESS);
   EXPECT_EQ(cuStreamSynchronize(s), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(cuStreamSynchronize(s), CUDA_SUCCESS);
+  ASSERT_CU(cuMemFree(other));
   ASSERT_CU(cuStreamDestroy(s));
 }
 

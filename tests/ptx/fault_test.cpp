@@ -33,13 +33,13 @@ const char* kUnsupported = R"(
 {
   ret;
 }
-.visible .entry copies_async(.param .u64 p)
+.visible .entry stores_matrix(.param .u64 p)
 {
   .reg .b64 %rd<2>;
   .reg .b32 %r<2>;
   ld.param.u64 %rd1, [p];
   mov.u32 %r1, 0;
-  cp.async.ca.shared.global [%r1], [%rd1], 16;
+  stmatrix.sync.aligned.m8n8.x1.shared.b16 [%r1], {%r1};
   ret;
 }
 .visible .entry textures(.param .u64 p)
@@ -110,8 +110,8 @@ TEST(PtxFaults, UnsupportedInstructionNamedAtLoadAndLaunch) {
   ASSERT_TRUE(m.ok());
   Program& p = m.program();
   EXPECT_EQ(p.unsupported_reason(p.find_kernel("fine")), "");
-  std::string why = p.unsupported_reason(p.find_kernel("copies_async"));
-  EXPECT_NE(why.find("cp.async.ca.shared.global"), std::string::npos) << why;
+  std::string why = p.unsupported_reason(p.find_kernel("stores_matrix"));
+  EXPECT_NE(why.find("stmatrix.sync.aligned.m8n8.x1.shared.b16"), std::string::npos) << why;
   EXPECT_NE(why.find("line 15"), std::string::npos) << why;
   EXPECT_NE(p.unsupported_reason(p.find_kernel("textures")).find("tex.1d"), std::string::npos);
 
@@ -120,12 +120,12 @@ TEST(PtxFaults, UnsupportedInstructionNamedAtLoadAndLaunch) {
   auto ok_args = m.args("fine");
   ok_args.add(mem.add(buf));
   EXPECT_TRUE(m.launch("fine", {1}, {32}, ok_args, mem).ok());
-  auto args = m.args("copies_async");
+  auto args = m.args("stores_matrix");
   args.add(mem.add(buf));
-  LaunchResult r = m.launch("copies_async", {1}, {32}, args, mem);
+  LaunchResult r = m.launch("stores_matrix", {1}, {32}, args, mem);
   EXPECT_EQ(r.fault, Fault::kUnsupported);
   EXPECT_EQ(cuda_error_code(r.fault), 801);
-  EXPECT_NE(r.message.find("cp.async"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("stmatrix"), std::string::npos) << r.message;
   EXPECT_EQ(r.status().kind(), ErrorKind::kUnimplemented);
 }
 

@@ -200,13 +200,13 @@ const char* kUnsupportedPtx = R"(
   st.global.u32 [%rd2], %r1;
   ret;
 }
-.visible .entry copies_async(.param .u64 p)
+.visible .entry stores_matrix(.param .u64 p)
 {
   .reg .b64 %rd<2>;
   .reg .b32 %r<2>;
   ld.param.u64 %rd1, [p];
   mov.u32 %r1, 0;
-  cp.async.ca.shared.global [%r1], [%rd1], 16;
+  stmatrix.sync.aligned.m8n8.x1.shared.b16 [%r1], {%r1};
   ret;
 }
 )";
@@ -219,7 +219,7 @@ TEST_F(KernelFaults, UnsupportedInstructionIsALaunchError) {
     ASSERT_CU(cuModuleLoadData(&mod, kUnsupportedPtx));
     CUfunction good = nullptr, bad = nullptr;
     ASSERT_CU(cuModuleGetFunction(&good, mod, "store_seven"));
-    ASSERT_CU(cuModuleGetFunction(&bad, mod, "copies_async"));
+    ASSERT_CU(cuModuleGetFunction(&bad, mod, "stores_matrix"));
     DeviceBuffer<int> d(4);
     ASSERT_CU(cuMemsetD32(d.ptr(), 0, 4));
     // Launches are asynchronous through rgpu: the error comes from the launch
