@@ -400,5 +400,74 @@ TEST(Tensor, ShapesAndFormsNotProvidedAreRefusedAtLaunch) {
   EXPECT_NE(r.message.find("this shape or type of mma"), std::string::npos) << r.message;
 }
 
+// What flash attention's masking and CUTLASS's tf32 GEMMs also need:
+// comparisons of packed halves, and rounding f32 to tf32.
+const char* kPackedAndTf32 = R"(
+.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry packed(.param .u64 in, .param .u64 out)
+{
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<4>;
+  .reg .pred %p<3>;
+  ld.param.u64 %rd1, [in];
+  ld.param.u64 %rd2, [out];
+  ld.global.u32 %r1, [%rd1];
+  ld.global.u32 %r2, [%rd1+4];
+  ld.global.u32 %r3, [%rd1+8];
+  set.le.u32.f16x2 %r4, %r1, %r2;
+  set.lt.f16x2.f16x2 %r5, %r1, %r2;
+  setp.gt.f16x2 %p1|%p2, %r1, %r2;
+  selp.u32 %r6, 1, 0, %p1;
+  selp.u32 %r7, 1, 0, %p2;
+  cvt.rna.tf32.f32 %r8, %r3;
+  cvt.rn.tf32.f32 %r9, %r3;
+  cvt.rz.tf32.f32 %r10, %r3;
+  set.eq.u32.bf16x2 %r11, %r1, %r1;
+  st.global.u32 [%rd2], %r4;
+  st.global.u32 [%rd2+4], %r5;
+  st.global.u32 [%rd2+8], %r6;
+  st.global.u32 [%rd2+12], %r7;
+  st.global.u32 [%rd2+16], %r8;
+  st.global.u32 [%rd2+20], %r9;
+  st.global.u32 [%rd2+24], %r10;
+  st.global.u32 [%rd2+28], %r11;
+  ret;
+}
+)";
+
+TEST(Tensor, PackedHalfComparisonsAndTf32Rounding) {
+  Module m(kPackedAndTf32);
+  // a = (1.0, 3.0), b = (2.0, 3.0): low 1 <= 2 and 1 < 2; high 3 <= 3, not 3 < 3.
+  const uint32_t a = to_f16(1.0f) | static_cast<uint32_t>(to_f16(3.0f)) << 16;
+  const uint32_t b = to_f16(2.0f) | static_cast<uint32_t>(to_f16(3.0f)) << 16;
+  struct Case {
+    uint32_t in, rna, rn, rz;
+  };
+  // Halfway cases of the 13 dropped bits: ties away, ties to even, toward zero.
+  const Case cases[] = {{0x3f801000u, 0x3f802000u, 0x3f800000u, 0x3f800000u},
+                        {0x3f803000u, 0x3f804000u, 0x3f804000u, 0x3f802000u},
+                        {0xbf801001u, 0xbf802000u, 0xbf802000u, 0xbf800000u},
+                        {0x7fc00001u, 0x7fffe000u, 0x7fffe000u, 0x7fffe000u},
+                        {0xff800000u, 0xff800000u, 0xff800000u, 0xff800000u}};
+  for (const Case& c : cases) {
+    std::vector<uint32_t> in = {a, b, c.in}, out(8, 0xdeadbeef);
+    DeviceTable mem;
+    auto args = m.args("packed");
+    args.add(mem.add(in)).add(mem.add(out));
+    LaunchResult r = m.launch("packed", {1}, {1}, args, mem);
+    ASSERT_TRUE(r.ok()) << r.message;
+    EXPECT_EQ(out[0], 0xffffffffu);
+    EXPECT_EQ(out[1], static_cast<uint32_t>(to_f16(1.0f)));
+    EXPECT_EQ(out[2], 0u);
+    EXPECT_EQ(out[3], 0u);
+    EXPECT_EQ(out[4], c.rna) << std::hex << c.in;
+    EXPECT_EQ(out[5], c.rn) << std::hex << c.in;
+    EXPECT_EQ(out[6], c.rz) << std::hex << c.in;
+    EXPECT_EQ(out[7], 0xffffffffu);
+  }
+}
+
 }  // namespace
 }  // namespace rgpu::ptx::testing

@@ -159,9 +159,35 @@ Handler pick_src(Ty s) {
   }
 }
 
+// cvt.{rna,rn,rz}.tf32.f32: the f32 rounded to tf32's 10 mantissa bits (the
+// low 13 bits zero). mode 0: to nearest, ties away; 1: to nearest even; 2:
+// toward zero. NaN stays a NaN, infinities stay.
+template <int kMode>
+void h_cvt_tf32(ExecCtx& x, const Inst& in, uint32_t m) {
+  uint64_t* d = x.reg(in.d);
+  const uint64_t* a = x.reg(in.a);
+  for_lanes(m, [&](int l) {
+    const uint32_t u = static_cast<uint32_t>(a[l]);
+    uint32_t r;
+    if ((u & 0x7fffffffu) > 0x7f800000u) r = 0x7fffe000u;
+    else if ((u & 0x7fffffffu) == 0x7f800000u || kMode == 2) r = u & 0xffffe000u;
+    else if (kMode == 0) r = (u + 0x1000u) & 0xffffe000u;
+    else r = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
+    d[l] = r;
+  });
+}
+
 }  // namespace
 
 bool select_cvt(const OpText& op, Inst& in) {
+  // tf32 is not one of the operand types: it shows as a modifier.
+  if (op.base == "cvt" && op.has("tf32") && op.types.size() == 1 && op.types[0] == "f32") {
+    if (op.has("relu") || op.has("satfinite")) return false;
+    if (op.has("rna")) in.fn = &h_cvt_tf32<0>;
+    else if (op.has("rn")) in.fn = &h_cvt_tf32<1>;
+    else if (op.has("rz")) in.fn = &h_cvt_tf32<2>;
+    return in.fn != nullptr;
+  }
   if (op.base != "cvt" || op.types.size() != 2) return false;
   Ty dt = parse_ty(op.types[0]), st = parse_ty(op.types[1]);
   in.aux = op.has("sat") ? 1 : 0;

@@ -236,6 +236,50 @@ void h_set(ExecCtx& x, const Inst& in, uint32_t m) {
   });
 }
 
+// set and setp on packed halves: each half compared on its own. set: in.imm
+// is the true value of one half (1.0 in the destination's half type, or
+// 0xffff for a .u32/.s32 destination). setp: d gets the low half's result,
+// d2 the high half's, each combined with c like setp's.
+template <int kHalf>
+void h_set_x2(ExecCtx& x, const Inst& in, uint32_t m) {
+  uint64_t* d = x.reg(in.d);
+  const uint64_t* a = x.reg(in.a);
+  const uint64_t* b = x.reg(in.b);
+  const uint64_t one = static_cast<uint64_t>(in.imm);
+  for_lanes(m, [&](int l) {
+    uint64_t r = 0;
+    for (int h = 0; h < 2; ++h) {
+      const uint64_t av = (a[l] >> (16 * h)) & 0xffff, bv = (b[l] >> (16 * h)) & 0xffff;
+      if (compare(in.mode, cmp_value<float, kHalf>(av), cmp_value<float, kHalf>(bv))) r |= one << (16 * h);
+    }
+    d[l] = r;
+  });
+}
+
+template <int kHalf>
+void h_setp_x2(ExecCtx& x, const Inst& in, uint32_t m) {
+  uint64_t* d = x.reg(in.d);
+  uint64_t* d2 = in.d2 == kNoSlot ? nullptr : x.reg(in.d2);
+  const uint64_t* a = x.reg(in.a);
+  const uint64_t* b = x.reg(in.b);
+  const uint64_t* c = in.c == kNoSlot ? nullptr : x.reg(in.c);
+  const bool nc = in.aux & 0x40;
+  const uint16_t bop = in.size;
+  for_lanes(m, [&](int l) {
+    bool t[2];
+    for (int h = 0; h < 2; ++h) {
+      const uint64_t av = (a[l] >> (16 * h)) & 0xffff, bv = (b[l] >> (16 * h)) & 0xffff;
+      t[h] = compare(in.mode, cmp_value<float, kHalf>(av), cmp_value<float, kHalf>(bv));
+      if (c) {
+        const bool cv = (c[l] & 1) ^ nc;
+        t[h] = bop == 1 ? t[h] && cv : bop == 2 ? t[h] || cv : t[h] != cv;
+      }
+    }
+    d[l] = t[0];
+    if (d2) d2[l] = t[1];
+  });
+}
+
 template <class Op, bool kSat>
 Handler pick_bin(Ty t) {
   if (t == Ty::kF32) return &h_fbin<float, Op, kSat>;
@@ -301,8 +345,23 @@ bool select_compare(const OpText& op, Inst& in) {
   if (cmp < 0 || op.types.empty()) return false;
   in.mode = static_cast<uint8_t>(cmp);
   Ty t = parse_ty(op.types.back());
-  bool is_float = t == Ty::kF32 || t == Ty::kF64 || t == Ty::kF16 || t == Ty::kBF16;
+  const bool packed = t == Ty::kF16x2 || t == Ty::kBF16x2;
+  bool is_float = t == Ty::kF32 || t == Ty::kF64 || t == Ty::kF16 || t == Ty::kBF16 || packed;
   if (!is_float && cmp > kGe) return false;
+  if (packed && op.base == "set") {
+    if (op.types.size() != 2 || in.size != 0) return false;
+    const Ty dt = parse_ty(op.types[0]);
+    if (dt == Ty::kF16x2) in.imm = 0x3c00;
+    else if (dt == Ty::kBF16x2) in.imm = 0x3f80;
+    else if (dt == Ty::kU32 || dt == Ty::kS32 || dt == Ty::kB32) in.imm = 0xffff;
+    else return false;
+    in.fn = t == Ty::kF16x2 ? &h_set_x2<1> : &h_set_x2<2>;
+    return true;
+  }
+  if (packed) {
+    in.fn = t == Ty::kF16x2 ? &h_setp_x2<1> : &h_setp_x2<2>;
+    return true;
+  }
   if (op.base == "set") {
     if (op.types.size() != 2 || in.size != 0) return false;
     Ty dt = parse_ty(op.types[0]);
