@@ -22,8 +22,14 @@ uint64_t tensor_bytes(const Strided& s) {
   return (last + 1) * elem_bytes(cudnnDataType_t(s.dtype));
 }
 
+// A state tensor {a, b, c}, possibly padded with trailing dims of 1 (PyTorch
+// describes them in 5-D).
 bool dims_are(const Strided* t, cudnnDataType_t dtype, int64_t a, int64_t b, int64_t c) {
-  return t && t->nd == 3 && t->dtype == dtype && t->dims[0] == a && t->dims[1] == b && t->dims[2] == c;
+  if (!t || t->nd < 3 || t->dtype != dtype || t->dims[0] != a || t->dims[1] != b || t->dims[2] != c) return false;
+  for (int i = 3; i < t->nd; ++i) {
+    if (t->dims[i] != 1) return false;
+  }
+  return true;
 }
 
 bool same_batches(const cudnnRNNDataStruct& a, const cudnnRNNDataStruct& b) {
