@@ -2,12 +2,12 @@
 and backward, against PyTorch's CPU with the same weights and inputs:
 one and two layers, uni- and bidirectional, packed sequences of several
 lengths, an LSTM with a projection, a few training steps of a small word
-language model, and one float16 forward.
+language model, and float16 and bfloat16 forwards.
 
 Tolerances (stated here, not in conftest: a recurrence compounds a
 matmul's rounding over its steps): float32 outputs and gradients within
-rtol 2e-4, atol 2e-5; the float16 forward within 1e-2 of the float32 CPU
-result on the same (rounded) inputs; the language model's losses within
+rtol 2e-4, atol 2e-5; the float16 forward within 1e-2 (bfloat16: 4e-2) of
+the float32 CPU result on the same (rounded) inputs and weights; the language model's losses within
 rtol 1e-4 at every step."""
 
 import pytest
@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from conftest import CPU, DEV, SELF_CHECK, randint, randn, synchronize
+from conftest import CPU, DEV, SELF_CHECK, randint, randn, skip_bf16_if_unsupported, synchronize
 
 RTOL, ATOL = 2e-4, 2e-5
 
@@ -203,11 +203,14 @@ def test_word_language_model_training_steps():
         close(a, b, f"parameter {i} after training", rtol=1e-3, atol=1e-4)
 
 
-def test_half_forward():
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_half_forward(dtype):
+    skip_bf16_if_unsupported(dtype)
+    tol = 1e-2 if dtype == torch.float16 else 4e-2
+    x = randn(5, 3, 6, seed=16, dtype=dtype)
+    ref = make(nn.LSTM, 15, input_size=6, hidden_size=8, num_layers=2).to(dtype)
+    # the float32 reference uses the weights rounded to the 16-bit type, as the device does
     m = make(nn.LSTM, 15, input_size=6, hidden_size=8, num_layers=2)
-    x = randn(5, 3, 6, seed=16, dtype=torch.float16)
-    ref = make(nn.LSTM, 15, input_size=6, hidden_size=8, num_layers=2).half()
-    # the float32 reference uses the weights rounded to float16, as the device does
     m.load_state_dict({k: v.float() for k, v in ref.state_dict().items()})
     want, _ = m(x.float())
     if SELF_CHECK:
@@ -215,5 +218,7 @@ def test_half_forward():
     else:
         got, _ = ref.to(DEV)(x.to(DEV))
         synchronize()
-        assert got.dtype == torch.float16
-    close(got, want, "float16 output", rtol=1e-2, atol=1e-2)
+        assert got.dtype == dtype
+        # PyTorch 2.6 runs bfloat16 RNNs with its own kernels, not cuDNN.
+        assert dtype == torch.bfloat16 or went_through_cudnn(got), "the device did not run cuDNN's RNN"
+    close(got, want, f"{dtype} output", rtol=tol, atol=tol)
