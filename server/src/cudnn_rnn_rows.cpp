@@ -317,9 +317,8 @@ InvokeOutcome run_weight_params(CallEnv& env, std::span<const std::byte> args) {
   probe.dims[0] = probe.dims[1] = probe.dims[2] = 1;
   probe.strides[0] = probe.strides[1] = probe.strides[2] = 1;
   cudnnTensorDescriptor_t md = nullptr, bd = nullptr;
-  if ((s = tensors.make(probe, &md)) != CUDNN_STATUS_SUCCESS || (s = tensors.make(probe, &bd)) != CUDNN_STATUS_SUCCESS) {
-    return status(s, fn, "tensor descriptors");
-  }
+  if ((s = tensors.make(probe, &md)) != CUDNN_STATUS_SUCCESS) return status(s, fn, "tensor descriptors");
+  if ((s = tensors.make(probe, &bd)) != CUDNN_STATUS_SUCCESS) return status(s, fn, "tensor descriptors");
   auto read_back = [&](cudnnTensorDescriptor_t d, cw::LegacyTensor* out) {
     cudnnDataType_t dt;
     int nd = 0;
@@ -347,11 +346,15 @@ InvokeOutcome run_weight_params(CallEnv& env, std::span<const std::byte> args) {
       return true;
     };
     if (ma) {
-      if (!offset_of(ma, &e.matrix_offset) || !read_back(md, &e.matrix)) return status(CUDNN_STATUS_INTERNAL_ERROR, fn, "matrix");
+      if (!offset_of(ma, &e.matrix_offset) || !read_back(md, &e.matrix)) {
+        return status(CUDNN_STATUS_INTERNAL_ERROR, fn, "a matrix outside the weight space");
+      }
       e.has_matrix = true;
     }
     if (ba) {
-      if (!offset_of(ba, &e.bias_offset) || !read_back(bd, &e.bias)) return status(CUDNN_STATUS_INTERNAL_ERROR, fn, "bias");
+      if (!offset_of(ba, &e.bias_offset) || !read_back(bd, &e.bias)) {
+        return status(CUDNN_STATUS_INTERNAL_ERROR, fn, "a bias outside the weight space");
+      }
       e.has_bias = true;
     }
     params.push_back(e);
@@ -392,7 +395,8 @@ InvokeOutcome run_forward(CallEnv& env, std::span<const std::byte> args) {
   if (const char* why = sh.check()) return bad(fn, why);
   const bool lstm = sh.r.cell == CUDNN_LSTM;
   if (!data_ok(env, sh.x, x) || !data_ok(env, sh.y, y) || !in_memory(env, sh.h, hx, true) ||
-      !in_memory(env, sh.h, hy, true) || (lstm && (!in_memory(env, sh.c, cx, true) || !in_memory(env, sh.c, cy, true))) ||
+      !in_memory(env, sh.h, hy, true) ||
+      (lstm && (!in_memory(env, sh.c, cx, true) || !in_memory(env, sh.c, cy, true))) ||
       !seq_lengths_ok(env, seq, sh.x.batch) || !states_ok(env, sh.r)) {
     return bad(fn, "an operand outside device memory");
   }
@@ -416,7 +420,9 @@ InvokeOutcome run_forward(CallEnv& env, std::span<const std::byte> args) {
   const bool training = mode == CUDNN_FWD_MODE_TRAINING;
   if (!buffer_ok(env, w, w_n, n.weights)) return bad(fn, "weight space smaller than the rnn's or outside memory");
   if (!buffer_ok(env, ws, ws_n, n.work)) return bad(fn, "workspace smaller than needed or outside memory");
-  if (!buffer_ok(env, rs, rs_n, training ? n.reserve : 0)) return bad(fn, "reserve space smaller than needed or outside memory");
+  if (!buffer_ok(env, rs, rs_n, training ? n.reserve : 0)) {
+    return bad(fn, "reserve space smaller than needed or outside memory");
+  }
   s = t.cudnnRNNForward(st.handle, rdesc, cudnnForwardMode_t(mode), static_cast<const int32_t*>(dev(seq)), xd, dev(x),
                         yd, dev(y), hd, dev(hx), dev(hy), cd, lstm ? dev(cx) : nullptr, lstm ? dev(cy) : nullptr, w_n,
                         dev(w), ws_n, dev(ws), rs_n, dev(rs));

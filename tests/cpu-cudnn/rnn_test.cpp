@@ -73,7 +73,9 @@ Result reference(const Net& n, const Offsets& o, const std::vector<double>& w, c
       std::vector<std::vector<double>> out(static_cast<size_t>(len), std::vector<double>(size_t(P * D)));
       for (int d = 0; d < D; ++d) {
         const int p = l * D + d;
-        auto mat = [&](int lin, int j, int k, int cols) { return w[size_t(o.m[size_t(p)][size_t(lin)] + j * cols + k)]; };
+        auto mat = [&](int lin, int j, int k, int cols) {
+          return w[size_t(o.m[size_t(p)][size_t(lin)] + j * cols + k)];
+        };
         auto bias = [&](int lin, int j) {
           const long off = o.b[size_t(p)][size_t(lin)];
           return off < 0 ? 0.0 : w[size_t(off + j)];
@@ -224,7 +226,8 @@ class RnnTest : public DnnTest {
     const int D = n.dirs(), B = n.B(), L = n.layers, H = n.hidden, P = n.proj;
     const bool lstm = n.cell == CUDNN_LSTM;
     std::vector<double> w = pattern(elems, 1), x = pattern(size_t(n.rows() * n.input), 2);
-    std::vector<double> hx = pattern(static_cast<size_t>(L * D * B * P), 3), cx = pattern(static_cast<size_t>(L * D * B * H), 4);
+    std::vector<double> hx = pattern(static_cast<size_t>(L * D * B * P), 3);
+    std::vector<double> cx = pattern(static_cast<size_t>(L * D * B * H), 4);
     std::vector<double> gy = pattern(size_t(n.rows() * P * D), 5), ghy = pattern(hx.size(), 6),
                         gcy = pattern(cx.size(), 7);
     auto xd = data(n, n.input), yd = data(n, P * D);

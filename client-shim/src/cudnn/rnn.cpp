@@ -266,7 +266,9 @@ RGPU_EXPORT cudnnStatus_t cudnnGetRNNDataDescriptor(cudnnRNNDataDescriptor_t d, 
   if (maxSeqLength) *maxSeqLength = r->max_seq;
   if (batchSize) *batchSize = r->batch;
   if (vectorSize) *vectorSize = r->vector;
-  for (int i = 0; seqLengthArray && i < arrayLengthRequested && i < r->batch; ++i) seqLengthArray[i] = r->lens[size_t(i)];
+  for (int i = 0; seqLengthArray && i < arrayLengthRequested && i < r->batch; ++i) {
+    seqLengthArray[i] = r->lens[size_t(i)];
+  }
   if (paddingFill) {
     if (r->dtype == CUDNN_DATA_DOUBLE) {
       std::memcpy(paddingFill, &r->fill, 8);

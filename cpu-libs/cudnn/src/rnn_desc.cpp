@@ -122,7 +122,9 @@ RGPU_EXPORT cudnnStatus_t cudnnSetRNNDescriptor_v8(cudnnRNNDescriptor_t d, cudnn
   r.dtype = dataType, r.math_prec = mathPrec, r.math_type = mathType;
   r.input = inputSize, r.hidden = hiddenSize, r.proj = projSize, r.layers = numLayers, r.aux = auxFlags;
   r.dropout_desc = dropoutDesc;
-  if (dropoutDesc) r.dropout = dropoutDesc->p, r.states = dropoutDesc->states, r.states_bytes = dropoutDesc->states_bytes;
+  if (dropoutDesc) {
+    r.dropout = dropoutDesc->p, r.states = dropoutDesc->states, r.states_bytes = dropoutDesc->states_bytes;
+  }
   if (cudnnStatus_t s = check_rnn(r); s != CUDNN_STATUS_SUCCESS) return s;
   r.set = true;
   *d = r;
@@ -211,7 +213,9 @@ RGPU_EXPORT cudnnStatus_t cudnnGetRNNDataDescriptor(cudnnRNNDataDescriptor_t d, 
   if (maxSeqLength) *maxSeqLength = r->max_seq;
   if (batchSize) *batchSize = r->batch;
   if (vectorSize) *vectorSize = r->vector;
-  for (int i = 0; i < arrayLengthRequested && i < r->batch && seqLengthArray; ++i) seqLengthArray[i] = r->lens[size_t(i)];
+  for (int i = 0; i < arrayLengthRequested && i < r->batch && seqLengthArray; ++i) {
+    seqLengthArray[i] = r->lens[size_t(i)];
+  }
   if (paddingFill) {
     Strided one;
     one.dtype = r->dtype, one.nd = 1, one.dims[0] = 1, one.strides[0] = 1;

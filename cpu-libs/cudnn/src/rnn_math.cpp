@@ -284,7 +284,8 @@ void backward_data(const Config& c, const Batch& s, const float* dy, const float
           }
           float* rec = recs + (t * B + b) * rc.size;
           float* dht = rec + rc.dh;
-          for (int64_t q = 0; q < P; ++q) dht[q] = dh[size_t(b * P + q)] + dout[size_t((t * B + b) * out_w + d * P + q)];
+          const float* dyt = &dout[size_t((t * B + b) * out_w + d * P)];
+          for (int64_t q = 0; q < P; ++q) dht[q] = dh[size_t(b * P + q)] + dyt[q];
           const float* gt = rec + rc.gates;
           float* dgi = rec + rc.dgi;
           float* dgr = rec + rc.dgr;
