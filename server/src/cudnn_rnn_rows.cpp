@@ -27,6 +27,16 @@ InvokeOutcome unsupported(const char* fn) {
   return refuse(kApi, CUDNN_STATUS_NOT_SUPPORTED, std::string(fn) + ": not in this server's cudnn");
 }
 
+// The library's answer. "Not supported" (an RNN the library cannot run, such
+// as the CPU stand-in's refusals) is the user's to know, as a reason; any
+// other failure stays a detail for the log.
+InvokeOutcome library(cudnnStatus_t s, const char* fn, const std::string& what) {
+  if (s == CUDNN_STATUS_NOT_SUPPORTED) {
+    return refuse(kApi, s, std::string(fn) + ": the server's cudnn does not support this rnn (its log says why)");
+  }
+  return status(s, fn, what);
+}
+
 // The library's descriptors of one call, destroyed with it. Lifetime: one
 // row's call; not thread-safe.
 class RnnDescs {
@@ -185,7 +195,7 @@ InvokeOutcome run_dropout_states_size(CallEnv& env, std::span<const std::byte> a
   if (!st.table->cudnnDropoutGetStatesSize) return unsupported(fn);
   size_t bytes = 0;
   const cudnnStatus_t s = st.table->cudnnDropoutGetStatesSize(st.handle, &bytes);
-  InvokeOutcome out = status(s, fn, "the library refused");
+  InvokeOutcome out = library(s, fn, "the library refused");
   if (s != CUDNN_STATUS_SUCCESS) return out;
   ArgWriter w;
   w.u64(bytes);
@@ -219,7 +229,7 @@ InvokeOutcome run_dropout_seed(CallEnv& env, std::span<const std::byte> args) {
   if ((s = t.cudnnCreateDropoutDescriptor(&d)) != CUDNN_STATUS_SUCCESS) return status(s, fn, "create");
   s = t.cudnnSetDropoutDescriptor(d, st.handle, p, dev(states), bytes, seed);
   t.cudnnDestroyDropoutDescriptor(d);
-  return status(s, fn, "the library refused");
+  return library(s, fn, "the library refused");
 }
 
 // --- sizes and the weight layout ---------------------------------------------
@@ -241,7 +251,7 @@ InvokeOutcome run_weight_space(CallEnv& env, std::span<const std::byte> args) {
   cudnnStatus_t s = descs.rnn(st.handle, r, &rdesc);
   size_t bytes = 0;
   if (s == CUDNN_STATUS_SUCCESS) s = st.table->cudnnGetRNNWeightSpaceSize(st.handle, rdesc, &bytes);
-  InvokeOutcome out = status(s, fn, "the library refused");
+  InvokeOutcome out = library(s, fn, "the library refused");
   if (s != CUDNN_STATUS_SUCCESS) return out;
   ArgWriter w;
   w.u64(bytes);
@@ -274,7 +284,7 @@ InvokeOutcome run_temp_sizes(CallEnv& env, std::span<const std::byte> args) {
   if (s == CUDNN_STATUS_SUCCESS) {
     s = st.table->cudnnGetRNNTempSpaceSizes(st.handle, rdesc, cudnnForwardMode_t(mode), xdesc, &work, &reserve);
   }
-  InvokeOutcome out = status(s, fn, "the library refused");
+  InvokeOutcome out = library(s, fn, "the library refused");
   if (s != CUDNN_STATUS_SUCCESS) return out;
   ArgWriter w;
   w.u64(work);
@@ -311,7 +321,7 @@ InvokeOutcome run_weight_params(CallEnv& env, std::span<const std::byte> args) {
   cudnnStatus_t s = descs.rnn(st.handle, r, &rdesc);
   size_t bytes = 0;
   if (s == CUDNN_STATUS_SUCCESS) s = t.cudnnGetRNNWeightSpaceSize(st.handle, rdesc, &bytes);
-  if (s != CUDNN_STATUS_SUCCESS) return status(s, fn, "the library refused");
+  if (s != CUDNN_STATUS_SUCCESS) return library(s, fn, "the library refused");
   cw::LegacyTensor probe;
   probe.dtype = r.dtype, probe.nd = 3;
   probe.dims[0] = probe.dims[1] = probe.dims[2] = 1;
@@ -336,7 +346,7 @@ InvokeOutcome run_weight_params(CallEnv& env, std::span<const std::byte> args) {
     void *ma = nullptr, *ba = nullptr;
     s = t.cudnnGetRNNWeightParams(st.handle, rdesc, pseudo, bytes, reinterpret_cast<void*>(kBase), id, md, &ma, bd,
                                   &ba);
-    if (s != CUDNN_STATUS_SUCCESS) return status(s, fn, "the library refused");
+    if (s != CUDNN_STATUS_SUCCESS) return library(s, fn, "the library refused");
     cw::WeightParam e;
     e.lin = id;
     const auto offset_of = [&](void* a, uint64_t* off) {
@@ -416,7 +426,7 @@ InvokeOutcome run_forward(CallEnv& env, std::span<const std::byte> args) {
   if (s == CUDNN_STATUS_SUCCESS && sh.has_c) s = tensors.make(sh.c, &cd);
   Needs n;
   if (s == CUDNN_STATUS_SUCCESS) s = needs(t, st.handle, rdesc, cudnnForwardMode_t(mode), xd, &n);
-  if (s != CUDNN_STATUS_SUCCESS) return status(s, fn, "the library refused the descriptors");
+  if (s != CUDNN_STATUS_SUCCESS) return library(s, fn, "the library refused the descriptors");
   const bool training = mode == CUDNN_FWD_MODE_TRAINING;
   if (!buffer_ok(env, w, w_n, n.weights)) return bad(fn, "weight space smaller than the rnn's or outside memory");
   if (!buffer_ok(env, ws, ws_n, n.work)) return bad(fn, "workspace smaller than needed or outside memory");
@@ -426,7 +436,7 @@ InvokeOutcome run_forward(CallEnv& env, std::span<const std::byte> args) {
   s = t.cudnnRNNForward(st.handle, rdesc, cudnnForwardMode_t(mode), static_cast<const int32_t*>(dev(seq)), xd, dev(x),
                         yd, dev(y), hd, dev(hx), dev(hy), cd, lstm ? dev(cx) : nullptr, lstm ? dev(cy) : nullptr, w_n,
                         dev(w), ws_n, dev(ws), rs_n, dev(rs));
-  return status(s, fn, "the library refused");
+  return library(s, fn, "the library refused");
 }
 
 InvokeOutcome run_backward_data(CallEnv& env, std::span<const std::byte> args) {
@@ -469,7 +479,7 @@ InvokeOutcome run_backward_data(CallEnv& env, std::span<const std::byte> args) {
   if (s == CUDNN_STATUS_SUCCESS && sh.has_c) s = tensors.make(sh.c, &cd);
   Needs n;
   if (s == CUDNN_STATUS_SUCCESS) s = needs(t, st.handle, rdesc, CUDNN_FWD_MODE_TRAINING, xd, &n);
-  if (s != CUDNN_STATUS_SUCCESS) return status(s, fn, "the library refused the descriptors");
+  if (s != CUDNN_STATUS_SUCCESS) return library(s, fn, "the library refused the descriptors");
   if (!buffer_ok(env, w, w_n, n.weights)) return bad(fn, "weight space smaller than the rnn's or outside memory");
   if (!buffer_ok(env, ws, ws_n, n.work)) return bad(fn, "workspace smaller than needed or outside memory");
   if (!buffer_ok(env, rs, rs_n, n.reserve)) return bad(fn, "reserve space smaller than needed or outside memory");
@@ -477,7 +487,7 @@ InvokeOutcome run_backward_data(CallEnv& env, std::span<const std::byte> args) {
                                 dev(dx), hd, dev(hx), dev(dhy), dev(dhx), cd, lstm ? dev(cx) : nullptr,
                                 lstm ? dev(dcy) : nullptr, lstm ? dev(dcx) : nullptr, w_n, dev(w), ws_n, dev(ws), rs_n,
                                 dev(rs));
-  return status(s, fn, "the library refused");
+  return library(s, fn, "the library refused");
 }
 
 InvokeOutcome run_backward_weights(CallEnv& env, std::span<const std::byte> args) {
@@ -521,13 +531,13 @@ InvokeOutcome run_backward_weights(CallEnv& env, std::span<const std::byte> args
   if (s == CUDNN_STATUS_SUCCESS) s = tensors.make(sh.h, &hd);
   Needs n;
   if (s == CUDNN_STATUS_SUCCESS) s = needs(t, st.handle, rdesc, CUDNN_FWD_MODE_TRAINING, xd, &n);
-  if (s != CUDNN_STATUS_SUCCESS) return status(s, fn, "the library refused the descriptors");
+  if (s != CUDNN_STATUS_SUCCESS) return library(s, fn, "the library refused the descriptors");
   if (!buffer_ok(env, dw, w_n, n.weights)) return bad(fn, "weight space smaller than the rnn's or outside memory");
   if (!buffer_ok(env, ws, ws_n, n.work)) return bad(fn, "workspace smaller than needed or outside memory");
   if (!buffer_ok(env, rs, rs_n, n.reserve)) return bad(fn, "reserve space smaller than needed or outside memory");
   s = t.cudnnRNNBackwardWeights_v8(st.handle, rdesc, cudnnWgradMode_t(add), static_cast<const int32_t*>(dev(seq)), xd,
                                    dev(x), hd, dev(hx), yd, dev(y), w_n, dev(dw), ws_n, dev(ws), rs_n, dev(rs));
-  return status(s, fn, "the library refused");
+  return library(s, fn, "the library refused");
 }
 
 const DispatchRow kRows[] = {
