@@ -46,7 +46,7 @@ include(${_rgpu_shim_dir}/generated/library_sonames.cmake)
 list(APPEND RGPU_SHIM_API_SOURCES ${RGPU_SHIM_LIBRARY_SOURCES} ${_rgpu_shim_dir}/src/nvtx.cpp
     ${_rgpu_shim_dir}/src/nvml/nvml.cpp
     ${_rgpu_shim_dir}/src/library_calls.cpp ${_rgpu_shim_dir}/src/cublaslt.cpp
-    ${_rgpu_shim_dir}/src/cudnn/backend.cpp ${_rgpu_shim_dir}/src/cudnn/calls.cpp ${_rgpu_shim_dir}/src/cudnn/legacy.cpp
+    ${_rgpu_shim_dir}/src/cudnn/backend.cpp ${_rgpu_shim_dir}/src/cudnn/calls.cpp ${_rgpu_shim_dir}/src/cudnn/legacy.cpp ${_rgpu_shim_dir}/src/cudnn/rnn.cpp
     ${_rgpu_shim_dir}/src/cufft/plans.cpp
     ${_rgpu_shim_dir}/src/cusparse/calls.cpp ${_rgpu_shim_dir}/src/cusparse/descriptors.cpp)
 # (RGPU_SHIM_EXPORT_LISTS stays the driver's and the runtime's: the

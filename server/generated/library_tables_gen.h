@@ -138,6 +138,7 @@ struct CudnnTable {
   std::add_pointer_t<cudnnStatus_t(cudnnTensorDescriptor_t* tensorDesc)> cudnnCreateTensorDescriptor = nullptr;
   std::add_pointer_t<cudnnStatus_t(cudnnTensorDescriptor_t tensorDesc)> cudnnDestroyTensorDescriptor = nullptr;
   std::add_pointer_t<cudnnStatus_t(cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t dataType, int nbDims, const int dimA[], const int strideA[])> cudnnSetTensorNdDescriptor = nullptr;
+  std::add_pointer_t<cudnnStatus_t(const cudnnTensorDescriptor_t tensorDesc, int nbDimsRequested, cudnnDataType_t* dataType, int* nbDims, int dimA[], int strideA[])> cudnnGetTensorNdDescriptor = nullptr;
   std::add_pointer_t<cudnnStatus_t(cudnnBackendDescriptorType_t descriptorType, cudnnBackendDescriptor_t* descriptor)> cudnnBackendCreateDescriptor = nullptr;
   std::add_pointer_t<cudnnStatus_t(cudnnBackendDescriptor_t descriptor)> cudnnBackendDestroyDescriptor = nullptr;
   std::add_pointer_t<cudnnStatus_t(cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t attributeName, cudnnBackendAttributeType_t attributeType, int64_t elementCount, const void* arrayOfElements)> cudnnBackendSetAttribute = nullptr;
@@ -150,6 +151,23 @@ struct CudnnTable {
   std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t zDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const cudnnActivationDescriptor_t activationDesc, size_t* sizeInBytes)> cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize = nullptr;
   std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnTensorDescriptor_t dzDesc, const cudnnTensorDescriptor_t dxDesc, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, size_t* sizeInBytes)> cudnnGetBatchNormalizationBackwardExWorkspaceSize = nullptr;
   std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t xDesc, size_t* sizeInBytes)> cudnnGetBatchNormalizationTrainingExReserveSpaceSize = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnDropoutDescriptor_t* dropoutDesc)> cudnnCreateDropoutDescriptor = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnDropoutDescriptor_t dropoutDesc)> cudnnDestroyDropoutDescriptor = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, size_t* sizeInBytes)> cudnnDropoutGetStatesSize = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float dropout, void* states, size_t stateSizeInBytes, unsigned long long seed)> cudnnSetDropoutDescriptor = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float dropout, void* states, size_t stateSizeInBytes, unsigned long long seed)> cudnnRestoreDropoutDescriptor = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnRNNDescriptor_t* rnnDesc)> cudnnCreateRNNDescriptor = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnRNNDescriptor_t rnnDesc)> cudnnDestroyRNNDescriptor = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnRNNDescriptor_t rnnDesc, cudnnRNNAlgo_t algo, cudnnRNNMode_t cellMode, cudnnRNNBiasMode_t biasMode, cudnnDirectionMode_t dirMode, cudnnRNNInputMode_t inputMode, cudnnDataType_t dataType, cudnnDataType_t mathPrec, cudnnMathType_t mathType, int32_t inputSize, int32_t hiddenSize, int32_t projSize, int32_t numLayers, cudnnDropoutDescriptor_t dropoutDesc, uint32_t auxFlags)> cudnnSetRNNDescriptor_v8 = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnRNNDataDescriptor_t* rnnDataDesc)> cudnnCreateRNNDataDescriptor = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnRNNDataDescriptor_t rnnDataDesc)> cudnnDestroyRNNDataDescriptor = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnRNNDataDescriptor_t rnnDataDesc, cudnnDataType_t dataType, cudnnRNNDataLayout_t layout, int maxSeqLength, int batchSize, int vectorSize, const int seqLengthArray[], void* paddingFill)> cudnnSetRNNDataDescriptor = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, size_t* weightSpaceSize)> cudnnGetRNNWeightSpaceSize = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnForwardMode_t fwdMode, cudnnRNNDataDescriptor_t xDesc, size_t* workSpaceSize, size_t* reserveSpaceSize)> cudnnGetRNNTempSpaceSizes = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, int32_t pseudoLayer, size_t weightSpaceSize, const void* weightSpace, int32_t linLayerID, cudnnTensorDescriptor_t mDesc, void** mAddr, cudnnTensorDescriptor_t bDesc, void** bAddr)> cudnnGetRNNWeightParams = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnForwardMode_t fwdMode, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t xDesc, const void* x, cudnnRNNDataDescriptor_t yDesc, void* y, cudnnTensorDescriptor_t hDesc, const void* hx, void* hy, cudnnTensorDescriptor_t cDesc, const void* cx, void* cy, size_t weightSpaceSize, const void* weightSpace, size_t workSpaceSize, void* workSpace, size_t reserveSpaceSize, void* reserveSpace)> cudnnRNNForward = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t yDesc, const void* y, const void* dy, cudnnRNNDataDescriptor_t xDesc, void* dx, cudnnTensorDescriptor_t hDesc, const void* hx, const void* dhy, void* dhx, cudnnTensorDescriptor_t cDesc, const void* cx, const void* dcy, void* dcx, size_t weightSpaceSize, const void* weightSpace, size_t workSpaceSize, void* workSpace, size_t reserveSpaceSize, void* reserveSpace)> cudnnRNNBackwardData_v8 = nullptr;
+  std::add_pointer_t<cudnnStatus_t(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnWgradMode_t addGrad, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t xDesc, const void* x, cudnnTensorDescriptor_t hDesc, const void* hx, cudnnRNNDataDescriptor_t yDesc, const void* y, size_t weightSpaceSize, void* dweightSpace, size_t workSpaceSize, void* workSpace, size_t reserveSpaceSize, void* reserveSpace)> cudnnRNNBackwardWeights_v8 = nullptr;
 
   // dlsym's every function of `dl`; a missing one stays null.
   template <class Resolve>
@@ -161,6 +179,7 @@ struct CudnnTable {
     cudnnCreateTensorDescriptor = reinterpret_cast<decltype(cudnnCreateTensorDescriptor)>(sym("cudnnCreateTensorDescriptor"));
     cudnnDestroyTensorDescriptor = reinterpret_cast<decltype(cudnnDestroyTensorDescriptor)>(sym("cudnnDestroyTensorDescriptor"));
     cudnnSetTensorNdDescriptor = reinterpret_cast<decltype(cudnnSetTensorNdDescriptor)>(sym("cudnnSetTensorNdDescriptor"));
+    cudnnGetTensorNdDescriptor = reinterpret_cast<decltype(cudnnGetTensorNdDescriptor)>(sym("cudnnGetTensorNdDescriptor"));
     cudnnBackendCreateDescriptor = reinterpret_cast<decltype(cudnnBackendCreateDescriptor)>(sym("cudnnBackendCreateDescriptor"));
     cudnnBackendDestroyDescriptor = reinterpret_cast<decltype(cudnnBackendDestroyDescriptor)>(sym("cudnnBackendDestroyDescriptor"));
     cudnnBackendSetAttribute = reinterpret_cast<decltype(cudnnBackendSetAttribute)>(sym("cudnnBackendSetAttribute"));
@@ -173,6 +192,23 @@ struct CudnnTable {
     cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize = reinterpret_cast<decltype(cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize)>(sym("cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize"));
     cudnnGetBatchNormalizationBackwardExWorkspaceSize = reinterpret_cast<decltype(cudnnGetBatchNormalizationBackwardExWorkspaceSize)>(sym("cudnnGetBatchNormalizationBackwardExWorkspaceSize"));
     cudnnGetBatchNormalizationTrainingExReserveSpaceSize = reinterpret_cast<decltype(cudnnGetBatchNormalizationTrainingExReserveSpaceSize)>(sym("cudnnGetBatchNormalizationTrainingExReserveSpaceSize"));
+    cudnnCreateDropoutDescriptor = reinterpret_cast<decltype(cudnnCreateDropoutDescriptor)>(sym("cudnnCreateDropoutDescriptor"));
+    cudnnDestroyDropoutDescriptor = reinterpret_cast<decltype(cudnnDestroyDropoutDescriptor)>(sym("cudnnDestroyDropoutDescriptor"));
+    cudnnDropoutGetStatesSize = reinterpret_cast<decltype(cudnnDropoutGetStatesSize)>(sym("cudnnDropoutGetStatesSize"));
+    cudnnSetDropoutDescriptor = reinterpret_cast<decltype(cudnnSetDropoutDescriptor)>(sym("cudnnSetDropoutDescriptor"));
+    cudnnRestoreDropoutDescriptor = reinterpret_cast<decltype(cudnnRestoreDropoutDescriptor)>(sym("cudnnRestoreDropoutDescriptor"));
+    cudnnCreateRNNDescriptor = reinterpret_cast<decltype(cudnnCreateRNNDescriptor)>(sym("cudnnCreateRNNDescriptor"));
+    cudnnDestroyRNNDescriptor = reinterpret_cast<decltype(cudnnDestroyRNNDescriptor)>(sym("cudnnDestroyRNNDescriptor"));
+    cudnnSetRNNDescriptor_v8 = reinterpret_cast<decltype(cudnnSetRNNDescriptor_v8)>(sym("cudnnSetRNNDescriptor_v8"));
+    cudnnCreateRNNDataDescriptor = reinterpret_cast<decltype(cudnnCreateRNNDataDescriptor)>(sym("cudnnCreateRNNDataDescriptor"));
+    cudnnDestroyRNNDataDescriptor = reinterpret_cast<decltype(cudnnDestroyRNNDataDescriptor)>(sym("cudnnDestroyRNNDataDescriptor"));
+    cudnnSetRNNDataDescriptor = reinterpret_cast<decltype(cudnnSetRNNDataDescriptor)>(sym("cudnnSetRNNDataDescriptor"));
+    cudnnGetRNNWeightSpaceSize = reinterpret_cast<decltype(cudnnGetRNNWeightSpaceSize)>(sym("cudnnGetRNNWeightSpaceSize"));
+    cudnnGetRNNTempSpaceSizes = reinterpret_cast<decltype(cudnnGetRNNTempSpaceSizes)>(sym("cudnnGetRNNTempSpaceSizes"));
+    cudnnGetRNNWeightParams = reinterpret_cast<decltype(cudnnGetRNNWeightParams)>(sym("cudnnGetRNNWeightParams"));
+    cudnnRNNForward = reinterpret_cast<decltype(cudnnRNNForward)>(sym("cudnnRNNForward"));
+    cudnnRNNBackwardData_v8 = reinterpret_cast<decltype(cudnnRNNBackwardData_v8)>(sym("cudnnRNNBackwardData_v8"));
+    cudnnRNNBackwardWeights_v8 = reinterpret_cast<decltype(cudnnRNNBackwardWeights_v8)>(sym("cudnnRNNBackwardWeights_v8"));
   }
 };
 

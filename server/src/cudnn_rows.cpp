@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "cudnn_graph.h"
+#include "cudnn_rnn_rows.h"
+#include "cudnn_row_kit.h"
 #include "library_tables.h"
 #include "rgpu/protocol/cudnn_wire.h"
 
@@ -23,70 +25,9 @@ using ::rgpu::protocol::ArgReader;
 using ::rgpu::protocol::ArgWriter;
 using ::rgpu::protocol::HandleKind;
 using dispatch::refuse;
+using namespace cudnn_rows;
 constexpr auto kApi = wire::Api::CUDNN;
-constexpr auto kHandle = static_cast<HandleKind>(cw::kHandleKind);
 constexpr auto kPlan = static_cast<HandleKind>(cw::kPlanKind);
-
-InvokeOutcome bad(const char* fn, const std::string& what) {
-  return refuse(kApi, CUDNN_STATUS_BAD_PARAM, std::string(fn) + ": " + what);
-}
-
-InvokeOutcome status(uint32_t code, const char* fn, const std::string& what) {
-  InvokeOutcome o;
-  o.api = kApi;
-  o.code = code;
-  if (code != 0) o.message = std::string(fn) + ": " + what;
-  return o;
-}
-
-// The table and the call's handle, or a refusal.
-struct Start {
-  const CudnnTable* table = nullptr;
-  cudnnHandle_t handle = nullptr;
-  InvokeOutcome refusal;
-  bool ok() const { return table != nullptr; }
-};
-
-Start start(CallEnv& env, uint64_t handle, const char* fn) {
-  Start s;
-  void* h = env.find(kHandle, handle);
-  if (!h) {
-    s.refusal = bad(fn, "handle is not a live cudnn handle");
-    return s;
-  }
-  s.table = library_table<CudnnTable>(env);
-  if (!s.table) {
-    s.refusal = refuse(kApi, CUDNN_STATUS_NOT_SUPPORTED, "cudnn: not on this server");
-    return s;
-  }
-  s.handle = static_cast<cudnnHandle_t>(h);
-  return s;
-}
-
-// The legacy tensor descriptors of one call, made through the table and
-// destroyed with it.
-class LegacyDescs {
- public:
-  explicit LegacyDescs(const CudnnTable& t) : t_(t) {}
-  ~LegacyDescs() {
-    for (cudnnTensorDescriptor_t d : made_) t_.cudnnDestroyTensorDescriptor(d);
-  }
-  LegacyDescs(const LegacyDescs&) = delete;
-  LegacyDescs& operator=(const LegacyDescs&) = delete;
-  cudnnStatus_t make(const cw::LegacyTensor& in, cudnnTensorDescriptor_t* out) {
-    if (!t_.cudnnCreateTensorDescriptor || !t_.cudnnDestroyTensorDescriptor || !t_.cudnnSetTensorNdDescriptor) {
-      return CUDNN_STATUS_NOT_SUPPORTED;
-    }
-    cudnnStatus_t s = t_.cudnnCreateTensorDescriptor(out);
-    if (s != CUDNN_STATUS_SUCCESS) return s;
-    made_.push_back(*out);
-    return t_.cudnnSetTensorNdDescriptor(*out, static_cast<cudnnDataType_t>(in.dtype), in.nd, in.dims, in.strides);
-  }
-
- private:
-  const CudnnTable& t_;
-  std::vector<cudnnTensorDescriptor_t> made_;
-};
 
 // A host scalar of the type cuDNN reads for data of `dtype`.
 struct Scalar {
@@ -98,11 +39,6 @@ bool read_scalar(ArgReader& r, Scalar* s) {
   if (!r.scalar(&s->d)) return false;
   s->f = static_cast<float>(s->d);
   return true;
-}
-
-bool read_enum(ArgReader& r, uint32_t max, uint32_t* out) {
-  if (!r.scalar(out)) return false;
-  return *out <= max || r.reject();
 }
 
 // --- backend ---------------------------------------------------------------
@@ -331,14 +267,6 @@ struct Tensor {
 
 bool read_tensor_ptr(ArgReader& r, Tensor* t) { return cw::read_tensor(r, &t->desc) && r.u64(&t->ptr); }
 
-bool in_memory(const CallEnv& env, const cw::LegacyTensor& d, uint64_t ptr, bool optional) {
-  if (ptr == 0) return optional;
-  const uint64_t bytes = cw::legacy_bytes(d);
-  return bytes != kNoExtent && env.device_range(ptr, bytes);
-}
-
-void* dev(uint64_t p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
-
 InvokeOutcome run_bn_forward_training(CallEnv& env, std::span<const std::byte> args) {
   const char* fn = "cudnnBatchNormalizationForwardTrainingEx";
   ArgReader rd(args);
@@ -548,7 +476,7 @@ const DispatchRow* find_cudnn_hand_row(uint32_t function) {
   for (const DispatchRow& r : kRows) {
     if (r.function == function) return &r;
   }
-  return nullptr;
+  return find_cudnn_rnn_row(function);
 }
 
 }  // namespace rgpu::server

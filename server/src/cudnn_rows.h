@@ -10,7 +10,8 @@
 
 namespace rgpu::server {
 
-// The row of hand-written cuDNN call `function`, or null.
+// The row of hand-written cuDNN call `function` (the RNN rows of
+// cudnn_rnn_rows.h included), or null.
 const DispatchRow* find_cudnn_hand_row(uint32_t function);
 
 }  // namespace rgpu::server

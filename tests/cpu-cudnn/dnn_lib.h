@@ -18,7 +18,13 @@ namespace rgpu::cpudnn::test {
   X(cudnnBackendGetAttribute) X(cudnnBackendFinalize) X(cudnnBackendExecute)                              \
   X(cudnnCreateTensorDescriptor) X(cudnnDestroyTensorDescriptor) X(cudnnSetTensorNdDescriptor)            \
   X(cudnnBatchNormalizationForwardTrainingEx) X(cudnnBatchNormalizationForwardInference)                  \
-  X(cudnnBatchNormalizationBackwardEx)
+  X(cudnnBatchNormalizationBackwardEx)                                                                     \
+  X(cudnnCreateDropoutDescriptor) X(cudnnDestroyDropoutDescriptor) X(cudnnDropoutGetStatesSize)           \
+  X(cudnnSetDropoutDescriptor) X(cudnnRestoreDropoutDescriptor) X(cudnnCreateRNNDescriptor)               \
+  X(cudnnDestroyRNNDescriptor) X(cudnnSetRNNDescriptor_v8) X(cudnnCreateRNNDataDescriptor)                \
+  X(cudnnDestroyRNNDataDescriptor) X(cudnnSetRNNDataDescriptor) X(cudnnGetRNNWeightSpaceSize)             \
+  X(cudnnGetRNNTempSpaceSizes) X(cudnnGetRNNWeightParams) X(cudnnRNNForward) X(cudnnRNNBackwardData_v8)   \
+  X(cudnnRNNBackwardWeights_v8) X(cudnnGetTensorNdDescriptor)
 
 // The loaded stand-in. Lifetime: the process. Thread-compatible.
 struct DnnLib {

@@ -138,5 +138,110 @@ TEST(CudnnWire, LegacyTensorRoundTripsAndIsChecked) {
   EXPECT_FALSE(read_tensor(r2, &back));
 }
 
+RnnDesc lstm() {
+  RnnDesc d;
+  d.cell = 2, d.bias = 2, d.dir = 1, d.input = 5, d.hidden = 7, d.proj = 7, d.layers = 2;
+  d.dropout = 0.25f, d.states = 0x7000, d.states_bytes = 64;
+  return d;
+}
+
+TEST(CudnnRnnWire, DescriptorsRoundTrip) {
+  ArgWriter w;
+  write_rnn(w, lstm());
+  RnnData x;
+  x.dtype = 2, x.layout = 1, x.max_seq = 4, x.batch = 3, x.vector = 5, x.lens = {4, 2, 1};
+  x.has_fill = true, x.fill = -1.5;
+  write_rnn_data(w, x);
+  ArgReader r(w.bytes());
+  RnnDesc d;
+  RnnData back;
+  ASSERT_TRUE(read_rnn(r, &d));
+  ASSERT_TRUE(read_rnn_data(r, &back));
+  EXPECT_TRUE(r.finish());
+  EXPECT_EQ(7, d.hidden);
+  EXPECT_EQ(2, d.layers);
+  EXPECT_EQ(0.25f, d.dropout);
+  EXPECT_EQ(0x7000u, d.states);
+  EXPECT_EQ(x.lens, back.lens);
+  EXPECT_EQ(-1.5, back.fill);
+  // Packed: the sum of the lengths' rows of 5 halves.
+  EXPECT_EQ(uint64_t(7 * 5 * 2), rnn_data_bytes(back));
+  back.layout = 0;
+  EXPECT_EQ(uint64_t(4 * 3 * 5 * 2), rnn_data_bytes(back));
+}
+
+TEST(CudnnRnnWire, RefusesOutOfBoundDescriptors) {
+  auto refused = [](const RnnDesc& d) {
+    ArgWriter w;
+    write_rnn(w, d);
+    ArgReader r(w.bytes());
+    RnnDesc back;
+    return !read_rnn(r, &back);
+  };
+  EXPECT_FALSE(refused(lstm()));
+  RnnDesc d = lstm();
+  d.layers = kMaxRnnLayers + 1;
+  EXPECT_TRUE(refused(d));
+  d = lstm();
+  d.hidden = kMaxRnnVector + 1;
+  d.proj = 1;
+  EXPECT_TRUE(refused(d));
+  d = lstm();
+  d.proj = 8;  // larger than hidden
+  EXPECT_TRUE(refused(d));
+  d = lstm();
+  d.cell = 4;
+  EXPECT_TRUE(refused(d));
+  d = lstm();
+  d.dropout = 1.0f;
+  EXPECT_TRUE(refused(d));
+  d = lstm();
+  d.states = 0, d.states_bytes = 0;  // dropout without a state
+  EXPECT_TRUE(refused(d));
+
+  auto data_refused = [](const RnnData& x, size_t lens_bytes) {
+    ArgWriter w;
+    for (int32_t v : {x.dtype, x.layout, x.max_seq, x.batch, x.vector}) w.scalar(v);
+    w.buffer(x.lens.data(), lens_bytes);
+    w.scalar(uint32_t(0));
+    w.scalar(0.0);
+    ArgReader r(w.bytes());
+    RnnData back;
+    return !read_rnn_data(r, &back);
+  };
+  RnnData x;
+  x.max_seq = 3, x.batch = 2, x.vector = 4, x.lens = {3, 1};
+  EXPECT_FALSE(data_refused(x, 8));
+  EXPECT_TRUE(data_refused(x, 4));  // fewer lengths than the batch
+  EXPECT_TRUE(data_refused(x, 6));  // not whole int32s
+  x.lens = {4, 1};                  // longer than max_seq
+  EXPECT_TRUE(data_refused(x, 8));
+  x.lens = {3, 1};
+  x.max_seq = kMaxRnnSeq + 1;
+  EXPECT_TRUE(data_refused(x, 8));
+}
+
+TEST(CudnnRnnWire, WeightParamsRoundTripAndAreBounded) {
+  std::vector<WeightParam> p(2);
+  p[0].lin = 0, p[0].has_matrix = true, p[0].matrix_offset = 64;
+  p[0].matrix = LegacyTensor{0, 3, {1, 7, 5}, {35, 5, 1}};
+  p[1].lin = 8, p[1].has_bias = true, p[1].bias_offset = 128;
+  p[1].bias = LegacyTensor{0, 3, {1, 7, 1}, {7, 1, 1}};
+  ArgWriter w;
+  write_weight_params(w, p);
+  ArgReader r(w.bytes());
+  std::vector<WeightParam> back;
+  ASSERT_TRUE(read_weight_params(r, &back));
+  ASSERT_EQ(2u, back.size());
+  EXPECT_EQ(64u, back[0].matrix_offset);
+  EXPECT_EQ(7, back[0].matrix.dims[1]);
+  EXPECT_FALSE(back[0].has_bias);
+  EXPECT_EQ(128u, back[1].bias_offset);
+  ArgWriter many;
+  many.u64(kMaxWeightParams + 1);
+  ArgReader r2(many.bytes());
+  EXPECT_FALSE(read_weight_params(r2, &back));
+}
+
 }  // namespace
 }  // namespace rgpu::protocol::cudnn

@@ -114,7 +114,7 @@ TEST(LibraryExports, EveryStubAnswersItsLibrarysNotSupported) {
   // nvml.h, nccl.h, cusparse.h, cusolver_common.h, curand.h).
   EXPECT_EQ(codes["cublasSrotg_v2"], 15);       // CUBLAS_STATUS_NOT_SUPPORTED
   EXPECT_EQ(codes["cublasLtMatrixTransform"], 15);
-  EXPECT_EQ(codes["cudnnCreateRNNDescriptor"], 3000);  // CUDNN_STATUS_NOT_SUPPORTED
+  EXPECT_EQ(codes["cudnnCreateCTCLossDescriptor"], 3000);  // CUDNN_STATUS_NOT_SUPPORTED
   EXPECT_EQ(codes["cufftXtSetGPUs"], 16);       // CUFFT_NOT_SUPPORTED
   EXPECT_EQ(codes["nvmlDeviceGetTemperature"], 3);  // NVML_ERROR_NOT_SUPPORTED
   EXPECT_EQ(codes["ncclCommInitRank"], 5);      // ncclInvalidUsage

@@ -8,16 +8,11 @@
 
 #include "api_common.h"
 #include "cudnn_client.h"
+#include "legacy_tensor.h"
 #include "unimplemented.h"
 
 namespace cw = rgpu::protocol::cudnn;
 
-struct cudnnTensorStruct {
-  static constexpr uint32_t kMagic = 0x74636e64;
-  uint32_t magic = kMagic;
-  bool set = false;
-  cw::LegacyTensor t;
-};
 struct cudnnFilterStruct {
   static constexpr uint32_t kMagic = 0x66636e64;
   uint32_t magic = kMagic;
@@ -62,6 +57,8 @@ T* live(T* d) {
   return d && d->magic == T::kMagic ? d : nullptr;
 }
 
+}  // namespace
+
 const cw::LegacyTensor* tensor(cudnnTensorDescriptor_t d) {
   return live(d) && d->set ? &d->t : nullptr;
 }
@@ -82,6 +79,8 @@ cudnnStatus_t set_tensor(cudnnTensorDescriptor_t d, cudnnDataType_t dtype, int n
   d->set = true;
   return CUDNN_STATUS_SUCCESS;
 }
+
+namespace {
 
 uint64_t dev(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 

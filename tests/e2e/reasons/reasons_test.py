@@ -103,7 +103,7 @@ def main():
         p = run_client(args, args.client, args.library, server, "unimplemented")
         check(p.returncode == 0 and "PASS unimplemented" in p.stdout, "unimplemented: CUDNN_STATUS_NOT_SUPPORTED",
               p.stdout + p.stderr)
-        want = ("rgpu: cudnnRNNForward is not implemented by rgpu yet (CUDNN_STATUS_NOT_SUPPORTED); in PyTorch, "
+        want = ("rgpu: cudnnCTCLoss is not implemented by rgpu yet (CUDNN_STATUS_NOT_SUPPORTED); in PyTorch, "
                 "torch.backends.cudnn.enabled = False runs without cuDNN")
         check(p.stderr.count(want) == 1, "unimplemented: the function and the workaround, once", p.stderr)
 

@@ -39,7 +39,15 @@ enum Fn : uint32_t {
   kBnBackward = 1008,
   kBnSizes = 1009,          // sync: the batch norm workspace/reserve sizes
   kVersion = 1010,          // sync, quick: the server library's version
-  kLastHandFn = 1010,
+  kDropoutStatesSize = 1011,  // sync: cuDNN handle -> the dropout state's bytes
+  kDropoutSeed = 1012,        // async: cudnnSetDropoutDescriptor with a state to initialise
+  kRnnWeightSpace = 1013,     // sync: handle, RnnDesc -> weight space bytes
+  kRnnTempSizes = 1014,       // sync: handle, RnnDesc, forward mode, x RnnData -> workspace, reserve bytes
+  kRnnWeightParams = 1015,    // sync: handle, RnnDesc, pseudo-layer -> its WeightParam list
+  kRnnForward = 1016,         // async
+  kRnnBackwardData = 1017,    // async
+  kRnnBackwardWeights = 1018, // async
+  kLastHandFn = 1018,
 };
 
 // Handle kinds (protocol/handles.h's library kinds): cuDNN handles
@@ -130,5 +138,65 @@ void write_tensor(ArgWriter& w, const LegacyTensor& t);
 // stride below 0.
 bool read_tensor(ArgReader& r, LegacyTensor* t);
 uint64_t legacy_bytes(const LegacyTensor& t);
+
+// --- recurrent networks ------------------------------------------------------
+//
+// An RNN descriptor travels as what cudnnSetRNNDescriptor_v8 set, with its
+// dropout descriptor's probability and state (a device address, checked by
+// rgpud like every other); an RNN data descriptor as what
+// cudnnSetRNNDataDescriptor set, the lengths as one buffer of int32. rgpud
+// rebuilds the library's descriptors from them.
+
+// Bounds every peer's descriptor obeys (cuDNN's own are lower for most):
+// with them no size computed from a descriptor passes 2^63.
+inline constexpr int32_t kMaxRnnLayers = 64;
+inline constexpr int32_t kMaxRnnVector = 1 << 20;  // input, hidden, projection, data vector
+inline constexpr int32_t kMaxRnnSeq = 1 << 20;     // sequence length, batch
+inline constexpr uint64_t kMaxDropoutState = 1ull << 32;
+
+struct RnnDesc {
+  int32_t algo = 0, cell = 0, bias = 0, dir = 0, input_mode = 0;
+  int32_t dtype = 0, math_prec = 0, math_type = 0;  // cudnnDataType_t, cudnnDataType_t, cudnnMathType_t
+  int32_t input = 0, hidden = 0, proj = 0, layers = 0;
+  uint32_t aux = 0;
+  float dropout = 0;
+  uint64_t states = 0;        // device address; 0 without a state
+  uint64_t states_bytes = 0;
+  int dirs() const { return dir == 1 ? 2 : 1; }
+  int gates() const { return cell == 2 ? 4 : cell == 3 ? 3 : 1; }  // LSTM 4, GRU 3, RNN 1
+};
+// Empty when `d` is within the enums' ranges and the bounds above (proj
+// <= hidden, 0 <= dropout < 1, a state when dropout > 0); else the reason.
+const char* check_rnn(const RnnDesc& d);
+void write_rnn(ArgWriter& w, const RnnDesc& d);
+// Leaves `r` failed when the bytes are not an RnnDesc check_rnn accepts.
+bool read_rnn(ArgReader& r, RnnDesc* d);
+
+struct RnnData {
+  int32_t dtype = 0, layout = 0;  // cudnnRNNDataLayout_t: 0 seq-major unpacked, 1 packed, 2 batch-major
+  int32_t max_seq = 0, batch = 0, vector = 0;
+  std::vector<int32_t> lens;      // batch entries, each 1..max_seq
+  bool has_fill = false;
+  double fill = 0;                // the padding symbol, as a double
+};
+const char* check_rnn_data(const RnnData& d);
+void write_rnn_data(ArgWriter& w, const RnnData& d);
+bool read_rnn_data(ArgReader& r, RnnData* d);
+// Bytes of a sequence operand: its rows (packed: the sum of the lengths;
+// else max_seq * batch) times vector elements; kNoExtent for a data type
+// rgpu does not size.
+uint64_t rnn_data_bytes(const RnnData& d);
+
+// One matrix or bias of a pseudo-layer's weights: its offset from the
+// weight space's start and its descriptor (cudnnGetRNNWeightParams).
+struct WeightParam {
+  int32_t lin = 0;
+  bool has_matrix = false, has_bias = false;
+  uint64_t matrix_offset = 0, bias_offset = 0;
+  LegacyTensor matrix, bias;
+};
+inline constexpr uint64_t kMaxWeightParams = 9;  // 2 * 4 gates and an LSTM's projection
+void write_weight_params(ArgWriter& w, const std::vector<WeightParam>& p);
+bool read_weight_params(ArgReader& r, std::vector<WeightParam>* p);
 
 }  // namespace rgpu::protocol::cudnn
