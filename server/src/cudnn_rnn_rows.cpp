@@ -173,6 +173,35 @@ bool buffer_ok(const CallEnv& env, uint64_t ptr, uint64_t size, uint64_t need) {
   return ptr != 0 && env.device_range(ptr, size);
 }
 
+// The library's descriptors of one forward or backward call (made through
+// the table, destroyed with `descs` and `tensors`), and what it needs.
+struct Built {
+  cudnnRNNDescriptor_t rnn = nullptr;
+  cudnnRNNDataDescriptor_t x = nullptr, y = nullptr;
+  cudnnTensorDescriptor_t h = nullptr, c = nullptr;
+  Needs n;
+};
+
+cudnnStatus_t build(const CudnnTable& t, cudnnHandle_t handle, RnnDescs& descs, LegacyDescs& tensors,
+                    const Shapes& sh, bool with_c, cudnnForwardMode_t mode, Built* b) {
+  cudnnStatus_t s = descs.rnn(handle, sh.r, &b->rnn);
+  if (s == CUDNN_STATUS_SUCCESS) s = descs.data(sh.x, &b->x);
+  if (s == CUDNN_STATUS_SUCCESS) s = descs.data(sh.y, &b->y);
+  if (s == CUDNN_STATUS_SUCCESS) s = tensors.make(sh.h, &b->h);
+  if (s == CUDNN_STATUS_SUCCESS && with_c && sh.has_c) s = tensors.make(sh.c, &b->c);
+  if (s == CUDNN_STATUS_SUCCESS) s = needs(t, handle, b->rnn, mode, b->x, &b->n);
+  return s;
+}
+
+// Why the weight, work or reserve space a call names cannot serve it, or null.
+const char* spaces_short(CallEnv& env, const Needs& n, uint64_t w, uint64_t w_n, uint64_t ws, uint64_t ws_n,
+                         uint64_t rs, uint64_t rs_n, bool reserve) {
+  if (!buffer_ok(env, w, w_n, n.weights)) return "weight space smaller than the rnn's or outside memory";
+  if (!buffer_ok(env, ws, ws_n, n.work)) return "workspace smaller than needed or outside memory";
+  if (!buffer_ok(env, rs, rs_n, reserve ? n.reserve : 0)) return "reserve space smaller than needed or outside memory";
+  return nullptr;
+}
+
 bool data_ok(const CallEnv& env, const cw::RnnData& d, uint64_t ptr) {
   const uint64_t bytes = cw::rnn_data_bytes(d);
   return ptr != 0 && bytes != kNoExtent && env.device_range(ptr, bytes);
@@ -416,26 +445,15 @@ InvokeOutcome run_forward(CallEnv& env, std::span<const std::byte> args) {
   RnnDescs descs(t);
   LegacyDescs tensors(t);
   if (!descs.available() || !t.cudnnRNNForward) return unsupported(fn);
-  cudnnRNNDescriptor_t rdesc = nullptr;
-  cudnnRNNDataDescriptor_t xd = nullptr, yd = nullptr;
-  cudnnTensorDescriptor_t hd = nullptr, cd = nullptr;
-  cudnnStatus_t s = descs.rnn(st.handle, sh.r, &rdesc);
-  if (s == CUDNN_STATUS_SUCCESS) s = descs.data(sh.x, &xd);
-  if (s == CUDNN_STATUS_SUCCESS) s = descs.data(sh.y, &yd);
-  if (s == CUDNN_STATUS_SUCCESS) s = tensors.make(sh.h, &hd);
-  if (s == CUDNN_STATUS_SUCCESS && sh.has_c) s = tensors.make(sh.c, &cd);
-  Needs n;
-  if (s == CUDNN_STATUS_SUCCESS) s = needs(t, st.handle, rdesc, cudnnForwardMode_t(mode), xd, &n);
+  Built b;
+  cudnnStatus_t s = build(t, st.handle, descs, tensors, sh, true, cudnnForwardMode_t(mode), &b);
   if (s != CUDNN_STATUS_SUCCESS) return library(s, fn, "the library refused the descriptors");
-  const bool training = mode == CUDNN_FWD_MODE_TRAINING;
-  if (!buffer_ok(env, w, w_n, n.weights)) return bad(fn, "weight space smaller than the rnn's or outside memory");
-  if (!buffer_ok(env, ws, ws_n, n.work)) return bad(fn, "workspace smaller than needed or outside memory");
-  if (!buffer_ok(env, rs, rs_n, training ? n.reserve : 0)) {
-    return bad(fn, "reserve space smaller than needed or outside memory");
+  if (const char* why = spaces_short(env, b.n, w, w_n, ws, ws_n, rs, rs_n, mode == CUDNN_FWD_MODE_TRAINING)) {
+    return bad(fn, why);
   }
-  s = t.cudnnRNNForward(st.handle, rdesc, cudnnForwardMode_t(mode), static_cast<const int32_t*>(dev(seq)), xd, dev(x),
-                        yd, dev(y), hd, dev(hx), dev(hy), cd, lstm ? dev(cx) : nullptr, lstm ? dev(cy) : nullptr, w_n,
-                        dev(w), ws_n, dev(ws), rs_n, dev(rs));
+  s = t.cudnnRNNForward(st.handle, b.rnn, cudnnForwardMode_t(mode), static_cast<const int32_t*>(dev(seq)), b.x,
+                        dev(x), b.y, dev(y), b.h, dev(hx), dev(hy), b.c, lstm ? dev(cx) : nullptr,
+                        lstm ? dev(cy) : nullptr, w_n, dev(w), ws_n, dev(ws), rs_n, dev(rs));
   return library(s, fn, "the library refused");
 }
 
@@ -469,22 +487,12 @@ InvokeOutcome run_backward_data(CallEnv& env, std::span<const std::byte> args) {
   RnnDescs descs(t);
   LegacyDescs tensors(t);
   if (!descs.available() || !t.cudnnRNNBackwardData_v8) return unsupported(fn);
-  cudnnRNNDescriptor_t rdesc = nullptr;
-  cudnnRNNDataDescriptor_t xd = nullptr, yd = nullptr;
-  cudnnTensorDescriptor_t hd = nullptr, cd = nullptr;
-  cudnnStatus_t s = descs.rnn(st.handle, sh.r, &rdesc);
-  if (s == CUDNN_STATUS_SUCCESS) s = descs.data(sh.x, &xd);
-  if (s == CUDNN_STATUS_SUCCESS) s = descs.data(sh.y, &yd);
-  if (s == CUDNN_STATUS_SUCCESS) s = tensors.make(sh.h, &hd);
-  if (s == CUDNN_STATUS_SUCCESS && sh.has_c) s = tensors.make(sh.c, &cd);
-  Needs n;
-  if (s == CUDNN_STATUS_SUCCESS) s = needs(t, st.handle, rdesc, CUDNN_FWD_MODE_TRAINING, xd, &n);
+  Built b;
+  cudnnStatus_t s = build(t, st.handle, descs, tensors, sh, true, CUDNN_FWD_MODE_TRAINING, &b);
   if (s != CUDNN_STATUS_SUCCESS) return library(s, fn, "the library refused the descriptors");
-  if (!buffer_ok(env, w, w_n, n.weights)) return bad(fn, "weight space smaller than the rnn's or outside memory");
-  if (!buffer_ok(env, ws, ws_n, n.work)) return bad(fn, "workspace smaller than needed or outside memory");
-  if (!buffer_ok(env, rs, rs_n, n.reserve)) return bad(fn, "reserve space smaller than needed or outside memory");
-  s = t.cudnnRNNBackwardData_v8(st.handle, rdesc, static_cast<const int32_t*>(dev(seq)), yd, dev(y), dev(dy), xd,
-                                dev(dx), hd, dev(hx), dev(dhy), dev(dhx), cd, lstm ? dev(cx) : nullptr,
+  if (const char* why = spaces_short(env, b.n, w, w_n, ws, ws_n, rs, rs_n, true)) return bad(fn, why);
+  s = t.cudnnRNNBackwardData_v8(st.handle, b.rnn, static_cast<const int32_t*>(dev(seq)), b.y, dev(y), dev(dy), b.x,
+                                dev(dx), b.h, dev(hx), dev(dhy), dev(dhx), b.c, lstm ? dev(cx) : nullptr,
                                 lstm ? dev(dcy) : nullptr, lstm ? dev(dcx) : nullptr, w_n, dev(w), ws_n, dev(ws), rs_n,
                                 dev(rs));
   return library(s, fn, "the library refused");
@@ -522,21 +530,12 @@ InvokeOutcome run_backward_weights(CallEnv& env, std::span<const std::byte> args
   RnnDescs descs(t);
   LegacyDescs tensors(t);
   if (!descs.available() || !t.cudnnRNNBackwardWeights_v8) return unsupported(fn);
-  cudnnRNNDescriptor_t rdesc = nullptr;
-  cudnnRNNDataDescriptor_t xd = nullptr, yd = nullptr;
-  cudnnTensorDescriptor_t hd = nullptr;
-  cudnnStatus_t s = descs.rnn(st.handle, sh.r, &rdesc);
-  if (s == CUDNN_STATUS_SUCCESS) s = descs.data(sh.x, &xd);
-  if (s == CUDNN_STATUS_SUCCESS) s = descs.data(sh.y, &yd);
-  if (s == CUDNN_STATUS_SUCCESS) s = tensors.make(sh.h, &hd);
-  Needs n;
-  if (s == CUDNN_STATUS_SUCCESS) s = needs(t, st.handle, rdesc, CUDNN_FWD_MODE_TRAINING, xd, &n);
+  Built b;
+  cudnnStatus_t s = build(t, st.handle, descs, tensors, sh, false, CUDNN_FWD_MODE_TRAINING, &b);
   if (s != CUDNN_STATUS_SUCCESS) return library(s, fn, "the library refused the descriptors");
-  if (!buffer_ok(env, dw, w_n, n.weights)) return bad(fn, "weight space smaller than the rnn's or outside memory");
-  if (!buffer_ok(env, ws, ws_n, n.work)) return bad(fn, "workspace smaller than needed or outside memory");
-  if (!buffer_ok(env, rs, rs_n, n.reserve)) return bad(fn, "reserve space smaller than needed or outside memory");
-  s = t.cudnnRNNBackwardWeights_v8(st.handle, rdesc, cudnnWgradMode_t(add), static_cast<const int32_t*>(dev(seq)), xd,
-                                   dev(x), hd, dev(hx), yd, dev(y), w_n, dev(dw), ws_n, dev(ws), rs_n, dev(rs));
+  if (const char* why = spaces_short(env, b.n, dw, w_n, ws, ws_n, rs, rs_n, true)) return bad(fn, why);
+  s = t.cudnnRNNBackwardWeights_v8(st.handle, b.rnn, cudnnWgradMode_t(add), static_cast<const int32_t*>(dev(seq)),
+                                   b.x, dev(x), b.h, dev(hx), b.y, dev(y), w_n, dev(dw), ws_n, dev(ws), rs_n, dev(rs));
   return library(s, fn, "the library refused");
 }
 

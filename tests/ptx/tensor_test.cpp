@@ -275,6 +275,27 @@ std::string mma_direct_ptx(const std::string& shape_types, int na, int nb, int n
   return s + "  ret;\n}\n";
 }
 
+// Runs mma_direct on the lanes' words and checks every element of D against
+// C + A B computed from the matrices (k products in order, in float32).
+template <class FA, class FB, class FC>
+void expect_product(Module& m, std::vector<uint32_t>& a, std::vector<uint32_t>& b, std::vector<uint32_t>& c, int K,
+                    FA A, FB B, FC C) {
+  std::vector<uint32_t> d(128);
+  DeviceTable mem;
+  auto args = m.args("mma_direct");
+  args.add(mem.add(a)).add(mem.add(b)).add(mem.add(c)).add(mem.add(d));
+  LaunchResult r = m.launch("mma_direct", {1}, {32}, args, mem);
+  ASSERT_TRUE(r.ok()) << r.message;
+  for (int t = 0; t < 32; ++t) {
+    for (int i = 0; i < 4; ++i) {
+      const int row = acc_row(t, i), col = acc_col(t, i);
+      float want = C(row, col);
+      for (int k = 0; k < K; ++k) want += A(row, k) * B(k, col);
+      EXPECT_EQ(from_bits(d[4 * t + i]), want) << "D[" << row << "][" << col << "]";
+    }
+  }
+}
+
 TEST(Tensor, MmaBf16M16N8K16ByItsFragmentLayout) {
   Module m(mma_direct_ptx("m16n8k16.row.col.f32.bf16.bf16.f32", 4, 2, 4, 4));
   float A[16][16], B[16][8], C[16][8];
@@ -284,7 +305,7 @@ TEST(Tensor, MmaBf16M16N8K16ByItsFragmentLayout) {
     for (int n = 0; n < 8; ++n) B[k][n] = value(k * 8 + n, 5);
   for (int r = 0; r < 16; ++r)
     for (int n = 0; n < 8; ++n) C[r][n] = value(r * 8 + n, 6);
-  std::vector<uint32_t> a(128), b(128), c(128), d(128);
+  std::vector<uint32_t> a(128), b(128), c(128);
   for (int t = 0; t < 32; ++t) {
     const int g = t >> 2, q = t & 3;
     for (int i = 0; i < 8; ++i) {  // a_i: row g + 8 ((i >> 1) & 1), column 2q + (i & 1) + 8 (i >> 2)
@@ -297,19 +318,8 @@ TEST(Tensor, MmaBf16M16N8K16ByItsFragmentLayout) {
     }
     for (int i = 0; i < 4; ++i) c[4 * t + i] = bits(C[acc_row(t, i)][acc_col(t, i)]);
   }
-  DeviceTable mem;
-  auto args = m.args("mma_direct");
-  args.add(mem.add(a)).add(mem.add(b)).add(mem.add(c)).add(mem.add(d));
-  LaunchResult r = m.launch("mma_direct", {1}, {32}, args, mem);
-  ASSERT_TRUE(r.ok()) << r.message;
-  for (int t = 0; t < 32; ++t) {
-    for (int i = 0; i < 4; ++i) {
-      const int row = acc_row(t, i), col = acc_col(t, i);
-      float want = C[row][col];
-      for (int k = 0; k < 16; ++k) want += A[row][k] * B[k][col];
-      EXPECT_EQ(from_bits(d[4 * t + i]), want) << "D[" << row << "][" << col << "]";
-    }
-  }
+  expect_product(m, a, b, c, 16, [&](int r, int k) { return A[r][k]; }, [&](int k, int n) { return B[k][n]; },
+                 [&](int r, int n) { return C[r][n]; });
 }
 
 TEST(Tensor, MmaTf32M16N8K8ReadsNineteenBits) {
@@ -321,7 +331,7 @@ TEST(Tensor, MmaTf32M16N8K8ReadsNineteenBits) {
     for (int n = 0; n < 8; ++n) B[k][n] = value(k * 8 + n, 8);
   for (int r = 0; r < 16; ++r)
     for (int n = 0; n < 8; ++n) C[r][n] = value(r * 8 + n, 9);
-  std::vector<uint32_t> a(128), b(128), c(128), d(128);
+  std::vector<uint32_t> a(128), b(128), c(128);
   for (int t = 0; t < 32; ++t) {
     const int g = t >> 2, q = t & 3;
     // a0 (g, q), a1 (g + 8, q), a2 (g, q + 4), a3 (g + 8, q + 4); b0 (q, g), b1 (q + 4, g).
@@ -330,19 +340,8 @@ TEST(Tensor, MmaTf32M16N8K8ReadsNineteenBits) {
     for (int i = 0; i < 2; ++i) b[4 * t + i] = bits(B[q + 4 * i][g]) | 0x0fffu;
     for (int i = 0; i < 4; ++i) c[4 * t + i] = bits(C[acc_row(t, i)][acc_col(t, i)]);
   }
-  DeviceTable mem;
-  auto args = m.args("mma_direct");
-  args.add(mem.add(a)).add(mem.add(b)).add(mem.add(c)).add(mem.add(d));
-  LaunchResult r = m.launch("mma_direct", {1}, {32}, args, mem);
-  ASSERT_TRUE(r.ok()) << r.message;
-  for (int t = 0; t < 32; ++t) {
-    for (int i = 0; i < 4; ++i) {
-      const int row = acc_row(t, i), col = acc_col(t, i);
-      float want = C[row][col];
-      for (int k = 0; k < 8; ++k) want += A[row][k] * B[k][col];
-      EXPECT_EQ(from_bits(d[4 * t + i]), want) << "D[" << row << "][" << col << "]";
-    }
-  }
+  expect_product(m, a, b, c, 8, [&](int r, int k) { return A[r][k]; }, [&](int k, int n) { return B[k][n]; },
+                 [&](int r, int n) { return C[r][n]; });
 }
 
 TEST(Tensor, MmaF16AccumulatorsRoundToHalf) {
