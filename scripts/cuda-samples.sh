@@ -26,6 +26,10 @@ samples="$(cd "$1" && pwd)"; shift
 categories=("$@")
 [ ${#categories[@]} -gt 0 ] || categories=(0_Introduction 1_Utilities 2_Concepts_and_Techniques 3_CUDA_Features 6_Performance)
 nvcc="${NVCC:-/usr/local/cuda/bin/nvcc}"
+cuda="$(dirname "$(dirname "$nvcc")")"
+# What the samples' own build links where they need it: the driver API (the
+# toolkit's link stub; rgpu's libcuda.so.1 at run time), NVRTC, OpenMP.
+libs=(-L"$cuda/lib64/stubs" -L"$cuda/lib64" -Xlinker --as-needed -lcuda -lnvrtc -Xcompiler -fopenmp -lgomp)
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 built=0 passed=0 waived=0 total=0
@@ -35,7 +39,7 @@ for category in "${categories[@]}"; do
     total=$((total + 1))
     mapfile -t sources < <(find "$dir" -maxdepth 1 \( -name '*.cu' -o -name '*.cpp' \) | sort)
     if [ ${#sources[@]} -eq 0 ] ||
-       ! timeout 300 "$nvcc" -cudart shared -O2 -w -I"$samples/Common" -I"$dir" -o "$out/$name" "${sources[@]}" \
+       ! timeout 300 "$nvcc" -cudart shared -O2 -w -I"$samples/Common" -I"$dir" -o "$out/$name" "${sources[@]}" "${libs[@]}" \
            >"$out/$name.build" 2>&1; then
       echo "$category/$name: not built: $(grep -m1 -i 'error' "$out/$name.build" | cut -c1-120)"
       continue
