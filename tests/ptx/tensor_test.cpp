@@ -2,7 +2,8 @@
 // CUTLASS's sm_80 kernels use: cp.async (src-size zero fill, ignore-src, no
 // read past src-size), ldmatrix (plain and .trans) and mma.sync, checked
 // against a reference computed from PTX's fragment layouts; a warp that does
-// not arrive whole is refused.
+// not arrive whole is refused. And bmsk, which CUB's radix sort (thrust::sort)
+// uses from sm_75.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -465,6 +466,50 @@ TEST(Tensor, PackedHalfComparisonsAndTf32Rounding) {
     EXPECT_EQ(out[5], c.rn) << std::hex << c.in;
     EXPECT_EQ(out[6], c.rz) << std::hex << c.in;
     EXPECT_EQ(out[7], 0xffffffffu);
+  }
+}
+
+const char* kBmsk = R"(
+.version 7.8
+.target sm_75
+.address_size 64
+.visible .entry bmsk_k(.param .u64 in, .param .u64 out)
+{
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [in];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 8;
+  add.u64 %rd4, %rd1, %rd3;
+  ld.global.u32 %r2, [%rd4];
+  ld.global.u32 %r3, [%rd4+4];
+  bmsk.clamp.b32 %r4, %r2, %r3;
+  bmsk.wrap.b32 %r5, %r2, %r3;
+  add.u64 %rd5, %rd2, %rd3;
+  st.global.u32 [%rd5], %r4;
+  st.global.u32 [%rd5+4], %r5;
+  ret;
+}
+)";
+
+TEST(Tensor, BmskClampsOrWraps) {
+  Module m(kBmsk);
+  // {start, width}: in range, running past bit 31, 32 and past, wrapping.
+  const uint32_t cases[][2] = {{0, 0}, {0, 1}, {4, 8}, {28, 8}, {0, 32}, {3, 40}, {33, 2}, {35, 3}};
+  const uint32_t clamp[] = {0x0u, 0x1u, 0xff0u, 0xf0000000u, 0xffffffffu, 0xfffffff8u, 0x0u, 0x0u};
+  const uint32_t wrap[] = {0x0u, 0x1u, 0xff0u, 0xf0000000u, 0x0u, 0x7f8u, 0x6u, 0x38u};
+  const int n = 8;
+  std::vector<uint32_t> in, out(2 * n, 0xdeadbeef);
+  for (const auto& c : cases) in.insert(in.end(), {c[0], c[1]});
+  DeviceTable mem;
+  auto args = m.args("bmsk_k");
+  args.add(mem.add(in)).add(mem.add(out));
+  LaunchResult r = m.launch("bmsk_k", {1}, {n}, args, mem);
+  ASSERT_TRUE(r.ok()) << r.message;
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(out[2 * i], clamp[i]) << "clamp " << cases[i][0] << ", " << cases[i][1];
+    EXPECT_EQ(out[2 * i + 1], wrap[i]) << "wrap " << cases[i][0] << ", " << cases[i][1];
   }
 }
 

@@ -702,7 +702,7 @@ Status FunctionDecoder::instruction(const ast::Instruction& ai, Inst& in) {
       "clz", "bfind", "brev", "bfe", "bfi", "prmt", "lop3", "shf", "shl", "shr", "and", "or", "xor", "not",
       "cnot", "addc", "subc", "madc", "copysign", "testp", "fma", "rcp", "sqrt", "rsqrt", "sin", "cos", "lg2",
       "ex2", "tanh", "setp", "set", "selp", "slct", "mov", "cvt", "cvta", "isspacep", "ld", "ldu", "st", "atom",
-      "red", "shfl", "vote", "match", "activemask", "redux", "elect", "dp4a", "dp2a", "fns"};
+      "red", "shfl", "vote", "match", "activemask", "redux", "elect", "dp4a", "dp2a", "fns", "bmsk"};
   bool known = false;
   for (const char* k : kKnown) known = known || b == k;
   if (!known) {

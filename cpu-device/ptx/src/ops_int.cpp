@@ -477,6 +477,27 @@ template <int kOp> struct Un { template <class T> struct H { static void run(Exe
 template <bool kL> struct Sh { template <class T> struct H { static void run(ExecCtx& x, const Inst& in, uint32_t m) { h_shift<T, kL>(x, in, m); } }; };
 template <class Op> struct Md { template <class T> struct H { static void run(ExecCtx& x, const Inst& in, uint32_t m) { h_mad<T, Op>(x, in, m); } }; };
 template <class T> struct Bfe { static void run(ExecCtx& x, const Inst& in, uint32_t m) { h_bfe<T>(x, in, m); } };
+// bmsk.{clamp,wrap}.b32 d, a, b: b bits set from bit a (a and b clamped to
+// 32, or taken modulo 32 with .wrap); bits past 31 are dropped.
+template <bool kWrap>
+void h_bmsk(ExecCtx& x, const Inst& in, uint32_t m) {
+  uint64_t* d = x.reg(in.d);
+  const uint64_t* a = x.reg(in.a);
+  const uint64_t* b = x.reg(in.b);
+  for_lanes(m, [&](int l) {
+    uint32_t start = static_cast<uint32_t>(a[l]), width = static_cast<uint32_t>(b[l]);
+    if (kWrap) {
+      start &= 31;
+      width &= 31;
+    } else {
+      start = start < 32 ? start : 32;
+      width = width < 32 ? width : 32;
+    }
+    const uint64_t mask = (uint64_t{1} << width) - 1;
+    d[l] = (mask << start) & 0xffffffffu;
+  });
+}
+
 template <class T> struct Bfi { static void run(ExecCtx& x, const Inst& in, uint32_t m) { h_bfi<T>(x, in, m); } };
 template <class T> struct Sad { static void run(ExecCtx& x, const Inst& in, uint32_t m) { h_sad<T>(x, in, m); } };
 template <class T> struct Carry { static void run(ExecCtx& x, const Inst& in, uint32_t m) { h_carry<T>(x, in, m); } };
@@ -599,6 +620,7 @@ bool select_int(const OpText& op, Inst& in) {
   else if (b == "not") in.fn = pick1<Un<2>::H>(t);
   else if (b == "bfe") in.fn = pick1<Bfe>(t);
   else if (b == "bfi") in.fn = pick1<Bfi>(t);
+  else if (b == "bmsk" && t == Ty::kB32) in.fn = op.has("wrap") ? &h_bmsk<true> : &h_bmsk<false>;
   else if (b == "sad") in.fn = pick1<Sad>(t);
   else if (b == "setp" || b == "set") return select_compare(op, in);
   return in.fn != nullptr;
