@@ -154,6 +154,7 @@ struct Queued {
   ticket @0 :UInt64;
   ahead @1 :UInt32;
   waitedMs @2 :Int64;
+  why @3 :Text;  # what it asked, what is free of what the pool has, where it stands
 }
 
 struct PlacedDevice {
@@ -219,4 +220,5 @@ struct QueuedStatus {
   request @1 :Request;
   sinceMs @2 :Int64;
   deadlineMs @3 :Int64;
+  why @4 :Text;  # as Queued.why
 }

@@ -86,9 +86,9 @@ Result<std::shared_ptr<pool::client::Held>> lease_from_pool(const std::string& l
   acquire.secret = options->auth_token;  // the tenant's key, which rgpud checks too
   bool waited = false;
   auto progress = pool::client::stderr_progress("rgpu");
-  acquire.on_queued = [&](uint32_t ahead, pool::Millis ms) {
+  acquire.on_queued = [&](const pool::client::QueueNotice& notice) {
     waited = true;
-    progress(ahead, ms);
+    progress(notice);
   };
   auto held = pool::client::acquire(acquire);
   if (waited && isatty(2)) std::fputc('\n', stderr);  // ends the line rewritten in place

@@ -3,6 +3,7 @@
 #include "rgpu/pool/scheduler.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <set>
@@ -57,6 +58,47 @@ struct Located {
   Pick pick;
 };
 
+// How many ended leases' terms the wait reason's "recent leases lasted"
+// looks at.
+constexpr size_t kRecentTerms = 32;
+
+// "700 MiB" below a GiB, "2.0 GiB" from there.
+std::string gib_text(uint64_t bytes) {
+  char buf[32];
+  if (bytes < (1ull << 30)) {
+    std::snprintf(buf, sizeof buf, "%.0f MiB", static_cast<double>(bytes) / (1ull << 20));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1ull << 30));
+  }
+  return buf;
+}
+
+std::string cc_text(uint32_t cc) { return std::to_string(cc / 10) + "." + std::to_string(cc % 10); }
+
+// "2 devices of kind nvidia, 4.0 GiB each, share 0.50, compute capability
+// 8.0 or above": what a request asks, in its own terms.
+std::string asked_text(const Request& r) {
+  std::string out = std::to_string(r.devices) + (r.devices == 1 ? " device" : " devices") + " of kind " +
+                    kind_wanted_name(r.kind);
+  if (r.memory_bytes) out += ", " + gib_text(r.memory_bytes) + (r.devices == 1 ? "" : " each");
+  if (r.memory_bytes == 0) out += r.devices == 1 ? ", a whole slice" : ", whole slices";
+  if (r.share > 0) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, ", share %.2f", r.share);
+    out += buf;
+  }
+  if (r.min_compute_capability) out += ", compute capability " + cc_text(r.min_compute_capability) + " or above";
+  return out;
+}
+
+// "~40 s", "~3 min", "~2 h".
+std::string about(Millis ms) {
+  const int64_t s = (ms + 500) / 1000;
+  if (s < 120) return "~" + std::to_string(s) + " s";
+  if (s < 7200) return "~" + std::to_string((s + 30) / 60) + " min";
+  return "~" + std::to_string((s + 1800) / 3600) + " h";
+}
+
 }  // namespace
 
 const char* end_reason_name(EndReason reason) {
@@ -96,8 +138,92 @@ struct Scheduler::State {
   TicketId next_ticket = 1;
 
   std::map<std::string, TenantState, std::less<>> tenants;
+  std::deque<Millis> recent_terms;  // how long the last ended leases were held
 
   State(PoolConfig c, const Clock& k) : config(std::move(c)), clock(k) {}
+
+  // --- words for clients ---
+  // What the pool has: "4 devices on 2 servers: 2 cpu (8.0 GiB), 2 NVIDIA
+  // H100 80GB HBM3 (79.6 GiB, 9.0)".
+  std::string pool_text() const {
+    std::map<std::string, uint32_t> kinds;
+    size_t count = 0;
+    size_t devices = 0;
+    for (const auto& s : servers) {
+      if (!s) continue;
+      count += 1;
+      for (const DeviceState& d : s->devices) {
+        devices += 1;
+        std::string k = d.spec.kind + " (" + gib_text(d.spec.memory_bytes);
+        if (!d.cpu()) k += ", " + cc_text(d.spec.compute_capability);
+        kinds[k + ")"] += 1;
+      }
+    }
+    std::string out = std::to_string(devices) + (devices == 1 ? " device" : " devices") + " on " +
+                      std::to_string(count) + (count == 1 ? " server" : " servers");
+    const char* sep = ": ";
+    for (const auto& [k, n] : kinds) {
+      out += sep + std::to_string(n) + " " + k;
+      sep = ", ";
+    }
+    return out;
+  }
+
+  // Why a request can never be placed, or nothing when some registered
+  // server (or several, where splits are allowed) could give it once every
+  // lease ended. With no server registered it may yet be placed.
+  std::optional<std::string> never_fits(const Request& r, const Need& need) const {
+    size_t registered = 0;
+    uint32_t ever = 0;
+    bool cpu_here = false;
+    bool gpu_here = false;
+    std::vector<Pick> picks;
+    for (const auto& s : servers) {
+      if (!s) continue;
+      registered += 1;
+      for (const DeviceState& d : s->devices) (d.cpu() ? cpu_here : gpu_here) = true;
+      picks.clear();
+      detail::fit_server(detail::pristine(*s), need, need.devices, config.policy, &picks);
+      if (picks.size() == need.devices) return std::nullopt;
+      ever += static_cast<uint32_t>(picks.size());
+    }
+    if (registered == 0) return std::nullopt;
+    if (config.split_across_servers && ever >= need.devices) return std::nullopt;
+    std::string why = "no registered server could ever give this request: " + asked_text(r) +
+                      " asked; the pool has " + pool_text();
+    if (!need.allow_cpu && cpu_here) why += "; for rgpu's CPU device ask for kind cpu or any (--kind, RGPU_POOL_KIND)";
+    if (!need.allow_gpu && gpu_here) why += "; for its NVIDIA devices ask for kind nvidia or any";
+    return why;
+  }
+
+  // Why `w` waits, `ahead` requests before it.
+  std::string wait_text(const Waiting& w, size_t ahead) const {
+    uint32_t total = 0;
+    uint32_t free = 0;
+    size_t registered = 0;
+    for (const auto& s : servers) {
+      if (!s) continue;
+      registered += 1;
+      for (const DeviceState& d : s->devices) {
+        if (!w.need.allows(d)) continue;
+        total += 1;
+        if (detail::pick_slice(d, w.need, config.policy) >= 0) free += 1;
+      }
+    }
+    std::string out = asked_text(w.request) + " asked";
+    if (registered == 0) {
+      out += "; no server has registered with the pool yet";
+    } else {
+      out += ", " + std::to_string(free) + " free of " + std::to_string(total);
+    }
+    out += "; position " + std::to_string(ahead + 1);
+    if (!recent_terms.empty()) {
+      std::vector<Millis> terms(recent_terms.begin(), recent_terms.end());
+      std::nth_element(terms.begin(), terms.begin() + static_cast<long>(terms.size() / 2), terms.end());
+      out += "; recent leases lasted " + about(terms[terms.size() / 2]);
+    }
+    return out;
+  }
 
   // --- indexes ---
   void unindex(uint32_t slot) {
@@ -221,6 +347,8 @@ struct Scheduler::State {
     for (uint32_t slot : touched) reindex(slot);
     auto t = tenants.find(ls.lease.tenant);
     if (t != tenants.end()) t->second.held_units -= ls.units;
+    recent_terms.push_back(std::max<Millis>(0, clock.now() - ls.lease.issued));
+    if (recent_terms.size() > kRecentTerms) recent_terms.pop_front();
     return std::move(ls.lease);
   }
 
@@ -416,16 +544,19 @@ Result<Changes> Scheduler::remove_server(std::string_view server_id) {
 Result<Submitted> Scheduler::submit(Request request) {
   Status v = validate(request);
   if (!v.is_ok()) return v;
-  Submitted out;
-  out.ticket = s_->next_ticket++;
   Waiting w;
   w.need = Need::from(request);
+  std::vector<Located> where;
+  bool fits = s_->find_place(w.need, &where);
+  if (!fits) {
+    if (auto never = s_->never_fits(request, w.need)) return failed(*never);
+  }
+  Submitted out;
+  out.ticket = s_->next_ticket++;
   w.since = s_->clock.now();
   const Millis timeout = request.timeout_ms ? request.timeout_ms : s_->config.queue_timeout_ms;
   w.deadline = timeout ? w.since + timeout : 0;
   w.request = std::move(request);
-  std::vector<Located> where;
-  bool fits = s_->find_place(w.need, &where);
   if (!fits && s_->config.preemption) {
     uint32_t slot = 0;
     const std::vector<LeaseId> victims = s_->victims_for(w.need, w.request.priority, &slot);
@@ -508,6 +639,7 @@ std::optional<QueuePosition> Scheduler::position(TicketId ticket) const {
   for (const auto& [t, w] : s_->waiting) {
     if (w.request.priority > p || (w.request.priority == p && t < ticket)) pos.ahead += 1;
   }
+  pos.why = s_->wait_text(it->second, pos.ahead);
   return pos;
 }
 
@@ -547,10 +679,11 @@ std::vector<ServerView> Scheduler::servers() const {
 std::vector<QueuedView> Scheduler::queue() const {
   std::vector<QueuedView> out;
   out.reserve(s_->waiting.size());
-  for (const auto& [t, w] : s_->waiting) out.push_back({t, w.request, w.since, w.deadline});
+  for (const auto& [t, w] : s_->waiting) out.push_back({t, w.request, w.since, w.deadline, {}});
   std::sort(out.begin(), out.end(), [](const QueuedView& a, const QueuedView& b) {
     return a.request.priority != b.request.priority ? a.request.priority > b.request.priority : a.ticket < b.ticket;
   });
+  for (size_t i = 0; i < out.size(); ++i) out[i].why = s_->wait_text(s_->waiting.at(out[i].ticket), i);
   return out;
 }
 

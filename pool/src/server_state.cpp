@@ -57,6 +57,22 @@ ServerState ServerState::from(const ServerInfo& info, Millis now) {
   return s;  // summarized when the scheduler first indexes it
 }
 
+ServerState pristine(const ServerState& s) {
+  ServerState out = s;
+  out.leases.clear();
+  out.leased_memory = 0;
+  for (DeviceState& d : out.devices) {
+    d.leased_memory = 0;
+    for (SliceState& sl : d.slices) {
+      sl.free_memory = sl.spec.memory_bytes;
+      sl.free_share = sl.share_units;
+      sl.sessions = 0;
+    }
+  }
+  out.summarize();
+  return out;
+}
+
 void ServerState::summarize() {
   for (int c = 0; c < 2; ++c) {
     open_devices[c] = idle_devices[c] = max_cc[c] = max_free_share[c] = 0;

@@ -87,6 +87,9 @@ struct Pick {
   uint32_t share = 0;
 };
 
+// `s` as it would be with no lease held: what it could ever give.
+ServerState pristine(const ServerState& s);
+
 // At most how many devices of `s` could take `need` (an upper bound from
 // the summary; fit_server gives the exact answer).
 uint32_t could_fit(const ServerState& s, const Need& need);

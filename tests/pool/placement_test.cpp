@@ -160,7 +160,16 @@ TEST(PoolPlacement, KindAndCapabilityInAMixedPool) {
   Request blackwell = req(1);
   blackwell.kind = KindWanted::kAny;
   blackwell.min_compute_capability = 100;
-  EXPECT_TRUE(s.submit(blackwell).value().changes.granted.empty()) << "no device of 10.0 or later";
+  // No device of 10.0 or later, held or not: refused at once, not queued.
+  auto never = s.submit(blackwell);
+  ASSERT_FALSE(never.is_ok());
+  EXPECT_NE(never.status().message().find("1 device of kind any, a whole slice, compute capability 10.0 or above "
+                                          "asked; the pool has 4 devices on 3 servers: 1 NVIDIA A100 (40.0 GiB, 8.0), "
+                                          "1 NVIDIA H100 (80.0 GiB, 9.0), 2 cpu (16.0 GiB)"),
+            std::string::npos)
+      << never.status().message();
+  EXPECT_EQ(s.queue().size(), 1u) << "only the NVIDIA request waits";
+  EXPECT_EQ(s.queue()[0].why, "1 device of kind nvidia, a whole slice asked, 0 free of 2; position 1");
 }
 
 TEST(PoolPlacement, SeveralDevicesSplitOnlyWhenAllowed) {
@@ -179,8 +188,18 @@ TEST(PoolPlacement, SeveralDevicesSplitOnlyWhenAllowed) {
   Scheduler t(whole_servers, clock);
   ASSERT_TRUE(t.register_server(server("a", 2)).is_ok());
   ASSERT_TRUE(t.register_server(server("b", 2)).is_ok());
-  EXPECT_TRUE(t.submit(req(3)).value().changes.granted.empty());
+  // Three devices on one server, where no server has three: refused at once.
+  auto never = t.submit(req(3));
+  ASSERT_FALSE(never.is_ok());
+  EXPECT_NE(never.status().message().find("no registered server could ever give this request: 3 devices"),
+            std::string::npos)
+      << never.status().message();
   EXPECT_EQ(placed(t.submit(req(2))).placement.size(), 2u);
+  EXPECT_EQ(placed(t.submit(req(2))).placement.size(), 2u);
+  // One more fits once a lease ends: it waits, and says why.
+  EXPECT_TRUE(t.submit(req(2)).value().changes.granted.empty());
+  ASSERT_EQ(t.queue().size(), 1u);
+  EXPECT_EQ(t.queue()[0].why, "2 devices of kind nvidia, whole slices asked, 0 free of 4; position 1");
 }
 
 TEST(PoolPlacement, BadInputIsAnErrorNotACrash) {

@@ -43,6 +43,29 @@ TEST(PoolQueue, WaitsAndIsPlacedTheMomentCapacityFrees) {
   EXPECT_FALSE(s.release(first.id).is_ok()) << "released twice";
 }
 
+TEST(PoolQueue, AWaitingRequestSaysWhy) {
+  ManualClock clock(1000);
+  Scheduler s(PoolConfig{}, clock);
+  // With no server yet, a request waits for one (it may register any moment).
+  const TicketId early = s.submit(req(1)).value().ticket;
+  EXPECT_EQ(s.position(early)->why,
+            "1 device of kind nvidia, a whole slice asked; no server has registered with the pool yet; position 1");
+  ASSERT_TRUE(s.register_server(server("a", 2)).is_ok());  // places it
+  ASSERT_FALSE(s.position(early).has_value());
+  Lease second = placed(s.submit(req(1)));
+  Request half = req(1, 8 * kGiB);
+  const TicketId waiting = s.submit(half).value().ticket;
+  EXPECT_EQ(s.position(waiting)->why, "1 device of kind nvidia, 8.0 GiB asked, 0 free of 2; position 1");
+  // Once leases have ended, how long they lasted: the median of the recent ones.
+  clock.advance(40'000);
+  auto freed = s.release(second.id);
+  ASSERT_TRUE(freed.is_ok());
+  ASSERT_EQ(freed.value().granted.size(), 1u);
+  const TicketId next = s.submit(req(2)).value().ticket;
+  EXPECT_EQ(s.position(next)->why,
+            "2 devices of kind nvidia, whole slices asked, 0 free of 2; position 1; recent leases lasted ~40 s");
+}
+
 TEST(PoolQueue, HigherPriorityGoesFirst) {
   ManualClock clock;
   Scheduler s(PoolConfig{}, clock);

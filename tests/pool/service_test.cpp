@@ -8,6 +8,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -216,14 +217,80 @@ TEST_F(ServiceTest, PlacesQueuesAndReleasesOnClose) {
   // The device's one whole slice is held: the next waits, and is placed
   // when the holder's connection closes.
   Result<client::Held> second = failed("not yet");
-  int queued = 0;
-  o.on_queued = [&](uint32_t, Millis) { ++queued; };
+  std::atomic<int> queued{0};
+  std::string why;
+  o.on_queued = [&](const client::QueueNotice& n) {
+    if (queued++ == 0) why = n.why;
+  };
   std::thread t([&] { second = client::acquire(o); });
   std::this_thread::sleep_for(300ms);
   first.value().channel.reset();
   t.join();
   ASSERT_TRUE(second.is_ok()) << second.status().to_string();
-  EXPECT_GE(queued, 1);
+  EXPECT_GE(queued.load(), 1);
+  // The client hears why it waits: what it asked, what is free, where it stands.
+  EXPECT_EQ(why, "1 device of kind cpu, a whole slice asked, 0 free of 1; position 1");
+}
+
+// A request no registered server could ever give is refused at once, with
+// what was asked and what the pool has (not left waiting in the queue).
+TEST_F(ServiceTest, ARequestNoServerCouldEverGiveIsRefusedAtOnce) {
+  auto server = connect();
+  {
+    capnp::MallocMessageBuilder b;
+    ServerInfo info;
+    info.id = "s1";
+    info.address = "127.0.0.1:1";
+    info.devices.push_back(Device{0, "cpu", 0, 1ull << 30, {}});
+    info.devices.push_back(Device{1, "cpu", 0, 1ull << 30, {}});
+    auto r = b.initRoot<PoolMessage>().initRegister();
+    wire::write(r, info);
+    wire::sign(r, "k", wall_now());
+    ASSERT_TRUE(server->send(b).is_ok());
+    auto m = server->receive(2s);
+    ASSERT_TRUE(m.is_ok() && m.value());
+    ASSERT_EQ(m.value()->root().which(), PoolMessage::REGISTERED);
+  }
+  struct Case {
+    Request request;
+    std::string asked;
+  };
+  Request nvidia;  // the default kind
+  Request three;
+  three.kind = KindWanted::kCpu;
+  three.devices = 3;
+  Request big;
+  big.kind = KindWanted::kAny;
+  big.memory_bytes = 2ull << 30;
+  for (const Case& c : {Case{nvidia, "1 device of kind nvidia, a whole slice asked"},
+                        Case{three, "3 devices of kind cpu, whole slices asked"},
+                        Case{big, "1 device of kind any, 2.0 GiB asked"}}) {
+    client::AcquireOptions o;
+    o.pool = {service_->address()};
+    o.request = c.request;
+    o.request.timeout_ms = 60'000;
+    bool queued = false;
+    o.on_queued = [&](const client::QueueNotice&) { queued = true; };
+    const auto start = std::chrono::steady_clock::now();
+    auto held = client::acquire(o);
+    ASSERT_FALSE(held.is_ok()) << c.asked;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << c.asked;
+    EXPECT_FALSE(queued) << c.asked;
+    const std::string m = held.status().message();
+    EXPECT_NE(m.find("no registered server could ever give this request: " + c.asked), std::string::npos) << m;
+    EXPECT_NE(m.find("the pool has 2 devices on 1 server: 2 cpu (1.0 GiB)"), std::string::npos) << m;
+  }
+  // Only the default kind's refusal suggests the CPU device.
+  client::AcquireOptions o;
+  o.pool = {service_->address()};
+  auto held = client::acquire(o);
+  ASSERT_FALSE(held.is_ok());
+  EXPECT_NE(held.status().message().find("ask for kind cpu or any"), std::string::npos);
+  // What it could ever have is still given.
+  o.request.kind = KindWanted::kCpu;
+  o.request.devices = 2;
+  auto two = client::acquire(o);
+  ASSERT_TRUE(two.is_ok()) << two.status().to_string();
 }
 
 // Only a holder of the pool's key registers a server: an impostor with the

@@ -86,9 +86,9 @@ int PoolRun::acquire(const std::string& request_text, const std::string& program
   options.hostname = host;
   bool waited = false;
   auto progress = pool::client::stderr_progress("rgpu run");
-  options.on_queued = [&](uint32_t ahead, pool::Millis ms) {
+  options.on_queued = [&](const pool::client::QueueNotice& notice) {
     waited = true;
-    progress(ahead, ms);
+    progress(notice);
   };
   auto held = pool::client::acquire(options);
   if (waited && isatty(2)) std::fputc('\n', stderr);
@@ -199,6 +199,7 @@ int status(int argc, char** argv) {
                   r.getDevices(), r.getMemoryBytes() ? gib(r.getMemoryBytes()).c_str() : "whole",
                   text(r.getKind()).c_str(), text(r.getProgram()).c_str(),
                   static_cast<double>(now - q.getSinceMs()) / 1000.0);
+      if (q.hasWhy()) std::printf("      waiting: %s\n", text(q.getWhy()).c_str());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rgpu pool status: malformed reply: %s\n", e.what());

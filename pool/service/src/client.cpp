@@ -18,6 +18,9 @@ namespace rgpu::pool::client {
 
 using poolwire::PoolMessage;
 
+// Longest wait reason shown; a longer one is left out.
+constexpr size_t kMaxWhy = 1024;
+
 Result<Held> acquire(const AcquireOptions& options) {
   if (Status s = validate(options.request); !s.is_ok()) return s;
   auto channel = net::Channel::connect(options.pool, options.connect_timeout);
@@ -50,7 +53,13 @@ Result<Held> acquire(const AcquireOptions& options) {
       auto root = m.value()->root();
       switch (root.which()) {
         case PoolMessage::QUEUED:
-          if (options.on_queued) options.on_queued(root.getQueued().getAhead(), root.getQueued().getWaitedMs());
+          if (options.on_queued) {
+            auto q = root.getQueued();
+            QueueNotice n{q.getAhead(), q.getWaitedMs(), {}};
+            auto why = wire::read_text(q.getWhy(), "why", kMaxWhy);  // shown on a terminal: printable only
+            if (why.is_ok()) n.why = std::move(why.value());
+            options.on_queued(n);
+          }
           break;
         case PoolMessage::GRANTED: {
           auto g = root.getGranted();
@@ -183,14 +192,15 @@ Status request_from_environment(Request* request) {
   return Status();
 }
 
-std::function<void(uint32_t, Millis)> stderr_progress(const std::string& who) {
+std::function<void(const QueueNotice&)> stderr_progress(const std::string& who) {
   const bool tty = isatty(2) == 1;
-  auto last = std::make_shared<int64_t>(-1);
-  return [tty, who, last](uint32_t ahead, Millis waited) {
-    if (!tty && *last == static_cast<int64_t>(ahead)) return;
-    *last = ahead;
-    std::fprintf(stderr, "%s%s: waiting in the pool's queue: position %u, waited %.0f s%s", tty ? "\r" : "",
-                 who.c_str(), ahead + 1, static_cast<double>(waited) / 1000.0, tty ? "   " : "\n");
+  auto last = std::make_shared<std::string>();
+  return [tty, who, last](const QueueNotice& n) {
+    const std::string where = n.why.empty() ? "position " + std::to_string(n.ahead + 1) : n.why;
+    if (!tty && *last == where) return;
+    *last = where;
+    std::fprintf(stderr, "%s%s: waiting: %s; waited %.0f s%s", tty ? "\r" : "", who.c_str(), where.c_str(),
+                 static_cast<double>(n.waited_ms) / 1000.0, tty ? "   " : "\n");
     std::fflush(stderr);
   };
 }

@@ -539,6 +539,7 @@ class ServiceImpl final : public Service {
     q.setTicket(ticket);
     q.setAhead(static_cast<uint32_t>(pos->ahead));
     q.setWaitedMs(core_->now() - pos->since);
+    q.setWhy(pos->why);
     send(owner->second, b);
   }
 

@@ -53,6 +53,7 @@ void write_status(poolwire::Status::Builder out, const StatusInputs& in) {
     }
     o.setSinceMs(q.since);
     o.setDeadlineMs(q.deadline);
+    o.setWhy(q.why);
   }
 }
 

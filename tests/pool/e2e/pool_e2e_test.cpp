@@ -200,7 +200,8 @@ TEST_F(PoolE2E, QueuesTimesOutAndPlacesWhenCapacityFrees) {
   Child& a = client({"RGPU_REQUEST=mem=700M"});
   ASSERT_TRUE(a.wait_for("ready count=1", 60s)) << a.text;
   Child& b = client({"RGPU_REQUEST=mem=700M"});
-  ASSERT_TRUE(b.wait_for("waiting in the pool's queue: position 1", 20s)) << b.text;
+  ASSERT_TRUE(b.wait_for("rgpu: waiting: 1 device of kind cpu, 700 MiB asked, 0 free of 1; position 1", 20s))
+      << b.text;
   Child& late = client({"RGPU_REQUEST=mem=700M", "RGPU_POOL_TIMEOUT=1"});
   EXPECT_NE(late.finish(30s), 0);
   EXPECT_NE(late.text.find("timed out in the pool's queue"), std::string::npos) << late.text;
@@ -241,7 +242,7 @@ TEST_F(PoolE2E, KilledClientsLeaseGoesToTheNextWithinASecond) {
   Child& a = client({"RGPU_REQUEST=mem=700M"});
   ASSERT_TRUE(a.wait_for("ready count=1", 60s)) << a.text;
   Child& b = client({"RGPU_REQUEST=mem=700M", "RGPU_LOG_LEVEL=info"});
-  ASSERT_TRUE(b.wait_for("waiting in the pool's queue", 20s)) << b.text;
+  ASSERT_TRUE(b.wait_for("rgpu: waiting: ", 20s)) << b.text;
   const auto killed = SteadyClock::now();
   a.kill_now();
   // The pool grants b its lease (b logs it) within the bound of 1 s;
@@ -306,10 +307,14 @@ TEST_F(PoolE2E, KindAwarePlacementInAMixedPool) {
   auto cpu = client::acquire(request(KindWanted::kCpu));
   ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
   EXPECT_EQ(cpu.value().placement.at(0).server_id, "cpu-a");
-  // No device of capability 10.0: waits, then times out.
-  auto newer = client::acquire(request(KindWanted::kNvidia, 500, 100));
+  // No device of capability 10.0, held or not: refused at once, saying what
+  // the pool has.
+  auto newer = client::acquire(request(KindWanted::kNvidia, 30'000, 100));
   ASSERT_FALSE(newer.is_ok());
-  EXPECT_NE(newer.status().message().find("timed out"), std::string::npos) << newer.status().to_string();
+  EXPECT_NE(newer.status().message().find("no registered server could ever give this request: 1 device of kind "
+                                          "nvidia, a whole slice, compute capability 10.0 or above asked"),
+            std::string::npos)
+      << newer.status().to_string();
   // And a real program asking for CPU devices lands on the CPU server,
   // once the whole-device lease above is given back.
   client::release(cpu.value());
@@ -616,7 +621,7 @@ TEST_F(PoolEtcdE2E, AKilledInstancesLeaseStaysCountedOnTheOther) {
   // The second client reaches B only; the device is still held by the
   // first, so it must wait, not be granted the same memory twice.
   Child& b = client({"RGPU_REQUEST=mem=700M"});
-  ASSERT_TRUE(b.wait_for("waiting in the pool's queue", 30s)) << b.text;
+  ASSERT_TRUE(b.wait_for("rgpu: waiting: ", 30s)) << b.text;
   std::this_thread::sleep_for(500ms);
   b.pump(0);
   EXPECT_EQ(b.text.find("ready"), std::string::npos) << b.text;

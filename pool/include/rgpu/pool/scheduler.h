@@ -57,6 +57,10 @@ struct Submitted {
 struct QueuePosition {
   size_t ahead = 0;
   Millis since = 0;
+  // Why it waits, in words for its client: what it asked, what is free of
+  // what the pool has, where it stands ("2 devices of kind nvidia asked,
+  // 0 free of 4; position 3; recent leases lasted ~40 s").
+  std::string why;
 };
 
 struct TenantUse {
@@ -82,6 +86,7 @@ struct QueuedView {
   Request request;
   Millis since = 0;
   Millis deadline = 0;  // 0: waits until placed or cancelled
+  std::string why;      // as QueuePosition::why
 };
 
 // One server as the scheduler sees it, for status views.
@@ -115,6 +120,10 @@ class Scheduler {
 
   // Places the request now, or queues it. With preemption on, a request that
   // does not fit may end leases of lower priority (listed in changes.ended).
+  // A request no registered server could give even with every lease ended
+  // (kind, compute capability, memory, share, device count) is refused at
+  // once, naming what was asked and what the pool has; with no server
+  // registered yet it waits.
   Result<Submitted> submit(Request request);
   // Withdraws a queued request.
   Status cancel(TicketId ticket);

@@ -27,6 +27,15 @@ struct Held {
   std::unique_ptr<net::Channel> channel;
 };
 
+// Where a waiting request stands, as the pool says.
+struct QueueNotice {
+  uint32_t ahead = 0;  // requests before it
+  Millis waited_ms = 0;
+  // What it asked, what is free of what the pool has, where it stands; empty
+  // from a pool that does not say.
+  std::string why;
+};
+
 struct AcquireOptions {
   std::vector<std::string> pool;  // addresses of pool instances, tried in order
   Request request;
@@ -37,9 +46,8 @@ struct AcquireOptions {
   // signed, which only a pool without tenant keys accepts.
   std::string secret;
   std::chrono::milliseconds connect_timeout{5000};
-  // Called when the request waits, and about once a second while it does:
-  // how many requests are ahead, and how long it has waited.
-  std::function<void(uint32_t ahead, Millis waited_ms)> on_queued;
+  // Called when the request waits, and about once a second while it does.
+  std::function<void(const QueueNotice&)> on_queued;
 };
 
 // Submits the request and waits for its grant. A request that waits past its
@@ -72,8 +80,9 @@ Result<std::string> secret_from_environment();
 Result<uint32_t> parse_compute_capability(const std::string& text);
 
 // The one progress line a waiting client prints on stderr: rewritten in
-// place on a terminal, printed when the position changes otherwise.
-std::function<void(uint32_t, Millis)> stderr_progress(const std::string& who);
+// place on a terminal, printed when the reason or position changes
+// otherwise.
+std::function<void(const QueueNotice&)> stderr_progress(const std::string& who);
 
 // The pool's status reply (PoolMessage.status).
 Result<net::Message> query_status(const std::vector<std::string>& pool, std::chrono::milliseconds timeout);
