@@ -94,7 +94,18 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
     RGPU_CU_TRY(capture_check_unsafe(d->graphs()));
     Device* dev = d->device_of(dptr);
     if (!dev) return CUDA_ERROR_INVALID_VALUE;
-    return dev->memory->release(dptr, ctx->copy_group()).is_ok() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    // As on a GPU, the free waits for the work already enqueued: a kernel
+    // queued before it may still use the memory (thrust frees its temporary
+    // storage right after launching the kernels that use it, then
+    // synchronizes). Only contexts whose kernels can reach the allocation,
+    // those of its isolation group, are waited for.
+    auto a = dev->memory->find(dptr);
+    const uint64_t group = ctx->copy_group();
+    if (!a || a->base != dptr || (group != kAnyGroup && a->group != group)) return CUDA_ERROR_INVALID_VALUE;
+    for (auto& c : d->contexts_of(dev->ordinal)) {
+      if (c->group() == a->group) c->drain();
+    }
+    return dev->memory->release(dptr, group).is_ok() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   });
 }
 

@@ -156,15 +156,21 @@ std::vector<std::shared_ptr<Stream>> Context::all_streams_locked() const {
   return all;
 }
 
-CUresult Context::synchronize() {
+std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> Context::wait_all() {
   std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> targets;
   {
     std::lock_guard lock(mu_);
     for (auto& s : all_streams_locked()) targets.emplace_back(s, s->last_enqueued());
   }
+  for (auto& [s, seq] : targets) s->wait(seq);
+  return targets;
+}
+
+void Context::drain() { (void)wait_all(); }
+
+CUresult Context::synchronize() {
   CUresult first = CUDA_SUCCESS;
-  for (auto& [s, seq] : targets) {
-    s->wait(seq);
+  for (auto& [s, seq] : wait_all()) {
     CUresult e = s->take_error();
     if (first == CUDA_SUCCESS) first = e;
   }

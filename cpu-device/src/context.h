@@ -119,6 +119,9 @@ class Context {
   // Waits for all work enqueued so far in every stream; returns the sticky
   // error, else the first asynchronous error, else CUDA_SUCCESS.
   CUresult synchronize();
+  // Waits for all work enqueued so far in every stream, leaving the errors
+  // to the next synchronize or query (cuMemFree waits so, as a GPU does).
+  void drain();
   // Cancels running kernels, stops waits on other streams, then lets every
   // stream drain what it was given (kernels that have not started do not
   // run). Returns once nothing of the context runs. Idempotent.
@@ -126,6 +129,9 @@ class Context {
 
  private:
   std::vector<std::shared_ptr<Stream>> all_streams_locked() const;
+  // Every stream with the last operation enqueued on it so far, and waits
+  // for those.
+  std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> wait_all();
   void reap_locked();
 
   Scheduler* const scheduler_;

@@ -68,6 +68,15 @@ std::shared_ptr<Context> Driver::context(uint64_t handle) {
   return it == contexts_.end() ? nullptr : it->second;
 }
 
+std::vector<std::shared_ptr<Context>> Driver::contexts_of(int device) {
+  std::lock_guard lock(mu_);
+  std::vector<std::shared_ptr<Context>> out;
+  for (auto& [h, c] : contexts_) {
+    if (c->device() == device) out.push_back(c);
+  }
+  return out;
+}
+
 std::shared_ptr<Context> Driver::unregister_locked(uint64_t handle) {
   auto it = contexts_.find(handle);
   if (it == contexts_.end()) return nullptr;

@@ -69,6 +69,8 @@ class Driver {
   // Contexts. Lookups return only live contexts.
   std::shared_ptr<Context> create_context(int device, unsigned flags);
   std::shared_ptr<Context> context(uint64_t handle);
+  // The live contexts of a device.
+  std::vector<std::shared_ptr<Context>> contexts_of(int device);
   // Destroys a (non-primary) context and everything it owns.
   CUresult destroy_context(uint64_t handle);
   CUresult primary_retain(int device, uint64_t* handle);

@@ -1,13 +1,16 @@
 // Tests of modules and kernels: loading nvcc's fatbin and PTX, globals and
 // constants, launches with kernelParams and extra, shared memory, faults.
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "cuda_lib.h"
+#include "gate.h"
 
 namespace rgpu::cpudev::test {
 namespace {
@@ -243,6 +246,34 @@ TEST_F(CpuDeviceModule, AccessToFreedMemoryIsIllegal) {
   void* args[] = {&p, &zero};
   CU_OK(cu.cuLaunchKernel(poke, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
   EXPECT_EQ(CUDA_ERROR_ILLEGAL_ADDRESS, cu.cuCtxSynchronize());
+}
+
+// thrust::sort frees its temporary storage right after launching the
+// kernels that use it, then synchronizes: the free waits for them, as on a
+// GPU, instead of leaving them an illegal address.
+TEST_F(CpuDeviceModule, FreeWaitsForQueuedKernels) {
+  CUstream s;
+  CU_OK(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr out;
+  CU_OK(cu.cuMemAlloc(&out, 4));
+  Gate gate;
+  CU_OK(cu.cuLaunchHostFunc(s, &Gate::hold, &gate));
+  int iters = 1000;
+  void* args[] = {&out, &iters};
+  CU_OK(cu.cuLaunchKernel(fn("spin"), 1, 1, 1, 32, 1, 1, 0, s, args, nullptr));
+  std::atomic<bool> opened{false};
+  std::thread opener([&] {
+    EXPECT_TRUE(gate.wait_entered(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    opened = true;
+    gate.open();
+  });
+  CU_OK(cu.cuMemFree(out));
+  EXPECT_TRUE(opened.load());
+  opener.join();
+  CU_OK(cu.cuStreamSynchronize(s));
+  CU_OK(cu.cuCtxSynchronize());
+  CU_OK(cu.cuStreamDestroy(s));
 }
 
 TEST_F(CpuDeviceModule, KernelsKeepStreamOrder) {
