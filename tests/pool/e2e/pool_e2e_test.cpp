@@ -300,6 +300,8 @@ TEST_F(PoolE2E, LostServerFailsItsLeasesAndWaitingRequestsMove) {
 
 TEST_F(PoolE2E, KindAwarePlacementInAMixedPool) {
   FakeServer gpu(pool_address_, nvidia_server("gpu-h100", 90));
+  ASSERT_TRUE(wait_servers(1));
+  ++servers_count_;  // so that start_rgpud waits for both: a request for a kind no server has is refused
   start_rgpud("cpu-a", 1);
   auto nv = client::acquire(request(KindWanted::kNvidia));
   ASSERT_TRUE(nv.is_ok()) << nv.status().to_string();
