@@ -1,6 +1,6 @@
 // Batch normalization (the legacy cudnnBatchNormalization* calls PyTorch
-// makes) with oneDNN's batch normalization primitive on dense float32
-// copies, in stream order. Spatial mode normalises each channel over N and
+// makes) with oneDNN's batch normalization primitive (kept in the handle's
+// cache) on the operands' dense float32 form, in stream order. Spatial mode normalises each channel over N and
 // the spatial dims; per-activation mode each C x spatial element over N
 // (computed as channels of a 1x1 image). Activations and the z input of the
 // Ex forms (CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION, ...) are not supported.
@@ -11,6 +11,7 @@
 
 #include "handle.h"
 #include "job.h"
+#include "primitive_cache.h"
 #include "tensor_desc.h"
 
 namespace rgpu::cpudnn {
@@ -86,6 +87,14 @@ cudnnStatus_t queue(cudnnHandle_t handle, std::unique_ptr<Job> job) {
   return submit(std::move(job), handle->stream);
 }
 
+// The primitive's key: every operand is dense float32 {n, c, spatial}, so
+// the shape, epsilon and flags are all it is made of.
+PrimitiveKey key(const char* op, const Shape& s, double epsilon, dnnl::normalization_flags flags) {
+  PrimitiveKey k(op);
+  k.add(s.n).add(s.c).add(s.spatial).add(float(epsilon)).add(int64_t(flags));
+  return k;
+}
+
 bool same_shape(const Strided& a, const Strided& b) {
   if (a.nd != b.nd) return false;
   for (int i = 0; i < a.nd; ++i) {
@@ -130,22 +139,25 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(
     if (running) add(*job, orm, true), add(*job, orv, true);
     if (save) add(*job, osm, true), add(*job, osv, true);
     dnnl::engine engine = handle->engine;
+    std::shared_ptr<PrimitiveCache> cache = handle->primitives;
     job->compute = [=](Job& j) {
-      std::vector<float> xv = load(j, ox), yv(xv.size()), sc = load(j, osc), bi = load(j, obi), mean(size_t(s.c)),
-                         var(size_t(s.c));
+      DenseF32 xv(ox.t, j.host(ox.index), DenseF32::kInput), yv(oy.t, j.host(oy.index), DenseF32::kOutput, a, b);
+      std::vector<float> sc = load(j, osc), bi = load(j, obi), mean(size_t(s.c)), var(size_t(s.c));
       using F = dnnl::normalization_flags;
-      dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_training, data_md(s), float(epsilon),
-                                                F::use_scale | F::use_shift);
-      dnnl::batch_normalization_forward::primitive_desc pd(d, engine);
+      const F flags = F::use_scale | F::use_shift;
+      const Primitive prim = obtain(cache.get(), key("bn_fwd_training", s, epsilon, flags), [&] {
+        using BN = dnnl::batch_normalization_forward;
+        BN::desc d(dnnl::prop_kind::forward_training, data_md(s), float(epsilon), flags);
+        return Primitive::of<BN>(BN::primitive_desc(d, user_scratchpad(), engine));
+      });
       dnnl::stream st(engine);
       dnnl::memory xm(data_md(s), engine, xv.data()), ym(data_md(s), engine, yv.data()),
           scm(param_md(s), engine, sc.data()), bim(param_md(s), engine, bi.data()),
           mm(param_md(s), engine, mean.data()), vm(param_md(s), engine, var.data());
-      dnnl::batch_normalization_forward(pd).execute(st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym},
-                                                         {DNNL_ARG_SCALE, scm}, {DNNL_ARG_SHIFT, bim},
-                                                         {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
+      prim.execute(engine, st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_SCALE, scm},
+                                {DNNL_ARG_SHIFT, bim}, {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
       st.wait();
-      scatter(oy.t, yv.data(), j.host(oy.index), a, b);
+      yv.store();
       if (running) {
         // cuDNN's running variance is the unbiased one.
         const double m = double(s.n) * double(s.spatial), unbias = m > 1 ? m / (m - 1) : 1.0;
@@ -189,22 +201,25 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardInference(
     add(*job, om, false);
     add(*job, ov, false);
     dnnl::engine engine = handle->engine;
+    std::shared_ptr<PrimitiveCache> cache = handle->primitives;
     job->compute = [=](Job& j) {
-      std::vector<float> xv = load(j, ox), yv(xv.size()), sc = load(j, osc), bi = load(j, obi), mean = load(j, om),
-                         var = load(j, ov);
+      DenseF32 xv(ox.t, j.host(ox.index), DenseF32::kInput), yv(oy.t, j.host(oy.index), DenseF32::kOutput, a, b);
+      std::vector<float> sc = load(j, osc), bi = load(j, obi), mean = load(j, om), var = load(j, ov);
       using F = dnnl::normalization_flags;
-      dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, data_md(s), float(epsilon),
-                                                F::use_global_stats | F::use_scale | F::use_shift);
-      dnnl::batch_normalization_forward::primitive_desc pd(d, engine);
+      const F flags = F::use_global_stats | F::use_scale | F::use_shift;
+      const Primitive prim = obtain(cache.get(), key("bn_fwd_inference", s, epsilon, flags), [&] {
+        using BN = dnnl::batch_normalization_forward;
+        BN::desc d(dnnl::prop_kind::forward_inference, data_md(s), float(epsilon), flags);
+        return Primitive::of<BN>(BN::primitive_desc(d, user_scratchpad(), engine));
+      });
       dnnl::stream st(engine);
       dnnl::memory xm(data_md(s), engine, xv.data()), ym(data_md(s), engine, yv.data()),
           scm(param_md(s), engine, sc.data()), bim(param_md(s), engine, bi.data()),
           mm(param_md(s), engine, mean.data()), vm(param_md(s), engine, var.data());
-      dnnl::batch_normalization_forward(pd).execute(st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym},
-                                                         {DNNL_ARG_SCALE, scm}, {DNNL_ARG_SHIFT, bim},
-                                                         {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
+      prim.execute(engine, st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_SCALE, scm},
+                                {DNNL_ARG_SHIFT, bim}, {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
       st.wait();
-      scatter(oy.t, yv.data(), j.host(oy.index), a, b);
+      yv.store();
     };
     return queue(handle, std::move(job));
   });
@@ -247,15 +262,18 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationBackwardEx(
     if (saved) add(*job, osm, false), add(*job, osv, false);
     if (has_bias) add(*job, obi, false);
     dnnl::engine engine = handle->engine;
+    std::shared_ptr<PrimitiveCache> cache = handle->primitives;
     job->compute = [=](Job& j) {
-      std::vector<float> xv = load(j, ox), dyv = load(j, ody), dxv(xv.size()), sc = load(j, osc),
-                         bi = has_bias ? load(j, obi) : std::vector<float>(size_t(s.c), 0.f), dsc(size_t(s.c)),
-                         dbi(size_t(s.c)), mean(size_t(s.c)), var(size_t(s.c));
+      DenseF32 xv(ox.t, j.host(ox.index), DenseF32::kInput), dyv(ody.t, j.host(ody.index), DenseF32::kInput),
+          dxv(odx.t, j.host(odx.index), DenseF32::kOutput, ad, bd);
+      std::vector<float> sc = load(j, osc), bi = has_bias ? load(j, obi) : std::vector<float>(size_t(s.c), 0.f),
+                         dsc(size_t(s.c)), dbi(size_t(s.c)), mean(size_t(s.c)), var(size_t(s.c));
       using F = dnnl::normalization_flags;
+      const F flags = F::use_scale | F::use_shift;
+      using BNF = dnnl::batch_normalization_forward;
+      using BNB = dnnl::batch_normalization_backward;
+      const BNF::desc fd(dnnl::prop_kind::forward_training, data_md(s), float(epsilon), flags);
       dnnl::stream st(engine);
-      dnnl::batch_normalization_forward::desc fd(dnnl::prop_kind::forward_training, data_md(s), float(epsilon),
-                                                 F::use_scale | F::use_shift);
-      dnnl::batch_normalization_forward::primitive_desc fpd(fd, engine);
       if (saved) {
         mean = load(j, osm);
         std::vector<float> inv = load(j, osv);
@@ -267,22 +285,24 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationBackwardEx(
           dbim(param_md(s), engine, dbi.data()), mm(param_md(s), engine, mean.data()),
           vm(param_md(s), engine, var.data());
       if (!saved) {  // recompute the batch statistics
-        std::vector<float> scratch(xv.size());
+        const Primitive fwd = obtain(cache.get(), key("bn_fwd_training", s, epsilon, flags), [&] {
+          return Primitive::of<BNF>(BNF::primitive_desc(fd, user_scratchpad(), engine));
+        });
+        std::vector<float> scratch(xv.count());
         dnnl::memory ym(data_md(s), engine, scratch.data());
-        dnnl::batch_normalization_forward(fpd).execute(st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym},
-                                                            {DNNL_ARG_SCALE, scm}, {DNNL_ARG_SHIFT, bim},
-                                                            {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
+        fwd.execute(engine, st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_SCALE, scm},
+                                 {DNNL_ARG_SHIFT, bim}, {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
       }
-      dnnl::batch_normalization_backward::desc bd_(dnnl::prop_kind::backward, data_md(s), data_md(s), float(epsilon),
-                                                   F::use_scale | F::use_shift);
-      dnnl::batch_normalization_backward::primitive_desc bpd(bd_, engine, fpd);
+      const Primitive bwd = obtain(cache.get(), key("bn_bwd", s, epsilon, flags), [&] {
+        const BNB::desc bd_(dnnl::prop_kind::backward, data_md(s), data_md(s), float(epsilon), flags);
+        return Primitive::of<BNB>(BNB::primitive_desc(bd_, user_scratchpad(), engine, BNF::primitive_desc(fd, engine)));
+      });
       // oneDNN 2.x's backward pass asks for the shift too, though it does not read it.
-      dnnl::batch_normalization_backward(bpd).execute(
-          st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DIFF_DST, dym}, {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm},
-               {DNNL_ARG_SCALE, scm}, {DNNL_ARG_SHIFT, bim}, {DNNL_ARG_DIFF_SRC, dxm}, {DNNL_ARG_DIFF_SCALE, dscm},
-               {DNNL_ARG_DIFF_SHIFT, dbim}});
+      bwd.execute(engine, st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DIFF_DST, dym}, {DNNL_ARG_MEAN, mm},
+                               {DNNL_ARG_VARIANCE, vm}, {DNNL_ARG_SCALE, scm}, {DNNL_ARG_SHIFT, bim},
+                               {DNNL_ARG_DIFF_SRC, dxm}, {DNNL_ARG_DIFF_SCALE, dscm}, {DNNL_ARG_DIFF_SHIFT, dbim}});
       st.wait();
-      scatter(odx.t, dxv.data(), j.host(odx.index), ad, bd);
+      dxv.store();
       scatter(odsc.t, dsc.data(), j.host(odsc.index), ap, bp);
       scatter(odbi.t, dbi.data(), j.host(odbi.index), ap, bp);
     };

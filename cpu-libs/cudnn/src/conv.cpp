@@ -1,6 +1,7 @@
 // Convolutions of execution plans: derived from the operation graph at
-// finalize, computed at execute with oneDNN's convolution primitives on
-// dense float32 copies of the operands (layout.h), in stream order (job.h).
+// finalize, computed at execute with oneDNN's convolution primitives (kept
+// in the handle's cache, primitive_cache.h) on the operands' dense float32
+// form (layout.h), in stream order (job.h).
 #include "conv.h"
 
 #include <cstring>
@@ -10,6 +11,7 @@
 #include "backend.h"
 #include "handle.h"
 #include "job.h"
+#include "primitive_cache.h"
 
 namespace rgpu::cpudnn {
 
@@ -64,17 +66,22 @@ uint64_t span_bytes(const Strided& s) {
 }
 
 // Mirrors every filter's spatial extent (CUDNN_CONVOLUTION against oneDNN's
-// cross-correlation). `w` is dense [K, C, k0, k1, ...].
-void mirror(std::vector<float>& w, const Strided& s) {
+// cross-correlation). `w` is dense [K, C, k0, k1, ...], `n` elements.
+void mirror(float* w, size_t n, const Strided& s) {
   size_t inner = 1;
   for (int i = 2; i < s.nd; ++i) inner *= size_t(s.dims[i]);
-  const size_t filters = w.size() / inner;
+  const size_t filters = n / inner;
   std::vector<float> tmp(inner);
   for (size_t f = 0; f < filters; ++f) {
-    float* p = w.data() + f * inner;
+    float* p = w + f * inner;
     for (size_t i = 0; i < inner; ++i) tmp[i] = p[inner - 1 - i];  // every spatial axis reversed
     std::memcpy(p, tmp.data(), inner * 4);
   }
+}
+
+dnnl::memory::format_tag plain(size_t n) {
+  using tag = dnnl::memory::format_tag;
+  return n == 3 ? tag::abc : n == 4 ? tag::abcd : n == 5 ? tag::abcde : tag::abcdef;
 }
 
 }  // namespace
@@ -190,15 +197,19 @@ cudnnStatus_t run_conv(cudnnContext* handle, const ConvPlan& plan, const Desc& p
   const size_t iw = job->add({pw, span_bytes(plan.w), true, out_w});
   const size_t iy = job->add({py, span_bytes(plan.y), true, out_y});
   dnnl::engine engine = handle->engine;
-  job->compute = [plan, engine, ix, iw, iy](Job& j) {
+  std::shared_ptr<PrimitiveCache> cache = handle->primitives;
+  job->compute = [plan, engine, cache, ix, iw, iy](Job& j) {
     using dnnl::memory;
-    std::vector<float> x(plan.x.count()), w(plan.w.count()), y(plan.y.count());
-    if (plan.kind != ConvPlan::kBackwardData) gather(plan.x, j.host(ix), x.data());
-    if (plan.kind != ConvPlan::kBackwardFilter) {
-      gather(plan.w, j.host(iw), w.data());
-      if (plan.flip) mirror(w, plan.w);
-    }
-    if (plan.kind != ConvPlan::kForward) gather(plan.y, j.host(iy), y.data());
+    using Use = DenseF32::Use;
+    const auto kind = plan.kind;
+    // Dense float32 operands; oneDNN reads and writes a job's host copy in
+    // place where it already is one. A mirrored filter is always a copy.
+    DenseF32 x(plan.x, j.host(ix), kind == ConvPlan::kBackwardData ? Use::kOutput : Use::kInput, plan.alpha,
+               plan.beta);
+    DenseF32 w(plan.w, j.host(iw), kind == ConvPlan::kBackwardFilter ? Use::kOutput : Use::kInput, plan.alpha,
+               plan.beta, !plan.flip);
+    DenseF32 y(plan.y, j.host(iy), kind == ConvPlan::kForward ? Use::kOutput : Use::kInput, plan.alpha, plan.beta);
+    if (plan.flip && kind != ConvPlan::kBackwardFilter) mirror(w.data(), w.count(), plan.w);
 
     memory::dims xd(plan.x.dims, plan.x.dims + plan.x.nd), yd(plan.y.dims, plan.y.dims + plan.y.nd), wd;
     if (plan.groups > 1) {
@@ -208,10 +219,6 @@ cudnnStatus_t run_conv(cudnnContext* handle, const ConvPlan& plan, const Desc& p
     } else {
       wd.assign(plan.w.dims, plan.w.dims + plan.w.nd);
     }
-    auto plain = [](size_t n) {
-      return n == 3 ? memory::format_tag::abc : n == 4 ? memory::format_tag::abcd
-             : n == 5 ? memory::format_tag::abcde : memory::format_tag::abcdef;
-    };
     const memory::desc xm(xd, memory::data_type::f32, plain(xd.size()));
     const memory::desc wm(wd, memory::data_type::f32, plain(wd.size()));
     const memory::desc ym(yd, memory::data_type::f32, plain(yd.size()));
@@ -222,32 +229,46 @@ cudnnStatus_t run_conv(cudnnContext* handle, const ConvPlan& plan, const Desc& p
       pad_l.push_back(plan.pre_pad[i]);
       pad_r.push_back(plan.post_pad[i]);
     }
+    // The primitive is made of these alone: every operand is dense float32
+    // in a plain layout whatever the caller's type and strides, and alpha,
+    // beta and the mirroring are applied outside it.
+    static const char* const kOps[] = {"conv_fwd", "conv_bwd_data", "conv_bwd_weights"};
+    PrimitiveKey key(kOps[kind]);
+    key.add(xd).add(wd).add(yd).add(strides).add(dilates).add(pad_l).add(pad_r);
+    const Primitive prim = obtain(cache.get(), key, [&]() -> Primitive {
+      using namespace dnnl;
+      const primitive_attr attr = user_scratchpad();
+      convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, xm, wm, ym, strides,
+                                   dilates, pad_l, pad_r);
+      if (kind == ConvPlan::kForward) {
+        return Primitive::of<convolution_forward>(convolution_forward::primitive_desc(fd, attr, engine));
+      }
+      convolution_forward::primitive_desc hint(fd, engine);
+      if (kind == ConvPlan::kBackwardData) {
+        convolution_backward_data::desc bd(algorithm::convolution_direct, xm, wm, ym, strides, dilates, pad_l, pad_r);
+        return Primitive::of<convolution_backward_data>(
+            convolution_backward_data::primitive_desc(bd, attr, engine, hint));
+      }
+      convolution_backward_weights::desc bd(algorithm::convolution_direct, xm, wm, ym, strides, dilates, pad_l,
+                                            pad_r);
+      return Primitive::of<convolution_backward_weights>(
+          convolution_backward_weights::primitive_desc(bd, attr, engine, hint));
+    });
     dnnl::stream s(engine);
     memory xmem(xm, engine, x.data()), wmem(wm, engine, w.data()), ymem(ym, engine, y.data());
-    dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, xm,
-                                       wm, ym, strides, dilates, pad_l, pad_r);
-    dnnl::convolution_forward::primitive_desc fpd(fd, engine);
-    if (plan.kind == ConvPlan::kForward) {
-      dnnl::convolution_forward(fpd).execute(s, {{DNNL_ARG_SRC, xmem}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, ymem}});
-    } else if (plan.kind == ConvPlan::kBackwardData) {
-      dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, xm, wm, ym, strides, dilates,
-                                               pad_l, pad_r);
-      dnnl::convolution_backward_data::primitive_desc bpd(bd, engine, fpd);
-      dnnl::convolution_backward_data(bpd).execute(
-          s, {{DNNL_ARG_DIFF_DST, ymem}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DIFF_SRC, xmem}});
+    if (kind == ConvPlan::kForward) {
+      prim.execute(engine, s, {{DNNL_ARG_SRC, xmem}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, ymem}});
+    } else if (kind == ConvPlan::kBackwardData) {
+      prim.execute(engine, s, {{DNNL_ARG_DIFF_DST, ymem}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DIFF_SRC, xmem}});
     } else {
-      dnnl::convolution_backward_weights::desc bd(dnnl::algorithm::convolution_direct, xm, wm, ym, strides, dilates,
-                                                  pad_l, pad_r);
-      dnnl::convolution_backward_weights::primitive_desc bpd(bd, engine, fpd);
-      dnnl::convolution_backward_weights(bpd).execute(
-          s, {{DNNL_ARG_SRC, xmem}, {DNNL_ARG_DIFF_DST, ymem}, {DNNL_ARG_DIFF_WEIGHTS, wmem}});
+      prim.execute(engine, s, {{DNNL_ARG_SRC, xmem}, {DNNL_ARG_DIFF_DST, ymem}, {DNNL_ARG_DIFF_WEIGHTS, wmem}});
     }
     s.wait();
-    if (plan.kind == ConvPlan::kForward) scatter(plan.y, y.data(), j.host(iy), plan.alpha, plan.beta);
-    if (plan.kind == ConvPlan::kBackwardData) scatter(plan.x, x.data(), j.host(ix), plan.alpha, plan.beta);
-    if (plan.kind == ConvPlan::kBackwardFilter) {
-      if (plan.flip) mirror(w, plan.w);
-      scatter(plan.w, w.data(), j.host(iw), plan.alpha, plan.beta);
+    if (kind == ConvPlan::kForward) y.store();
+    if (kind == ConvPlan::kBackwardData) x.store();
+    if (kind == ConvPlan::kBackwardFilter) {
+      if (plan.flip) mirror(w.data(), w.count(), plan.w);
+      w.store();
     }
   };
   job->usage = handle->usage;
