@@ -7,9 +7,6 @@
 // stand-in: the copies in and out, the layout conversions and oneDNN.
 //
 //   rgpu-cudnn-bench [google benchmark flags]
-//
-// The last argument of every case is the primitive cache (1 on, 0 off:
-// RGPU_DNN_CACHE set for the handle's creation), so both run side by side.
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <cudnn.h>
@@ -53,15 +50,12 @@ size_t count(const std::vector<int64_t>& dims) {
   return n;
 }
 
-// A handle (cache on or off), device buffers and descriptors, released at
-// the end of a case.
+// A handle, device buffers and descriptors, released at the end of a case.
 class Session {
  public:
-  explicit Session(bool cache) {
+  Session() {
     context();
-    setenv("RGPU_DNN_CACHE", cache ? "1" : "0", 1);
     BENCH_CHECK(cudnnCreate(&h_));
-    unsetenv("RGPU_DNN_CACHE");
   }
   ~Session() {
     cuCtxSynchronize();
@@ -127,11 +121,11 @@ class Session {
 
 enum Kind { kForward, kData, kFilter };
 
-// Args: kind, N, C, K, H (= W), cache. A 3x3 convolution, padding 1, stride 1.
+// Args: kind, N, C, K, H (= W). A 3x3 convolution, padding 1, stride 1.
 void Conv(benchmark::State& state) {
   const auto kind = Kind(state.range(0));
   const int64_t n = state.range(1), c = state.range(2), k = state.range(3), hw = state.range(4);
-  Session s(state.range(5) != 0);
+  Session s;
   const std::vector<int64_t> xd{n, c, hw, hw}, wd{k, c, 3, 3}, yd{n, k, hw, hw};
   auto x = s.tensor('x', xd), w = s.tensor('w', wd), y = s.tensor('y', yd);
   auto conv = s.make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
@@ -194,11 +188,11 @@ void Conv(benchmark::State& state) {
   }
 }
 
-// Args: backward (0: training forward, 1: backward), N, C, H (= W), cache.
+// Args: backward (0: training forward, 1: backward), N, C, H (= W).
 void BatchNorm(benchmark::State& state) {
   const bool backward = state.range(0) != 0;
   const int n = int(state.range(1)), c = int(state.range(2)), hw = int(state.range(3));
-  Session s(state.range(4) != 0);
+  Session s;
   const size_t elems = size_t(n) * size_t(c) * size_t(hw) * size_t(hw);
   auto xd = s.legacy({n, c, hw, hw}), pd = s.legacy({1, c, 1, 1});
   auto x = (void*)s.buffer(elems, 1), y = (void*)s.buffer(elems, 2), dy = (void*)s.buffer(elems, 3),
@@ -232,21 +226,21 @@ void BatchNorm(benchmark::State& state) {
 // costs"): conv1 3->8 at 32x32, bn1, conv2 8->16 at 16x16, batch 16; and
 // the wider 3->16->32 at 32x32.
 void ConvArgs(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"kind", "n", "c", "k", "hw", "cache"});
+  b->ArgNames({"kind", "n", "c", "k", "hw"});
   for (int kind : {kForward, kData, kFilter}) {
     for (auto shape : std::vector<std::vector<int64_t>>{{16, 3, 8, 32}, {16, 8, 16, 16}, {16, 3, 16, 32},
                                                         {16, 16, 32, 32}}) {
       if (kind == kData && shape[1] == 3) continue;  // a first layer has no data gradient
-      for (int cache : {0, 1}) b->Args({kind, shape[0], shape[1], shape[2], shape[3], cache});
+      b->Args({kind, shape[0], shape[1], shape[2], shape[3]});
     }
   }
 }
 
 void BatchNormArgs(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"bwd", "n", "c", "hw", "cache"});
+  b->ArgNames({"bwd", "n", "c", "hw"});
   for (int bwd : {0, 1}) {
     for (auto shape : std::vector<std::vector<int64_t>>{{16, 8, 32}, {16, 16, 32}}) {
-      for (int cache : {0, 1}) b->Args({bwd, shape[0], shape[1], shape[2], cache});
+      b->Args({bwd, shape[0], shape[1], shape[2]});
     }
   }
 }

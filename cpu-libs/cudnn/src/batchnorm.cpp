@@ -1,8 +1,10 @@
 // Batch normalization (the legacy cudnnBatchNormalization* calls PyTorch
-// makes) with oneDNN's batch normalization primitive (kept in the handle's
-// cache) on the operands' dense float32 form, in stream order. Spatial mode normalises each channel over N and
-// the spatial dims; per-activation mode each C x spatial element over N
-// (computed as channels of a 1x1 image). Activations and the z input of the
+// makes) with oneDNN's batch normalization primitive on the operands' dense
+// float32 form, in stream order. Each call makes its primitives on the
+// thread that runs them (oneDNN's own process-wide cache makes that cheap,
+// conv.cpp). Spatial mode normalises each channel over N and the spatial
+// dims; per-activation mode each C x spatial element over N (computed as
+// channels of a 1x1 image). Activations and the z input of the
 // Ex forms (CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION, ...) are not supported.
 #include <cmath>
 #include <cstring>
@@ -11,7 +13,6 @@
 
 #include "handle.h"
 #include "job.h"
-#include "primitive_cache.h"
 #include "tensor_desc.h"
 
 namespace rgpu::cpudnn {
@@ -87,14 +88,6 @@ cudnnStatus_t queue(cudnnHandle_t handle, std::unique_ptr<Job> job) {
   return submit(std::move(job), handle->stream);
 }
 
-// The primitive's key: every operand is dense float32 {n, c, spatial}, so
-// the shape, epsilon and flags are all it is made of.
-PrimitiveKey key(const char* op, const Shape& s, double epsilon, dnnl::normalization_flags flags) {
-  PrimitiveKey k(op);
-  k.add(s.n).add(s.c).add(s.spatial).add(float(epsilon)).add(int64_t(flags));
-  return k;
-}
-
 bool same_shape(const Strided& a, const Strided& b) {
   if (a.nd != b.nd) return false;
   for (int i = 0; i < a.nd; ++i) {
@@ -139,23 +132,20 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(
     if (running) add(*job, orm, true), add(*job, orv, true);
     if (save) add(*job, osm, true), add(*job, osv, true);
     dnnl::engine engine = handle->engine;
-    std::shared_ptr<PrimitiveCache> cache = handle->primitives;
     job->compute = [=](Job& j) {
       DenseF32 xv(ox.t, j.host(ox.index), DenseF32::kInput), yv(oy.t, j.host(oy.index), DenseF32::kOutput, a, b);
       std::vector<float> sc = load(j, osc), bi = load(j, obi), mean(size_t(s.c)), var(size_t(s.c));
       using F = dnnl::normalization_flags;
       const F flags = F::use_scale | F::use_shift;
-      const Primitive prim = obtain(cache.get(), key("bn_fwd_training", s, epsilon, flags), [&] {
-        using BN = dnnl::batch_normalization_forward;
-        BN::desc d(dnnl::prop_kind::forward_training, data_md(s), float(epsilon), flags);
-        return Primitive::of<BN>(BN::primitive_desc(d, user_scratchpad(), engine));
-      });
+      using BN = dnnl::batch_normalization_forward;
+      const BN prim(BN::primitive_desc(BN::desc(dnnl::prop_kind::forward_training, data_md(s), float(epsilon), flags),
+                                       engine));
       dnnl::stream st(engine);
       dnnl::memory xm(data_md(s), engine, xv.data()), ym(data_md(s), engine, yv.data()),
           scm(param_md(s), engine, sc.data()), bim(param_md(s), engine, bi.data()),
           mm(param_md(s), engine, mean.data()), vm(param_md(s), engine, var.data());
-      prim.execute(engine, st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_SCALE, scm},
-                                {DNNL_ARG_SHIFT, bim}, {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
+      prim.execute(st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_SCALE, scm},
+                        {DNNL_ARG_SHIFT, bim}, {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
       st.wait();
       yv.store();
       if (running) {
@@ -201,23 +191,20 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardInference(
     add(*job, om, false);
     add(*job, ov, false);
     dnnl::engine engine = handle->engine;
-    std::shared_ptr<PrimitiveCache> cache = handle->primitives;
     job->compute = [=](Job& j) {
       DenseF32 xv(ox.t, j.host(ox.index), DenseF32::kInput), yv(oy.t, j.host(oy.index), DenseF32::kOutput, a, b);
       std::vector<float> sc = load(j, osc), bi = load(j, obi), mean = load(j, om), var = load(j, ov);
       using F = dnnl::normalization_flags;
       const F flags = F::use_global_stats | F::use_scale | F::use_shift;
-      const Primitive prim = obtain(cache.get(), key("bn_fwd_inference", s, epsilon, flags), [&] {
-        using BN = dnnl::batch_normalization_forward;
-        BN::desc d(dnnl::prop_kind::forward_inference, data_md(s), float(epsilon), flags);
-        return Primitive::of<BN>(BN::primitive_desc(d, user_scratchpad(), engine));
-      });
+      using BN = dnnl::batch_normalization_forward;
+      const BN prim(BN::primitive_desc(
+          BN::desc(dnnl::prop_kind::forward_inference, data_md(s), float(epsilon), flags), engine));
       dnnl::stream st(engine);
       dnnl::memory xm(data_md(s), engine, xv.data()), ym(data_md(s), engine, yv.data()),
           scm(param_md(s), engine, sc.data()), bim(param_md(s), engine, bi.data()),
           mm(param_md(s), engine, mean.data()), vm(param_md(s), engine, var.data());
-      prim.execute(engine, st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_SCALE, scm},
-                                {DNNL_ARG_SHIFT, bim}, {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
+      prim.execute(st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_SCALE, scm},
+                        {DNNL_ARG_SHIFT, bim}, {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
       st.wait();
       yv.store();
     };
@@ -262,7 +249,6 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationBackwardEx(
     if (saved) add(*job, osm, false), add(*job, osv, false);
     if (has_bias) add(*job, obi, false);
     dnnl::engine engine = handle->engine;
-    std::shared_ptr<PrimitiveCache> cache = handle->primitives;
     job->compute = [=](Job& j) {
       DenseF32 xv(ox.t, j.host(ox.index), DenseF32::kInput), dyv(ody.t, j.host(ody.index), DenseF32::kInput),
           dxv(odx.t, j.host(odx.index), DenseF32::kOutput, ad, bd);
@@ -273,6 +259,7 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationBackwardEx(
       using BNF = dnnl::batch_normalization_forward;
       using BNB = dnnl::batch_normalization_backward;
       const BNF::desc fd(dnnl::prop_kind::forward_training, data_md(s), float(epsilon), flags);
+      const BNF::primitive_desc fpd(fd, engine);
       dnnl::stream st(engine);
       if (saved) {
         mean = load(j, osm);
@@ -285,22 +272,18 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationBackwardEx(
           dbim(param_md(s), engine, dbi.data()), mm(param_md(s), engine, mean.data()),
           vm(param_md(s), engine, var.data());
       if (!saved) {  // recompute the batch statistics
-        const Primitive fwd = obtain(cache.get(), key("bn_fwd_training", s, epsilon, flags), [&] {
-          return Primitive::of<BNF>(BNF::primitive_desc(fd, user_scratchpad(), engine));
-        });
+        const BNF fwd(fpd);
         std::vector<float> scratch(xv.count());
         dnnl::memory ym(data_md(s), engine, scratch.data());
-        fwd.execute(engine, st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_SCALE, scm},
-                                 {DNNL_ARG_SHIFT, bim}, {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
+        fwd.execute(st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_SCALE, scm},
+                         {DNNL_ARG_SHIFT, bim}, {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
       }
-      const Primitive bwd = obtain(cache.get(), key("bn_bwd", s, epsilon, flags), [&] {
-        const BNB::desc bd_(dnnl::prop_kind::backward, data_md(s), data_md(s), float(epsilon), flags);
-        return Primitive::of<BNB>(BNB::primitive_desc(bd_, user_scratchpad(), engine, BNF::primitive_desc(fd, engine)));
-      });
+      const BNB bwd(BNB::primitive_desc(
+          BNB::desc(dnnl::prop_kind::backward, data_md(s), data_md(s), float(epsilon), flags), engine, fpd));
       // oneDNN 2.x's backward pass asks for the shift too, though it does not read it.
-      bwd.execute(engine, st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DIFF_DST, dym}, {DNNL_ARG_MEAN, mm},
-                               {DNNL_ARG_VARIANCE, vm}, {DNNL_ARG_SCALE, scm}, {DNNL_ARG_SHIFT, bim},
-                               {DNNL_ARG_DIFF_SRC, dxm}, {DNNL_ARG_DIFF_SCALE, dscm}, {DNNL_ARG_DIFF_SHIFT, dbim}});
+      bwd.execute(st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DIFF_DST, dym}, {DNNL_ARG_MEAN, mm},
+                       {DNNL_ARG_VARIANCE, vm}, {DNNL_ARG_SCALE, scm}, {DNNL_ARG_SHIFT, bim},
+                       {DNNL_ARG_DIFF_SRC, dxm}, {DNNL_ARG_DIFF_SCALE, dscm}, {DNNL_ARG_DIFF_SHIFT, dbim}});
       st.wait();
       dxv.store();
       scatter(odsc.t, dsc.data(), j.host(odsc.index), ap, bp);

@@ -1,17 +1,16 @@
 // Convolutions of execution plans: derived from the operation graph at
-// finalize, computed at execute with oneDNN's convolution primitives (kept
-// in the handle's cache, primitive_cache.h) on the operands' dense float32
-// form (layout.h), in stream order (job.h).
+// finalize, computed at execute with oneDNN's convolution primitives on the
+// operands' dense float32 form (layout.h), in stream order (job.h).
 #include "conv.h"
 
 #include <cstring>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "backend.h"
 #include "handle.h"
 #include "job.h"
-#include "primitive_cache.h"
 
 namespace rgpu::cpudnn {
 
@@ -197,8 +196,7 @@ cudnnStatus_t run_conv(cudnnContext* handle, const ConvPlan& plan, const Desc& p
   const size_t iw = job->add({pw, span_bytes(plan.w), true, out_w});
   const size_t iy = job->add({py, span_bytes(plan.y), true, out_y});
   dnnl::engine engine = handle->engine;
-  std::shared_ptr<PrimitiveCache> cache = handle->primitives;
-  job->compute = [plan, engine, cache, ix, iw, iy](Job& j) {
+  job->compute = [plan, engine, ix, iw, iy](Job& j) {
     using dnnl::memory;
     using Use = DenseF32::Use;
     const auto kind = plan.kind;
@@ -229,40 +227,35 @@ cudnnStatus_t run_conv(cudnnContext* handle, const ConvPlan& plan, const Desc& p
       pad_l.push_back(plan.pre_pad[i]);
       pad_r.push_back(plan.post_pad[i]);
     }
-    // The primitive is made of these alone: every operand is dense float32
-    // in a plain layout whatever the caller's type and strides, and alpha,
-    // beta and the mirroring are applied outside it.
-    static const char* const kOps[] = {"conv_fwd", "conv_bwd_data", "conv_bwd_weights"};
-    PrimitiveKey key(kOps[kind]);
-    key.add(xd).add(wd).add(yd).add(strides).add(dilates).add(pad_l).add(pad_r);
-    const Primitive prim = obtain(cache.get(), key, [&]() -> Primitive {
-      using namespace dnnl;
-      const primitive_attr attr = user_scratchpad();
-      convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, xm, wm, ym, strides,
-                                   dilates, pad_l, pad_r);
-      if (kind == ConvPlan::kForward) {
-        return Primitive::of<convolution_forward>(convolution_forward::primitive_desc(fd, attr, engine));
-      }
-      convolution_forward::primitive_desc hint(fd, engine);
-      if (kind == ConvPlan::kBackwardData) {
-        convolution_backward_data::desc bd(algorithm::convolution_direct, xm, wm, ym, strides, dilates, pad_l, pad_r);
-        return Primitive::of<convolution_backward_data>(
-            convolution_backward_data::primitive_desc(bd, attr, engine, hint));
-      }
+    // Each call makes its primitive here, on the thread that executes it:
+    // oneDNN's default (library-managed) scratchpad belongs to the creating
+    // thread, and a job runs on whichever host-function thread its stream
+    // gives it. Making one again is cheap: oneDNN keeps a process-wide cache
+    // of primitive implementations (1024 by default; the variable
+    // ONEDNN_PRIMITIVE_CACHE_CAPACITY), so a repeated shape costs a
+    // descriptor and a lookup, tens of microseconds, and no kernel generation.
+    using namespace dnnl;
+    convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, xm, wm, ym, strides,
+                                 dilates, pad_l, pad_r);
+    const convolution_forward::primitive_desc fpd(fd, engine);
+    memory xmem(xm, engine, x.data()), wmem(wm, engine, w.data()), ymem(ym, engine, y.data());
+    primitive prim;
+    std::unordered_map<int, memory> args;
+    if (kind == ConvPlan::kForward) {
+      prim = convolution_forward(fpd);
+      args = {{DNNL_ARG_SRC, xmem}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, ymem}};
+    } else if (kind == ConvPlan::kBackwardData) {
+      convolution_backward_data::desc bd(algorithm::convolution_direct, xm, wm, ym, strides, dilates, pad_l, pad_r);
+      prim = convolution_backward_data(convolution_backward_data::primitive_desc(bd, engine, fpd));
+      args = {{DNNL_ARG_DIFF_DST, ymem}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DIFF_SRC, xmem}};
+    } else {
       convolution_backward_weights::desc bd(algorithm::convolution_direct, xm, wm, ym, strides, dilates, pad_l,
                                             pad_r);
-      return Primitive::of<convolution_backward_weights>(
-          convolution_backward_weights::primitive_desc(bd, attr, engine, hint));
-    });
-    dnnl::stream s(engine);
-    memory xmem(xm, engine, x.data()), wmem(wm, engine, w.data()), ymem(ym, engine, y.data());
-    if (kind == ConvPlan::kForward) {
-      prim.execute(engine, s, {{DNNL_ARG_SRC, xmem}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, ymem}});
-    } else if (kind == ConvPlan::kBackwardData) {
-      prim.execute(engine, s, {{DNNL_ARG_DIFF_DST, ymem}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DIFF_SRC, xmem}});
-    } else {
-      prim.execute(engine, s, {{DNNL_ARG_SRC, xmem}, {DNNL_ARG_DIFF_DST, ymem}, {DNNL_ARG_DIFF_WEIGHTS, wmem}});
+      prim = convolution_backward_weights(convolution_backward_weights::primitive_desc(bd, engine, fpd));
+      args = {{DNNL_ARG_SRC, xmem}, {DNNL_ARG_DIFF_DST, ymem}, {DNNL_ARG_DIFF_WEIGHTS, wmem}};
     }
+    stream s(engine);
+    prim.execute(s, args);
     s.wait();
     if (kind == ConvPlan::kForward) y.store();
     if (kind == ConvPlan::kBackwardData) x.store();

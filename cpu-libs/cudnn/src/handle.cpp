@@ -3,17 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include <cstdlib>
-#include <cstring>
-
 namespace {
-
-// The primitive cache is on unless RGPU_DNN_CACHE is "0"; read once per
-// handle, at its creation.
-bool primitive_cache_on() {
-  const char* v = std::getenv("RGPU_DNN_CACHE");
-  return !(v && std::strcmp(v, "0") == 0);
-}
 
 CUcontext current_context() {
   CUcontext ctx = nullptr;
@@ -32,23 +22,18 @@ RGPU_EXPORT cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
     if (!ctx) return CUDNN_STATUS_NOT_INITIALIZED;
     auto* h = new cudnnContext();
     h->ctx = ctx;
-    if (primitive_cache_on()) h->primitives = std::make_shared<rgpu::cpudnn::PrimitiveCache>();
     *handle = h;
     return CUDNN_STATUS_SUCCESS;
   });
 }
 
-// Queued work holds no reference to the handle (each job owns its engine
-// copy and shares the handle's usage counters and primitive cache), so it
-// may be destroyed while work is in flight.
+// Queued work holds no reference to the handle (each job owns its primitive
+// and engine copy), so it may be destroyed while work is in flight.
 RGPU_EXPORT cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
   if (!handle) return CUDNN_STATUS_BAD_PARAM;
   if (const uint64_t jobs = handle->usage->jobs.load()) {
-    rgpu::cpudnn::PrimitiveCache::Stats cache;
-    if (handle->primitives) cache = handle->primitives->stats();
-    RGPU_INFO("cpu cudnn: handle destroyed jobs=%llu compute_ms=%.1f primitive_hits=%llu primitive_misses=%llu",
-              static_cast<unsigned long long>(jobs), double(handle->usage->compute_ns.load()) / 1e6,
-              static_cast<unsigned long long>(cache.hits), static_cast<unsigned long long>(cache.misses));
+    RGPU_INFO("cpu cudnn: handle destroyed jobs=%llu compute_ms=%.1f", static_cast<unsigned long long>(jobs),
+              double(handle->usage->compute_ns.load()) / 1e6);
   }
   delete handle;
   return CUDNN_STATUS_SUCCESS;

@@ -11,7 +11,6 @@
 #include <new>
 
 #include "job.h"
-#include "primitive_cache.h"
 #include "rgpu/common/log.h"
 
 #define RGPU_EXPORT extern "C" __attribute__((visibility("default")))
@@ -26,10 +25,6 @@ struct cudnnContext {
   // What its work cost, logged when it is destroyed (docs/pytorch.md's
   // measurements): shared with queued jobs, which may outlive the handle.
   std::shared_ptr<rgpu::cpudnn::Usage> usage = std::make_shared<rgpu::cpudnn::Usage>();
-  // The oneDNN primitives its work made, kept for reuse; shared with queued
-  // jobs as `usage` is. Null when RGPU_DNN_CACHE=0 at cudnnCreate (each call
-  // then makes its own: for comparing, docs/cpu-device.md).
-  std::shared_ptr<rgpu::cpudnn::PrimitiveCache> primitives;
 };
 
 namespace rgpu::cpudnn {
