@@ -2,7 +2,8 @@
 // backward data and backward filter, in 2-D and 3-D, with stride, padding,
 // dilation, groups, channels-last strides, alpha/beta blending and fp16;
 // built as cuDNN's frontend builds them (tensors, convolution, operation,
-// graph, heuristics, engine config, plan, variant pack).
+// graph, heuristics, engine config, plan, variant pack); and shapes repeated
+// and interleaved on one handle.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -293,6 +294,24 @@ TEST_F(ConvTest, ConvolutionModeMirrorsTheFilter) {
 TEST_F(ConvTest, AlphaAndBetaBlendTheOutput) {
   check(kPlain, kForward, false, 2.0f, 0.5f);
   check(kStrided, kFilter, false, 1.0f, 1.0f);
+}
+
+TEST_F(ConvTest, RepeatedAndInterleavedShapesMatchTheReference) {
+  // On one handle every shape and direction runs again after the others
+  // have (oneDNN's primitive cache then hands back kept implementations),
+  // and must match the reference as the first run did; then the same shape
+  // with another blend and with channels-last operands (converted copies
+  // rather than in place).
+  for (int round = 0; round < 2; ++round) {
+    for (const Shape* s : {&kPlain, &kStrided, &kGrouped, &k3d}) {
+      check(*s, kForward);
+      check(*s, kData);
+      check(*s, kFilter);
+    }
+  }
+  check(kPlain, kForward, false, 2.0f, 0.5f);
+  check(kPlain, kForward, true);
+  check(kPlain, kFilter, true);
 }
 
 TEST_F(ConvTest, HeuristicsOfferNoEngineForAnotherGraph) {

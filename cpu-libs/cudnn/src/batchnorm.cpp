@@ -1,8 +1,10 @@
 // Batch normalization (the legacy cudnnBatchNormalization* calls PyTorch
-// makes) with oneDNN's batch normalization primitive on dense float32
-// copies, in stream order. Spatial mode normalises each channel over N and
-// the spatial dims; per-activation mode each C x spatial element over N
-// (computed as channels of a 1x1 image). Activations and the z input of the
+// makes) with oneDNN's batch normalization primitive on the operands' dense
+// float32 form, in stream order. Each call makes its primitives on the
+// thread that runs them (oneDNN's own process-wide cache makes that cheap,
+// conv.cpp). Spatial mode normalises each channel over N and the spatial
+// dims; per-activation mode each C x spatial element over N (computed as
+// channels of a 1x1 image). Activations and the z input of the
 // Ex forms (CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION, ...) are not supported.
 #include <cmath>
 #include <cstring>
@@ -53,8 +55,18 @@ double host_scalar(const void* p, int32_t dtype) {
   return f;
 }
 
+// The data as oneDNN sees it: 4-D {N, C, spatial, 1} in plain (nchw) order,
+// the same bytes as any dense NC... tensor. 4-D rather than {N, C, spatial}:
+// oneDNN 2.6 picks its optimized plain-layout kernel (`ncsp_bnorm`) for a
+// 4-D (or 5-D) tensor but falls back to the reference one (`bnorm_ref`) for
+// this 3-D one, about ten times slower (16x8x32x32 float: 1.7 ms against
+// 0.17 ms forward on 2 cores). The results may differ in the last bits (it
+// sums in another order); the statistics PyTorch sees (saved mean and
+// inverse variance, running averages) are derived from them below as cuDNN
+// defines them, whatever the kernel. A blocked layout (nChw16c, the jit
+// kernels') would need a reorder each way.
 dnnl::memory::desc data_md(const Shape& s) {
-  return dnnl::memory::desc({s.n, s.c, s.spatial}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::abc);
+  return dnnl::memory::desc({s.n, s.c, s.spatial, 1}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::abcd);
 }
 dnnl::memory::desc param_md(const Shape& s) {
   return dnnl::memory::desc({s.c}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
@@ -131,21 +143,21 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(
     if (save) add(*job, osm, true), add(*job, osv, true);
     dnnl::engine engine = handle->engine;
     job->compute = [=](Job& j) {
-      std::vector<float> xv = load(j, ox), yv(xv.size()), sc = load(j, osc), bi = load(j, obi), mean(size_t(s.c)),
-                         var(size_t(s.c));
+      DenseF32 xv(ox.t, j.host(ox.index), DenseF32::kInput), yv(oy.t, j.host(oy.index), DenseF32::kOutput, a, b);
+      std::vector<float> sc = load(j, osc), bi = load(j, obi), mean(size_t(s.c)), var(size_t(s.c));
       using F = dnnl::normalization_flags;
-      dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_training, data_md(s), float(epsilon),
-                                                F::use_scale | F::use_shift);
-      dnnl::batch_normalization_forward::primitive_desc pd(d, engine);
+      const F flags = F::use_scale | F::use_shift;
+      using BN = dnnl::batch_normalization_forward;
+      const BN prim(BN::primitive_desc(BN::desc(dnnl::prop_kind::forward_training, data_md(s), float(epsilon), flags),
+                                       engine));
       dnnl::stream st(engine);
       dnnl::memory xm(data_md(s), engine, xv.data()), ym(data_md(s), engine, yv.data()),
           scm(param_md(s), engine, sc.data()), bim(param_md(s), engine, bi.data()),
           mm(param_md(s), engine, mean.data()), vm(param_md(s), engine, var.data());
-      dnnl::batch_normalization_forward(pd).execute(st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym},
-                                                         {DNNL_ARG_SCALE, scm}, {DNNL_ARG_SHIFT, bim},
-                                                         {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
+      prim.execute(st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_SCALE, scm},
+                        {DNNL_ARG_SHIFT, bim}, {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
       st.wait();
-      scatter(oy.t, yv.data(), j.host(oy.index), a, b);
+      yv.store();
       if (running) {
         // cuDNN's running variance is the unbiased one.
         const double m = double(s.n) * double(s.spatial), unbias = m > 1 ? m / (m - 1) : 1.0;
@@ -190,21 +202,21 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardInference(
     add(*job, ov, false);
     dnnl::engine engine = handle->engine;
     job->compute = [=](Job& j) {
-      std::vector<float> xv = load(j, ox), yv(xv.size()), sc = load(j, osc), bi = load(j, obi), mean = load(j, om),
-                         var = load(j, ov);
+      DenseF32 xv(ox.t, j.host(ox.index), DenseF32::kInput), yv(oy.t, j.host(oy.index), DenseF32::kOutput, a, b);
+      std::vector<float> sc = load(j, osc), bi = load(j, obi), mean = load(j, om), var = load(j, ov);
       using F = dnnl::normalization_flags;
-      dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, data_md(s), float(epsilon),
-                                                F::use_global_stats | F::use_scale | F::use_shift);
-      dnnl::batch_normalization_forward::primitive_desc pd(d, engine);
+      const F flags = F::use_global_stats | F::use_scale | F::use_shift;
+      using BN = dnnl::batch_normalization_forward;
+      const BN prim(BN::primitive_desc(
+          BN::desc(dnnl::prop_kind::forward_inference, data_md(s), float(epsilon), flags), engine));
       dnnl::stream st(engine);
       dnnl::memory xm(data_md(s), engine, xv.data()), ym(data_md(s), engine, yv.data()),
           scm(param_md(s), engine, sc.data()), bim(param_md(s), engine, bi.data()),
           mm(param_md(s), engine, mean.data()), vm(param_md(s), engine, var.data());
-      dnnl::batch_normalization_forward(pd).execute(st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym},
-                                                         {DNNL_ARG_SCALE, scm}, {DNNL_ARG_SHIFT, bim},
-                                                         {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
+      prim.execute(st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_SCALE, scm},
+                        {DNNL_ARG_SHIFT, bim}, {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
       st.wait();
-      scatter(oy.t, yv.data(), j.host(oy.index), a, b);
+      yv.store();
     };
     return queue(handle, std::move(job));
   });
@@ -248,14 +260,17 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationBackwardEx(
     if (has_bias) add(*job, obi, false);
     dnnl::engine engine = handle->engine;
     job->compute = [=](Job& j) {
-      std::vector<float> xv = load(j, ox), dyv = load(j, ody), dxv(xv.size()), sc = load(j, osc),
-                         bi = has_bias ? load(j, obi) : std::vector<float>(size_t(s.c), 0.f), dsc(size_t(s.c)),
-                         dbi(size_t(s.c)), mean(size_t(s.c)), var(size_t(s.c));
+      DenseF32 xv(ox.t, j.host(ox.index), DenseF32::kInput), dyv(ody.t, j.host(ody.index), DenseF32::kInput),
+          dxv(odx.t, j.host(odx.index), DenseF32::kOutput, ad, bd);
+      std::vector<float> sc = load(j, osc), bi = has_bias ? load(j, obi) : std::vector<float>(size_t(s.c), 0.f),
+                         dsc(size_t(s.c)), dbi(size_t(s.c)), mean(size_t(s.c)), var(size_t(s.c));
       using F = dnnl::normalization_flags;
+      const F flags = F::use_scale | F::use_shift;
+      using BNF = dnnl::batch_normalization_forward;
+      using BNB = dnnl::batch_normalization_backward;
+      const BNF::desc fd(dnnl::prop_kind::forward_training, data_md(s), float(epsilon), flags);
+      const BNF::primitive_desc fpd(fd, engine);
       dnnl::stream st(engine);
-      dnnl::batch_normalization_forward::desc fd(dnnl::prop_kind::forward_training, data_md(s), float(epsilon),
-                                                 F::use_scale | F::use_shift);
-      dnnl::batch_normalization_forward::primitive_desc fpd(fd, engine);
       if (saved) {
         mean = load(j, osm);
         std::vector<float> inv = load(j, osv);
@@ -267,22 +282,20 @@ RGPU_EXPORT cudnnStatus_t cudnnBatchNormalizationBackwardEx(
           dbim(param_md(s), engine, dbi.data()), mm(param_md(s), engine, mean.data()),
           vm(param_md(s), engine, var.data());
       if (!saved) {  // recompute the batch statistics
-        std::vector<float> scratch(xv.size());
+        const BNF fwd(fpd);
+        std::vector<float> scratch(xv.count());
         dnnl::memory ym(data_md(s), engine, scratch.data());
-        dnnl::batch_normalization_forward(fpd).execute(st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym},
-                                                            {DNNL_ARG_SCALE, scm}, {DNNL_ARG_SHIFT, bim},
-                                                            {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
+        fwd.execute(st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_SCALE, scm},
+                         {DNNL_ARG_SHIFT, bim}, {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
       }
-      dnnl::batch_normalization_backward::desc bd_(dnnl::prop_kind::backward, data_md(s), data_md(s), float(epsilon),
-                                                   F::use_scale | F::use_shift);
-      dnnl::batch_normalization_backward::primitive_desc bpd(bd_, engine, fpd);
+      const BNB bwd(BNB::primitive_desc(
+          BNB::desc(dnnl::prop_kind::backward, data_md(s), data_md(s), float(epsilon), flags), engine, fpd));
       // oneDNN 2.x's backward pass asks for the shift too, though it does not read it.
-      dnnl::batch_normalization_backward(bpd).execute(
-          st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DIFF_DST, dym}, {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm},
-               {DNNL_ARG_SCALE, scm}, {DNNL_ARG_SHIFT, bim}, {DNNL_ARG_DIFF_SRC, dxm}, {DNNL_ARG_DIFF_SCALE, dscm},
-               {DNNL_ARG_DIFF_SHIFT, dbim}});
+      bwd.execute(st, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DIFF_DST, dym}, {DNNL_ARG_MEAN, mm},
+                       {DNNL_ARG_VARIANCE, vm}, {DNNL_ARG_SCALE, scm}, {DNNL_ARG_SHIFT, bim},
+                       {DNNL_ARG_DIFF_SRC, dxm}, {DNNL_ARG_DIFF_SCALE, dscm}, {DNNL_ARG_DIFF_SHIFT, dbim}});
       st.wait();
-      scatter(odx.t, dxv.data(), j.host(odx.index), ad, bd);
+      dxv.store();
       scatter(odsc.t, dsc.data(), j.host(odsc.index), ap, bp);
       scatter(odbi.t, dbi.data(), j.host(odbi.index), ap, bp);
     };

@@ -114,8 +114,22 @@ size_t Strided::count() const {
 
 bool supported_dtype(int32_t dtype) { return dtype == 0 || dtype == 1 || dtype == 2 || dtype == 9; }
 
+bool dense_f32(const Strided& t) {
+  if (t.dtype != 0 || t.nd == 0) return false;
+  int64_t expect = 1;
+  for (int d = t.nd - 1; d >= 0; --d) {
+    if (t.dims[d] != 1 && t.strides[d] != expect) return false;  // a dim of 1 may have any stride
+    expect *= t.dims[d];
+  }
+  return true;
+}
+
 void gather(const Strided& t, const void* base, float* out) {
   const char* b = static_cast<const char*>(base);
+  if (dense_f32(t)) {
+    std::memcpy(out, b, t.count() * 4);
+    return;
+  }
   if (t.dtype == 0) {
     walk(t, [&](size_t i, size_t off) { std::memcpy(&out[i], b + off, 4); });
     return;
@@ -125,6 +139,10 @@ void gather(const Strided& t, const void* base, float* out) {
 
 void scatter(const Strided& t, const float* in, void* base, double alpha, double beta) {
   char* b = static_cast<char*>(base);
+  if (alpha == 1.0 && beta == 0.0 && dense_f32(t)) {
+    std::memcpy(b, in, t.count() * 4);
+    return;
+  }
   if (t.dtype == 0 && alpha == 1.0 && beta == 0.0) {
     walk(t, [&](size_t i, size_t off) { std::memcpy(b + off, &in[i], 4); });
     return;
@@ -134,6 +152,24 @@ void scatter(const Strided& t, const float* in, void* base, double alpha, double
     if (beta != 0.0) v += beta * load(t.dtype, b + off);
     store(t.dtype, b + off, v);
   });
+}
+
+DenseF32::DenseF32(const Strided& t, void* base, Use use, double alpha, double beta, bool in_place)
+    : t_(t), base_(base), alpha_(alpha), beta_(beta), count_(t.count()) {
+  in_place = in_place && dense_f32(t) && (use == kInput || (alpha == 1.0 && beta == 0.0));
+  if (in_place) {
+    data_ = static_cast<float*>(base);  // a job's host copy is 8-byte aligned
+    base_ = nullptr;                    // nothing to store
+    return;
+  }
+  copy_.resize(count_);
+  if (use == kInput) gather(t, base, copy_.data());
+  data_ = copy_.data();
+  if (use == kInput) base_ = nullptr;
+}
+
+void DenseF32::store() {
+  if (base_) scatter(t_, data_, base_, alpha_, beta_);
 }
 
 }  // namespace rgpu::cpudnn
