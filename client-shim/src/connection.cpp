@@ -438,9 +438,11 @@ Status Connection::handshake(const ConnectionOptions& options) {
     }
     break;
   }
-  RGPU_INFO("connected server=%s tenant=%s protocol=%u features=0x%llx devices=%zu", options.server.c_str(),
-            tenant.c_str(), session_.protocol_version, static_cast<unsigned long long>(session_.features),
-            session_.devices.size());
+  RGPU_INFO("connected server=%s tenant=%s protocol=%u server_protocols=%u-%u server_build=\"%s\" features=0x%llx "
+            "devices=%zu",
+            options.server.c_str(), tenant.c_str(), session_.protocol_version, session_.server_versions.min,
+            session_.server_versions.max, session_.server_build.c_str(),
+            static_cast<unsigned long long>(session_.features), session_.devices.size());
   return Status::ok();
 }
 

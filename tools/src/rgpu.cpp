@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "doctor.h"
 #include "find_real.h"
+#include "install_layout.h"
 #include "pool_report_cli.h"
 #include "pool_cli.h"
 #include "rgpu/protocol/auth.h"
@@ -25,6 +27,10 @@
 #include "top.h"
 
 namespace fs = std::filesystem;
+
+using rgpu::tools::find_client_library;
+using rgpu::tools::rgpu_sonames;
+using rgpu::tools::self_dir;
 
 namespace {
 
@@ -38,6 +44,7 @@ void usage(FILE* out) {
                "                [--min-cc X.Y] [--priority low|normal|high|N] [--tenant NAME] [--timeout S] -- COMMAND\n"
                "       rgpu pool status [--pool HOST:PORT]\n"
                "       rgpu top [--metrics URL[,URL...]] [--interval S]\n"
+               "       rgpu doctor [--server HOST:PORT] [--pool HOST:PORT] [--device cpu|cuda|auto]\n"
                "       rgpu --version\n"
                "\n"
                "run      runs COMMAND with rgpu's client library preloaded, so its CUDA calls go to\n"
@@ -66,39 +73,14 @@ void usage(FILE* out) {
                "top      a live view of rgpud /metrics endpoints: devices, slices, sessions and\n"
                "         their rates (rgpu top --help; docs/metrics.md).\n"
                "\n"
+               "doctor   checks what a program run through rgpu would meet here: the libraries it\n"
+               "         loads, UCX's transports (RDMA or not), the pool, the server (answers,\n"
+               "         authenticates, protocol), the session's devices and the round trip; each\n"
+               "         problem with its fix. Exits 1 when something would fail.\n"
+               "\n"
                "environment: RGPU_SERVER, RGPU_POOL, RGPU_POOL_TIMEOUT, RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE, RGPU_TENANT,\n"
                "             RGPU_LOG_LEVEL, RGPU_ERRORS, RGPU_SERVER_LOG (where a given server's log is, for the\n"
                "             message when COMMAND fails), RGPU_MODULE_CACHE, RGPU_STATS, UCX_TLS (transport choice)\n");
-}
-
-fs::path self_dir() {
-  std::error_code ec;
-  return fs::read_symlink("/proc/self/exe", ec).parent_path();
-}
-
-// The client library: next to us in ../lib (build tree and install layout).
-fs::path find_client_library() {
-  fs::path dir = self_dir();
-  for (const fs::path& p : {dir / "../lib/librgpu.so", dir / "librgpu.so", dir / "../lib/rgpu/librgpu.so"}) {
-    std::error_code ec;
-    if (fs::exists(p, ec)) return fs::weakly_canonical(p, ec);
-  }
-  return {};
-}
-
-// The sonames in `dir` (lib/rgpu/: links to librgpu.so, one per library name
-// rgpu answers to), sorted so that the preload list is the same every run.
-std::vector<std::string> rgpu_sonames(const fs::path& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("lib", 0) == 0 && name.find(".so.") != std::string::npos && entry.is_symlink(ec)) {
-      names.push_back(name);
-    }
-  }
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 pid_t g_child = 0;
@@ -376,6 +358,7 @@ int main(int argc, char** argv) {
   }
   if (cmd == "pool") return rgpu::tools::pool_command(argc - 2, argv + 2);
   if (cmd == "top") return rgpu::tools::run_top(argc - 2, argv + 2);  // live view of /metrics (top.cpp)
+  if (cmd == "doctor") return rgpu::tools::doctor_main(argc - 2, argv + 2);
   if (cmd == "--version" || cmd == "version") {
     std::printf("rgpu %s\n", RGPU_VERSION_STRING);
     return 0;
