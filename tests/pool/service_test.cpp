@@ -31,18 +31,28 @@ Millis wall_now() {
       .count();
 }
 
-// A registration of server `id` (one CPU device of 1 GiB) at `address`,
-// signed with `key` at `time` (nothing signed for an empty key).
+// A registration of server `id` (`devices` CPU devices of 1 GiB) at
+// `address`, signed with `key` at `time` (nothing signed for an empty key).
 void registration(capnp::MallocMessageBuilder& b, const std::string& id, const std::string& address,
-                  const std::string& key, Millis time, uint64_t boot = 1) {
+                  const std::string& key, Millis time, uint64_t boot = 1, uint32_t devices = 1) {
   ServerInfo info;
   info.id = id;
   info.address = address;
-  info.devices.push_back(Device{0, "cpu", 0, 1ull << 30, {}});
+  for (uint32_t d = 0; d < devices; ++d) info.devices.push_back(Device{d, "cpu", 0, 1ull << 30, {}});
   auto r = b.initRoot<PoolMessage>().initRegister();
   wire::write(r, info);
   r.setBootId(boot);
   if (!key.empty()) wire::sign(r, key, time);
+}
+
+// Registers server s1 with `devices` CPU devices under the service's key
+// ("k") over `ch`; whether the service answered that it is registered.
+bool registers(net::Channel& ch, uint32_t devices) {
+  capnp::MallocMessageBuilder b;
+  registration(b, "s1", "127.0.0.1:1", "k", wall_now(), 1, devices);
+  if (!ch.send(b).is_ok()) return false;
+  auto m = ch.receive(2s);
+  return m.is_ok() && m.value() && m.value()->root().which() == PoolMessage::REGISTERED;
 }
 
 // A service run on its own thread, with server s1 (one CPU device of
@@ -193,20 +203,7 @@ TEST_F(ServiceTest, BadFieldsAreRefusedByName) {
 TEST_F(ServiceTest, PlacesQueuesAndReleasesOnClose) {
   // A server with one CPU device, registered over the wire.
   auto server = connect();
-  {
-    capnp::MallocMessageBuilder b;
-    ServerInfo info;
-    info.id = "s1";
-    info.address = "127.0.0.1:1";
-    info.devices.push_back(Device{0, "cpu", 0, 1ull << 30, {}});
-    auto r = b.initRoot<PoolMessage>().initRegister();
-    wire::write(r, info);
-    wire::sign(r, "k", wall_now());
-    ASSERT_TRUE(server->send(b).is_ok());
-    auto m = server->receive(2s);
-    ASSERT_TRUE(m.is_ok() && m.value());
-    EXPECT_EQ(m.value()->root().which(), PoolMessage::REGISTERED);
-  }
+  ASSERT_TRUE(registers(*server, 1));
   client::AcquireOptions o;
   o.pool = {service_->address()};
   o.request.kind = KindWanted::kCpu;
@@ -236,21 +233,7 @@ TEST_F(ServiceTest, PlacesQueuesAndReleasesOnClose) {
 // what was asked and what the pool has (not left waiting in the queue).
 TEST_F(ServiceTest, ARequestNoServerCouldEverGiveIsRefusedAtOnce) {
   auto server = connect();
-  {
-    capnp::MallocMessageBuilder b;
-    ServerInfo info;
-    info.id = "s1";
-    info.address = "127.0.0.1:1";
-    info.devices.push_back(Device{0, "cpu", 0, 1ull << 30, {}});
-    info.devices.push_back(Device{1, "cpu", 0, 1ull << 30, {}});
-    auto r = b.initRoot<PoolMessage>().initRegister();
-    wire::write(r, info);
-    wire::sign(r, "k", wall_now());
-    ASSERT_TRUE(server->send(b).is_ok());
-    auto m = server->receive(2s);
-    ASSERT_TRUE(m.is_ok() && m.value());
-    ASSERT_EQ(m.value()->root().which(), PoolMessage::REGISTERED);
-  }
+  ASSERT_TRUE(registers(*server, 2));
   struct Case {
     Request request;
     std::string asked;
