@@ -7,6 +7,7 @@
 //   rgpu-bench bandwidth [--sizes A,B,...] [--reps N]
 //   rgpu-bench launch    [--launches N]
 //   rgpu-bench app       [--reps N]
+//   rgpu-bench ops       [--op call|launch|copy4k|copy1m] [--count N]
 //   common: [--driver PATH] [--json FILE] [--smoke]
 #include <cuda.h>
 #include <dlfcn.h>
@@ -234,6 +235,41 @@ int launch(const rgpu::bench::Args& args) {
   return args.emit(j);
 }
 
+// Exactly --count operations of one kind after the set-up, and nothing
+// timed: benchmarks/instructions.sh counts the instructions two runs of
+// different counts take and divides their difference by the difference of
+// the counts. --op: call (a 4-byte synchronous device-to-host copy: the
+// smallest call the server must answer), launch (an empty kernel, one way;
+// one synchronize at the end), copy4k, copy1m (synchronous host-to-device
+// copies from pageable memory).
+int ops(const rgpu::bench::Args& args) {
+  const std::string op = args.get("--op", "call");
+  const int count = static_cast<int>(args.size("--count", 1000));
+  init_context();
+  CUfunction empty = kernel("rgpu-bench-kernels.ptx", "empty_kernel");
+  CUdeviceptr d;
+  CHECK(cu.cuMemAlloc(&d, 1 << 20));
+  std::vector<char> host(1 << 20, 1);
+  CHECK(cu.cuCtxSynchronize());
+  if (op == "call") {
+    uint32_t word = 0;
+    for (int i = 0; i < count; ++i) CHECK(cu.cuMemcpyDtoH(&word, d, sizeof word));
+  } else if (op == "launch") {
+    for (int i = 0; i < count; ++i) CHECK(cu.cuLaunchKernel(empty, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr));
+  } else if (op == "copy4k" || op == "copy1m") {
+    const size_t size = op == "copy4k" ? 4096 : (1 << 20);
+    for (int i = 0; i < count; ++i) CHECK(cu.cuMemcpyHtoD(d, host.data(), size));
+  } else {
+    std::fprintf(stderr, "rgpu-bench ops: --op call|launch|copy4k|copy1m\n");
+    return 2;
+  }
+  CHECK(cu.cuCtxSynchronize());
+  CHECK(cu.cuMemFree(d));
+  Json j = header("ops", args);
+  j.add("op", op).add("count", count);
+  return args.emit(j);
+}
+
 // The tiled matrix multiply sample: upload, multiply, download, check.
 double app_matmul(CUfunction fn, int m) {
   const size_t count = static_cast<size_t>(m) * m;
@@ -341,8 +377,9 @@ int main(int argc, char** argv) {
   if (args.mode == "bandwidth") return bandwidth(args);
   if (args.mode == "launch") return launch(args);
   if (args.mode == "app") return app(args);
+  if (args.mode == "ops") return ops(args);
   std::fprintf(stderr,
-               "usage: rgpu-bench latency|bandwidth|launch|app [--driver PATH] [--json FILE] [--smoke]\n"
+               "usage: rgpu-bench latency|bandwidth|launch|app|ops [--driver PATH] [--json FILE] [--smoke]\n"
                "                  [--iters N] [--sizes A,B,...] [--reps N] [--launches N]\n");
   return 2;
 }

@@ -286,6 +286,24 @@ Result<std::shared_ptr<Core>> Core::create(const UcxOptions& options) {
   core->max_inline_header_ = std::min(attr.max_am_header - sizeof(Frame), kMaxInlineHeader);
   core->rndv_threshold_ = options.rendezvous_threshold;
   core->idle_spin_ = options.idle_spin;
+  core->wait_drive_ = kWaitDriveBudget;
+  core->inflight_poll_ = kPollWhileInflight;
+  // RGPU_TRANSPORT_SPIN_US caps every poll of the worker before a sleep: the
+  // progress thread's idle spin and its polling while operations are in
+  // flight, and a waiting sender's drive. 0 makes every wait sleep
+  // (benchmarks/instructions.sh, so that instruction counts are work, not
+  // waiting); it costs latency.
+  if (const char* cap = std::getenv("RGPU_TRANSPORT_SPIN_US"); cap != nullptr && *cap) {
+    char* end = nullptr;
+    const unsigned long long us = std::strtoull(cap, &end, 10);
+    if (end == cap || *end != '\0') {
+      return invalid_argument("RGPU_TRANSPORT_SPIN_US: not a whole number of microseconds");
+    }
+    const auto limit = std::chrono::microseconds(us);
+    core->idle_spin_ = std::min(core->idle_spin_, limit);
+    core->wait_drive_ = std::min<std::chrono::microseconds>(core->wait_drive_, limit);
+    core->inflight_poll_ = std::min<std::chrono::microseconds>(core->inflight_poll_, limit);
+  }
   core->initial_limits_ = options.initial_limits;
   core->hello_timeout_ = options.hello_timeout;
   core->max_accepting_ = std::max<size_t>(1, options.max_accepting);
@@ -647,7 +665,7 @@ void Core::progress_or_sleep(int timeout_ms, bool dispatching) {
     // An operation is under way. Some of its steps raise no event (a shared
     // memory FIFO that frees up, for one), so keep polling, yielding the CPU,
     // then sleep in growing steps instead of the full idle timeout.
-    if (idle < kPollWhileInflight) {
+    if (idle < inflight_poll_) {
       sched_yield();
       return;
     }
@@ -826,7 +844,7 @@ ucs_status_t Core::wait(Waiter& waiter, const PeerWorker* on) {
         }
         return on != nullptr && on->gone();
       },
-      kWaitDriveBudget);
+      wait_drive_);
   std::unique_lock<std::mutex> lock(waiter.mu);
   while (waiter.pending != 0) {
     if (on != nullptr && on->gone()) {

@@ -349,6 +349,8 @@ class Core : public std::enable_shared_from_this<Core> {
   std::atomic<int> drivers_waiting_{0};  // callers asking for the role
   bool dispatching_ = false;  // a handler is running (role holder only)
   std::chrono::microseconds idle_spin_{30};
+  std::chrono::microseconds wait_drive_{0};     // how long wait() drives the worker itself
+  std::chrono::microseconds inflight_poll_{0};  // how long the progress thread polls while requests are in flight
   std::atomic<bool> stopping_{false};
   std::atomic<bool> dead_{false};  // worker destroyed
   std::chrono::steady_clock::time_point last_activity_;
