@@ -29,11 +29,10 @@ if [ "$strict" = 1 ] && [ $# -eq 0 ]; then
   python3 "$root/.ci/check-test-count.py" "$log" "$root/tests/expected-count"
 fi
 
-# Then, when RGPU_TEST_SANITIZE=1 asks for it, a subset under ASan + UBSan in
-# build-asan/ (not in CI by default yet: it takes 8-10 minutes on two cores,
-# and a client-side use-after-free in the in-process server tests is open).
-# The protocol, transport and server unit tests and the driver API and fault
-# end-to-end tests over tcp; see docs/testing.md.
+# Then, when RGPU_TEST_SANITIZE=1 asks for it (CI does: .ci/run), a subset
+# under ASan + UBSan in build-asan/: the protocol, transport and server unit
+# tests and the driver API and fault end-to-end tests over tcp, about 10
+# minutes on two cores with the build; see docs/testing.md.
 sanitize="${RGPU_TEST_SANITIZE:-}"
 if [ "$sanitize" = "1" ]; then
   programs="rgpu_protocol_tests rgpu_transport_tests rgpu_server_tests driver_e2e_tests fault_tests"
