@@ -8,6 +8,7 @@
 //   rgpu-bench launch    [--launches N]
 //   rgpu-bench app       [--reps N]
 //   rgpu-bench ops       [--op call|launch|copy4k|copy1m] [--count N]
+//   rgpu-bench busy      [--seconds S] [--streams N] [--blocks N] [--steps N]
 //   common: [--driver PATH] [--json FILE] [--smoke]
 #include <cuda.h>
 #include <dlfcn.h>
@@ -270,6 +271,39 @@ int ops(const rgpu::bench::Args& args) {
   return args.emit(j);
 }
 
+// Keeps the device busy for --seconds: kernels of --blocks blocks of 32
+// threads, each a long dependent loop, queued on --streams streams so that
+// every worker of the CPU device always has one to run. The load beside
+// which benchmarks/under_load.sh measures latency.
+int busy(const rgpu::bench::Args& args) {
+  const double seconds = std::strtod(args.get("--seconds", "10").c_str(), nullptr);
+  const int streams = static_cast<int>(args.size("--streams", 4));
+  const unsigned blocks = static_cast<unsigned>(args.size("--blocks", 4));
+  unsigned long long steps = args.size("--steps", 2000000);
+  init_context();
+  CUfunction spin = kernel("rgpu-bench-kernels.ptx", "spin_kernel");
+  CUdeviceptr out;
+  CHECK(cu.cuMemAlloc(&out, 4));
+  std::vector<CUstream> s(static_cast<size_t>(streams));
+  for (CUstream& st : s) CHECK(cu.cuStreamCreate(&st, 0));
+  void* params[] = {&steps, &out};
+  uint64_t kernels = 0;
+  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+  while (Clock::now() < end) {
+    for (CUstream st : s) {
+      CHECK(cu.cuLaunchKernel(spin, blocks, 1, 1, 32, 1, 1, 0, st, params, nullptr));
+      ++kernels;
+    }
+    CHECK(cu.cuStreamSynchronize(s.back()));
+  }
+  CHECK(cu.cuCtxSynchronize());
+  for (CUstream st : s) CHECK(cu.cuStreamDestroy(st));
+  CHECK(cu.cuMemFree(out));
+  Json j = header("busy", args);
+  j.add("seconds", seconds).add("kernels", kernels);
+  return args.emit(j);
+}
+
 // The tiled matrix multiply sample: upload, multiply, download, check.
 double app_matmul(CUfunction fn, int m) {
   const size_t count = static_cast<size_t>(m) * m;
@@ -378,8 +412,9 @@ int main(int argc, char** argv) {
   if (args.mode == "launch") return launch(args);
   if (args.mode == "app") return app(args);
   if (args.mode == "ops") return ops(args);
+  if (args.mode == "busy") return busy(args);
   std::fprintf(stderr,
-               "usage: rgpu-bench latency|bandwidth|launch|app|ops [--driver PATH] [--json FILE] [--smoke]\n"
+               "usage: rgpu-bench latency|bandwidth|launch|app|ops|busy [--driver PATH] [--json FILE] [--smoke]\n"
                "                  [--iters N] [--sizes A,B,...] [--reps N] [--launches N]\n");
   return 2;
 }

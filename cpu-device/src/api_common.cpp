@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "rgpu/common/log.h"
+#include "worker_priority.h"
 
 namespace rgpu::cpudev {
 
@@ -40,6 +41,7 @@ CUresult initialize(unsigned flags) {
     RGPU_ERROR("cpudev init failed reason=\"%s\"", config.status().message().c_str());
     return CUDA_ERROR_INVALID_VALUE;
   }
+  set_worker_nice(config->worker_nice);  // before the driver starts its threads
   auto driver = Driver::create(*config);
   if (!driver) {
     RGPU_ERROR("cpudev init failed reason=\"%s\"", driver.status().message().c_str());

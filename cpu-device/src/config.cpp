@@ -93,6 +93,14 @@ Result<Config> config_from_env(const char* (*getenv_fn)(const char*)) {
     }
     c.kernel_timeout_ms = ms;
   }
+  if (const char* v = getenv_fn("RGPU_CPU_WORKER_NICE"); v && *v) {
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (end == v || *end != '\0' || n < 0 || n > 19) {
+      return Status(ErrorKind::kInvalidArgument, std::string("RGPU_CPU_WORKER_NICE: not a niceness from 0 to 19: ") + v);
+    }
+    c.worker_nice = static_cast<int>(n);
+  }
   if (const char* v = getenv_fn("RGPU_CPU_PROGRAM_CACHE"); v && *v) {
     auto r = parse_size(v);
     if (!r) return Status(ErrorKind::kInvalidArgument, "RGPU_CPU_PROGRAM_CACHE: " + r.status().message());

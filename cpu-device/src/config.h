@@ -16,6 +16,10 @@ struct Config {
   int stream_workers = 4;                 // RGPU_CPU_STREAM_WORKERS (threads running streams)
   uint64_t kernel_timeout_ms = 0;         // RGPU_CPU_KERNEL_TIMEOUT_MS (0: no watchdog)
   uint64_t program_cache_bytes = 1ull << 30;  // RGPU_CPU_PROGRAM_CACHE: PTX text kept parsed
+  // RGPU_CPU_WORKER_NICE: niceness (0..19) of the threads that run kernels,
+  // streams and library work; 0 leaves them at the process's. A busy device
+  // then leaves the CPU to the threads that answer clients (worker_priority.h).
+  int worker_nice = 10;
 };
 
 // Parses "4096", "64K", "512M", "4G", "1T" (optionally followed by "B" or

@@ -1,5 +1,6 @@
 // KernelPool: job queue shared by the device's worker threads.
 #include "kernel_pool.h"
+#include "worker_priority.h"
 
 #include <time.h>
 
@@ -88,6 +89,7 @@ void KernelPool::run_limited(unsigned n, const std::function<void(unsigned)>& ta
 }
 
 void KernelPool::loop() {
+  lower_worker_priority();
   for (;;) {
     std::shared_ptr<Job> job;
     {

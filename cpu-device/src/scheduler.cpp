@@ -1,5 +1,6 @@
 // Scheduler: stream workers and host function threads.
 #include "scheduler.h"
+#include "worker_priority.h"
 
 #include "stream.h"
 
@@ -44,6 +45,7 @@ void Scheduler::ready(std::shared_ptr<Stream> stream) {
 }
 
 void Scheduler::worker_loop() {
+  lower_worker_priority();
   t_stream_worker = true;
   for (;;) {
     std::shared_ptr<Stream> s;
@@ -74,6 +76,7 @@ void Scheduler::run_host(std::function<void()> job) {
 }
 
 void Scheduler::host_loop(HostThread* self) {
+  lower_worker_priority();
   t_stream_worker = true;
   std::unique_lock lock(host_mu_);
   for (;;) {

@@ -1,4 +1,10 @@
 // Tests of the configuration read from the environment at cuInit.
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <string>
 
 #include "cuda_lib.h"
@@ -58,12 +64,44 @@ TEST(CpuDeviceConfig, MalformedValuesFailCuInit) {
            {{"RGPU_CPU_DEVICES", "zero"}}, {{"RGPU_CPU_DEVICES", "0"}}, {{"RGPU_CPU_DEVICE_MEMORY", "12Q"}},
            {{"RGPU_CPU_DEVICE_MEMORY", "0"}}, {{"RGPU_CPU_DEVICE_MEMORY", "G"}},
            {{"RGPU_CPU_DEVICE_MEMORY", "99999999999999999999"}}, {{"RGPU_CPU_THREADS", "-2"}},
-           {{"RGPU_CPU_STREAM_WORKERS", "0"}}, {{"RGPU_CPU_STREAM_WORKERS", "many"}}}) {
+           {{"RGPU_CPU_STREAM_WORKERS", "0"}}, {{"RGPU_CPU_STREAM_WORKERS", "many"}},
+           {{"RGPU_CPU_WORKER_NICE", "-1"}}, {{"RGPU_CPU_WORKER_NICE", "20"}}, {{"RGPU_CPU_WORKER_NICE", "low"}}}) {
     CudaLib& cu = private_lib(env);
     EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cu.cuInit(0)) << env.begin()->first << "=" << env.begin()->second;
     int n = 0;
     EXPECT_EQ(CUDA_ERROR_NOT_INITIALIZED, cu.cuDeviceGetCount(&n));
   }
+}
+
+// The niceness a host function's thread runs at (the stream's work threads
+// take the same), on a private instance configured by `env`.
+int work_thread_nice(const std::map<std::string, std::string>& env) {
+  CudaLib& cu = private_lib(env);
+  EXPECT_EQ(CUDA_SUCCESS, cu.cuInit(0));
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  EXPECT_EQ(CUDA_SUCCESS, cu.cuDeviceGet(&dev, 0));
+  EXPECT_EQ(CUDA_SUCCESS, cu.cuDevicePrimaryCtxRetain(&ctx, dev));
+  EXPECT_EQ(CUDA_SUCCESS, cu.cuCtxSetCurrent(ctx));
+  int nice = -100;
+  auto record = [](void* p) {
+    errno = 0;
+    *static_cast<int*>(p) = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+  };
+  EXPECT_EQ(CUDA_SUCCESS, cu.cuLaunchHostFunc(nullptr, record, &nice));
+  EXPECT_EQ(CUDA_SUCCESS, cu.cuCtxSynchronize());
+  EXPECT_EQ(CUDA_SUCCESS, cu.cuCtxSetCurrent(nullptr));
+  EXPECT_EQ(CUDA_SUCCESS, cu.cuDevicePrimaryCtxRelease(dev));
+  return nice;
+}
+
+TEST(CpuDeviceConfig, WorkThreadsRunBelowTheServersPriority) {
+  errno = 0;
+  const int own = getpriority(PRIO_PROCESS, 0);  // a work thread never goes above its process
+  ASSERT_EQ(0, errno);
+  EXPECT_EQ(std::max(own, 10), work_thread_nice({})) << "default RGPU_CPU_WORKER_NICE";
+  EXPECT_EQ(std::max(own, 3), work_thread_nice({{"RGPU_CPU_WORKER_NICE", "3"}}));
+  EXPECT_EQ(own, work_thread_nice({{"RGPU_CPU_WORKER_NICE", "0"}}));
 }
 
 }  // namespace

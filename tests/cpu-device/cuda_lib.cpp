@@ -54,7 +54,8 @@ CudaLib& private_lib(const std::map<std::string, std::string>& env) {
   fs::create_directories(dir);
   fs::path copy = dir / ("librgpu-cpudev-" + std::to_string(counter++) + ".so");
   fs::copy_file(RGPU_CPUDEV_LIBRARY, copy, fs::copy_options::overwrite_existing);
-  for (const char* k : {"RGPU_CPU_DEVICES", "RGPU_CPU_DEVICE_MEMORY", "RGPU_CPU_THREADS", "RGPU_CPU_STREAM_WORKERS"}) {
+  for (const char* k : {"RGPU_CPU_DEVICES", "RGPU_CPU_DEVICE_MEMORY", "RGPU_CPU_THREADS", "RGPU_CPU_STREAM_WORKERS",
+                        "RGPU_CPU_WORKER_NICE"}) {
     unsetenv(k);
   }
   for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
