@@ -18,6 +18,11 @@ struct Inst;
 // Host addresses of an access by lanes `m` (ops_mem.cpp's checks); false with
 // the fault set when one is refused.
 bool resolve_access(ExecCtx& x, const Inst& in, uint32_t m, uint32_t size, bool write, uint8_t** host);
+// Host addresses of `lines` (at most 32) accesses of `bytes` each, line l at
+// addr + l * pitch, in the global, shared or generic space of `in`, each
+// aligned to `align`; false with the fault set when one is refused.
+bool resolve_lines(ExecCtx& x, const Inst& in, uint64_t addr, uint64_t pitch, uint32_t lines, uint32_t bytes,
+                   uint32_t align, bool write, uint8_t** host);
 
 struct LaunchState {
   const ProgramImpl* prog = nullptr;

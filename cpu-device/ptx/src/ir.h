@@ -109,7 +109,7 @@ struct Function {
   std::string unsupported;      // first instruction that cannot run, with its line
   uint32_t max_threads = 0;
   // Operand lists of instructions with more registers than Inst holds
-  // (mma.sync: its `imm` points at one).
+  // (mma.sync and wmma: their `imm` points at one).
   std::vector<std::vector<uint32_t>> operand_lists;
   // Why the compiled path leaves this function to the interpreter (a
   // warp-wide matrix instruction), or empty.
@@ -286,6 +286,17 @@ Handler cp_async_handler();
 Handler ldmatrix_handler();
 Handler mma_handler();
 bool mma_counts(uint8_t shape, uint8_t type, bool d_f16, bool c_f16, uint32_t counts[4]);
+// wmma.load, wmma.store and wmma.mma (ops_tensor.cpp, which documents the
+// fragment layout and the fields each uses).
+enum WmmaShape : uint8_t { kWmmaM16N16K16, kWmmaM32N8K16, kWmmaM8N32K16, kWmmaM16N16K8 };
+enum WmmaMatrix : uint8_t { kWmmaA, kWmmaB, kWmmaC };  // C also names D
+enum WmmaType : uint8_t { kWmmaF16, kWmmaBF16, kWmmaTF32, kWmmaS8, kWmmaU8, kWmmaF32, kWmmaS32 };
+// The registers of a fragment of `matrix` in `type` for `shape`, as the PTX
+// ISA fixes them; false when rgpu does not run the combination.
+bool wmma_regs(uint8_t shape, uint8_t matrix, uint8_t type, uint32_t* regs);
+Handler wmma_load_handler();
+Handler wmma_store_handler();
+Handler wmma_mma_handler();
 bool select_warp(const OpText& op, Inst& in);
 
 // Scalar video instructions (ops_video.cpp). is_video: vadd vsub vabsdiff

@@ -39,16 +39,19 @@ inline int window(const ExecCtx& x, uint64_t addr, uint32_t size) {
   return 0;
 }
 
-// Resolves each active lane's host address. On error sets the fault and
-// returns false. `size` is the full access size (vector included).
-[[gnu::flatten]] bool resolve(ExecCtx& x, const Inst& in, uint32_t m, uint32_t size, bool write, uint8_t** host) {
-  const uint64_t* a = x.reg(in.a);
+// Resolves the host address of each access `m` names, access l at
+// address_of(l), `size` bytes aligned to `align`. On error sets the fault and
+// returns false. The local and parameter spaces are per lane: there access l
+// is lane l's.
+template <class AddressOf>
+[[gnu::always_inline]] inline bool resolve_at(ExecCtx& x, const Inst& in, uint32_t m, uint32_t size, uint32_t align,
+                                              bool write, uint8_t** host, AddressOf address_of) {
   uint64_t any = 0;
-  for_lanes(m, [&](int l) { any |= a[l] + static_cast<uint64_t>(in.imm); });
-  if (any & (size - 1)) {
+  for_lanes(m, [&](int l) { any |= address_of(l); });
+  if (any & (align - 1)) {
     for_lanes(m, [&](int l) {
-      uint64_t addr = a[l] + static_cast<uint64_t>(in.imm);
-      if (addr & (size - 1)) x.set_fault(Fault::kMisalignedAddress, "misaligned " + where(in, addr, size, write), addr);
+      uint64_t addr = address_of(l);
+      if (addr & (align - 1)) x.set_fault(Fault::kMisalignedAddress, "misaligned " + where(in, addr, size, write), addr);
     });
     return false;
   }
@@ -56,7 +59,7 @@ inline int window(const ExecCtx& x, uint64_t addr, uint32_t size) {
     case Mem::kShared: {
       bool ok = true;
       for_lanes(m, [&](int l) {
-        uint64_t off = (a[l] + static_cast<uint64_t>(in.imm)) & 0xffffffffu;
+        uint64_t off = address_of(l) & 0xffffffffu;
         if (off + size > x.shared_size) {
           if (ok) x.set_fault(Fault::kIllegalAddress, "out of bounds " + where(in, off, size, write), off);
           ok = false;
@@ -68,7 +71,7 @@ inline int window(const ExecCtx& x, uint64_t addr, uint32_t size) {
     case Mem::kLocal: {
       bool ok = true;
       for_lanes(m, [&](int l) {
-        uint64_t off = (a[l] + static_cast<uint64_t>(in.imm)) & 0xffffffffu;
+        uint64_t off = address_of(l) & 0xffffffffu;
         if (off + size > x.local_stride) {
           if (ok) x.set_fault(Fault::kIllegalAddress, "out of bounds " + where(in, off, size, write), off);
           ok = false;
@@ -80,7 +83,7 @@ inline int window(const ExecCtx& x, uint64_t addr, uint32_t size) {
     case Mem::kParamKernel: {
       bool ok = true;
       for_lanes(m, [&](int l) {
-        uint64_t off = a[l] + static_cast<uint64_t>(in.imm);
+        uint64_t off = address_of(l);
         if (write || off + size > x.kparam_size || off + size < off) {
           if (ok) x.set_fault(Fault::kIllegalAddress, "bad kernel parameter " + where(in, off, size, write), off);
           ok = false;
@@ -92,7 +95,7 @@ inline int window(const ExecCtx& x, uint64_t addr, uint32_t size) {
     case Mem::kParamLocal: {
       bool ok = true;
       for_lanes(m, [&](int l) {
-        uint64_t off = (a[l] + static_cast<uint64_t>(in.imm)) & 0xffffffffu;
+        uint64_t off = address_of(l) & 0xffffffffu;
         if (off + size > x.lparam_stride) {
           if (ok) x.set_fault(Fault::kIllegalAddress, "bad parameter " + where(in, off, size, write), off);
           ok = false;
@@ -106,7 +109,7 @@ inline int window(const ExecCtx& x, uint64_t addr, uint32_t size) {
     case Mem::kGeneric: {
       uint64_t lo = ~0ull, hi = 0;
       for_lanes(m, [&](int l) {
-        uint64_t addr = a[l] + static_cast<uint64_t>(in.imm);
+        uint64_t addr = address_of(l);
         lo = addr < lo ? addr : lo;
         hi = addr > hi ? addr : hi;
       });
@@ -114,19 +117,19 @@ inline int window(const ExecCtx& x, uint64_t addr, uint32_t size) {
       if (in.space == Mem::kGeneric) {
         int w = window(x, lo, static_cast<uint32_t>(hi - lo + size));
         if (w == 1 || w == 2 || (w == 3 && !write)) {
-          for_lanes(m, [&](int l) { host[l] = reinterpret_cast<uint8_t*>(a[l] + static_cast<uint64_t>(in.imm)); });
+          for_lanes(m, [&](int l) { host[l] = reinterpret_cast<uint8_t*>(address_of(l)); });
           return true;
         }
       }
       bool write_ok = write && in.space == Mem::kConst ? false : true;
       if (write_ok && hi - lo < (1ull << 40) && x.launch->check(lo, hi - lo + size, write)) {
-        for_lanes(m, [&](int l) { host[l] = reinterpret_cast<uint8_t*>(a[l] + static_cast<uint64_t>(in.imm)); });
+        for_lanes(m, [&](int l) { host[l] = reinterpret_cast<uint8_t*>(address_of(l)); });
         return true;
       }
       // Slow path: lane by lane, so the fault names the first bad address.
       bool ok = true;
       for_lanes(m, [&](int l) {
-        uint64_t addr = a[l] + static_cast<uint64_t>(in.imm);
+        uint64_t addr = address_of(l);
         host[l] = reinterpret_cast<uint8_t*>(addr);
         if (!ok) return;
         if (in.space == Mem::kGeneric) {
@@ -142,6 +145,13 @@ inline int window(const ExecCtx& x, uint64_t addr, uint32_t size) {
     }
   }
   return false;
+}
+
+// Each active lane's access of `size` bytes at its register a plus imm.
+[[gnu::flatten]] bool resolve(ExecCtx& x, const Inst& in, uint32_t m, uint32_t size, bool write, uint8_t** host) {
+  const uint64_t* a = x.reg(in.a);
+  const uint64_t imm = static_cast<uint64_t>(in.imm);
+  return resolve_at(x, in, m, size, size, write, host, [a, imm](int l) { return a[l] + imm; });
 }
 
 template <class T>
@@ -419,6 +429,12 @@ Handler cp_async_handler() { return &h_cp_async; }
 
 bool resolve_access(ExecCtx& x, const Inst& in, uint32_t m, uint32_t size, bool write, uint8_t** host) {
   return resolve(x, in, m, size, write, host);
+}
+
+bool resolve_lines(ExecCtx& x, const Inst& in, uint64_t addr, uint64_t pitch, uint32_t lines, uint32_t bytes,
+                   uint32_t align, bool write, uint8_t** host) {
+  const uint32_t m = lines >= 32 ? kFullMask : (1u << lines) - 1;
+  return resolve_at(x, in, m, bytes, align, write, host, [addr, pitch](int l) { return addr + pitch * l; });
 }
 
 bool select_mem(const OpText& op, Inst& in) {
