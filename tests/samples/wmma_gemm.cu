@@ -8,6 +8,7 @@
 // comparison exact.
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <vector>
 
 #include <cuda_fp16.h>
@@ -79,6 +80,25 @@ static T* to_device(const std::vector<T>& v) {
   return p;
 }
 
+// Waits for the kernel, reads D back, frees everything and counts the
+// elements that differ from `ref` (the first five are printed).
+template <class T>
+static int check(const char* name, T* dD, const std::vector<T>& ref, std::initializer_list<void*> inputs) {
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  std::vector<T> D(ref.size());
+  CHECK(cudaMemcpy(D.data(), dD, D.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  for (void* p : inputs) CHECK(cudaFree(p));
+  CHECK(cudaFree(dD));
+  int bad = 0;
+  for (size_t i = 0; i < D.size(); ++i) {
+    if (D[i] != ref[i] && bad++ < 5) {
+      std::fprintf(stderr, "%s: D[%zu] = %g, expected %g\n", name, i, double(D[i]), double(ref[i]));
+    }
+  }
+  return bad;
+}
+
 static int run_hgemm() {
   std::vector<float> A(M * K), B(K * N), C(M * N), ref(M * N);  // B by columns
   for (int i = 0; i < M * K; ++i) A[i] = float((i * 7) % 9 - 4) * 0.5f;
@@ -99,18 +119,7 @@ static int run_hgemm() {
   float* dC = to_device(C);
   float* dD = to_device(std::vector<float>(M * N, -999.0f));
   hgemm<<<(M / 16) * (N / 16) / kWarpsPerBlock, 32 * kWarpsPerBlock>>>(dA, dB, dC, dD, alpha, beta);
-  CHECK(cudaGetLastError());
-  CHECK(cudaDeviceSynchronize());
-  std::vector<float> D(M * N);
-  CHECK(cudaMemcpy(D.data(), dD, D.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  CHECK(cudaFree(dA));
-  CHECK(cudaFree(dB));
-  CHECK(cudaFree(dC));
-  CHECK(cudaFree(dD));
-  int bad = 0;
-  for (int i = 0; i < M * N; ++i)
-    if (D[i] != ref[i] && bad++ < 5) std::fprintf(stderr, "hgemm: D[%d] = %f, expected %f\n", i, D[i], ref[i]);
-  return bad;
+  return check("hgemm", dD, ref, {dA, dB, dC});
 }
 
 static int run_igemm() {
@@ -131,18 +140,7 @@ static int run_igemm() {
   int* dC = to_device(C);
   int* dD = to_device(std::vector<int>(M * N, -1));
   igemm<<<(M / 32) * (N / 8) / kWarpsPerBlock, 32 * kWarpsPerBlock>>>(dA, dB, dC, dD, alpha, beta);
-  CHECK(cudaGetLastError());
-  CHECK(cudaDeviceSynchronize());
-  std::vector<int> D(M * N);
-  CHECK(cudaMemcpy(D.data(), dD, D.size() * sizeof(int), cudaMemcpyDeviceToHost));
-  CHECK(cudaFree(dA));
-  CHECK(cudaFree(dB));
-  CHECK(cudaFree(dC));
-  CHECK(cudaFree(dD));
-  int bad = 0;
-  for (int i = 0; i < M * N; ++i)
-    if (D[i] != ref[i] && bad++ < 5) std::fprintf(stderr, "igemm: D[%d] = %d, expected %d\n", i, D[i], ref[i]);
-  return bad;
+  return check("igemm", dD, ref, {dA, dB, dC});
 }
 
 int main() {
