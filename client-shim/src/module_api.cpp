@@ -325,6 +325,12 @@ CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** params, vo
       case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
       case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
       case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+      // Programmatic dependent launch only allows this kernel to start before
+      // the previous one on its stream has finished (its griddepcontrol.wait
+      // then waits); launched after it, as the server does, is one of the
+      // orders it allows. CUB's merge sort (thrust::sort with a comparator)
+      // asks for it.
+      case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
         break;
       default:
         return CUDA_ERROR_NOT_SUPPORTED;

@@ -49,8 +49,14 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, vo
       case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
       case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
         break;  // hints without meaning on a CPU
+      case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+        // Lets the kernel start before the previous one of its stream ends;
+        // a stream here runs one operation at a time, which is one of the
+        // orders it allows (griddepcontrol is a no-op: the previous grid has
+        // finished and its writes are seen).
+        break;
       default:
-        return CUDA_ERROR_NOT_SUPPORTED;  // clusters, cooperative and programmatic launches
+        return CUDA_ERROR_NOT_SUPPORTED;  // clusters, cooperative launches, programmatic events
     }
   }
   return cuLaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,

@@ -87,7 +87,17 @@ TEST_F(CpuDeviceModule, VecAddFromFatbin) {
   CU_OK(cu.cuLaunchKernelEx(&config, f, args, nullptr));  // c = a + b again
   CU_OK(cu.cuMemcpyDtoH(c.data(), dc, n * 4));
   for (int i = 0; i < n; ++i) ASSERT_EQ(3.0f * i, c[i]) << i;
+  // A programmatic dependent launch (CUB's merge sort asks for one): run
+  // after the previous kernel of the stream, one of the orders it allows.
+  CU_OK(cu.cuMemsetD32(dc, 0, n));
+  hint.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  hint.value.programmaticStreamSerializationAllowed = 1;
+  CU_OK(cu.cuLaunchKernelEx(&config, f, args, nullptr));
+  CU_OK(cu.cuMemcpyDtoH(c.data(), dc, n * 4));
+  for (int i = 0; i < n; ++i) ASSERT_EQ(3.0f * i, c[i]) << i;
   hint.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, cu.cuLaunchKernelEx(&config, f, args, nullptr));
+  hint.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT;  // an event it would record: not yet
   EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, cu.cuLaunchKernelEx(&config, f, args, nullptr));
   size = 8;  // too small for the kernel's parameters
   EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, extra));
