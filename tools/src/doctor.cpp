@@ -55,7 +55,8 @@ struct ChildOutput {
 };
 
 // Runs `args` with `env` added, collecting stdout and stderr, for at most
-// `limit` (then SIGTERM, and SIGKILL 5 s later).
+// `limit` (then SIGTERM, SIGKILL 5 s later, and 5 s after that it stops
+// reading whatever still holds the pipes).
 ChildOutput run_child(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
                       std::chrono::seconds limit) {
   ChildOutput r;
@@ -94,6 +95,8 @@ ChildOutput run_child(const std::vector<std::string>& args, const std::map<std::
         kill(pid, SIGTERM);
         term_sent = true;
         r.timed_out = true;
+      } else if (now > deadline + std::chrono::seconds(10)) {
+        break;  // a process it started may hold the pipes open: stop reading
       } else if (now > deadline + std::chrono::seconds(5)) {
         kill(pid, SIGKILL);
       }
@@ -111,6 +114,9 @@ ChildOutput run_child(const std::vector<std::string>& args, const std::map<std::
       }
       (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
     }
+  }
+  for (pollfd& f : fds) {
+    if (f.fd >= 0) close(f.fd);
   }
   waitpid(pid, &r.status, 0);
   return r;
