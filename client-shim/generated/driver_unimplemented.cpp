@@ -215,13 +215,8 @@ RGPU_SHIM_EXPORT int cuLibraryGetManaged() noexcept { return rgpu::shim::report_
 RGPU_SHIM_EXPORT int cuLibraryGetUnifiedFunction() noexcept { return rgpu::shim::report_unimplemented("cuLibraryGetUnifiedFunction"); }
 RGPU_SHIM_EXPORT int cuLibraryLoadFromFile() noexcept { return rgpu::shim::report_unimplemented("cuLibraryLoadFromFile"); }
 RGPU_SHIM_EXPORT int cuLinkAddData() noexcept { return rgpu::shim::report_unimplemented("cuLinkAddData"); }
-RGPU_SHIM_EXPORT int cuLinkAddData_v2() noexcept { return rgpu::shim::report_unimplemented("cuLinkAddData_v2"); }
 RGPU_SHIM_EXPORT int cuLinkAddFile() noexcept { return rgpu::shim::report_unimplemented("cuLinkAddFile"); }
-RGPU_SHIM_EXPORT int cuLinkAddFile_v2() noexcept { return rgpu::shim::report_unimplemented("cuLinkAddFile_v2"); }
-RGPU_SHIM_EXPORT int cuLinkComplete() noexcept { return rgpu::shim::report_unimplemented("cuLinkComplete"); }
 RGPU_SHIM_EXPORT int cuLinkCreate() noexcept { return rgpu::shim::report_unimplemented("cuLinkCreate"); }
-RGPU_SHIM_EXPORT int cuLinkCreate_v2() noexcept { return rgpu::shim::report_unimplemented("cuLinkCreate_v2"); }
-RGPU_SHIM_EXPORT int cuLinkDestroy() noexcept { return rgpu::shim::report_unimplemented("cuLinkDestroy"); }
 RGPU_SHIM_EXPORT int cuLogsCurrent() noexcept { return rgpu::shim::report_unimplemented("cuLogsCurrent"); }
 RGPU_SHIM_EXPORT int cuLogsDumpToFile() noexcept { return rgpu::shim::report_unimplemented("cuLogsDumpToFile"); }
 RGPU_SHIM_EXPORT int cuLogsDumpToMemory() noexcept { return rgpu::shim::report_unimplemented("cuLogsDumpToMemory"); }

@@ -501,6 +501,61 @@ TEST_F(Driver, ProcAddressAndUnimplementedEntryPoints) {
   EXPECT_STREQ(name, "CUDA_ERROR_INVALID_VALUE");
 }
 
+// The JIT linker with one PTX input, as programs that compile a kernel at run
+// time use it (NVIDIA's ptxjit sample): the linked image loads and its kernel
+// runs; the logs are left empty and the wall time 0. Two inputs are refused,
+// saying why in the error log, and a destroyed state is a bad handle.
+TEST_F(Driver, JitLinkOfOneInputLoadsAndRuns) {
+  char info[256] = "untouched";
+  char error[256] = "untouched";
+  CUjit_option options[] = {CU_JIT_WALL_TIME, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {reinterpret_cast<void*>(uintptr_t{123}), info, reinterpret_cast<void*>(uintptr_t{sizeof info}),
+                    error, reinterpret_cast<void*>(uintptr_t{sizeof error})};
+  CUlinkState link = nullptr;
+  ASSERT_CU(cuLinkCreate(5, options, values, &link));
+  float wall = -1.0f;
+  std::memcpy(&wall, &values[0], sizeof wall);
+  EXPECT_EQ(wall, 0.0f);
+  EXPECT_STREQ(info, "");
+  // The PTX's size without its terminator: the linked image must still be a C string.
+  ASSERT_CU(cuLinkAddData(link, CU_JIT_INPUT_PTX, const_cast<char*>(kSpinPtx), std::strlen(kSpinPtx), "spin", 0,
+                          nullptr, nullptr));
+  void* image = nullptr;
+  size_t size = 0;
+  ASSERT_CU(cuLinkComplete(link, &image, &size));
+  ASSERT_NE(image, nullptr);
+  EXPECT_EQ(size, std::strlen(kSpinPtx) + 1);
+  CUmodule module;
+  ASSERT_CU(cuModuleLoadData(&module, image));
+  ASSERT_CU(cuLinkDestroy(link));  // the module does not need the link any more
+  CUfunction spin;
+  ASSERT_CU(cuModuleGetFunction(&spin, module, "spin"));
+  CUdeviceptr out;
+  ASSERT_CU(cuMemAlloc(&out, 4));
+  uint32_t n = 1000;
+  void* args[] = {&out, &n};
+  ASSERT_CU(cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
+  uint32_t got = 0;
+  ASSERT_CU(cuMemcpyDtoH(&got, out, 4));
+  EXPECT_EQ(got, 1000u);
+  ASSERT_CU(cuMemFree(out));
+  ASSERT_CU(cuModuleUnload(module));
+  EXPECT_EQ(cuLinkDestroy(link), CUDA_ERROR_INVALID_HANDLE);
+
+  ASSERT_CU(cuLinkCreate(5, options, values, &link));
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_CU(cuLinkAddData(link, CU_JIT_INPUT_PTX, const_cast<char*>(kSpinPtx), sizeof kSpinPtx, nullptr, 0,
+                            nullptr, nullptr));
+  }
+  EXPECT_EQ(cuLinkComplete(link, &image, &size), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_NE(std::string(error).find("several inputs"), std::string::npos) << error;
+  EXPECT_EQ(cuLinkAddData(link, CU_JIT_INPUT_LIBRARY, const_cast<char*>(kSpinPtx), sizeof kSpinPtx, nullptr, 0,
+                          nullptr, nullptr),
+            CUDA_ERROR_NOT_SUPPORTED);
+  ASSERT_CU(cuLinkDestroy(link));
+}
+
 // Calls generated from client-shim/api/driver.api (Call.invoke), through the
 // client's generated stub, the wire and the server's generated row.
 TEST_F(Driver, GeneratedCalls) {
