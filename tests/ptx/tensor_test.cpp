@@ -8,34 +8,12 @@
 #include <cstring>
 #include <string>
 
+#include "float_bits.h"
 #include "harness.h"
 
 namespace rgpu::ptx::testing {
 namespace {
 
-uint16_t to_f16(float f) {
-  // The values below are small integers and halves: exact in f16.
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  if (f == 0.0f) return static_cast<uint16_t>(b >> 16);
-  int e = static_cast<int>((b >> 23) & 0xff) - 127 + 15;
-  return static_cast<uint16_t>(((b >> 16) & 0x8000) | (e << 10) | ((b >> 13) & 0x3ff));
-}
-uint16_t to_bf16(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return static_cast<uint16_t>(b >> 16);  // exact for the values used
-}
-uint32_t bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
-float from_bits(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
 // Small values whose products and sums are exact in f32.
 float value(int i, int salt) { return static_cast<float>(((i * 7 + salt * 13) % 9) - 4) * 0.5f; }
 

@@ -12,38 +12,11 @@
 #include <functional>
 #include <string>
 
+#include "float_bits.h"
 #include "harness.h"
 
 namespace rgpu::ptx::testing {
 namespace {
-
-uint16_t to_half(float f, bool bf16) {
-  // The values below are small multiples of 1/2: exact in f16 and bf16.
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  if (bf16 || f == 0.0f) return static_cast<uint16_t>(b >> 16);
-  const int e = static_cast<int>((b >> 23) & 0xff) - 127 + 15;
-  return static_cast<uint16_t>(((b >> 16) & 0x8000) | (e << 10) | ((b >> 13) & 0x3ff));
-}
-float from_half(uint16_t h) {
-  // Normal f16 values only (what the products below give).
-  if ((h & 0x7fff) == 0) return 0.0f;
-  const uint32_t b = (static_cast<uint32_t>(h & 0x8000) << 16) | ((((h >> 10) & 0x1f) - 15 + 127) << 23) |
-                     (static_cast<uint32_t>(h & 0x3ff) << 13);
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
-uint32_t f32_word(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
-float word_f32(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
 
 struct Shape {
   const char* name;
@@ -176,8 +149,8 @@ int64_t int_value(int r, int c, int salt, bool is_unsigned) {
 }
 
 uint32_t encode(const std::string& t, float f, int64_t i) {
-  if (t == "f16" || t == "bf16") return to_half(f, t == "bf16");
-  if (t == "f32" || t == "tf32") return f32_word(f);
+  if (t == "f16" || t == "bf16") return t == "bf16" ? to_bf16(f) : to_f16(f);  // the values used are exact in both
+  if (t == "f32" || t == "tf32") return bits(f);
   return static_cast<uint32_t>(i);  // s8, u8, s32: the low bytes
 }
 
@@ -227,7 +200,7 @@ void run_case(const Case& c, std::function<int64_t(int, int)> c_value = nullptr)
       } else {
         float want = real_value(r, n, 3) * (c.scale ? 2.0f : 1.0f);
         for (int k = 0; k < s.k; ++k) want += real_value(r, k, 1) * real_value(k, n, 2);
-        const float g = c.d_type == "f16" ? from_half(static_cast<uint16_t>(got)) : word_f32(got);
+        const float g = c.d_type == "f16" ? from_f16(static_cast<uint16_t>(got)) : from_bits(got);
         if (g != want && bad++ < 5) ADD_FAILURE() << "D[" << r << "][" << n << "] = " << g << ", want " << want;
       }
     }
