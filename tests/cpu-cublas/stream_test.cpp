@@ -128,16 +128,7 @@ TEST_F(BlasStreamTest, FreeOfAQueuedOperandWaitsForTheGemm) {
   float one = 1, zero = 0;
   BLAS_OK(b.cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, reinterpret_cast<float*>(da), 4,
                            reinterpret_cast<float*>(da), 4, &zero, reinterpret_cast<float*>(dc), 4));
-  std::atomic<bool> opened{false};
-  std::thread opener([&] {
-    EXPECT_TRUE(gate.wait_entered(1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    opened = true;
-    gate.open();
-  });
-  CU_OK(cu.cuMemFree(da));
-  EXPECT_TRUE(opened.load());
-  opener.join();
+  EXPECT_TRUE(gate.call_waits_for_opening([&] { CU_OK(cu.cuMemFree(da)); }));
   CU_OK(cu.cuStreamSynchronize(stream));
   EXPECT_EQ(std::vector<float>(16, 4), peek(dc, 16));
 }

@@ -2,9 +2,11 @@
 // so tests can observe work that is queued but not yet run.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 namespace rgpu::cpudev::test {
 
@@ -28,6 +30,24 @@ class Gate {
   bool wait_entered(int n) {
     std::unique_lock lock(mu_);
     return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return entered_ >= n; });
+  }
+  // Runs call() while another thread, once a holder has entered, waits 50 ms
+  // and opens the gate; whether call() returned only after the gate opened
+  // (it waited for the held stream).
+  template <class Call>
+  bool call_waits_for_opening(Call&& call) {
+    std::atomic<bool> opened{false};
+    std::atomic<bool> entered{false};
+    std::thread opener([&] {
+      entered = wait_entered(1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      opened = true;
+      open();
+    });
+    call();
+    const bool waited = opened.load();
+    opener.join();
+    return entered.load() && waited;
   }
 
  private:

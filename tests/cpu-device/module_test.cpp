@@ -271,16 +271,7 @@ TEST_F(CpuDeviceModule, FreeWaitsForQueuedKernels) {
   int iters = 1000;
   void* args[] = {&out, &iters};
   CU_OK(cu.cuLaunchKernel(fn("spin"), 1, 1, 1, 32, 1, 1, 0, s, args, nullptr));
-  std::atomic<bool> opened{false};
-  std::thread opener([&] {
-    EXPECT_TRUE(gate.wait_entered(1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    opened = true;
-    gate.open();
-  });
-  CU_OK(cu.cuMemFree(out));
-  EXPECT_TRUE(opened.load());
-  opener.join();
+  EXPECT_TRUE(gate.call_waits_for_opening([&] { CU_OK(cu.cuMemFree(out)); }));
   CU_OK(cu.cuStreamSynchronize(s));
   CU_OK(cu.cuCtxSynchronize());
   CU_OK(cu.cuStreamDestroy(s));

@@ -296,16 +296,7 @@ TEST_F(CpuDeviceStream, FreeWaitsForQueuedWork) {
   Gate gate;
   CU_OK(cu.cuLaunchHostFunc(s, &Gate::hold, &gate));
   CU_OK(cu.cuMemcpyHtoDAsync(p, host.data(), 4096, s));
-  std::atomic<bool> opened{false};
-  std::thread opener([&] {
-    EXPECT_TRUE(gate.wait_entered(1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    opened = true;
-    gate.open();
-  });
-  CU_OK(cu.cuMemFree(p));
-  EXPECT_TRUE(opened.load());
-  opener.join();
+  EXPECT_TRUE(gate.call_waits_for_opening([&] { CU_OK(cu.cuMemFree(p)); }));
   CU_OK(cu.cuStreamSynchronize(s));
   CU_OK(cu.cuStreamDestroy(s));
 }
