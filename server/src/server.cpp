@@ -8,6 +8,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "rgpu/common/callback_gate.h"
 #include "rgpu/common/log.h"
 #include "rgpu/common/thread_set.h"
 #include "handshake.h"
@@ -128,6 +129,9 @@ class ServerImpl final : public Server {
   ~ServerImpl() override {
     collections_.clear();  // no scrape reads this server from here on
     listener_.reset();
+    // The transport may be shared and outlive this server: its handlers for
+    // our connections finish here and do nothing from now on.
+    callbacks_->close();
     {
       std::lock_guard<std::mutex> lock(mu_);
       stopping_ = true;
@@ -151,7 +155,12 @@ class ServerImpl final : public Server {
   }
 
   Status listen(const std::string& address) {
-    auto listener = transport_->listen(address, [this](std::shared_ptr<transport::Connection> c) {
+    auto listener = transport_->listen(address, [this, gate = callbacks_](std::shared_ptr<transport::Connection> c) {
+      CallbackGate::Pass pass(*gate);
+      if (!pass.entered()) {
+        c->close();
+        return transport::ConnectionHandler{};
+      }
       return accept(std::move(c));
     });
     if (!listener.is_ok()) return listener.status();
@@ -264,7 +273,10 @@ class ServerImpl final : public Server {
       }
     }
     transport::ConnectionHandler handler;
-    handler.on_closed = [this, id](transport::Connection&, const Status& why) { end_peer(id, why); };
+    handler.on_closed = [this, id, gate = callbacks_](transport::Connection&, const Status& why) {
+      CallbackGate::Pass pass(*gate);
+      if (pass.entered()) end_peer(id, why);
+    };
     if (!room) {
       if (info_->metrics) info_->metrics->refused.with({"unauthenticated_limit"}).add();
       RGPU_WARN("connection refused peer=%s reason=\"too many unauthenticated connections (limit %zu)\"",
@@ -274,7 +286,9 @@ class ServerImpl final : public Server {
     }
     RGPU_DEBUG("connection open id=%llu peer=%s", static_cast<unsigned long long>(id), connection->peer().c_str());
     std::weak_ptr<Peer> weak = peer;
-    handler.on_message = [this, weak](transport::Connection&, transport::Message message) {
+    handler.on_message = [this, weak, gate = callbacks_](transport::Connection&, transport::Message message) {
+      CallbackGate::Pass pass(*gate);
+      if (!pass.entered()) return;
       if (auto p = weak.lock()) on_message(*p, std::move(message));
     };
     return handler;
@@ -455,6 +469,8 @@ class ServerImpl final : public Server {
   const protocol::auth::KeyRing keys_;
   std::shared_ptr<transport::Transport> transport_;
   const std::shared_ptr<ModuleCache> module_cache_;
+  // Every transport callback runs through it (see the destructor).
+  const std::shared_ptr<CallbackGate> callbacks_ = std::make_shared<CallbackGate>();
   std::unique_ptr<transport::Listener> listener_;
   mutable std::mutex mu_;
   std::condition_variable gate_cv_;
