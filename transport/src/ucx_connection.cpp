@@ -86,13 +86,20 @@ ucs_status_t send_control(ucp_ep_h ep, unsigned id, const Hello* hello, uint32_t
 
 RndvPayload::~RndvPayload() {
   if (taken_.load(std::memory_order_acquire)) return;
-  // Releasing answers the sender on the endpoint the data came from. From a
-  // thread of the program's, racing the progress thread's handling of the
-  // peer's close, UCX 1.13 aborted in about one run in three of the closing
-  // conformance test (tcp_ep.c:58, `ctx->offset <= ctx->length`, under
-  // ucp_rndv_req_send_ack): so the release runs on the progress thread,
-  // between two progress calls.
-  auto release = [owner = owner_, worker = worker_, desc = desc_] {
+  release_later();
+}
+
+// Releasing answers the sender (UCX's ATS) on the endpoint the data came
+// from, and UCX 1.13's ucp_am_data_release sends that answer *before* it
+// takes the worker's lock: it races every other call on the worker (a send
+// from a program's thread corrupted the TCP endpoint's send state, aborting
+// in tcp_ep.c:58, `ctx->offset <= ctx->length`). So the release runs on the
+// thread that holds the progress role, which no progress call can race, and
+// holds the Core's call lock exclusively, which every other thread's call
+// holds shared.
+void RndvPayload::release_later() {
+  auto release = [core = core_.get(), owner = owner_, worker = worker_, desc = desc_] {
+    std::unique_lock<std::shared_mutex> alone(core->calls_mu());
     if (owner == nullptr) {
       ucp_am_data_release(worker, desc);
     } else {
@@ -112,12 +119,13 @@ Status RndvPayload::receive(void* dst) {
   {
     std::shared_lock<std::shared_mutex> lock(core_->life());
     if (!core_->alive()) return disconnected("transport shut down");
+    if (dst == nullptr) {
+      release_later();
+      return invalid_argument("null receive buffer");
+    }
     ucs_status_ptr_t req = nullptr;
     auto post = [&](ucp_worker_h worker) {
-      if (dst == nullptr) {
-        ucp_am_data_release(worker, desc_);
-        return;
-      }
+      std::shared_lock<std::shared_mutex> call(core_->calls_mu());
       ucp_request_param_t p{};
       p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
       p.cb.recv_am = recv_done;
@@ -131,7 +139,6 @@ Status RndvPayload::receive(void* dst) {
     } else {
       post(worker_);
     }
-    if (dst == nullptr) return invalid_argument("null receive buffer");
     if (req == nullptr) {
       waiter.complete(UCS_OK);
     } else if (UCS_PTR_IS_ERR(req)) {
@@ -309,6 +316,7 @@ Status UcxConnection::send_then(Bytes header, Bytes payload, const std::function
   {
     std::shared_lock<std::shared_mutex> lock(ep_mu_);
     if (state_.load(std::memory_order_acquire) != kOpen) return disconnected("connection closed");
+    std::shared_lock<std::shared_mutex> call(core_->calls_mu());
     in_flight_->fetch_add(1, std::memory_order_acq_rel);
     counted.count = in_flight_.get();
     ucs_status_t st;
@@ -396,6 +404,7 @@ void UcxConnection::send_detached(Bytes header, Bytes payload, std::function<voi
       d->done(disconnected("connection closed"));
       return;
     }
+    std::shared_lock<std::shared_mutex> call(core_->calls_mu());
     d->worker = worker_;
     d->in_flight = in_flight_;
     in_flight_->fetch_add(1, std::memory_order_acq_rel);  // until the Core ends it

@@ -133,6 +133,8 @@ class RndvPayload final : public IncomingPayload {
   void* desc_;  // UCX descriptor until receive() or release
   size_t size_;
   std::atomic<bool> taken_{false};
+  // Hands the descriptor back to UCX unreceived (see the definition).
+  void release_later();
 };
 
 // One listening socket. Touched by the progress thread; the Listener object
@@ -255,6 +257,11 @@ class Core : public std::enable_shared_from_this<Core> {
   // thread and check alive(); shutdown() takes it exclusively.
   std::shared_mutex& life() { return life_; }
   bool alive() const { return alive_; }
+  // UCX 1.13 answers an untaken rendezvous (ucp_am_data_release) before it
+  // takes the worker's lock. That release holds this exclusively, on the
+  // thread with the progress role; every call into a worker from another
+  // thread (a send, a receive) holds it shared, around the call only.
+  std::shared_mutex& calls_mu() { return calls_mu_; }
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
 
   // ---- progress thread only ----
@@ -399,6 +406,7 @@ class Core : public std::enable_shared_from_this<Core> {
 
   std::shared_mutex life_;
   bool alive_ = false;  // guarded by life_
+  std::shared_mutex calls_mu_;
 
   // Progress-thread state.
   std::unordered_map<uint32_t, std::shared_ptr<UcxConnection>> connections_;
