@@ -85,7 +85,10 @@ CUresult CUDAAPI func_set_attribute(CUfunction f, CUfunction_attribute attribute
 }
 CUresult CUDAAPI device_get_uuid(CUuuid* uuid, CUdevice device) {
   ++driver_log().calls;
-  for (size_t i = 0; i < sizeof uuid->bytes; ++i) uuid->bytes[i] = static_cast<char>(device + static_cast<int>(i));
+  // Unsigned: the fuzzer asks for device INT_MAX too.
+  for (size_t i = 0; i < sizeof uuid->bytes; ++i) {
+    uuid->bytes[i] = static_cast<char>(static_cast<unsigned>(device) + static_cast<unsigned>(i));
+  }
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI module_get_global(CUdeviceptr* ptr, size_t* bytes, CUmodule, const char* name) {
