@@ -133,10 +133,16 @@ struct Hello {
   minProtocolVersion @8 :UInt32;
   features @9 :UInt64;
   request @10 :Resources;
+  # The client insists on per-message integrity (RGPU_INTEGRITY=on): it
+  # refuses a challenge that does not turn it on.
+  integrity @11 :Bool;
 }
 
 struct Challenge {
   serverNonce @0 :Data;     # 32 random bytes, fresh for each connection
+  # Every message after the client's proof, the welcome first, is sealed
+  # (transport/sealed.h) under keys derived from the key and both nonces.
+  integrity @1 :Bool;
 }
 
 struct Authenticate {

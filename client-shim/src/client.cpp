@@ -98,6 +98,7 @@ Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options,
   co.tenant = options.tenant;
   co.auth_token = options.auth_token;
   co.connect_timeout = options.connect_timeout;
+  co.integrity = options.integrity;
   co.request = client->options_.request;
   Client* self = client.get();
   Connection::Events events;

@@ -40,6 +40,9 @@ struct ClientOptions {
   std::string tenant;
   std::string auth_token;
   std::chrono::milliseconds connect_timeout{5000};
+  // RGPU_INTEGRITY=on insists on per-message integrity; unset or "auto"
+  // leaves it to the server (docs/security.md).
+  protocol::IntegrityMode integrity = protocol::IntegrityMode::kAuto;
   // What the session asks for (zero: no preference). Environment, which
   // overrides: RGPU_REQUEST_DEVICES, RGPU_REQUEST_MEMORY (bytes),
   // RGPU_LEASE_SECONDS, RGPU_LEASE. See docs/protocol.md.

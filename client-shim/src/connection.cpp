@@ -11,11 +11,13 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "rgpu/common/log.h"
 #include "rgpu/protocol/auth.h"
 #include "rgpu/protocol/handles.h"
+#include "rgpu/transport/sealed.h"
 
 namespace rgpu::shim {
 namespace {
@@ -60,6 +62,10 @@ struct Connection::Inbox {
   std::mutex gate;
   bool detached = false;  // gate
   Events events;          // gate
+  // A sealed session (transport/sealed.h): checks every message from the
+  // server, the welcome first; set before the proof goes out.
+  std::unique_ptr<transport::Opener> opener;  // gate
+  std::weak_ptr<transport::Connection> raw;   // to close on a forgery
 
   std::mutex mu;
   std::condition_variable cv;
@@ -79,6 +85,18 @@ struct Connection::Inbox {
 void Connection::Inbox::on_message(transport::Message message) {
   std::lock_guard<std::mutex> gate_lock(gate);
   if (detached) return;
+  if (opener) {
+    // In place of the welcome, a refusal comes unsealed (the server refuses
+    // before it seals); it ends the connection either way, so it is read.
+    bool refusal = false;
+    if (opener->opened() == 0) {
+      auto plain = protocol::decode(message.header);
+      refusal = plain.is_ok() && plain.value()->envelope().isWelcome() &&
+                !plain.value()->envelope().getWelcome().getAccepted();
+    }
+    // A forgery closes the connection (the opener's callback).
+    if (!refusal && !opener->open(message).is_ok()) return;
+  }
   auto decoded = protocol::decode(message.header);
   if (!decoded.is_ok()) {
     RGPU_WARN("dropping malformed message from server");
@@ -204,6 +222,7 @@ Result<std::unique_ptr<Connection>> Connection::open(const ConnectionOptions& op
     connection = c->transport_->connect(options.server, handler, left - pause);
   }
   c->connection_ = std::move(connection.value());
+  c->inbox_->raw = c->connection_;
   if (Status s = c->handshake(options); !s.is_ok()) return s;
   return c;
 }
@@ -327,6 +346,7 @@ Status Connection::handshake(const ConnectionOptions& options) {
     hello.setProtocolVersion(options.versions.max);
     hello.setMinProtocolVersion(options.versions.min);
     hello.setFeatures(options.features);
+    hello.setIntegrity(options.integrity == protocol::IntegrityMode::kOn);
     hello.setClientBuild(RGPU_VERSION_STRING);
     hello.setPid(static_cast<uint32_t>(getpid()));
     char host[256] = {};
@@ -348,6 +368,7 @@ Status Connection::handshake(const ConnectionOptions& options) {
   const auto deadline = std::chrono::steady_clock::now() + options.connect_timeout;
   auth::Nonce server_nonce{};
   bool challenged = false;
+  std::optional<auth::SealKeys> seal;
   for (;;) {
     Inbox::Handshake next;
     {
@@ -369,6 +390,19 @@ Status Connection::handshake(const ConnectionOptions& options) {
       }
       challenged = true;
       std::memcpy(server_nonce.data(), nonce.begin(), server_nonce.size());
+      if (envelope.getChallenge().getIntegrity()) {
+        seal = auth::seal_keys(options.auth_token, tenant, client_nonce.value(), server_nonce);
+        std::weak_ptr<transport::Connection> raw = connection_;
+        auto opener = std::make_unique<transport::Opener>(seal->server_to_client, [raw, where](const Status& why) {
+          RGPU_ERROR("closing the session with %s: %s", where.c_str(), why.message().c_str());
+          if (auto c = raw.lock()) c->close();
+        });
+        std::lock_guard<std::mutex> gate(inbox_->gate);
+        inbox_->opener = std::move(opener);
+      } else if (options.integrity == protocol::IntegrityMode::kOn) {
+        return rgpu::failed(where + " does not seal the session, and RGPU_INTEGRITY=on insists on per-message "
+                                    "integrity; refusing to use it");
+      }
       const auth::Proof proof = auth::client_proof(options.auth_token, tenant, client_nonce.value(), server_nonce);
       capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
       builder.initRoot<wire::Envelope>().initAuthenticate().setProof(kj::arrayPtr(proof.data(), proof.size()));
@@ -403,7 +437,12 @@ Status Connection::handshake(const ConnectionOptions& options) {
                                     "authentication); refusing to use it");
       }
     }
+    if (options.integrity == protocol::IntegrityMode::kOn && !seal) {
+      return rgpu::failed(where + " welcomed the session unsealed, and RGPU_INTEGRITY=on insists on per-message "
+                                  "integrity; refusing to use it");
+    }
     SessionInfo& s = session_;
+    s.sealed = seal.has_value();
     s.session_id = welcome.getSessionId();
     s.server_build = welcome.getServerBuild();
     s.tenant = welcome.getTenant();
@@ -438,11 +477,13 @@ Status Connection::handshake(const ConnectionOptions& options) {
     }
     break;
   }
+  // From here every message to the server is sealed too.
+  if (seal) connection_ = transport::seal(connection_, seal->client_to_server);
   RGPU_INFO("connected server=%s tenant=%s protocol=%u server_protocols=%u-%u server_build=\"%s\" features=0x%llx "
-            "devices=%zu",
+            "devices=%zu sealed=%s",
             options.server.c_str(), tenant.c_str(), session_.protocol_version, session_.server_versions.min,
             session_.server_versions.max, session_.server_build.c_str(),
-            static_cast<unsigned long long>(session_.features), session_.devices.size());
+            static_cast<unsigned long long>(session_.features), session_.devices.size(), seal ? "yes" : "no");
   return Status::ok();
 }
 

@@ -54,6 +54,9 @@ struct ConnectionOptions {
   // What the hello says this side speaks (tests narrow or widen them).
   protocol::VersionRange versions = protocol::kBuildVersions;
   uint64_t features = protocol::kBuildFeatures;
+  // kOn insists on per-message integrity (RGPU_INTEGRITY=on); otherwise the
+  // server decides (rgpud --integrity).
+  protocol::IntegrityMode integrity = protocol::IntegrityMode::kAuto;
 };
 
 // What the welcome said about the session.
@@ -64,6 +67,7 @@ struct SessionInfo {
   uint32_t protocol_version = 0;          // what the session runs at
   protocol::VersionRange server_versions;  // what the server speaks
   uint64_t features = 0;                  // the features both sides have
+  bool sealed = false;                    // every message carries integrity tags
   Resources granted;
   int driver_version = 0;
   uint64_t copy_pipeline_chunk = 0;  // the server's advice (Welcome.copyPipelineChunk)

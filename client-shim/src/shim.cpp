@@ -57,6 +57,15 @@ ClientOptions options_from_environment(std::string* problem, std::string* pool) 
     return o;
   }
   o.auth_token = std::move(secret.value());
+  if (const char* v = std::getenv("RGPU_INTEGRITY"); v && *v) {
+    const auto mode = protocol::parse_integrity_mode(v);
+    if (!mode || *mode == protocol::IntegrityMode::kOff) {
+      *problem = std::string("RGPU_INTEGRITY wants on or auto, got '") + v +
+                 "' (a client cannot turn off what its server requires)";
+      return o;
+    }
+    o.integrity = *mode;
+  }
   if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) o.visible_devices = v;
   if (const char* t = std::getenv("RGPU_CONNECT_TIMEOUT_MS")) {
     long ms = std::strtol(t, nullptr, 10);

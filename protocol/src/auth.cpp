@@ -63,6 +63,12 @@ Proof server_proof(std::string_view secret, std::string_view tenant, const Nonce
   return proof("rgpu-server-v1", secret, tenant, client_nonce, server_nonce);
 }
 
+SealKeys seal_keys(std::string_view secret, std::string_view tenant, const Nonce& client_nonce,
+                   const Nonce& server_nonce) {
+  return SealKeys{proof("rgpu-seal-c2s-v1", secret, tenant, client_nonce, server_nonce),
+                  proof("rgpu-seal-s2c-v1", secret, tenant, client_nonce, server_nonce)};
+}
+
 bool equal_constant_time(std::span<const uint8_t> a, std::span<const uint8_t> b) {
   if (a.size() != b.size()) return false;
   return a.empty() || CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;

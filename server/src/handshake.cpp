@@ -67,8 +67,8 @@ Result<Resources> grant(const Resources& request, const Offer& offer) {
   return granted;
 }
 
-Handshake::Handshake(const auth::KeyRing& keys, size_t max_message_bytes, Offer offer)
-    : keys_(keys), max_message_bytes_(max_message_bytes), offer_(offer) {}
+Handshake::Handshake(const auth::KeyRing& keys, size_t max_message_bytes, Offer offer, bool local_peer)
+    : keys_(keys), max_message_bytes_(max_message_bytes), offer_(offer), local_peer_(local_peer) {}
 
 std::vector<std::byte> Handshake::refusal(const std::string& reason, protocol::VersionRange versions) {
   capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
@@ -153,7 +153,36 @@ Handshake::Step Handshake::on_hello(wire::Hello::Reader hello) {
   if (!read_text(request.getLease(), &terms.requested.lease, kMaxLeaseText)) {
     return refuse("lease in hello longer than " + std::to_string(kMaxLeaseText) + " bytes");
   }
-  if (keys_.empty()) return admit();
+  // Per-message integrity: what the server's mode and the client's wish
+  // decide; a client that insists is never given a session without it.
+  const bool insists = hello.getIntegrity();
+  const bool can_seal = (hello.getFeatures() & protocol::kFeatureIntegrity) != 0;
+  if (keys_.empty()) {
+    if (insists) {
+      return refuse("the client insists on per-message integrity (RGPU_INTEGRITY=on), which needs keys; this server "
+                    "runs without authentication");
+    }
+    return admit();
+  }
+  switch (offer_.integrity) {
+    case protocol::IntegrityMode::kOn:
+      sealed_ = true;
+      break;
+    case protocol::IntegrityMode::kOff:
+      sealed_ = false;
+      break;
+    case protocol::IntegrityMode::kAuto:
+      sealed_ = insists || !local_peer_;
+      break;
+  }
+  if (insists && !sealed_) {
+    return refuse("the client insists on per-message integrity (RGPU_INTEGRITY=on); this server runs with "
+                  "--integrity off");
+  }
+  if (sealed_ && !can_seal) {
+    return refuse("this server seals every message of a session from another host (--integrity), and this client "
+                  "library cannot; use an rgpu client of the server's version");
+  }
   if (!read_nonce(hello.getClientNonce(), &client_nonce_)) {
     return refuse("authentication required: this server wants a key (RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE)");
   }
@@ -163,8 +192,10 @@ Handshake::Step Handshake::on_hello(wire::Hello::Reader hello) {
   // A challenge goes out even for a tenant without a key, so that the answer
   // does not tell which tenants exist.
   capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
-  builder.initRoot<wire::Envelope>().initChallenge().setServerNonce(
+  auto challenge = builder.initRoot<wire::Envelope>().initChallenge();
+  challenge.setServerNonce(
       kj::arrayPtr(reinterpret_cast<const capnp::byte*>(server_nonce_.data()), server_nonce_.size()));
+  challenge.setIntegrity(sealed_);
   state_ = State::kAwaitProof;
   Step step;
   step.kind = Step::Kind::kSend;
@@ -185,6 +216,7 @@ Handshake::Step Handshake::on_proof(wire::Authenticate::Reader answer) {
   if (step.kind != Step::Kind::kWelcome) return step;
   const auth::Proof mine = auth::server_proof(*secret, client_.tenant, client_nonce_, server_nonce_);
   step.server_proof.assign(mine.begin(), mine.end());
+  if (sealed_) step.seal = auth::seal_keys(*secret, client_.tenant, client_nonce_, server_nonce_);
   return step;
 }
 

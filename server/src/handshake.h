@@ -53,6 +53,8 @@ struct Offer {
   // exactly what it grants here. Null: no pool. Not owned; outlives the
   // handshakes.
   LeaseGate* lease_gate = nullptr;
+  // Per-message integrity (--integrity); kAuto seals unless the peer is local.
+  protocol::IntegrityMode integrity = protocol::IntegrityMode::kAuto;
 };
 
 // What a session was granted for `request`: today every device, and as its
@@ -124,13 +126,18 @@ class Handshake {
     std::string reason;                 // kRefuse: why, for logs
     ClientIdentity client;              // kWelcome
     std::vector<uint8_t> server_proof;  // kWelcome: empty without authentication
+    // kWelcome: the keys of per-message integrity when the session is
+    // sealed (every message after the client's proof, the welcome first).
+    std::optional<protocol::auth::SealKeys> seal;
   };
 
   // `keys` empty: the hello alone admits a client. A hello whose version
   // range does not meet `offer.versions` is refused with both ranges named;
   // a request the offer cannot grant is refused once the client has proved
   // who it is.
-  Handshake(const protocol::auth::KeyRing& keys, size_t max_message_bytes, Offer offer = {});
+  // `local_peer`: the peer is on this host (kAuto integrity stays off).
+  Handshake(const protocol::auth::KeyRing& keys, size_t max_message_bytes, Offer offer = {},
+            bool local_peer = false);
 
   // One message from the peer: its header bytes, and whether it carried a
   // bulk payload (never allowed before a session exists).
@@ -152,6 +159,8 @@ class Handshake {
   const protocol::auth::KeyRing& keys_;
   const size_t max_message_bytes_;
   const Offer offer_;
+  const bool local_peer_;
+  bool sealed_ = false;  // decided at the hello, announced in the challenge
   State state_ = State::kAwaitHello;
   ClientIdentity client_;
   protocol::auth::Nonce client_nonce_{};

@@ -29,7 +29,8 @@ namespace {
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: rgpud [--listen HOST:PORT] [--device cpu|cuda|auto] [--cpu-devices N] [--driver PATH]\n"
-               "             [--auth-file FILE] [--insecure] [--log-level error|warn|info|debug|trace]\n"
+               "             [--auth-file FILE] [--insecure] [--integrity auto|on|off]\n"
+               "             [--log-level error|warn|info|debug|trace]\n"
                "             [--module-cache DIR] [--module-cache-mem BYTES] [--poll-us US]\n"
                "             [--limit NAME=VALUE]... [--shutdown-timeout SECONDS] [--library NAME=PATH]...\n"
                "             [--slices DEV:SIZE@SHARE[,SIZE@SHARE...]]... [--max-sessions-per-slice N]\n"
@@ -53,6 +54,10 @@ void usage(FILE* out) {
                "                      rgpud's environment gives the default tenant's secret. Secrets are\n"
                "                      never taken from the command line, where every user can read them.\n"
                "  --insecure          allow a non-loopback --listen without authentication\n"
+               "  --integrity MODE    per-message integrity after the handshake (AES-GCM tags keyed by\n"
+               "                      it; needs keys): auto (default) seals every session from another\n"
+               "                      host, on seals every session (clients that cannot are refused),\n"
+               "                      off seals none (clients that insist are refused)\n"
                "  --module-cache DIR  keep module images in DIR (created 0700) across restarts:\n"
                "                      a program run again sends no module bytes\n"
                "  --module-cache-mem BYTES  image bytes kept in memory (default 1 GiB)\n"
@@ -317,6 +322,14 @@ int main(int argc, char** argv) {
       auth_file = value("--auth-file");
     } else if (arg == "--insecure") {
       options.insecure = true;
+    } else if (arg == "--integrity") {
+      const std::string v = value("--integrity");
+      const auto mode = rgpu::protocol::parse_integrity_mode(v);
+      if (!mode || v.empty()) {
+        std::fprintf(stderr, "rgpud: --integrity wants auto, on or off, got '%s'\n", v.c_str());
+        return 2;
+      }
+      options.integrity = *mode;
     } else if (arg == "--limit") {
       if (std::string err = apply_limit(value("--limit"), &options.limits); !err.empty()) {
         std::fprintf(stderr, "rgpud: %s\n", err.c_str());

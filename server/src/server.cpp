@@ -11,6 +11,7 @@
 #include "rgpu/common/callback_gate.h"
 #include "rgpu/common/log.h"
 #include "rgpu/common/thread_set.h"
+#include "rgpu/transport/sealed.h"
 #include "handshake.h"
 #include "pool_gate.h"
 #include "reaper.h"
@@ -66,14 +67,25 @@ Result<std::shared_ptr<const ServerInfo>> query_devices(const DriverTable& cu, c
 // and at most `session_memory` bytes on each (0: no limit) or, with
 // configured slices, the largest slice. The slice table decides the rest
 // when the session is admitted.
-Offer make_offer(const SliceTable& slices, uint64_t session_memory, LeaseGate* gate) {
+Offer make_offer(const SliceTable& slices, uint64_t session_memory, LeaseGate* gate,
+                 protocol::IntegrityMode integrity) {
   Offer offer;
   offer.lease_gate = gate;
+  offer.integrity = integrity;
   const auto slots = slices.slots();
   offer.devices = static_cast<uint32_t>(slots.size());
   for (const auto& s : slots) offer.device_memory = std::max(offer.device_memory, s.memory);
   offer.memory_limit = slices.sliced() ? 0 : session_memory;
   return offer;
+}
+
+// Whether a connection's peer is on this host: a loopback address, or this
+// process (the in-process transport). --integrity auto leaves those unsealed.
+bool local_peer(const std::string& peer) {
+  if (peer.rfind("inproc:", 0) == 0) return true;
+  std::string host;
+  uint16_t port = 0;
+  return transport::split_host_port(peer, &host, &port) && protocol::auth::is_loopback_host(host);
 }
 
 // The grant's summary of a session's placements: the smallest quota (0 when
@@ -103,6 +115,11 @@ struct Peer {
   std::chrono::steady_clock::time_point deadline;
   std::shared_ptr<Session> session;  // once welcomed
   bool done = false;                  // closed, or refused
+  // Once welcomed into a sealed session (transport/sealed.h): what sends to
+  // the client (the sealing connection) and what checks its messages (used
+  // by the one handler at a time only).
+  std::shared_ptr<transport::Connection> sender;
+  std::shared_ptr<transport::Opener> opener;
 };
 
 class ServerImpl final : public Server {
@@ -111,14 +128,14 @@ class ServerImpl final : public Server {
              std::shared_ptr<transport::Transport> transport, std::shared_ptr<ModuleCache> module_cache,
              protocol::auth::KeyRing keys, uint64_t session_memory, std::shared_ptr<SliceTable> slices,
              std::unique_ptr<PoolLeaseGate> gate, std::function<void(uint64_t)> on_lease_end,
-             metrics::Registry* registry)
+             metrics::Registry* registry, protocol::IntegrityMode integrity)
       : driver_(std::move(driver)),
         info_(std::move(info)),
         limits_(info_->limits),
         slices_(std::move(slices)),
         gate_(std::move(gate)),
         on_lease_end_(std::move(on_lease_end)),
-        offer_(make_offer(*slices_, session_memory, gate_.get())),
+        offer_(make_offer(*slices_, session_memory, gate_.get(), integrity)),
         keys_(std::move(keys)),
         transport_(std::move(transport)),
         module_cache_(std::move(module_cache)) {
@@ -242,7 +259,12 @@ class ServerImpl final : public Server {
       builder.initRoot<wire::Envelope>().setDeviceError(
           kj::arrayPtr(reinterpret_cast<const capnp::byte*>(text.data()), text.size()));
       auto words = protocol::encode(builder);
-      (void)peer->connection->send(protocol::as_bytes(words));
+      std::shared_ptr<transport::Connection> sender;
+      {
+        std::lock_guard<std::mutex> lock(peer->mu);
+        sender = peer->sender ? peer->sender : peer->connection;
+      }
+      (void)sender->send(protocol::as_bytes(words));
       // Closed a moment later, so the notice is delivered before the close.
       reapers_.post([peer] {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -261,7 +283,8 @@ class ServerImpl final : public Server {
     strict.max_parked_bytes = 4 * limits_.max_hello_bytes;
     connection->set_receive_limits(strict);
     const uint64_t id = next_id_.fetch_add(1);
-    auto peer = std::make_shared<Peer>(id, connection, Handshake(keys_, limits_.max_hello_bytes, offer_),
+    auto peer = std::make_shared<Peer>(id, connection,
+                                       Handshake(keys_, limits_.max_hello_bytes, offer_, local_peer(connection->peer())),
                                        std::chrono::steady_clock::now() + limits_.hello_timeout);
     bool room;
     {
@@ -296,12 +319,16 @@ class ServerImpl final : public Server {
 
   void on_message(Peer& peer, transport::Message message) {
     std::shared_ptr<Session> session;
+    std::shared_ptr<transport::Opener> opener;
     {
       std::lock_guard<std::mutex> lock(peer.mu);
       if (peer.done) return;
       session = peer.session;
+      opener = peer.opener;
     }
     if (session) {
+      // A forgery closes the connection (the opener's callback), which ends the session.
+      if (opener && !opener->open(message).is_ok()) return;
       session->post(std::move(message));  // the session's own exception barrier
       return;
     }
@@ -370,8 +397,25 @@ class ServerImpl final : public Server {
     open.max_parked_frames = limits_.max_parked_frames;
     open.max_parked_bytes = limits_.max_parked_bytes;
     peer.connection->set_receive_limits(open);
-    auto session = std::make_shared<Session>(peer.id, std::move(step.client), driver_, info_, module_cache_,
-                                             peer.connection, std::move(admitted.value().second));
+    // A sealed session sends through the sealing and checks what arrives:
+    // the welcome is its first sealed message, the client's next call the
+    // first it checks.
+    std::shared_ptr<transport::Connection> sender = peer.connection;
+    std::shared_ptr<transport::Opener> opener;
+    if (step.seal) {
+      sender = transport::seal(peer.connection, step.seal->server_to_client);
+      std::weak_ptr<transport::Connection> raw = peer.connection;
+      opener = std::make_shared<transport::Opener>(
+          step.seal->client_to_server, [raw, id = peer.id, info = info_](const Status& why) {
+            if (info->metrics) info->metrics->refused.with({"integrity"}).add();
+            auto c = raw.lock();
+            RGPU_WARN("session ended id=%llu peer=%s reason=\"%s\"", static_cast<unsigned long long>(id),
+                      c ? c->peer().c_str() : "?", why.message().c_str());
+            if (c) c->close();
+          });
+    }
+    auto session = std::make_shared<Session>(peer.id, std::move(step.client), driver_, info_, module_cache_, sender,
+                                             std::move(admitted.value().second));
     if (info_->metrics) info_->metrics->sessions_opened.with({session->client().tenant}).add();
     session->welcome(step.server_proof);
     {
@@ -381,6 +425,8 @@ class ServerImpl final : public Server {
     }
     std::lock_guard<std::mutex> lock(peer.mu);
     peer.session = std::move(session);
+    peer.sender = std::move(sender);
+    peer.opener = std::move(opener);
   }
 
   // The connection closed: a pending peer is forgotten, a session torn down
@@ -520,6 +566,10 @@ Result<std::unique_ptr<Server>> Server::start(std::shared_ptr<const DriverTable>
   if (!transport::split_host_port(options.listen, &host, &port)) {
     return invalid_argument("listen address must be HOST:PORT, got '" + options.listen + "'");
   }
+  if (options.keys.empty() && options.integrity == protocol::IntegrityMode::kOn) {
+    return invalid_argument("--integrity on needs keys to derive the session keys from: give keys (--auth-file "
+                            "FILE or RGPU_AUTH_TOKEN)");
+  }
   if (options.keys.empty()) {
     if (!protocol::auth::is_loopback_host(host) && !options.insecure) {
       return invalid_argument("refusing to listen on " + options.listen +
@@ -529,7 +579,9 @@ Result<std::unique_ptr<Server>> Server::start(std::shared_ptr<const DriverTable>
     RGPU_WARN("no authentication: any process that can reach %s may use this server%s", options.listen.c_str(),
               protocol::auth::is_loopback_host(host) ? " (every local user)" : "");
   } else {
-    RGPU_INFO("authentication required tenants=%zu", options.keys.size());
+    static constexpr const char* kModes[] = {"auto (sessions from other hosts)", "on (every session)", "off"};
+    RGPU_INFO("authentication required tenants=%zu integrity=%s", options.keys.size(),
+              kModes[static_cast<int>(options.integrity)]);
   }
   auto modules = ModuleCache::open(ModuleCacheOptions{options.module_cache_dir, options.module_cache_memory});
   if (!modules.is_ok()) return modules.status();
@@ -560,7 +612,7 @@ Result<std::unique_ptr<Server>> Server::start(std::shared_ptr<const DriverTable>
   auto server = std::make_unique<ServerImpl>(std::move(driver), std::move(info.value()), std::move(transport),
                                              std::move(modules.value()), options.keys, options.session_memory,
                                              std::move(slices.value()), std::move(gate),
-                                             options.on_lease_session_end, options.metrics);
+                                             options.on_lease_session_end, options.metrics, options.integrity);
   if (Status s = server->listen(options.listen); !s.is_ok()) return s;
   if (!options.pool_key.empty() && options.pool_id.empty()) server->set_pool_id(server->address());
   return std::unique_ptr<Server>(std::move(server));

@@ -19,6 +19,7 @@ struct HelloSpec {
   uint64_t features = 0;
   Resources request;
   auth::Nonce nonce{};
+  bool insists_on_integrity = false;
 };
 
 std::vector<std::byte> hello(const HelloSpec& spec) {
@@ -27,6 +28,7 @@ std::vector<std::byte> hello(const HelloSpec& spec) {
   h.setProtocolVersion(spec.newest);
   h.setMinProtocolVersion(spec.oldest);
   h.setFeatures(spec.features);
+  h.setIntegrity(spec.insists_on_integrity);
   h.setTenant("alice");
   h.setClientNonce(kj::arrayPtr(spec.nonce.data(), spec.nonce.size()));
   auto r = h.initRequest();
@@ -167,6 +169,7 @@ TEST(Handshake, TheVersionIsCheckedBeforeTheChallengeAndTheRequestAfterTheProof)
   ASSERT_TRUE(keys.is_ok());
   HelloSpec spec;
   spec.nonce = auth::random_nonce().value();
+  spec.features = protocol::kBuildFeatures;  // a peer from another host must be able to seal
   {
     Handshake hs(keys.value(), 4096, two_devices());
     HelloSpec old = spec;
@@ -190,6 +193,91 @@ TEST(Handshake, TheVersionIsCheckedBeforeTheChallengeAndTheRequestAfterTheProof)
   const auto step = hs.on_message(protocol::as_bytes(words), false);
   ASSERT_EQ(step.kind, Kind::kRefuse);
   EXPECT_NE(step.reason.find("asks for 3 devices; this server has 2"), std::string::npos) << step.reason;
+}
+
+// Per-message integrity: the server's mode, where the peer is and what the
+// client can and insists on decide; the challenge announces it, and the
+// welcome step carries both directions' keys, as the client derives them.
+struct IntegrityCase {
+  protocol::IntegrityMode mode;
+  bool local;
+  bool can;
+  bool insists;
+  // Expected: refused (with this in the reason), or sealed or not.
+  const char* refused;
+  bool sealed;
+};
+
+TEST(Handshake, IntegrityIsDecidedAtTheHelloAndKeyedByTheProof) {
+  using M = protocol::IntegrityMode;
+  const IntegrityCase cases[] = {
+      {M::kAuto, true, true, false, nullptr, false},   // a local peer stays unsealed
+      {M::kAuto, false, true, false, nullptr, true},   // another host's is sealed
+      {M::kAuto, true, true, true, nullptr, true},     // unless the client insists
+      {M::kAuto, false, false, false, "cannot", false},  // a client that cannot seal, from another host
+      {M::kOn, true, true, false, nullptr, true},
+      {M::kOn, true, false, false, "cannot", false},
+      {M::kOff, false, true, false, nullptr, false},
+      {M::kOff, true, true, true, "--integrity off", false},
+  };
+  auto keys = auth::KeyRing::parse("alice alice-key\n", "test");
+  ASSERT_TRUE(keys.is_ok());
+  for (const IntegrityCase& c : cases) {
+    SCOPED_TRACE("mode " + std::to_string(static_cast<int>(c.mode)) + " local " + std::to_string(c.local) +
+                 " can " + std::to_string(c.can) + " insists " + std::to_string(c.insists));
+    Offer offer = two_devices();
+    offer.integrity = c.mode;
+    Handshake hs(keys.value(), 4096, offer, c.local);
+    HelloSpec spec;
+    spec.nonce = auth::random_nonce().value();
+    spec.features = c.can ? protocol::kBuildFeatures : 0;
+    spec.insists_on_integrity = c.insists;
+    const auto challenge = hs.on_message(hello(spec), false);
+    if (c.refused != nullptr) {
+      ASSERT_EQ(challenge.kind, Kind::kRefuse);
+      EXPECT_NE(read_refusal(challenge).text.find(c.refused), std::string::npos) << challenge.reason;
+      continue;
+    }
+    ASSERT_EQ(challenge.kind, Kind::kSend) << challenge.reason;
+    auto d = protocol::decode(challenge.message);
+    ASSERT_TRUE(d.is_ok());
+    auto ch = d.value()->envelope().getChallenge();
+    EXPECT_EQ(ch.getIntegrity(), c.sealed);
+    auth::Nonce server_nonce{};
+    std::memcpy(server_nonce.data(), ch.getServerNonce().begin(), server_nonce.size());
+    const auth::Proof proof = auth::client_proof("alice-key", "alice", spec.nonce, server_nonce);
+    capnp::MallocMessageBuilder b;
+    b.initRoot<wire::Envelope>().initAuthenticate().setProof(kj::arrayPtr(proof.data(), proof.size()));
+    auto words = protocol::encode(b);
+    const auto step = hs.on_message(protocol::as_bytes(words), false);
+    ASSERT_EQ(step.kind, Kind::kWelcome) << step.reason;
+    ASSERT_EQ(step.seal.has_value(), c.sealed);
+    if (c.sealed) {
+      const auth::SealKeys mine = auth::seal_keys("alice-key", "alice", spec.nonce, server_nonce);
+      EXPECT_EQ(step.seal->client_to_server, mine.client_to_server);
+      EXPECT_EQ(step.seal->server_to_client, mine.server_to_client);
+      EXPECT_NE(mine.client_to_server, mine.server_to_client);
+      EXPECT_NE(mine.client_to_server, auth::client_proof("alice-key", "alice", spec.nonce, server_nonce));
+    }
+  }
+}
+
+// Without keys there is nothing to derive session keys from: a client that
+// insists is refused, saying why; others are welcomed unsealed.
+TEST(Handshake, IntegrityNeedsKeys) {
+  auth::KeyRing none;
+  Offer offer = two_devices();
+  HelloSpec spec;
+  spec.features = protocol::kBuildFeatures;
+  Handshake plain(none, 4096, offer, false);
+  const auto welcomed = plain.on_message(hello(spec), false);
+  ASSERT_EQ(welcomed.kind, Kind::kWelcome) << welcomed.reason;
+  EXPECT_FALSE(welcomed.seal.has_value());
+  spec.insists_on_integrity = true;
+  Handshake insisting(none, 4096, offer, false);
+  const auto refused = insisting.on_message(hello(spec), false);
+  ASSERT_EQ(refused.kind, Kind::kRefuse);
+  EXPECT_NE(read_refusal(refused).text.find("needs keys"), std::string::npos) << refused.reason;
 }
 
 TEST(Grant, EveryDeviceAndTheMemoryLimit) {

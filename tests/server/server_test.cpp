@@ -198,11 +198,9 @@ TEST_F(ServerTest, AskingForMoreDevicesThanTheServerHasIsRefused) {
   EXPECT_NE(c.status().message().find("asks for 1000 devices"), std::string::npos) << c.status().message();
 }
 
-TEST_F(ServerTest, AllocateCopyAndFree) {
-  auto c = connect(token_);
-  ASSERT_TRUE(c.is_ok());
-  Client& client = *c.value();
-  uint64_t ctx = context(client);
+// Allocates, copies 1 MiB there and back (payloads both ways) and frees,
+// checking every answer; a wrong free is refused.
+void allocate_copy_and_free(Client& client, uint64_t ctx) {
   auto alloc = client.call_sync(ctx, [](wire::Call::Builder call) { call.setMemAlloc(1 << 20); });
   ASSERT_EQ(alloc.result, CUDA_SUCCESS);
   uint64_t ptr = alloc.values.at(0);
@@ -233,6 +231,48 @@ TEST_F(ServerTest, AllocateCopyAndFree) {
   EXPECT_EQ(bad.result, CUDA_ERROR_INVALID_VALUE);
   auto ok = client.call_sync(ctx, [&](wire::Call::Builder call) { call.setMemFree(ptr); });
   EXPECT_EQ(ok.result, CUDA_SUCCESS);
+}
+
+TEST_F(ServerTest, AllocateCopyAndFree) {
+  auto c = connect(token_);
+  ASSERT_TRUE(c.is_ok());
+  EXPECT_FALSE(c.value()->session().sealed) << "an in-process peer is local: --integrity auto leaves it unsealed";
+  allocate_copy_and_free(*c.value(), context(*c.value()));
+}
+
+// A sealed session (rgpud --integrity on; transport/sealed.h) works as any
+// other: the welcome, calls and replies, and payloads both ways carry tags.
+TEST_F(ServerTest, ASealedSessionRunsCallsAndCopies) {
+  auto driver = server::DriverTable::load(RGPU_CPU_DEVICE_LIBRARY);
+  ASSERT_TRUE(driver.is_ok());
+  server::ServerOptions options;
+  options.listen = "sealed:1";
+  options.keys = protocol::auth::KeyRing::single(token_).value();
+  options.integrity = protocol::IntegrityMode::kOn;
+  auto sealed = server::Server::start(driver.value(), transport_, options);
+  ASSERT_TRUE(sealed.is_ok()) << sealed.status().to_string();
+  ClientOptions o;
+  o.server = sealed.value()->address();
+  o.auth_token = token_;
+  auto c = Client::connect(o, transport_);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_TRUE(c.value()->session().sealed);
+  allocate_copy_and_free(*c.value(), context(*c.value()));
+  // A client that insists is welcomed sealed by --integrity auto even from
+  // this host, and refused by --integrity off, with the reason.
+  o.server = server_->address();
+  o.integrity = protocol::IntegrityMode::kOn;
+  auto insisting = Client::connect(o, transport_);
+  ASSERT_TRUE(insisting.is_ok()) << insisting.status().to_string();
+  EXPECT_TRUE(insisting.value()->session().sealed);
+  options.listen = "sealed:2";
+  options.integrity = protocol::IntegrityMode::kOff;
+  auto unsealed = server::Server::start(driver.value(), transport_, options);
+  ASSERT_TRUE(unsealed.is_ok());
+  o.server = unsealed.value()->address();
+  auto refused = Client::connect(o, transport_);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("--integrity off"), std::string::npos) << refused.status().to_string();
 }
 
 TEST_F(ServerTest, SessionsCannotTouchEachOthersMemory) {

@@ -38,6 +38,16 @@ Proof client_proof(std::string_view secret, std::string_view tenant, const Nonce
 Proof server_proof(std::string_view secret, std::string_view tenant, const Nonce& client_nonce,
                    const Nonce& server_nonce);
 
+// The keys of per-message integrity (transport/sealed.h), one per direction:
+// HMAC-SHA256 as the proofs, under labels of their own, so no proof is a key
+// and neither direction's key is the other's.
+struct SealKeys {
+  std::array<uint8_t, 32> client_to_server;
+  std::array<uint8_t, 32> server_to_client;
+};
+SealKeys seal_keys(std::string_view secret, std::string_view tenant, const Nonce& client_nonce,
+                   const Nonce& server_nonce);
+
 // Compares in time that depends only on the lengths, never on the contents.
 bool equal_constant_time(std::span<const uint8_t> a, std::span<const uint8_t> b);
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "rgpu.capnp.h"
 
@@ -24,11 +25,29 @@ enum Feature : uint64_t {
   kFeatureTypedHandles = uint64_t{1} << 1,
   // The server runs generated calls sent as Call.invoke.
   kFeatureInvoke = uint64_t{1} << 2,
+  // The side can seal every message after the handshake
+  // (rgpu/transport/sealed.h; Hello.integrity, Challenge.integrity).
+  kFeatureIntegrity = uint64_t{1} << 3,
 };
 
 // The features this build implements, on either side. A bit is added here
 // by the change that makes both the client and the server speak it.
-constexpr uint64_t kBuildFeatures = kFeatureBulkPayload | kFeatureTypedHandles | kFeatureInvoke;
+constexpr uint64_t kBuildFeatures = kFeatureBulkPayload | kFeatureTypedHandles | kFeatureInvoke | kFeatureIntegrity;
+
+// Per-message integrity after the handshake (transport/sealed.h): rgpud's
+// --integrity and the client's RGPU_INTEGRITY. kAuto: on unless the peer is
+// on this host (loopback, or in process); kOn: always (a client insists, a
+// server refuses clients that cannot); kOff: never (a client that insists is
+// refused). It needs keys: a server without authentication has none.
+enum class IntegrityMode { kAuto, kOn, kOff };
+
+// "auto", "on" or "off" (also "1"/"0", "yes"/"no", "true"/"false").
+inline std::optional<IntegrityMode> parse_integrity_mode(std::string_view text) {
+  if (text == "auto" || text.empty()) return IntegrityMode::kAuto;
+  if (text == "on" || text == "1" || text == "yes" || text == "true") return IntegrityMode::kOn;
+  if (text == "off" || text == "0" || text == "no" || text == "false") return IntegrityMode::kOff;
+  return std::nullopt;
+}
 
 // An inclusive range of protocol versions.
 struct VersionRange {

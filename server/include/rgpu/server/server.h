@@ -11,6 +11,7 @@
 #include "rgpu/common/metrics.h"
 #include "rgpu/common/status.h"
 #include "rgpu/protocol/auth.h"
+#include "rgpu/protocol/negotiation.h"
 #include "rgpu/server/driver_table.h"
 #include "rgpu/transport/transport.h"
 
@@ -63,6 +64,9 @@ struct ServerOptions {
   // allowed on a loopback address unless `insecure`).
   protocol::auth::KeyRing keys;
   bool insecure = false;
+  // Per-message integrity after the handshake (--integrity): by default
+  // every session from another host is sealed; it needs keys.
+  protocol::IntegrityMode integrity = protocol::IntegrityMode::kAuto;
   // Folder that keeps module images across restarts (empty: memory only),
   // and the bytes of images kept in memory.
   std::string module_cache_dir;
