@@ -96,9 +96,37 @@ class SealedConnection final : public Connection {
   }
 
   void send_detached(Bytes header, Bytes payload, std::function<void(const Status&)> done) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    const std::vector<std::byte> sealed = frame(header, payload);
-    inner_->send_detached(Bytes(sealed), payload, std::move(done));  // copies the header before it returns
+    // A message that cannot be posted calls done on this thread, inside the
+    // inner call: it runs once the sealing lock is released, so that it may
+    // send on this connection again.
+    struct Posting {
+      std::mutex mu;
+      bool posting = true;
+      bool ended = false;
+      Status status;
+    };
+    auto posting = std::make_shared<Posting>();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const std::vector<std::byte> sealed = frame(header, payload);
+      inner_->send_detached(Bytes(sealed), payload, [posting, done](const Status& st) {  // copies the header
+        {
+          std::lock_guard<std::mutex> l(posting->mu);
+          if (posting->posting) {
+            posting->ended = true;
+            posting->status = st;
+            return;
+          }
+        }
+        done(st);
+      });
+    }
+    {
+      std::lock_guard<std::mutex> l(posting->mu);
+      posting->posting = false;
+      if (!posting->ended) return;
+    }
+    done(posting->status);
   }
 
   void close() override { inner_->close(); }
