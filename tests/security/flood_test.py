@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-from script_checks import check, failures, wait_for
+from script_checks import check, failures, stop, wait_for
 
 
 def main():
@@ -77,13 +77,7 @@ def main():
               f"a new client is served after the flood (in {time.time() - start:.1f} s)",
               late.stdout + late.stderr)
     finally:
-        if rgpud.poll() is None:
-            rgpud.terminate()
-        try:
-            status = rgpud.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            rgpud.kill()
-            status = "hung"
+        status = stop(rgpud)
     check(status == 0, f"rgpud stops cleanly on SIGTERM after the flood (status {status})",
           open(log_path).read()[-3000:])
     print(f"{len(failures)} failed" if failures else "all passed")

@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 
-from script_checks import check, failures, wait_for
+from script_checks import check, failures, stop, wait_for
 import urllib.request
 
 
@@ -153,14 +153,8 @@ def main():
     finally:
         for s in slow:
             s.close()
-        if rgpud.poll() is None:
-            rgpud.terminate()
-        try:
-            code = rgpud.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            rgpud.kill()
-            code = rgpud.wait()
-    check(code == 0, "rgpud stops cleanly on SIGTERM (exit status %d)" % code, open(log_path).read()[-2000:])
+        code = stop(rgpud)
+    check(code == 0, "rgpud stops cleanly on SIGTERM (exit status %s)" % code, open(log_path).read()[-2000:])
     if failures:
         print("rgpud's log, last part:\n" + open(log_path).read()[-3000:])
         print("FAILED: " + ", ".join(failures))

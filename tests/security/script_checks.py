@@ -2,6 +2,7 @@
 checks that are counted rather than fatal, and a bounded wait for a line in
 a daemon's log."""
 import re
+import subprocess
 import time
 
 failures = []
@@ -25,3 +26,16 @@ def wait_for(path, pattern, seconds):
             return m
         time.sleep(0.05)
     return None
+
+
+def stop(proc, seconds=30):
+    """Sends SIGTERM to a daemon still running and waits for it: its exit
+    status, or "hung" when it had to be killed after `seconds`."""
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        return proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return "hung"

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-from script_checks import check, failures, wait_for
+from script_checks import check, failures, stop, wait_for
 
 
 def run_client(args, server, env, rewrite):
@@ -44,13 +44,7 @@ def with_rgpud(args, work, integrity, body):
             sys.exit("rgpud did not start:\n" + open(log_path).read())
         body(m.group(1), env, log_path)
     finally:
-        if rgpud.poll() is None:
-            rgpud.terminate()
-        try:
-            status = rgpud.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            rgpud.kill()
-            status = "hung"
+        status = stop(rgpud)
     check(status == 0, f"rgpud --integrity {integrity} stops cleanly on SIGTERM (status {status})",
           open(log_path).read()[-3000:])
 
