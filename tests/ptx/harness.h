@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -121,9 +122,23 @@ class Args {
 };
 
 // A parsed module plus launch helpers. Fails the test on parse errors.
+// With RGPU_PTX_SEED_DIR set, every module a test parses is also written
+// there (named by a hash of its text): the hand-written PTX of these tests
+// (tensor cores, cp.async, ...) seeds the parser's fuzzer (run_fuzz.cmake).
+inline void keep_as_seed(const std::string& text) {
+  const char* dir = std::getenv("RGPU_PTX_SEED_DIR");
+  if (dir == nullptr || *dir == '\0') return;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char name[32];
+  std::snprintf(name, sizeof name, "/%016llx.ptx", static_cast<unsigned long long>(h));
+  std::ofstream(std::string(dir) + name, std::ios::binary) << text;
+}
+
 class Module {
  public:
   explicit Module(const std::string& text, Decode decode = Decode::kAll) {
+    keep_as_seed(text);
     auto r = Program::parse(text, decode);
     EXPECT_TRUE(r.is_ok()) << r.status().to_string();
     if (!r.is_ok()) return;
