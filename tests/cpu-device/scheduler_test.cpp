@@ -86,9 +86,10 @@ TEST(CpuDeviceScheduler, ThousandsOfStreamsRunOnAFewThreads) {
   for (int i = 0; i < kStreams; ++i) ASSERT_EQ(42, out[i]) << i;
   for (CUstream s : streams) CU_OK(cu.cuStreamDestroy(s));
   // The stream workers exist from cuInit; only the kernel workers (2) start
-  // with the first launch. A thread per stream would add 2,000.
+  // with the first launch. A thread per stream would add 2,000. (Counted
+  // from `before`: other library instances of this process, when the whole
+  // binary runs in one, keep threads of their own.)
   EXPECT_LT(peak - before, 16) << "threads before " << before << ", peak " << peak;
-  EXPECT_LT(peak, 64);
   CU_OK(cu.cuCtxDestroy(ctx));
 }
 
