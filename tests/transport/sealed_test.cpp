@@ -14,6 +14,9 @@
 namespace rgpu::transport::testing {
 namespace {
 
+// Over 4 MiB, and not whole pieces: the last piece is short.
+constexpr size_t kLarge = (size_t{5} << 20) + 3;
+
 SealKey key_of(uint8_t seed) {
   SealKey k{};
   for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<uint8_t>(seed * 31 + i);
@@ -138,7 +141,8 @@ class Sealed : public ::testing::TestWithParam<std::string> {
   }
 
   // Sends five messages (every second one with a payload, the third a large
-  // one) sealed under `key` through `act` on the path.
+  // one, tagged in pieces on several threads) sealed under `key` through
+  // `act` on the path.
   std::shared_ptr<Opened> run(const SealKey& sender_key, OnThePath::Act act, int nth, size_t expect_seen) {
     auto out = std::make_shared<Opened>();
     const std::string address = listen_opening(key_of(1), out);
@@ -146,7 +150,7 @@ class Sealed : public ::testing::TestWithParam<std::string> {
     if (!raw) return out;
     auto sealed = seal(std::make_shared<OnThePath>(raw, act, nth), sender_key);
     for (uint32_t i = 0; i < 5; ++i) {
-      const size_t payload = i % 2 == 0 ? (i == 2 ? (1u << 20) : 3000) : 0;
+      const size_t payload = i % 2 == 0 ? (i == 2 ? kLarge : 3000) : 0;
       EXPECT_TRUE(sealed->send(pattern(40 + i, i), pattern(payload, 100 + i)).is_ok());
     }
     EXPECT_TRUE(wait_seen(*out, expect_seen)) << "the server saw " << out->seen() << " messages";
@@ -165,7 +169,7 @@ TEST_P(Sealed, MessagesArriveAsSent) {
   ASSERT_EQ(out->headers.size(), 5u);
   for (uint32_t i = 0; i < 5; ++i) {
     EXPECT_EQ(out->headers[i], pattern(40 + i, i)) << "message " << i;
-    const size_t payload = i % 2 == 0 ? (i == 2 ? (1u << 20) : 3000) : 0;
+    const size_t payload = i % 2 == 0 ? (i == 2 ? kLarge : 3000) : 0;
     EXPECT_EQ(out->payloads[i], pattern(payload, 100 + i)) << "message " << i;
   }
   EXPECT_EQ(out->forged_calls, 0);
@@ -222,6 +226,19 @@ TEST(SealTags, BindTheirNumberKindAndPayload) {
   EXPECT_NE(h0, header_tag(key, 1, header, payload.size(), &p0));
   // A header whose bytes equal a payload's still gets a different tag.
   EXPECT_NE(payload_tag(key, 3, header), header_tag(key, 3, header, 0, nullptr));
+  // A payload tagged in pieces: the same bytes always give the same tag,
+  // whatever thread tagged which piece; a byte changed in any piece, or a
+  // byte less, changes it.
+  auto large = pattern(kLarge, 9);
+  const auto whole = payload_tag(key, 4, large);
+  EXPECT_EQ(whole, payload_tag(key, 4, large));
+  EXPECT_NE(whole, payload_tag(key, 5, large));
+  EXPECT_NE(whole, payload_tag(key, 4, Bytes(large.data(), large.size() - 1)));
+  for (size_t at : {size_t{0}, (size_t{3} << 20) + 7, kLarge - 1}) {
+    large[at] ^= std::byte{4};
+    EXPECT_NE(whole, payload_tag(key, 4, large)) << "byte " << at;
+    large[at] ^= std::byte{4};
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Inproc, Sealed, ::testing::Values("inproc"));

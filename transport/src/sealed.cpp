@@ -5,12 +5,15 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 namespace rgpu::transport {
@@ -18,7 +21,14 @@ namespace {
 
 using Tag = std::array<uint8_t, kSealTagBytes>;
 
-enum : uint8_t { kPayloadTag = 1, kHeaderTag = 2 };
+enum : uint8_t { kPayloadTag = 1, kHeaderTag = 2, kPieceTag = 3 };
+
+// A payload larger than a piece is tagged piece by piece (each piece's tag
+// under its own IV), and its tag is the GMAC of the pieces' tags: the pieces
+// of a large payload are tagged on several threads at once.
+constexpr size_t kPieceBytes = size_t{1} << 20;
+constexpr size_t kParallelFrom = size_t{4} << 20;  // below: the calling thread alone
+constexpr unsigned kMostThreads = 8;
 
 // One GMAC computation at a time under one key; the key schedule is set once.
 class Gmac {
@@ -33,8 +43,10 @@ class Gmac {
   Gmac& operator=(const Gmac&) = delete;
 
   // The 96-bit IV: which tag, then the message number (big-endian).
-  void begin(uint8_t kind, uint64_t seq) {
-    uint8_t iv[12] = {kind, 0, 0, 0};
+  // `piece`: which piece of a payload (kPieceTag), 24 bits; else 0.
+  void begin(uint8_t kind, uint64_t seq, uint32_t piece = 0) {
+    uint8_t iv[12] = {kind, static_cast<uint8_t>(piece >> 16), static_cast<uint8_t>(piece >> 8),
+                      static_cast<uint8_t>(piece)};
     for (int i = 0; i < 8; ++i) iv[4 + i] = static_cast<uint8_t>(seq >> (56 - 8 * i));
     (void)EVP_EncryptInit_ex(ctx_, nullptr, nullptr, nullptr, iv);
   }
@@ -60,9 +72,47 @@ class Gmac {
   EVP_CIPHER_CTX* ctx_;
 };
 
-Tag compute_payload_tag(Gmac& mac, uint64_t seq, const void* data, size_t size) {
+Tag compute_payload_tag(Gmac& mac, const SealKey& key, uint64_t seq, const void* data, size_t size) {
+  if (size <= kPieceBytes) {
+    mac.begin(kPayloadTag, seq);
+    mac.add(data, size);
+    return mac.finish();
+  }
+  // Pieces of at least 1 MiB, and never more than 2^24 of them (their IVs).
+  const size_t piece_bytes = std::max(kPieceBytes, (size + (size_t{1} << 24) - 1) >> 24);
+  const size_t pieces = (size + piece_bytes - 1) / piece_bytes;
+  std::vector<Tag> tags(pieces);
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  auto tag_pieces = [&](Gmac& g, size_t first, size_t step) {
+    for (size_t i = first; i < pieces; i += step) {
+      g.begin(kPieceTag, seq, static_cast<uint32_t>(i));
+      g.add(bytes + i * piece_bytes, std::min(piece_bytes, size - i * piece_bytes));
+      tags[i] = g.finish();
+    }
+  };
+  // Helper threads for this payload only (no pool to survive a fork); one
+  // that cannot start leaves its share to the calling thread.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads =
+      size >= kParallelFrom ? static_cast<unsigned>(std::min<size_t>({cores, kMostThreads, pieces})) : 1;
+  std::vector<std::thread> helpers;
+  std::vector<size_t> left_over;
+  for (unsigned t = 1; t < threads; ++t) {
+    try {
+      helpers.emplace_back([&, t] {
+        Gmac g(key);
+        tag_pieces(g, t, threads);
+      });
+    } catch (const std::system_error&) {
+      left_over.push_back(t);
+    }
+  }
+  Gmac own(key);
+  tag_pieces(own, 0, threads);
+  for (size_t t : left_over) tag_pieces(own, t, threads);
+  for (auto& h : helpers) h.join();
   mac.begin(kPayloadTag, seq);
-  mac.add(data, size);
+  mac.add(tags.data(), tags.size() * sizeof(Tag));
   return mac.finish();
 }
 
@@ -80,7 +130,8 @@ bool same(const Tag& a, const uint8_t* b) { return CRYPTO_memcmp(a.data(), b, a.
 
 class SealedConnection final : public Connection {
  public:
-  SealedConnection(std::shared_ptr<Connection> inner, const SealKey& key) : inner_(std::move(inner)), mac_(key) {}
+  SealedConnection(std::shared_ptr<Connection> inner, const SealKey& key)
+      : inner_(std::move(inner)), key_(key), mac_(key) {}
 
   Status send(Bytes header, Bytes payload) override { return send_then(header, payload, nullptr); }
 
@@ -149,7 +200,7 @@ class SealedConnection final : public Connection {
     out.insert(out.end(), header.begin(), header.end());
     Tag ptag{};
     if (!payload.empty()) {
-      ptag = compute_payload_tag(mac_, seq, payload.data(), payload.size());
+      ptag = compute_payload_tag(mac_, key_, seq, payload.data(), payload.size());
       const auto* p = reinterpret_cast<const std::byte*>(ptag.data());
       out.insert(out.end(), p, p + ptag.size());
     }
@@ -161,6 +212,7 @@ class SealedConnection final : public Connection {
 
   const std::shared_ptr<Connection> inner_;
   std::mutex mu_;
+  const SealKey key_;
   Gmac mac_;           // mu_
   uint64_t next_ = 0;  // mu_
 };
@@ -192,7 +244,7 @@ class CheckedPayload final : public IncomingPayload {
     Status s = inner_->receive(dst);
     if (!s.is_ok()) return s;
     Gmac mac(shared_->key);
-    if (!same(compute_payload_tag(mac, seq_, dst, inner_->size()), tag_.data())) {
+    if (!same(compute_payload_tag(mac, shared_->key, seq_, dst, inner_->size()), tag_.data())) {
       return shared_->forge("the payload of message " + std::to_string(seq_) + " was changed on the way");
     }
     return Status::ok();
@@ -245,7 +297,7 @@ Status Opener::open(Message& message) {
 
 std::array<uint8_t, kSealTagBytes> payload_tag(const SealKey& key, uint64_t seq, Bytes payload) {
   Gmac mac(key);
-  return compute_payload_tag(mac, seq, payload.data(), payload.size());
+  return compute_payload_tag(mac, key, seq, payload.data(), payload.size());
 }
 
 std::array<uint8_t, kSealTagBytes> header_tag(const SealKey& key, uint64_t seq, Bytes header, uint64_t payload_size,

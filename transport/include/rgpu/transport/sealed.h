@@ -9,6 +9,9 @@
 // IV is the direction's message number and which tag it is, so a message
 // rewritten, replayed, reordered, dropped or moved to the other direction
 // fails; the header tag covers the header, the payload's length and its tag.
+// A payload over 1 MiB is tagged in pieces of 1 MiB (each under an IV that
+// also names the piece), several at once from 4 MiB on, and its tag is the
+// GMAC of the pieces' tags.
 // The receiver checks the header tag before the message is handed on and the
 // payload tag once receive() has the bytes, failing that receive.
 #pragma once
