@@ -366,6 +366,9 @@ void check_session(const fs::path& self, const fs::path& library, const std::vec
     line("authenticated", "as tenant " + printable(log_value(connected, "tenant")));
     line("protocol", printable(log_value(connected, "protocol")) + " (the server speaks " +
                          printable(log_value(connected, "server_protocols")) + ")");
+    line("integrity", log_value(connected, "sealed") == "yes"
+                          ? "sealed: every message carries integrity tags"
+                          : "not sealed (a local session, or rgpud --integrity off; RGPU_INTEGRITY=on insists)");
   }
   if (r.timed_out) {
     problems->push_back({"the session did not come up within " + std::to_string(kProbeTimeout.count()) + " s",
