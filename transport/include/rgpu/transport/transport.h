@@ -56,10 +56,10 @@ class Connection {
   // empty, `payload`, which the transport may read until send() returns.
   // Blocks only until both buffers may be reused, not until the peer handled it.
   virtual Status send(Bytes header, Bytes payload = {}) = 0;
-  // As send(), and calls on_posted() exactly once, as soon as the message has
-  // its place in the connection's order (a send begun after on_posted()
-  // returns goes after it) and before waiting until the buffers may be
-  // reused. A caller that orders its sends under a lock can release the lock
+  // As send(), and calls on_posted() exactly once, on the calling thread, as
+  // soon as the message has its place in the connection's order (a send
+  // begun after on_posted() returns goes after it) and before waiting until
+  // the buffers may be reused. A caller that orders its sends under a lock can release the lock
   // there, so that other threads need not wait out this one's bulk transfer.
   virtual Status send_then(Bytes header, Bytes payload, const std::function<void()>& on_posted) {
     Status s = send(header, payload);
