@@ -8,6 +8,13 @@
 //          cuInit prints "init=NAME" and exits 3.
 //   spin   launches a busy kernel over and over (three in flight) and prints
 //          "launches=COUNT" after each one completes, until stdin closes.
+//   fill PATH
+//          takes all the memory its slice allows on device 0 by one path
+//          (alloc: cuMemAlloc; globals: modules whose .global arrays take
+//          device memory; vmm: cuMemCreate chunks, never mapped), then
+//          tries each path once more past the quota; prints "held=BYTES"
+//          and "ready", and holds it all until stdin closes. Anything past
+//          the quota that is not refused prints "FAIL ..." and exits 1.
 #include <cuda.h>
 #include <dlfcn.h>
 #include <poll.h>
@@ -185,6 +192,59 @@ int spin(unsigned iterations) {
   return 0;
 }
 
+// PTX whose .global array takes `bytes` of device memory when it loads.
+std::string globals_ptx(size_t bytes) {
+  return ".version 7.0\n.target sm_75\n.address_size 64\n.visible .global .align 8 .b8 big[" +
+         std::to_string(bytes) + "];\n.visible .entry touch(.param .u64 out)\n{\n  ret;\n}\n";
+}
+
+int fill(const std::string& path) {
+  CUcontext ctx;
+  CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, 0));
+  CHECK_CU(cuCtxSetCurrent(ctx));
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  size_t granularity = 0;
+  CHECK_CU(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  const size_t step = ((size_t{8} << 20) + granularity - 1) / granularity * granularity;
+  // One more piece of `bytes` by `how`: CUDA_SUCCESS, or why not.
+  auto take = [&](const std::string& how, size_t bytes) -> CUresult {
+    if (how == "alloc") {
+      CUdeviceptr p = 0;
+      return cuMemAlloc(&p, bytes);
+    }
+    if (how == "globals") {
+      CUmodule m = nullptr;
+      return cuModuleLoadData(&m, globals_ptx(bytes).c_str());
+    }
+    CUmemGenericAllocationHandle h = 0;
+    return cuMemCreate(&h, bytes, &prop, 0);
+  };
+  if (path != "alloc" && path != "globals" && path != "vmm") return fail("unknown path '" + path + "'");
+  size_t held = 0;
+  for (int i = 0; i < 4096; ++i) {
+    const CUresult r = take(path, step);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) break;
+    if (r != CUDA_SUCCESS) return fail(path + " of " + std::to_string(step) + " bytes: " + err_name(r));
+    held += step;
+  }
+  size_t free_bytes = 0, total = 0;
+  CHECK_CU(cuMemGetInfo(&free_bytes, &total));
+  if (held > total) return fail("held " + std::to_string(held) + " bytes on a quota of " + std::to_string(total));
+  // The quota is full to within a step: every path is refused past it.
+  for (const char* how : {"alloc", "globals", "vmm"}) {
+    const CUresult r = take(how, step);
+    if (r != CUDA_ERROR_OUT_OF_MEMORY) {
+      return fail(std::string(how) + " past the quota after filling it by " + path + ": " + err_name(r));
+    }
+  }
+  std::printf("held=%zu\nready\n", held);
+  hold_until_stdin_closes();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -197,5 +257,6 @@ int main(int argc, char** argv) {
   }
   if (mode == "quota") return quota();
   if (mode == "spin") return spin(argc > 2 ? static_cast<unsigned>(std::stoul(argv[2])) : 2000);
+  if (mode == "fill") return fill(argc > 2 ? argv[2] : "");
   return fail("unknown mode '" + mode + "'");
 }

@@ -115,6 +115,26 @@ TEST_F(Slices, FiveClientsSeeOnlyTheirSlicesAndASixthIsRefused) {
   for (auto& c : clients) EXPECT_EQ(c->finish(std::chrono::seconds(30)), 0) << c->text;
 }
 
+// Two slices of one device whose memory is little more than theirs: one
+// session fills its slice by each path that takes device memory (cuMemAlloc,
+// module globals, virtual-memory chunks) and tries every path once more past
+// its quota; each is refused, and the neighbour slice's session still gets
+// all of its quota, exactly, by the driver and the runtime API.
+TEST_F(Slices, AFullSliceLeavesItsNeighbourAllOfItsQuota) {
+  start_server({"--cpu-devices", "1", "--slices", "0:128M@0.5,128M@0.5"}, {"RGPU_CPU_DEVICE_MEMORY=264M"});
+  for (const char* path : {"alloc", "globals", "vmm"}) {
+    SCOPED_TRACE(path);
+    auto filler = client({"fill", path}, "mem=128M");
+    ASSERT_TRUE(filler->wait_for("ready\n", std::chrono::seconds(60))) << filler->text;
+    EXPECT_GE(last_value(filler->text, "held="), static_cast<long long>(120 * kMiB)) << filler->text;
+    auto neighbour = client({"quota"}, "mem=128M");
+    ASSERT_TRUE(neighbour->wait_for("ready", std::chrono::seconds(60))) << neighbour->text;
+    EXPECT_EQ(last_value(neighbour->text, "device=0 total="), static_cast<long long>(128 * kMiB)) << neighbour->text;
+    EXPECT_EQ(neighbour->finish(std::chrono::seconds(30)), 0) << neighbour->text;
+    EXPECT_EQ(filler->finish(std::chrono::seconds(30)), 0) << filler->text;
+  }
+}
+
 // Two slices of one device with shares 0.75 and 0.25 (of four kernel
 // workers: three and one). Both run the same kernel over and over; over a
 // window in which both run, measured in the slower one's completed launches,
