@@ -290,8 +290,25 @@ void Session::run_executor() {
   }
 }
 
+// What a detached reply's bytes live in, until the transport is done with them.
+struct Session::ReplyBytes {
+  StagingPool::Buffer staged;
+  std::vector<std::byte> owned;
+};
+
+void Session::send_untaken(const kj::Array<capnp::word>& words, transport::Bytes payload,
+                           std::vector<std::byte> owned) {
+  // `payload` lies in `owned`, whose bytes do not move with it.
+  detach_reply(words, payload, std::make_shared<ReplyBytes>(ReplyBytes{{}, std::move(owned)}), false);
+}
+
 void Session::send_untaken(const kj::Array<capnp::word>& words, transport::Bytes payload, StagingPool::Buffer staged) {
   const bool from_device = !staged;
+  detach_reply(words, payload, std::make_shared<ReplyBytes>(ReplyBytes{std::move(staged), {}}), from_device);
+}
+
+void Session::detach_reply(const kj::Array<capnp::word>& words, transport::Bytes payload,
+                           std::shared_ptr<ReplyBytes> held, bool from_device) {
   std::shared_ptr<Untaken> untaken = untaken_;
   uint64_t serial;
   {
@@ -300,10 +317,10 @@ void Session::send_untaken(const kj::Array<capnp::word>& words, transport::Bytes
     untaken->since.emplace(serial, std::chrono::steady_clock::now());
     if (from_device) untaken->from_device.fetch_add(1, std::memory_order_acq_rel);
   }
-  auto held = std::make_shared<StagingPool::Buffer>(std::move(staged));
   // Called once, when the client has the bytes or the connection has gone.
   connection_->send_detached(protocol::as_bytes(words), payload, [untaken, serial, from_device, held](const Status&) {
-    held->reset();
+    held->staged.reset();
+    held->owned = {};
     {
       std::lock_guard<std::mutex> lock(untaken->mu);
       untaken->since.erase(serial);
@@ -438,7 +455,7 @@ const void* Session::library_table(size_t index) const {
   return info_->libraries ? info_->libraries->table(index) : nullptr;
 }
 
-void Session::send_api_reply(uint64_t call_id, const InvokeOutcome& outcome, std::string_view call) {
+void Session::send_api_reply(uint64_t call_id, InvokeOutcome outcome, std::string_view call) {
   capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
   auto reply = builder.initRoot<wire::Envelope>().initReply();
   reply.setId(call_id);
@@ -459,6 +476,13 @@ void Session::send_api_reply(uint64_t call_id, const InvokeOutcome& outcome, std
     payload = transport::Bytes(outcome.out.data(), outcome.out.size());
   }
   auto words = protocol::encode(builder);
+  // Large out-arguments go as a detached send, like a copy's bytes: a
+  // client that stops reading holds its own reply, not the session's thread
+  // (docs/security.md, "Slow readers").
+  if (!payload.empty()) {
+    send_untaken(words, payload, std::move(outcome.out));
+    return;
+  }
   if (Status s = connection_->send(protocol::as_bytes(words), payload); !s.is_ok()) {
     RGPU_DEBUG("session reply not sent id=%llu call=%llu error=\"%s\"", static_cast<unsigned long long>(id_),
                static_cast<unsigned long long>(call_id), s.to_string().c_str());

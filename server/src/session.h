@@ -246,7 +246,7 @@ class Session : public CallEnv {
   // (ErrorSlot::reason), named after `call` when given.
   void send_reply(uint64_t call_id, Outcome outcome, std::string_view call = {});
   // A reply with a status code of `api` (a generated call's, or a refusal).
-  void send_api_reply(uint64_t call_id, const InvokeOutcome& outcome, std::string_view call = {});
+  void send_api_reply(uint64_t call_id, InvokeOutcome outcome, std::string_view call = {});
   // Keeps the first failed async call's error and reason for the next reply.
   void record_async_error(uint64_t call_id, uint32_t code, wire::Api api = wire::Api::DRIVER,
                           std::string_view call = {}) {
@@ -267,6 +267,12 @@ class Session : public CallEnv {
   // until they are gone (the executor waits on untaken_->from_device, and
   // nothing runs inline meanwhile).
   void send_untaken(const kj::Array<capnp::word>& words, transport::Bytes payload, StagingPool::Buffer staged);
+  // As send_untaken, for bytes the reply owns (a generated call's
+  // out-arguments): `payload` lies in `owned`, held until they are gone.
+  void send_untaken(const kj::Array<capnp::word>& words, transport::Bytes payload, std::vector<std::byte> owned);
+  struct ReplyBytes;
+  void detach_reply(const kj::Array<capnp::word>& words, transport::Bytes payload, std::shared_ptr<ReplyBytes> held,
+                    bool from_device);
   // Waits until no reply is being sent from the session's device memory;
   // false when `deadline` passed first, or (`while_open`) the session closed.
   bool wait_device_replies(std::chrono::steady_clock::time_point deadline, bool while_open);

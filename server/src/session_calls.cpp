@@ -309,7 +309,7 @@ void Session::invoke(wire::Call::Reader call) {
   }
   const std::string_view name = row != nullptr ? std::string_view(row->name) : std::string_view();
   if (wants_reply) {
-    send_api_reply(id, outcome, name);
+    send_api_reply(id, std::move(outcome), name);
   } else {
     record_async_error(id, outcome.code, outcome.api, name);
   }
