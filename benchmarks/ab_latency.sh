@@ -27,13 +27,12 @@ for ((i = 0; i < rounds; ++i)); do
       --json "$out/$side-launch.jsonl" >/dev/null
   done
 done
-python3 - "$out/a.jsonl" "$out/b.jsonl" "$a" "$b" "$out/a-launch.jsonl" "$out/b-launch.jsonl" <<'EOF'
-import json, statistics, sys
-def rows(path):
-    return [json.loads(l) for l in open(path) if l.strip()]
+PYTHONPATH="$(cd "$(dirname "$0")" && pwd)" python3 - "$out/a.jsonl" "$out/b.jsonl" "$a" "$b" \
+  "$out/a-launch.jsonl" "$out/b-launch.jsonl" <<'EOF'
+import sys
+from paired import print_ratios, rows
 def p50s(path):
-    out = [{op["op"]: op["p50_us"] for op in r["ops"]} for r in rows(path)]
-    return out
+    return [{op["op"]: op["p50_us"] for op in r["ops"]} for r in rows(path)]
 a, b = p50s(sys.argv[1]), p50s(sys.argv[2])
 for side, path in ((a, sys.argv[5]), (b, sys.argv[6])):
     for r, l in zip(side, rows(path)):
@@ -41,14 +40,6 @@ for side, path in ((a, sys.argv[5]), (b, sys.argv[6])):
         r["launch_enqueue_us"] = l["enqueue_p50_us"]
 print(f"A = {sys.argv[3]}\nB = {sys.argv[4]}\nrounds = {len(a)}")
 # Each figure is microseconds (p50 per call; the launch total is the whole
-# 10,000). The spread of the rounds' ratios is the run's own noise: a
-# difference inside it is no difference (compare a build with itself to see
-# the machine's).
-print(f"{'figure (us)':<22} {'A (median)':>12} {'B (median)':>12} {'B/A median':>11} {'B/A min..max':>14}")
-for op in a[0]:
-    ra = [r[op] for r in a]
-    rb = [r[op] for r in b]
-    ratios = [y / x for x, y in zip(ra, rb)]
-    print(f"{op:<22} {statistics.median(ra):>12.2f} {statistics.median(rb):>12.2f} "
-          f"{statistics.median(ratios):>11.3f} {min(ratios):>6.3f}..{max(ratios):<6.3f}")
+# 10,000). Compare a build with itself to see the machine's noise.
+print_ratios(a, b, "figure (us)")
 EOF

@@ -27,28 +27,22 @@ for ((i = 0; i < rounds; ++i)); do
       --reps 5 --json "$out/$side-bandwidth.jsonl" >/dev/null
   done
 done
-python3 - "$out" <<'PY'
-import json, os, statistics, sys
+PYTHONPATH="$(cd "$(dirname "$0")" && pwd)" python3 - "$out" <<'PY'
+import os, sys
+from paired import print_ratios, rows
 out = sys.argv[1]
-def rows(name):
-    return [json.loads(l) for l in open(os.path.join(out, name)) if l.strip()]
 figures = {}
 for side in "ab":
     per_round = []
-    for lat, bw in zip(rows(f"{side}-latency.jsonl"), rows(f"{side}-bandwidth.jsonl")):
+    for lat, bw in zip(rows(os.path.join(out, f"{side}-latency.jsonl")),
+                       rows(os.path.join(out, f"{side}-bandwidth.jsonl"))):
         r = {f"{op['op']} (us)": op["p50_us"] for op in lat["ops"]}
         for p in bw["points"]:
             if p["memory"] == "pinned" or not bw.get("pinned_available"):
                 r[f"{p['direction']} {p['size'] >> 10} KiB {p['memory']} (MB/s)"] = p["mb_per_s"]
         per_round.append(r)
     figures[side] = per_round
-a, b = figures["a"], figures["b"]
-print(f"rounds = {len(a)}; A = unsealed, B = sealed (RGPU_INTEGRITY=on); UCX_TLS={os.environ.get('UCX_TLS', '(UCX default)')}")
-print(f"{'figure':<40} {'A (median)':>12} {'B (median)':>12} {'B/A median':>11} {'B/A min..max':>14}")
-for key in a[0]:
-    ra = [r[key] for r in a]
-    rb = [r[key] for r in b]
-    ratios = [y / x for x, y in zip(ra, rb)]
-    print(f"{key:<40} {statistics.median(ra):>12.2f} {statistics.median(rb):>12.2f} "
-          f"{statistics.median(ratios):>11.3f} {min(ratios):>6.3f}..{max(ratios):<6.3f}")
+print(f"rounds = {len(figures['a'])}; A = unsealed, B = sealed (RGPU_INTEGRITY=on); "
+      f"UCX_TLS={os.environ.get('UCX_TLS', '(UCX default)')}")
+print_ratios(figures["a"], figures["b"], "figure")
 PY
