@@ -65,7 +65,6 @@ struct Connection::Inbox {
   // A sealed session (transport/sealed.h): checks every message from the
   // server, the welcome first; set before the proof goes out.
   std::unique_ptr<transport::Opener> opener;  // gate
-  std::weak_ptr<transport::Connection> raw;   // to close on a forgery
 
   std::mutex mu;
   std::condition_variable cv;
@@ -222,7 +221,6 @@ Result<std::unique_ptr<Connection>> Connection::open(const ConnectionOptions& op
     connection = c->transport_->connect(options.server, handler, left - pause);
   }
   c->connection_ = std::move(connection.value());
-  c->inbox_->raw = c->connection_;
   if (Status s = c->handshake(options); !s.is_ok()) return s;
   return c;
 }
@@ -392,7 +390,7 @@ Status Connection::handshake(const ConnectionOptions& options) {
       std::memcpy(server_nonce.data(), nonce.begin(), server_nonce.size());
       if (envelope.getChallenge().getIntegrity()) {
         seal = auth::seal_keys(options.auth_token, tenant, client_nonce.value(), server_nonce);
-        std::weak_ptr<transport::Connection> raw = connection_;
+        std::weak_ptr<transport::Connection> raw = connection_;  // closed on a forgery
         auto opener = std::make_unique<transport::Opener>(seal->server_to_client, [raw, where](const Status& why) {
           RGPU_ERROR("closing the session with %s: %s", where.c_str(), why.message().c_str());
           if (auto c = raw.lock()) c->close();
