@@ -1,23 +1,21 @@
-// A stream-ordered unit of work on the CPU device's memory. Its operands are
-// copied from device memory into host buffers by the CPU device's own
-// asynchronous copies, `compute` runs as a host function on the same stream,
-// and the outputs are copied back, so the work runs in stream order, after
-// the call returns, and every device access is range- and isolation-checked
-// by the CPU device when it happens (memory freed while the work was queued
-// fails the copy instead of faulting the process).
+// The cuBLAS and cuSOLVER stand-ins' unit of stream-ordered work: the
+// common job (rgpu/cpu_libs/job.h) with its operands described as BLAS
+// matrices.
 #pragma once
 
 #include <cuda.h>
 #include <cublas_api.h>
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <vector>
 
+#include "rgpu/cpu_libs/job.h"
+
 namespace rgpu::cpublas {
+
+using cpu_libs::ContextGuard;
 
 // A column-major matrix (or a batch of them) in device memory. A vector with
 // increment inc is a 1 x len matrix with ld = |inc|.
@@ -38,51 +36,29 @@ struct Operand {
   int64_t host_stride() const { return stride == 0 ? 0 : rows * cols; }
 };
 
-// Lifetime: built by the caller, handed to submit(), then owned by the
-// stream until its last host function deletes it. Thread safety: the stream
-// runs its steps one at a time, in order; no other thread touches it.
-class Job {
+// The host copy of operand `i` is compact columns (ld = rows), batches
+// host_stride() apart.
+class Job : public cpu_libs::JobOf<Job> {
  public:
+  Job() : JobOf("cublas") {}
   // Adds an operand; returns its index for host().
   size_t add(const Operand& op);
-  // The host copy of operand `i`: compact columns (ld = rows), batches
-  // host_stride() apart. 8-byte aligned; zero filled unless read.
-  void* host(size_t i) { return buffers_[i].data(); }
   const Operand& operand(size_t i) const { return operands_[i]; }
-
-  // Runs on a host function of the stream after every read has been copied.
-  // Must not call the driver API. Exceptions are caught and logged.
-  std::function<void(Job&)> compute;
+  // Some operand has a negative extent: submit() refuses the job.
+  bool malformed() const { return malformed_; }
 
  private:
-  friend cublasStatus_t submit(std::unique_ptr<Job> job, CUstream stream);
-  friend void run_job(void* job);
   std::vector<Operand> operands_;
-  std::vector<std::vector<double>> buffers_;
-  std::atomic<bool> abandoned_{false};  // submission failed half way: compute does nothing
+  bool malformed_ = false;
 };
 
 // Checks every operand against the current context's allocations, then
 // enqueues the reads, compute, the writes and the job's release on `stream`.
 // The current context must be the stream's. Returns CUBLAS_STATUS_SUCCESS
 // once everything is queued; CUBLAS_STATUS_EXECUTION_FAILED when an operand
-// is not inside one live allocation or the driver refuses an enqueue;
-// CUBLAS_STATUS_ALLOC_FAILED when host buffers cannot be allocated.
+// is not inside one live allocation or the driver refuses an enqueue.
+// Host buffers that cannot be allocated throw std::bad_alloc, which the
+// entry points map to CUBLAS_STATUS_ALLOC_FAILED.
 cublasStatus_t submit(std::unique_ptr<Job> job, CUstream stream);
-
-// Makes a context current for the life of the guard (what the handle was
-// created in), restoring the previous one after.
-class ContextGuard {
- public:
-  explicit ContextGuard(CUcontext ctx);
-  ~ContextGuard();
-  ContextGuard(const ContextGuard&) = delete;
-  ContextGuard& operator=(const ContextGuard&) = delete;
-  bool ok() const { return ok_; }
-
- private:
-  bool ok_ = false;
-  bool pushed_ = false;
-};
 
 }  // namespace rgpu::cpublas

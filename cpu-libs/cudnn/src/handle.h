@@ -24,7 +24,7 @@ struct cudnnContext {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   // What its work cost, logged when it is destroyed (docs/pytorch.md's
   // measurements): shared with queued jobs, which may outlive the handle.
-  std::shared_ptr<rgpu::cpudnn::Usage> usage = std::make_shared<rgpu::cpudnn::Usage>();
+  std::shared_ptr<rgpu::cpu_libs::Usage> usage = std::make_shared<rgpu::cpu_libs::Usage>();
 };
 
 namespace rgpu::cpudnn {

@@ -1,30 +1,19 @@
-// A stream-ordered unit of work of the cuDNN stand-in on the CPU device's
-// memory: each operand's byte span is copied into a host buffer by the CPU
-// device's asynchronous copies, `compute` runs as a host function on the same
-// stream, and the written spans are copied back. So the work runs in stream
-// order after the call returns, and every device access is range- and
-// isolation-checked by the CPU device when it happens (as the cuBLAS
-// stand-in does, cpu-libs/cublas/src/job.h).
+// The cuDNN stand-in's unit of stream-ordered work: the common job
+// (rgpu/cpu_libs/job.h) with contiguous spans for operands.
 #pragma once
 
 #include <cuda.h>
 #include <cudnn.h>
 
-#include <atomic>
-#include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <vector>
+
+#include "rgpu/cpu_libs/job.h"
 
 namespace rgpu::cpudnn {
 
-// Work done for one handle: jobs run and the time their compute took, in
-// nanoseconds (the copies in and out are the CPU device's, not counted).
-struct Usage {
-  std::atomic<uint64_t> jobs{0};
-  std::atomic<uint64_t> compute_ns{0};
-};
+using cpu_libs::ContextGuard;
+using cpu_libs::Usage;
 
 struct Span {
   CUdeviceptr ptr = 0;
@@ -33,28 +22,11 @@ struct Span {
   bool write = false;  // copied out after compute
 };
 
-// Lifetime: built by the caller, handed to submit(), then owned by the
-// stream until its last host function deletes it. Thread safety: the stream
-// runs its steps one at a time, in order; no other thread touches it.
-class Job {
+class Job : public cpu_libs::JobOf<Job> {
  public:
+  Job() : JobOf("cudnn") {}
   // Adds an operand; returns its index for host().
-  size_t add(const Span& s);
-  // The host copy of operand `i` (8-byte aligned; zero filled unless read).
-  void* host(size_t i) { return buffers_[i].data(); }
-
-  // Runs on a host function of the stream after every read has been copied.
-  // Must not call the driver API. Exceptions are caught and logged.
-  std::function<void(Job&)> compute;
-  // Where the compute's time is counted, if anywhere.
-  std::shared_ptr<Usage> usage;
-
- private:
-  friend cudnnStatus_t submit(std::unique_ptr<Job> job, CUstream stream);
-  friend void run_job(void* job);
-  std::vector<Span> spans_;
-  std::vector<std::vector<uint64_t>> buffers_;
-  std::atomic<bool> abandoned_{false};
+  size_t add(const Span& s) { return cpu_libs::Job::add(cpu_libs::Region::span(s.ptr, s.bytes, s.read, s.write)); }
 };
 
 // Checks every operand against the current context's allocations, then
@@ -62,20 +34,14 @@ class Job {
 // CUDNN_STATUS_SUCCESS once queued; CUDNN_STATUS_BAD_PARAM when an operand
 // is outside one live allocation; CUDNN_STATUS_EXECUTION_FAILED when the
 // driver refuses an enqueue.
-cudnnStatus_t submit(std::unique_ptr<Job> job, CUstream stream);
-
-// Makes a context current for the life of the guard, restoring the previous.
-class ContextGuard {
- public:
-  explicit ContextGuard(CUcontext ctx);
-  ~ContextGuard();
-  ContextGuard(const ContextGuard&) = delete;
-  ContextGuard& operator=(const ContextGuard&) = delete;
-  bool ok() const { return ok_; }
-
- private:
-  bool ok_ = false;
-  bool pushed_ = false;
-};
+inline cudnnStatus_t submit(std::unique_ptr<Job> job, CUstream stream) {
+  switch (cpu_libs::submit(std::move(job), stream)) {
+    case cpu_libs::Queued::kYes: return CUDNN_STATUS_SUCCESS;
+    case cpu_libs::Queued::kOutside:
+    case cpu_libs::Queued::kTooLarge: return CUDNN_STATUS_BAD_PARAM;
+    case cpu_libs::Queued::kEnqueueFailed: break;
+  }
+  return CUDNN_STATUS_EXECUTION_FAILED;
+}
 
 }  // namespace rgpu::cpudnn

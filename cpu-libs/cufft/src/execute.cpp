@@ -11,7 +11,6 @@
 #include <fftw3.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -21,6 +20,7 @@
 #include "plan.h"
 #include "rgpu/common/log.h"
 #include "rgpu/cpu_libs/device_memory.h"
+#include "rgpu/cpu_libs/job.h"
 
 namespace rgpu::cpufft {
 namespace {
@@ -34,16 +34,18 @@ std::mutex& planner_lock() {
   return mu;
 }
 
-struct Work {
+// One execution: region 0 mirrors the input span (in place, the longer of
+// the two spans), region 1 the output span when it is another.
+struct Work : cpu_libs::Job {
+  Work() : Job("cufft") {}
   fw::Geometry g;
   fw::Kind kind = fw::Kind::kNone;
   int direction = 0;
   bool in_place = false;
   fw::Layout in, out;
   uint64_t in_bytes = 0, out_bytes = 0;
-  std::vector<double> in_buf, out_buf;  // 8-byte aligned mirrors of the spans
-  std::atomic<bool> abandoned{false};
-  void* out_host() { return in_place ? static_cast<void*>(in_buf.data()) : static_cast<void*>(out_buf.data()); }
+  void* out_host() { return host(in_place ? 0 : 1); }
+  void run() override;
 };
 
 // The arguments FFTW's advanced interface takes for one side.
@@ -172,7 +174,7 @@ void transform_double(Work& w, double* in, double* out) {
 }
 
 void transform(Work& w) {
-  void* in = w.in_buf.data();
+  void* in = w.host(0);
   void* out = w.out_host();
   const int32_t et = w.g.etype;
   if (et == fw::kC64F) return transform_double(w, static_cast<double*>(in), static_cast<double*>(out));
@@ -192,45 +194,11 @@ void transform(Work& w) {
   narrow(fo, out, w.out_bytes, bf16);
 }
 
-void CUDA_CB run(void* p) {
-  auto* w = static_cast<Work*>(p);
-  if (w->abandoned.load()) return;
-  try {
-    transform(*w);
-  } catch (const std::exception& e) {
-    RGPU_ERROR("cpu cufft: transform failed error=%s", e.what());
-  }
-}
-
-void CUDA_CB release(void* p) { delete static_cast<Work*>(p); }
+void Work::run() { transform(*this); }
 
 bool inside_allocation(CUdeviceptr p, uint64_t bytes) {
   return bytes != kNoExtent && cpu_libs::inside_device_memory(p, bytes);
 }
-
-class ContextGuard {
- public:
-  explicit ContextGuard(CUcontext ctx) {
-    CUcontext current = nullptr;
-    if (!ctx || cuCtxGetCurrent(&current) != CUDA_SUCCESS) return;
-    if (current == ctx) {
-      ok_ = true;
-      return;
-    }
-    pushed_ = ok_ = cuCtxPushCurrent(ctx) == CUDA_SUCCESS;
-  }
-  ~ContextGuard() {
-    CUcontext popped;
-    if (pushed_) cuCtxPopCurrent(&popped);
-  }
-  ContextGuard(const ContextGuard&) = delete;
-  ContextGuard& operator=(const ContextGuard&) = delete;
-  bool ok() const { return ok_; }
-
- private:
-  bool ok_ = false;
-  bool pushed_ = false;
-};
 
 }  // namespace
 
@@ -246,32 +214,23 @@ cufftResult execute(const Plan& plan, CUdeviceptr in, CUdeviceptr out, int direc
   }
   w->in_bytes = fw::extent_bytes(w->g, true, w->in_place);
   w->out_bytes = fw::extent_bytes(w->g, false, w->in_place);
-  ContextGuard guard(plan.ctx);
+  cpu_libs::ContextGuard guard(plan.ctx);
   if (!guard.ok()) return CUFFT_EXEC_FAILED;
   if (!inside_allocation(in, w->in_bytes) || !inside_allocation(out, w->out_bytes)) {
     RGPU_WARN("cpu cufft: data outside device memory in=0x%llx out=0x%llx", static_cast<unsigned long long>(in),
               static_cast<unsigned long long>(out));
     return CUFFT_EXEC_FAILED;
   }
-  // In place, one buffer mirrors the longer of the two spans.
-  const uint64_t first = w->in_place ? std::max(w->in_bytes, w->out_bytes) : w->in_bytes;
-  w->in_buf.resize((first + 7) / 8);
-  if (!w->in_place) w->out_buf.resize((w->out_bytes + 7) / 8);
-
-  Work* raw = w.release();  // from here the stream releases it
-  const CUstream s = plan.stream;
-  CUresult r = cuMemcpyDtoHAsync(raw->in_buf.data(), in, first, s);
-  if (r == CUDA_SUCCESS && !raw->in_place) r = cuMemcpyDtoHAsync(raw->out_buf.data(), out, raw->out_bytes, s);
-  if (r == CUDA_SUCCESS) r = cuLaunchHostFunc(s, run, raw);
-  if (r == CUDA_SUCCESS) r = cuMemcpyHtoDAsync(out, raw->out_host(), raw->out_bytes, s);
-  if (r != CUDA_SUCCESS) raw->abandoned.store(true);
-  if (cuLaunchHostFunc(s, release, raw) != CUDA_SUCCESS) {
-    // Steps already queued may still use it: keep it alive rather than free
-    // it under them.
-    RGPU_ERROR("cpu cufft: work leaked, the stream refused its release");
-    return CUFFT_EXEC_FAILED;
+  // The output span is read first too: written back whole, it leaves the
+  // gaps between its elements as they were. In place, one buffer mirrors
+  // the longer of the two spans.
+  if (w->in_place) {
+    w->add(cpu_libs::Region::span(in, std::max(w->in_bytes, w->out_bytes), true, true));
+  } else {
+    w->add(cpu_libs::Region::span(in, w->in_bytes, true, false));
+    w->add(cpu_libs::Region::span(out, w->out_bytes, true, true));
   }
-  return r == CUDA_SUCCESS ? CUFFT_SUCCESS : CUFFT_EXEC_FAILED;
+  return cpu_libs::submit(std::move(w), plan.stream) == cpu_libs::Queued::kYes ? CUFFT_SUCCESS : CUFFT_EXEC_FAILED;
 }
 
 }  // namespace rgpu::cpufft

@@ -13,7 +13,7 @@
 
 #include "generator.h"
 #include "rgpu/common/log.h"
-#include "rgpu/cpu_libs/device_memory.h"
+#include "rgpu/cpu_libs/job.h"
 
 #define RGPU_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -26,50 +26,14 @@ namespace {
 // The stand-in reports the version of the headers it was built with.
 constexpr int kVersion = CURAND_VERSION;
 
-// One Generate call in flight: what to draw, from where, and the host
-// buffer the stream copies out of. Owned by the stream once queued.
-struct Work {
+// One Generate call in flight: what to draw and from where, into the host
+// buffer of its one written region.
+struct Work : rgpu::cpu_libs::Job {
+  Work(const Request& r, const Engine& e) : Job("curand"), request(r), engine(e) {}
   Request request;
   Engine engine;
-  std::vector<unsigned char> buffer;
+  void run() override { rgpu::cpurand::fill(engine, request, host(0)); }
 };
-
-void CUDA_CB draw(void* p) {
-  auto* w = static_cast<Work*>(p);
-  try {
-    rgpu::cpurand::fill(w->engine, w->request, w->buffer.data());
-  } catch (const std::exception& e) {
-    RGPU_ERROR("cpu curand: draw failed error=%s", e.what());
-  }
-}
-
-void CUDA_CB release(void* p) { delete static_cast<Work*>(p); }
-
-class ContextGuard {
- public:
-  explicit ContextGuard(CUcontext ctx) {
-    CUcontext current = nullptr;
-    if (!ctx || cuCtxGetCurrent(&current) != CUDA_SUCCESS) return;
-    if (current == ctx) {
-      ok_ = true;
-      return;
-    }
-    pushed_ = ok_ = cuCtxPushCurrent(ctx) == CUDA_SUCCESS;
-  }
-  ~ContextGuard() {
-    CUcontext popped;
-    if (pushed_) cuCtxPopCurrent(&popped);
-  }
-  ContextGuard(const ContextGuard&) = delete;
-  ContextGuard& operator=(const ContextGuard&) = delete;
-  bool ok() const { return ok_; }
-
- private:
-  bool ok_ = false;
-  bool pushed_ = false;
-};
-
-bool inside_allocation(CUdeviceptr p, uint64_t bytes) { return ::rgpu::cpu_libs::inside_device_memory(p, bytes); }
 
 curandStatus_t generate(curandGenerator_t g, void* out, const Request& r) {
   if (!g) return CURAND_STATUS_NOT_INITIALIZED;
@@ -83,28 +47,14 @@ curandStatus_t generate(curandGenerator_t g, void* out, const Request& r) {
   if (r.n > (uint64_t(1) << 40) / elem) return CURAND_STATUS_ALLOCATION_FAILED;
   const uint64_t bytes = uint64_t(r.n) * elem;
   try {
-    ContextGuard guard(g->ctx);
+    rgpu::cpu_libs::ContextGuard guard(g->ctx);
     if (!guard.ok()) return CURAND_STATUS_NOT_INITIALIZED;
-    const auto dptr = reinterpret_cast<CUdeviceptr>(out);
-    if (!inside_allocation(dptr, bytes)) {
-      RGPU_WARN("cpu curand: output outside device memory ptr=0x%llx bytes=%llu",
-                static_cast<unsigned long long>(dptr), static_cast<unsigned long long>(bytes));
-      return CURAND_STATUS_LAUNCH_FAILURE;
-    }
     if (!g->engine) g->engine.emplace(g->kind, g->seed, g->position);
-    auto work = std::make_unique<Work>(Work{r, *g->engine, {}});
-    work->buffer.resize(bytes);
-    Work* raw = work.get();
-    if (cuLaunchHostFunc(g->stream, draw, raw) != CUDA_SUCCESS) return CURAND_STATUS_LAUNCH_FAILURE;
-    // From here the stream refers to the work: it is released by the
-    // stream, never here.
-    work.release();
-    const CUresult copied = cuMemcpyHtoDAsync(dptr, raw->buffer.data(), bytes, g->stream);
-    if (cuLaunchHostFunc(g->stream, release, raw) != CUDA_SUCCESS) {
-      RGPU_ERROR("cpu curand: work leaked, the stream refused its release");
+    auto work = std::make_unique<Work>(r, *g->engine);
+    work->add(rgpu::cpu_libs::Region::span(reinterpret_cast<CUdeviceptr>(out), bytes, false, true));
+    if (rgpu::cpu_libs::submit(std::move(work), g->stream) != rgpu::cpu_libs::Queued::kYes) {
       return CURAND_STATUS_LAUNCH_FAILURE;
     }
-    if (copied != CUDA_SUCCESS) return CURAND_STATUS_LAUNCH_FAILURE;
     g->position += rgpu::cpurand::words(r);
     g->engine->skip(rgpu::cpurand::words(r));
     return CURAND_STATUS_SUCCESS;
