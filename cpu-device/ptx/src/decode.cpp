@@ -701,20 +701,6 @@ class FunctionDecoder {
   uint32_t local_bytes_ = 0;
 };
 
-OpText split_opcode(const std::string& s) {
-  OpText t;
-  size_t p = s.find('.');
-  t.base = s.substr(0, p);
-  while (p != std::string::npos) {
-    size_t q = s.find('.', p + 1);
-    std::string part = s.substr(p + 1, q == std::string::npos ? std::string::npos : q - p - 1);
-    if (parse_ty(part) != Ty::kNone) t.types.push_back(part);
-    else t.mods.push_back(part);
-    p = q;
-  }
-  return t;
-}
-
 Mem space_of(const OpText& t) {
   for (const auto& m : t.mods) {
     if (m == "shared::cluster") return Mem::kGeneric;  // refused by the caller
@@ -938,6 +924,20 @@ void operand_names(const ast::Operand& o, std::vector<const std::string*>* out) 
 }
 
 }  // namespace
+
+OpText split_opcode(const std::string& s) {
+  OpText t;
+  size_t p = s.find('.');
+  t.base = s.substr(0, p);
+  while (p != std::string::npos) {
+    size_t q = s.find('.', p + 1);
+    std::string part = s.substr(p + 1, q == std::string::npos ? std::string::npos : q - p - 1);
+    if (parse_ty(part) != Ty::kNone) t.types.push_back(part);
+    else t.mods.push_back(part);
+    p = q;
+  }
+  return t;
+}
 
 Result<std::unique_ptr<ProgramImpl>> load_module(std::string text) {
   auto p = std::make_unique<ProgramImpl>();

@@ -266,6 +266,10 @@ struct OpText {
   }
 };
 
+// Splits opcode text ("add.rn.f32") into base, modifiers and types, as the
+// decoder reads it; the compiled path's analysis reads it the same way.
+OpText split_opcode(const std::string& s);
+
 // Operand scalar type classes used by the handler tables.
 enum class Ty : uint8_t { kNone, kB8, kB16, kB32, kB64, kU8, kU16, kU32, kU64, kS8, kS16, kS32, kS64,
                           kF16, kF16x2, kBF16, kBF16x2, kF32, kF64, kPred, kB128 };
