@@ -30,7 +30,8 @@ rgpu_require(CapnProto_FOUND "Cap'n Proto (CapnProtoConfig.cmake)" "libcapnp-dev
 find_program(CAPNP_EXECUTABLE capnp)
 rgpu_require(CAPNP_EXECUTABLE "the capnp compiler" "capnproto")
 
-# OpenSSL's libcrypto: HMAC-SHA256 and random nonces for authentication.
+# OpenSSL's libcrypto: HMAC-SHA256 and random nonces for authentication, SHA-256
+# content hashes of module images (fatbin).
 find_package(OpenSSL QUIET COMPONENTS Crypto)
 rgpu_require(OpenSSL_FOUND "OpenSSL libcrypto" "libssl-dev")
 
