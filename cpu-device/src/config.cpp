@@ -1,6 +1,8 @@
 // Parsing of the CPU device's environment variables.
 #include "config.h"
 
+#include "rgpu/common/request_text.h"
+
 #include <cstdlib>
 
 #include <algorithm>
@@ -26,39 +28,17 @@ Result<int> parse_count(const char* name, const std::string& text, int max) {
   return v;
 }
 
+// A size in parse_size's form (rgpu/common/request_text.h), named by
+// `name` in the error; zero is refused.
+Result<uint64_t> positive_size(const char* name, const char* text) {
+  auto r = parse_size(text);
+  if (!r) return Status(ErrorKind::kInvalidArgument, std::string(name) + ": " + r.status().message());
+  if (*r == 0) return Status(ErrorKind::kInvalidArgument, std::string(name) + ": must be more than 0 bytes");
+  return r;
+}
+
 }  // namespace
 
-Result<uint64_t> parse_size(const std::string& text) {
-  size_t i = 0;
-  uint64_t v = 0;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
-    uint64_t d = static_cast<uint64_t>(text[i] - '0');
-    if (v > (UINT64_MAX - d) / 10) return invalid_argument("size too large: " + text);
-    v = v * 10 + d;
-    ++i;
-  }
-  if (i == 0) return invalid_argument("size must start with a number: " + text);
-  std::string suffix;
-  for (; i < text.size(); ++i) suffix += static_cast<char>(std::toupper(static_cast<unsigned char>(text[i])));
-  int shift = 0;
-  if (!suffix.empty()) {
-    switch (suffix[0]) {
-      case 'B': shift = 0; break;
-      case 'K': shift = 10; break;
-      case 'M': shift = 20; break;
-      case 'G': shift = 30; break;
-      case 'T': shift = 40; break;
-      default: return invalid_argument("unknown size suffix: " + text);
-    }
-    std::string rest = suffix.substr(1);
-    bool ok = suffix[0] == 'B' ? rest.empty() : (rest.empty() || rest == "B" || rest == "IB");
-    if (!ok) return invalid_argument("unknown size suffix: " + text);
-  }
-  if (shift && v > (UINT64_MAX >> shift)) return invalid_argument("size too large: " + text);
-  v <<= shift;
-  if (v == 0) return invalid_argument("size must be positive: " + text);
-  return v;
-}
 
 Result<Config> config_from_env(const char* (*getenv_fn)(const char*)) {
   Config c;
@@ -71,8 +51,8 @@ Result<Config> config_from_env(const char* (*getenv_fn)(const char*)) {
     c.devices = *r;
   }
   if (const char* v = getenv_fn("RGPU_CPU_DEVICE_MEMORY"); v && *v) {
-    auto r = parse_size(v);
-    if (!r) return Status(ErrorKind::kInvalidArgument, "RGPU_CPU_DEVICE_MEMORY: " + r.status().message());
+    auto r = positive_size("RGPU_CPU_DEVICE_MEMORY", v);
+    if (!r) return r.status();
     c.memory_bytes = *r;
   }
   if (const char* v = getenv_fn("RGPU_CPU_THREADS"); v && *v) {
@@ -102,8 +82,8 @@ Result<Config> config_from_env(const char* (*getenv_fn)(const char*)) {
     c.worker_nice = static_cast<int>(n);
   }
   if (const char* v = getenv_fn("RGPU_CPU_PROGRAM_CACHE"); v && *v) {
-    auto r = parse_size(v);
-    if (!r) return Status(ErrorKind::kInvalidArgument, "RGPU_CPU_PROGRAM_CACHE: " + r.status().message());
+    auto r = positive_size("RGPU_CPU_PROGRAM_CACHE", v);
+    if (!r) return r.status();
     c.program_cache_bytes = *r;
   }
   return c;

@@ -22,10 +22,6 @@ struct Config {
   int worker_nice = 10;
 };
 
-// Parses "4096", "64K", "512M", "4G", "1T" (optionally followed by "B" or
-// "iB", case-insensitive; powers of 1024). Errors on anything else or zero.
-Result<uint64_t> parse_size(const std::string& text);
-
 // Reads the variables above through `getenv_fn`; unset ones take defaults
 // (threads: the hardware concurrency; stream_workers: twice that, at least
 // 4). A malformed value is an error.
