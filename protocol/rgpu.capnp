@@ -58,7 +58,7 @@ $Cxx.namespace("rgpu::wire");
 # highest version both speak (see docs/protocol.md).
 #
 # 6. `Call.invoke` is the generic call record that carries every call
-#    generated from an API description (client-shim/api/*.api): which API,
+#    generated from an API description (api/*.api): which API,
 #    which function (its ordinal, held stable by a lock file), and the
 #    arguments packed as that function's description lays them out. The
 #    server's generated dispatch row decodes, validates and runs it

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Refreshes the committed CUDA 12 facts (client-shim/api/*.exports, *.decls,
+# Refreshes the committed CUDA 12 facts (api/*.exports, *.decls,
 # libcudart12.abi) from Debian trixie's CUDA 12 packages: their headers and,
 # for the cross-checks, their libraries. Only needed when a description gains
 # a CUDA 12 library or trixie's CUDA moves; building and `gen_api.py --check`
@@ -31,7 +31,7 @@ for deb in "$work"/*.deb; do dpkg-deb -x "$deb" "$dest"; done
 
 export RGPU_CUDA12_ROOT="$dest/usr"
 cd "$repo"
-python3 client-shim/api/gen_api.py --refresh-library-facts --cuda12-root "$RGPU_CUDA12_ROOT"
-python3 client-shim/api/gen_api.py --extract-cuda12 "$RGPU_CUDA12_ROOT/include" \
+python3 api/gen_api.py --refresh-library-facts --cuda12-root "$RGPU_CUDA12_ROOT"
+python3 api/gen_api.py --extract-cuda12 "$RGPU_CUDA12_ROOT/include" \
   --cudart12 "$RGPU_CUDA12_ROOT/lib/x86_64-linux-gnu/libcudart.so.12"
 echo "cuda12-facts: done; review git diff client-shim/" >&2

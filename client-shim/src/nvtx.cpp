@@ -3,7 +3,7 @@
 // ranges. nvToolsExt.h is not included: the CUDA 13 toolkit's NVTX 3 header
 // defines these names inline. Parameters are spelled by their ABI (handles
 // and attribute structs as pointers, ids as uint64_t, names as char or
-// wchar_t pointers); the list is client-shim/api/nvtx.api's `local` lines.
+// wchar_t pointers); the list is api/nvtx.api's `local` lines.
 #include <cstdint>
 
 #include "unimplemented.h"

@@ -1,7 +1,7 @@
 // cuBLASLt's descriptors on the server: what rgpud checks in the bags a
 // client sends (rgpu/protocol/lt_desc.h) before the library sees them, and
 // the library's own descriptors rebuilt from them for one call. Used by the
-// generated rows of client-shim/api/cublasLt.api (lt_check for each
+// generated rows of api/cublasLt.api (lt_check for each
 // descriptor parameter, lt_matmul_pointers as cublasLtMatmul's check=,
 // LtDescriptors after the table is known).
 #pragma once

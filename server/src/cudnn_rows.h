@@ -1,4 +1,4 @@
-// The hand-written rows of cuDNN (client-shim/api/cudnn.api's hand lines
+// The hand-written rows of cuDNN (api/cudnn.api's hand lines
 // that reach rgpud): engine heuristics, an operation graph's engine count,
 // execution plans (create, execute, destroy), batch norm and its sizes, and
 // the library's version. Ordinals: rgpu/protocol/cudnn_wire.h.

@@ -1,4 +1,4 @@
-// The hand-written rows of cuFFT (client-shim/api/cufft.api's hand lines):
+// The hand-written rows of cuFFT (api/cufft.api's hand lines):
 // plans, their settings, their sizes and their execution. Ordinals:
 // rgpu/protocol/cufft_wire.h.
 #pragma once

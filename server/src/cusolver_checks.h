@@ -1,4 +1,4 @@
-// Hand-written checks of cuSOLVER calls (check= in client-shim/api/cusolver.api)
+// Hand-written checks of cuSOLVER calls (check= in api/cusolver.api)
 // for what the generated ones cannot see: getrf takes a workspace without
 // stating its size, so rgpud asks the server's library how much it uses.
 #pragma once

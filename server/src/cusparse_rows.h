@@ -1,4 +1,4 @@
-// The hand-written rows of cuSPARSE (client-shim/api/cusparse.api's hand
+// The hand-written rows of cuSPARSE (api/cusparse.api's hand
 // lines): SpMM, SpMV, SDDMM (and its preprocess) and their buffer sizes,
 // each with its descriptors
 // inside. Ordinals: rgpu/protocol/cusparse_wire.h.

@@ -1,6 +1,6 @@
 // The server's dispatch of generated calls (Call.invoke): one row per
 // function of each remoted API, generated from its description
-// (client-shim/api/*.api, docs/api-description.md) into server/generated/.
+// (api/*.api, docs/api-description.md) into server/generated/.
 #pragma once
 
 #include <cstddef>

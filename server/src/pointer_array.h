@@ -1,6 +1,6 @@
 // An array of device pointers that lives in device memory (the batched
 // LAPACK-like calls of cuBLAS and cuSOLVER: Aarray[i] is matrix i), checked
-// for a generated row (ptrs= in client-shim/api/*.api). The array's own
+// for a generated row (ptrs= in api/*.api). The array's own
 // range is checked by the row like any device argument; this reads it and
 // checks every pointer in it.
 #pragma once

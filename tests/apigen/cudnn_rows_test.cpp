@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "../../client-shim/generated/cudnn_pack.h"
+#include "../../protocol/generated/cudnn_pack.h"
 #include "dispatch.h"
 #include "fakes.h"
 #include "library_tables.h"

@@ -12,8 +12,8 @@
 #include <set>
 #include <vector>
 
-#include "../../client-shim/generated/cublas_pack.h"
-#include "../../client-shim/generated/cusolver_pack.h"
+#include "../../protocol/generated/cublas_pack.h"
+#include "../../protocol/generated/cusolver_pack.h"
 #include "fakes.h"
 #include "library_tables.h"
 

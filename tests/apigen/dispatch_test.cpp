@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "../../client-shim/generated/driver_pack.h"
+#include "../../protocol/generated/driver_pack.h"
 #include "apigen_test_pack.h"
 #include "fakes.h"
 

@@ -8,9 +8,9 @@
 #include <cstring>
 
 #include "apigen_test_pack.h"
-#include "../../client-shim/generated/cublasLt_pack.h"
+#include "../../protocol/generated/cublasLt_pack.h"
 #include "rgpu/protocol/cusparse_wire.h"
-#include "../../client-shim/generated/driver_pack.h"
+#include "../../protocol/generated/driver_pack.h"
 #include "library_rows.h"
 #include "rgpu/protocol/lt_desc.h"
 

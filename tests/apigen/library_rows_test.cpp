@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "../../client-shim/generated/cublas_pack.h"
+#include "../../protocol/generated/cublas_pack.h"
 #include "fakes.h"
 #include "library_tables.h"
 

@@ -10,7 +10,7 @@
 #include <map>
 #include <vector>
 
-#include "../../client-shim/generated/cublasLt_pack.h"
+#include "../../protocol/generated/cublasLt_pack.h"
 #include "fakes.h"
 #include "library_tables.h"
 #include "rgpu/protocol/lt_desc.h"

@@ -18,7 +18,7 @@ namespace rgpu::cpudev::test {
 
 // Every function the CPU device exports (RGPU_CPUDEV_FUNCTIONS), by the
 // names cuda.h maps to its symbols, and its extensions (RGPU_CPUDEV_EXTENSIONS),
-// generated from client-shim/api/driver.api (the lines marked cpu). cuda.h's
+// generated from api/driver.api (the lines marked cpu). cuda.h's
 // macros turn each name into the versioned one (cuMemAlloc -> cuMemAlloc_v2),
 // both for the member and for the string passed to dlsym.
 #include "../../cpu-device/generated/api_functions.inc"

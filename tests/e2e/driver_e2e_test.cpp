@@ -556,7 +556,7 @@ TEST_F(Driver, JitLinkOfOneInputLoadsAndRuns) {
   ASSERT_CU(cuLinkDestroy(link));
 }
 
-// Calls generated from client-shim/api/driver.api (Call.invoke), through the
+// Calls generated from api/driver.api (Call.invoke), through the
 // client's generated stub, the wire and the server's generated row.
 TEST_F(Driver, GeneratedCalls) {
   int least = 1, greatest = 1;

@@ -1,4 +1,4 @@
-// The CUDA libraries librgpu.so answers for (client-shim/api/*.api): every
+// The CUDA libraries librgpu.so answers for (api/*.api): every
 // listed name under its soname's version node (none where NVIDIA exports it
 // unversioned), one entry point for a name two sonames share, the symlinks,
 // each stub's own library status, and NVTX's no-tool answers.

@@ -1,4 +1,4 @@
-// cuFFT's entry points (client-shim/api/cufft.api's hand lines). A plan is
+// cuFFT's entry points (api/cufft.api's hand lines). A plan is
 // an int the program holds: it spells the plan's typed handle (kind
 // cufft::kPlanKind) as its serial in the low 24 bits and its server above,
 // so no table is needed to map one to the other; a process that has minted

@@ -1,5 +1,5 @@
 // The libcudart.so.12 functions whose CUDA 12 ABI differs from CUDA 13's
-// (client-shim/api/runtime12.api says which, and docs/compatibility.md why).
+// (api/runtime12.api says which, and docs/compatibility.md why).
 // Each fills CUDA 12's layout from the CUDA 13 implementation beside it. The
 // names 12 shares with 13 are defined here as rgpu_cudart12_<name> and
 // exported as name@libcudart.so.12 by the generated linker script; the names

@@ -26,7 +26,7 @@
 namespace rgpu::protocol::cudnn {
 
 // The hand-written calls' ordinals (Call.invoke's function for api CUDNN),
-// above the generated calls' (client-shim/api/cudnn.lock), which stay small.
+// above the generated calls' (api/cudnn.lock), which stay small.
 enum Fn : uint32_t {
   kFirstHandFn = 1000,
   kHeuristics = 1001,       // sync: graph (root ENGINEHEUR) -> engine configs

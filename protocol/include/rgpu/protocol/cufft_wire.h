@@ -15,7 +15,7 @@
 namespace rgpu::protocol::cufft {
 
 // The hand-written calls' ordinals (Call.invoke's function for api CUFFT),
-// above the generated calls' (client-shim/api/cufft.lock: the version).
+// above the generated calls' (api/cufft.lock: the version).
 enum Fn : uint32_t {
   kFirstHandFn = 1000,
   kCreate = 1001,            // async: plan handle

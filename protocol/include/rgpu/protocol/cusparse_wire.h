@@ -19,7 +19,7 @@
 namespace rgpu::protocol::cusparse {
 
 // The hand-written calls' ordinals (Call.invoke's function for api
-// CUSPARSE), above the generated calls' (client-shim/api/cusparse.lock).
+// CUSPARSE), above the generated calls' (api/cusparse.lock).
 //   SpMM: handle, opA, opB, computeType, alg, alpha, A, B, beta, C, buffer
 //   SpMV: handle, opA, computeType, alg, alpha, A, x, beta, y, buffer
 //   SDDMM: handle, opA, opB, computeType, alg, alpha, A, B, beta, C, buffer

@@ -34,7 +34,7 @@ enum class HandleKind : uint8_t {
   kGraphNode = 9,
   kGraphExec = 10,
   // Handles of remoted libraries (cuBLAS, cuDNN, ...) follow from 16; their
-  // kinds are named in the API descriptions (client-shim/api/*.api).
+  // kinds are named in the API descriptions (api/*.api).
   kFirstLibraryKind = 16,
 };
 

@@ -1,5 +1,5 @@
 // The extents of a library call's arguments, for the length expressions of
-// the library descriptions (client-shim/api/cublas.api: dev=, len=): how
+// the library descriptions (api/cublas.api: dev=, len=): how
 // many bytes of device memory a BLAS matrix or vector spans, how long an
 // element or a scale factor of a data type is. The server checks the ranges
 // against the session's ledger before the library runs; the client sizes a

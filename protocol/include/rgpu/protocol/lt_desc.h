@@ -4,7 +4,7 @@
 // cuBLASLt's sizes; a call that uses one sends it whole; rgpud decodes it
 // with read(), checks it and rebuilds the library's own descriptor from it.
 // The attributes (value, size, default, flags) are generated from
-// client-shim/api/cublasLt.api into protocol/generated/lt_attributes.h.
+// api/cublasLt.api into protocol/generated/lt_attributes.h.
 //
 // Values are kept canonical, as 64 bits: a signed attribute sign-extended,
 // an unsigned one zero-extended, a float as its 32-bit pattern. On the wire

@@ -16,7 +16,7 @@ namespace rgpu::server {
 // Every function the server needs (RGPU_DRIVER_REQUIRED) or uses when present
 // (RGPU_DRIVER_OPTIONAL), by the name cuda.h (CUDA 13.0) maps it to, so the
 // table is pinned to that ABI: X(cuMemAlloc) resolves "cuMemAlloc_v2". The
-// lists come from client-shim/api/driver.api (server=required|optional), as
+// lists come from api/driver.api (server=required|optional), as
 // does RGPU_DRIVER_EXTENSIONS (its extension lines).
 #include "../../../generated/driver_table.inc"
 

@@ -1,0 +1,61 @@
+# Facts of libcublasLt.so.12, extracted by api/gen_api.py --refresh-library-facts
+# from cublasLt.h (cuda12); do not edit.
+# Cross-checked with the .dynsym of NVIDIA's libcublasLt.so.12: names
+# the headers declare but the library does not export are left out, names it
+# exports that no header declares (internal ones) are not exported.
+# Declared, not exported: cublasLtDisableCpuInstructionsSetMask
+# Exported, not declared: 247 names, e.g. cublasLtACCMatmul cublasLtACCMatmulAlgoCapGetAttribute cublasLtACCMatmulAlgoCheck cublasLtACCMatmulAlgoGetHeuristic cublasLtACCMatmulAlgoGetIds cublasLtACCMatmulAlgoInit cublasLtAlgoCharacteristicGetAttribute cublasLtBIIMatmul
+cublasStatus_t cublasLtCreate(cublasLtHandle_t* lightHandle);
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle);
+size_t cublasLtGetCudartVersion();
+cublasStatus_t cublasLtGetProperty(libraryPropertyType type, int* value);
+const char* cublasLtGetStatusName(cublasStatus_t status);
+const char* cublasLtGetStatusString(cublasStatus_t status);
+size_t cublasLtGetVersion();
+cublasStatus_t cublasLtHeuristicsCacheGetCapacity(size_t* capacity);
+cublasStatus_t cublasLtHeuristicsCacheSetCapacity(size_t capacity);
+cublasStatus_t cublasLtLoggerForceDisable();
+cublasStatus_t cublasLtLoggerOpenFile(const char* logFile);
+cublasStatus_t cublasLtLoggerSetCallback(cublasLtLoggerCallback_t callback);
+cublasStatus_t cublasLtLoggerSetFile(FILE* file);
+cublasStatus_t cublasLtLoggerSetLevel(int level);
+cublasStatus_t cublasLtLoggerSetMask(int mask);
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void* alpha, const void* A, cublasLtMatrixLayout_t Adesc, const void* B, cublasLtMatrixLayout_t Bdesc, const void* beta, const void* C, cublasLtMatrixLayout_t Cdesc, void* D, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspaceSizeInBytes, cudaStream_t stream);
+cublasStatus_t cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoCapAttributes_t attr, void* buf, size_t sizeInBytes, size_t* sizeWritten);
+cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t* algo, cublasLtMatmulHeuristicResult_t* result);
+cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoConfigAttributes_t attr, void* buf, size_t sizeInBytes, size_t* sizeWritten);
+cublasStatus_t cublasLtMatmulAlgoConfigSetAttribute(cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoConfigAttributes_t attr, const void* buf, size_t sizeInBytes);
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, cublasLtMatmulPreference_t preference, int requestedAlgoCount, cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int* returnAlgoCount);
+cublasStatus_t cublasLtMatmulAlgoGetIds(cublasLtHandle_t lightHandle, cublasComputeType_t computeType, cudaDataType_t scaleType, cudaDataType_t Atype, cudaDataType_t Btype, cudaDataType_t Ctype, cudaDataType_t Dtype, int requestedAlgoCount, int algoIdsArray[], int* returnAlgoCount);
+cublasStatus_t cublasLtMatmulAlgoInit(cublasLtHandle_t lightHandle, cublasComputeType_t computeType, cudaDataType_t scaleType, cudaDataType_t Atype, cudaDataType_t Btype, cudaDataType_t Ctype, cudaDataType_t Dtype, int algoId, cublasLtMatmulAlgo_t* algo);
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* matmulDesc, cublasComputeType_t computeType, cudaDataType_t scaleType);
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc);
+cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, void* buf, size_t sizeInBytes, size_t* sizeWritten);
+cublasStatus_t cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t matmulDesc, size_t size, cublasComputeType_t computeType, cudaDataType_t scaleType);
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, const void* buf, size_t sizeInBytes);
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref);
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref);
+cublasStatus_t cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, void* buf, size_t sizeInBytes, size_t* sizeWritten);
+cublasStatus_t cublasLtMatmulPreferenceInit_internal(cublasLtMatmulPreference_t pref, size_t size);
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const void* buf, size_t sizeInBytes);
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* matLayout, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld);
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout);
+cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, void* buf, size_t sizeInBytes, size_t* sizeWritten);
+cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t matLayout, size_t size, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld);
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, const void* buf, size_t sizeInBytes);
+cublasStatus_t cublasLtMatrixTransform(cublasLtHandle_t lightHandle, cublasLtMatrixTransformDesc_t transformDesc, const void* alpha, const void* A, cublasLtMatrixLayout_t Adesc, const void* beta, const void* B, cublasLtMatrixLayout_t Bdesc, void* C, cublasLtMatrixLayout_t Cdesc, cudaStream_t stream);
+cublasStatus_t cublasLtMatrixTransformDescCreate(cublasLtMatrixTransformDesc_t* transformDesc, cudaDataType scaleType);
+cublasStatus_t cublasLtMatrixTransformDescDestroy(cublasLtMatrixTransformDesc_t transformDesc);
+cublasStatus_t cublasLtMatrixTransformDescGetAttribute(cublasLtMatrixTransformDesc_t transformDesc, cublasLtMatrixTransformDescAttributes_t attr, void* buf, size_t sizeInBytes, size_t* sizeWritten);
+cublasStatus_t cublasLtMatrixTransformDescInit_internal(cublasLtMatrixTransformDesc_t transformDesc, size_t size, cudaDataType scaleType);
+cublasStatus_t cublasLtMatrixTransformDescSetAttribute(cublasLtMatrixTransformDesc_t transformDesc, cublasLtMatrixTransformDescAttributes_t attr, const void* buf, size_t sizeInBytes);
+enum cublasComputeType_t CUBLAS_COMPUTE_16F=64 CUBLAS_COMPUTE_16F_PEDANTIC=65 CUBLAS_COMPUTE_32F=68 CUBLAS_COMPUTE_32F_PEDANTIC=69 CUBLAS_COMPUTE_32F_FAST_16F=74 CUBLAS_COMPUTE_32F_FAST_16BF=75 CUBLAS_COMPUTE_32F_FAST_TF32=77 CUBLAS_COMPUTE_64F=70 CUBLAS_COMPUTE_64F_PEDANTIC=71 CUBLAS_COMPUTE_32I=72 CUBLAS_COMPUTE_32I_PEDANTIC=73
+enum cublasLtMatmulAlgoCapAttributes_t CUBLASLT_ALGO_CAP_SPLITK_SUPPORT=0 CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK=1 CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT=2 CUBLASLT_ALGO_CAP_STRIDED_BATCH_SUPPORT=3 CUBLASLT_ALGO_CAP_OUT_OF_PLACE_RESULT_SUPPORT=4 CUBLASLT_ALGO_CAP_UPLO_SUPPORT=5 CUBLASLT_ALGO_CAP_TILE_IDS=6 CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX=7 CUBLASLT_ALGO_CAP_CUSTOM_MEMORY_ORDER=10 CUBLASLT_ALGO_CAP_POINTER_MODE_MASK=11 CUBLASLT_ALGO_CAP_EPILOGUE_MASK=12 CUBLASLT_ALGO_CAP_STAGES_IDS=13 CUBLASLT_ALGO_CAP_LD_NEGATIVE=14 CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS=15 CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES=16 CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES=17 CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES=18 CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES=19 CUBLASLT_ALGO_CAP_ATOMIC_SYNC=20
+enum cublasLtMatmulAlgoConfigAttributes_t CUBLASLT_ALGO_CONFIG_ID=0 CUBLASLT_ALGO_CONFIG_TILE_ID=1 CUBLASLT_ALGO_CONFIG_SPLITK_NUM=2 CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME=3 CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING=4 CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION=5 CUBLASLT_ALGO_CONFIG_STAGES_ID=6 CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID=7 CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID=8
+enum cublasLtMatmulDescAttributes_t CUBLASLT_MATMUL_DESC_COMPUTE_TYPE=0 CUBLASLT_MATMUL_DESC_SCALE_TYPE=1 CUBLASLT_MATMUL_DESC_POINTER_MODE=2 CUBLASLT_MATMUL_DESC_TRANSA=3 CUBLASLT_MATMUL_DESC_TRANSB=4 CUBLASLT_MATMUL_DESC_TRANSC=5 CUBLASLT_MATMUL_DESC_FILL_MODE=6 CUBLASLT_MATMUL_DESC_EPILOGUE=7 CUBLASLT_MATMUL_DESC_BIAS_POINTER=8 CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE=10 CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER=11 CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD=12 CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE=13 CUBLASLT_MATMUL_DESC_ALPHA_VECTOR_BATCH_STRIDE=14 CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET=15 CUBLASLT_MATMUL_DESC_A_SCALE_POINTER=17 CUBLASLT_MATMUL_DESC_B_SCALE_POINTER=18 CUBLASLT_MATMUL_DESC_C_SCALE_POINTER=19 CUBLASLT_MATMUL_DESC_D_SCALE_POINTER=20 CUBLASLT_MATMUL_DESC_AMAX_D_POINTER=21 CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE=22 CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_POINTER=23 CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_AMAX_POINTER=24 CUBLASLT_MATMUL_DESC_FAST_ACCUM=25 CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE=26 CUBLASLT_MATMUL_DESC_ATOMIC_SYNC_NUM_CHUNKS_D_ROWS=27 CUBLASLT_MATMUL_DESC_ATOMIC_SYNC_NUM_CHUNKS_D_COLS=28 CUBLASLT_MATMUL_DESC_ATOMIC_SYNC_IN_COUNTERS_POINTER=29 CUBLASLT_MATMUL_DESC_ATOMIC_SYNC_OUT_COUNTERS_POINTER=30
+enum cublasLtMatmulPreferenceAttributes_t CUBLASLT_MATMUL_PREF_SEARCH_MODE=0 CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES=1 CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK=3 CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES=5 CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES=6 CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES=7 CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES=8 CUBLASLT_MATMUL_PREF_MAX_WAVES_COUNT=9 CUBLASLT_MATMUL_PREF_IMPL_MASK=12
+enum cublasLtMatrixLayoutAttribute_t CUBLASLT_MATRIX_LAYOUT_TYPE=0 CUBLASLT_MATRIX_LAYOUT_ORDER=1 CUBLASLT_MATRIX_LAYOUT_ROWS=2 CUBLASLT_MATRIX_LAYOUT_COLS=3 CUBLASLT_MATRIX_LAYOUT_LD=4 CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT=5 CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET=6 CUBLASLT_MATRIX_LAYOUT_PLANE_OFFSET=7
+enum cublasLtMatrixTransformDescAttributes_t CUBLASLT_MATRIX_TRANSFORM_DESC_SCALE_TYPE=0 CUBLASLT_MATRIX_TRANSFORM_DESC_POINTER_MODE=1 CUBLASLT_MATRIX_TRANSFORM_DESC_TRANSA=2 CUBLASLT_MATRIX_TRANSFORM_DESC_TRANSB=3
+enum cublasStatus_t CUBLAS_STATUS_SUCCESS=0 CUBLAS_STATUS_NOT_INITIALIZED=1 CUBLAS_STATUS_ALLOC_FAILED=3 CUBLAS_STATUS_INVALID_VALUE=7 CUBLAS_STATUS_ARCH_MISMATCH=8 CUBLAS_STATUS_MAPPING_ERROR=11 CUBLAS_STATUS_EXECUTION_FAILED=13 CUBLAS_STATUS_INTERNAL_ERROR=14 CUBLAS_STATUS_NOT_SUPPORTED=15 CUBLAS_STATUS_LICENSE_ERROR=16
+enum cudaDataType CUDA_R_16F=2 CUDA_C_16F=6 CUDA_R_16BF=14 CUDA_C_16BF=15 CUDA_R_32F=0 CUDA_C_32F=4 CUDA_R_64F=1 CUDA_C_64F=5 CUDA_R_4I=16 CUDA_C_4I=17 CUDA_R_4U=18 CUDA_C_4U=19 CUDA_R_8I=3 CUDA_C_8I=7 CUDA_R_8U=8 CUDA_C_8U=9 CUDA_R_16I=20 CUDA_C_16I=21 CUDA_R_16U=22 CUDA_C_16U=23 CUDA_R_32I=10 CUDA_C_32I=11 CUDA_R_32U=12 CUDA_C_32U=13 CUDA_R_64I=24 CUDA_C_64I=25 CUDA_R_64U=26 CUDA_C_64U=27 CUDA_R_8F_E4M3=28 CUDA_R_8F_E5M2=29
+enum libraryPropertyType MAJOR_VERSION=0 MINOR_VERSION=1 PATCH_LEVEL=2
