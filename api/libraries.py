@@ -75,6 +75,7 @@ class Library:
         self.functions = []         # [api_description.Function]
         self.server = {}            # cuda / cpu -> library file rgpud loads
         self.handles = {}           # C type -> (kind name, kind number)
+        self.hand_kinds = {}        # kind name -> number: handles minted by hand-written code (@kind)
         self.pointer_mode = {}      # handle C type -> the function that reads its pointer mode
         self.accepts = {}           # handle C type -> [other kind numbers a parameter of it accepts]
         self.descriptors = {}       # C type -> Descriptor (client-side attribute bags, cuBLASLt's)
@@ -197,6 +198,13 @@ def read_library(path):
                     if any(k < 16 or k > 255 or k == number for k in others):
                         raise GenError(f"{where}: accepts=<other library handle kinds, 16..255>")
                     lib.accepts[words[1]] = others
+            elif kind == "@kind":
+                if len(words) < 2 or "=" in words[1] or "kind" not in opts:
+                    raise GenError(f"{where}: @kind <kind name> kind=<number from 16>")
+                number = int(opts["kind"])
+                if number < 16 or number > 255:
+                    raise GenError(f"{where}: library handle kinds are 16..255 (protocol/handles.h)")
+                lib.hand_kinds[words[1]] = number
             elif kind == "@descriptor":
                 need = ("name", "kind", "attributes", "create", "destroy", "set")
                 if len(words) < 2 or any(k not in opts for k in need):

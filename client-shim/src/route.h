@@ -15,23 +15,15 @@
 
 namespace rgpu::shim::route {
 
-// Handles carry their server in bits 48..55 of the serial (below the kind
-// byte). The client mints every handle from one counter, so a serial is
-// unique across servers by itself; the tag only lets a call find its server
-// without a lookup. Server 0's handles have no tag: with one server every
-// value is what it was before the router existed. Servers treat a minted
-// handle as opaque and accept the tagged value. Only the primary contexts,
-// whose fixed values spell the server's device ordinal, travel untagged
-// (wire_context).
-constexpr int kServerShift = 48;
-constexpr uint64_t kServerMask = uint64_t{0xff} << kServerShift;
-constexpr size_t kMaxServers = 0xff;
+// Which server a handle belongs to: its server tag (the layout is
+// rgpu/protocol/handles.h's, "Server tags").
+constexpr int kServerShift = protocol::kServerShift;
+constexpr uint64_t kServerMask = protocol::kServerMask;
+constexpr size_t kMaxServers = protocol::kMaxServers;
 
-constexpr uint64_t tag(uint64_t handle, size_t server) {
-  return handle == 0 ? 0 : (handle & ~kServerMask) | (static_cast<uint64_t>(server) << kServerShift);
-}
-constexpr size_t server_of(uint64_t handle) { return static_cast<size_t>((handle & kServerMask) >> kServerShift); }
-constexpr uint64_t untag(uint64_t handle) { return handle & ~kServerMask; }
+constexpr uint64_t tag(uint64_t handle, size_t server) { return protocol::with_server(handle, server); }
+constexpr size_t server_of(uint64_t handle) { return static_cast<size_t>(protocol::server_of(handle)); }
+constexpr uint64_t untag(uint64_t handle) { return protocol::without_server(handle); }
 
 // The program's value of the primary context of `server`'s device
 // `server_ordinal`, and what the server calls it.

@@ -1,8 +1,8 @@
 // cuFFT's entry points (api/cufft.api's hand lines). A plan is
-// an int the program holds: it spells the plan's typed handle (kind
-// cufft::kPlanKind) as its serial in the low 24 bits and its server above,
-// so no table is needed to map one to the other; a process that has minted
-// 2^24 handles of any kind gets CUFFT_ALLOC_FAILED for new plans. Every way
+// an int the program holds: the int form of the plan's typed handle (kind
+// cufft::kPlanKind; rgpu/protocol/handles.h, "Int form"), so no table is
+// needed to map one to the other; a process that has minted 2^24 handles of
+// any kind gets CUFFT_ALLOC_FAILED for new plans. Every way
 // of making a plan becomes one cufftXtMakePlanMany geometry
 // (rgpu/protocol/cufft_wire.h); every execution one cufftXtExec.
 #include <cufftXt.h>
@@ -28,21 +28,16 @@ using ::rgpu::shim::Route;
 using ::rgpu::shim::Shim;
 constexpr auto kApi = wire::Api::CUFFT;
 constexpr auto kKind = static_cast<HandleKind>(fw::kPlanKind);
-constexpr uint64_t kSerialBits = 24;
-constexpr uint64_t kSerialLimit = uint64_t{1} << kSerialBits;
 
 bool to_int(uint64_t h, cufftHandle* out) {
-  const uint64_t serial = ::rgpu::protocol::serial_of(::rgpu::shim::route::untag(h));
-  const size_t server = ::rgpu::shim::route::server_of(h);
-  if (serial >= kSerialLimit || server >= 128) return false;
-  *out = static_cast<cufftHandle>((server << kSerialBits) | serial);
+  static_assert(sizeof(cufftHandle) == sizeof(int32_t));
+  int32_t v = 0;
+  if (!::rgpu::protocol::to_int_form(h, &v)) return false;
+  *out = v;
   return true;
 }
 
-uint64_t from_int(cufftHandle plan) {
-  const auto v = static_cast<uint32_t>(plan);
-  return ::rgpu::shim::route::tag(::rgpu::protocol::make_handle(kKind, v & (kSerialLimit - 1)), v >> kSerialBits);
-}
+uint64_t from_int(cufftHandle plan) { return ::rgpu::protocol::from_int_form(kKind, plan); }
 
 // The call's process state and route by `plan`; false when there is no
 // runtime, or the plan is not one of this process's live plans.

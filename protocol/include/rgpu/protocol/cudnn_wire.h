@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "handle_kinds.h"
 #include "rgpu/protocol/args.h"
 #include "rgpu/protocol/library_sizes.h"
 
@@ -53,8 +54,8 @@ enum Fn : uint32_t {
 // Handle kinds (protocol/handles.h's library kinds): cuDNN handles
 // (cudnn.api's @handle) and execution plans, minted by the client when it
 // finalizes one and kept by rgpud until the plan is destroyed.
-inline constexpr uint8_t kHandleKind = 20;
-inline constexpr uint8_t kPlanKind = 21;
+inline constexpr uint8_t kHandleKind = handle_kinds::kCudnn;
+inline constexpr uint8_t kPlanKind = handle_kinds::kCudnnPlan;
 
 // What one heuristics reply may list.
 inline constexpr uint64_t kMaxEngineConfigs = 64;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "handle_kinds.h"
 #include "rgpu/protocol/args.h"
 #include "rgpu/protocol/library_sizes.h"
 
@@ -30,7 +31,7 @@ enum Fn : uint32_t {
   kLastHandFn = 1009,
 };
 
-inline constexpr uint8_t kPlanKind = 25;
+inline constexpr uint8_t kPlanKind = handle_kinds::kCufftPlan;
 inline constexpr int kMaxRank = 3;
 
 // cudaDataType values a plan may name (library_types.h).

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "handle_kinds.h"
 #include "rgpu/protocol/args.h"
 #include "rgpu/protocol/library_sizes.h"
 
@@ -40,7 +41,7 @@ enum Fn : uint32_t {
 };
 
 // cusparse.api's @handle kind.
-inline constexpr uint8_t kHandleKind = 26;
+inline constexpr uint8_t kHandleKind = handle_kinds::kCusparse;
 
 // cusparse.h's values, so this header needs no CUDA header.
 inline constexpr int32_t kFormatCsr = 1;
