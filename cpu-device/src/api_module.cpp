@@ -6,6 +6,7 @@
 #include "api_common.h"
 #include "errors.h"
 #include "rgpu/common/log.h"
+#include "spec.h"
 
 using namespace rgpu::cpudev;
 
@@ -121,17 +122,19 @@ CUresult CUDAAPI cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunc
     if (!m) return CUDA_ERROR_INVALID_HANDLE;
     const rgpu::ptx::KernelInfo& k = m->program().kernels()[static_cast<size_t>(f->index())];
     switch (attrib) {
-      case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = static_cast<int>(std::min<uint32_t>(k.max_threads, 1024)); break;
+      case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = static_cast<int>(std::min<uint32_t>(k.max_threads, kSpec.max_threads_per_block)); break;
       case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = static_cast<int>(k.static_shared_bytes); break;
       case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *pi = static_cast<int>(m->const_bytes()); break;
       case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *pi = static_cast<int>(k.local_bytes); break;
       // The interpreter's register slots have no hardware limit (PTX declares
       // thousands of virtual registers); occupancy calculators divide the
-      // register file by this, so report at most 65536 / 2048 threads = 32,
+      // register file by this, so report at most the registers per
+      // multiprocessor over its threads (65536 / 2048 = 32),
       // which never limits occupancy (0 made CUB launch empty grids).
-      case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = static_cast<int>(std::min<uint32_t>(k.num_regs, 32)); break;
+      case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = static_cast<int>(std::min<uint32_t>(
+          k.num_regs, kSpec.registers_per_multiprocessor / kSpec.max_threads_per_multiprocessor)); break;
       case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = ptx_arch(m->program().target()); break;
-      case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 80; break;
+      case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = static_cast<int>(kSpec.sm()); break;
       case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: *pi = 0; break;
       case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = f->max_dynamic_shared(); break;
       case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *pi = -1; break;
@@ -157,8 +160,7 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attri
     const rgpu::ptx::KernelInfo& k = m->program().kernels()[static_cast<size_t>(f->index())];
     switch (attrib) {
       case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: {
-        int optin = 163 * 1024;  // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
-        if (value < 0 || static_cast<int64_t>(value) + k.static_shared_bytes > optin) return CUDA_ERROR_INVALID_VALUE;
+        if (value < 0 || static_cast<int64_t>(value) + k.static_shared_bytes > kSpec.shared_per_block_optin) return CUDA_ERROR_INVALID_VALUE;
         f->set_max_dynamic_shared(value);
         return CUDA_SUCCESS;
       }

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "api_common.h"
-#include "attributes.h"
+#include "spec.h"
 
 using namespace rgpu::cpudev;
 
@@ -40,7 +40,7 @@ CUresult CUDAAPI cuStreamSetAttribute(CUstream h, CUstreamAttrID attr, const CUs
     switch (attr) {
       case CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW: {
         const CUaccessPolicyWindow& w = value->accessPolicyWindow;
-        if (w.num_bytes > kMaxAccessPolicyWindowBytes || !(w.hitRatio >= 0.f && w.hitRatio <= 1.f) ||
+        if (w.num_bytes > static_cast<size_t>(kSpec.max_access_policy_window_bytes) || !(w.hitRatio >= 0.f && w.hitRatio <= 1.f) ||
             !valid_access_property(w.hitProp) || !valid_access_property(w.missProp) ||
             w.missProp == CU_ACCESS_PROPERTY_PERSISTING)
           return CUDA_ERROR_INVALID_VALUE;

@@ -1,6 +1,9 @@
 // cuDeviceGetAttribute's answers: a compute capability 8.0 device whose
-// multiprocessors are the CPU device's worker threads.
+// multiprocessors are the CPU device's worker threads; its limits are
+// spec.h's.
 #include "attributes.h"
+
+#include "spec.h"
 
 namespace rgpu::cpudev {
 
@@ -12,29 +15,29 @@ constexpr int kUnknown = -2147483647 - 1;
 int value(CUdevice_attribute attr, const Config& cfg, int ordinal) {
   switch (attr) {
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
-      return 1024;
+      return kSpec.max_threads_per_block;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
-      return 1024;
+      return kSpec.max_block_x;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
-      return 1024;
+      return kSpec.max_block_y;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
-      return 64;
+      return kSpec.max_block_z;
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
-      return 2147483647;
+      return kSpec.max_grid_x;
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
-      return 65535;
+      return kSpec.max_grid_y;
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
-      return 65535;
+      return kSpec.max_grid_z;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
-      return 48 * 1024;
+      return kSpec.shared_per_block;
     case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY:
-      return 64 * 1024;
+      return kSpec.constant_bytes;
     case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
-      return 32;
+      return kSpec.warp_size;
     case CU_DEVICE_ATTRIBUTE_MAX_PITCH:
       return 2147483647;
     case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
-      return 64 * 1024;
+      return kSpec.registers_per_block;
     case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
       return 1410000;
     case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT:
@@ -86,9 +89,9 @@ int value(CUdevice_attribute attr, const Config& cfg, int ordinal) {
     case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
       return 5120;
     case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
-      return 40 * 1024 * 1024;
+      return kSpec.l2_bytes;
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
-      return 2048;
+      return kSpec.max_threads_per_multiprocessor;
     case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
       return 2;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
@@ -160,9 +163,9 @@ int value(CUdevice_attribute attr, const Config& cfg, int ordinal) {
     case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT:
       return 32768;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-      return 8;
+      return kSpec.cc_major;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-      return 0;
+      return kSpec.cc_minor;
     case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH:
       return 32768;
     case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED:
@@ -172,9 +175,9 @@ int value(CUdevice_attribute attr, const Config& cfg, int ordinal) {
     case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED:
       return 1;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
-      return 164 * 1024;
+      return kSpec.shared_per_multiprocessor;
     case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
-      return 64 * 1024;
+      return kSpec.registers_per_multiprocessor;
     case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
       return 0;
     case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD:
@@ -204,7 +207,7 @@ int value(CUdevice_attribute attr, const Config& cfg, int ordinal) {
     case CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH:
       return 0;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
-      return 163 * 1024;
+      return kSpec.shared_per_block_optin;
     case CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES:
       return 0;
     case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:
@@ -222,17 +225,17 @@ int value(CUdevice_attribute attr, const Config& cfg, int ordinal) {
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED:
       return 0;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
-      return 32;
+      return kSpec.max_blocks_per_multiprocessor;
     case CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED:
       return 0;
     case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE:
-      return kMaxPersistingL2Bytes;
+      return kSpec.max_persisting_l2_bytes;
     case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE:
-      return kMaxAccessPolicyWindowBytes;
+      return kSpec.max_access_policy_window_bytes;
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
       return 0;
     case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK:
-      return 1024;
+      return kSpec.reserved_shared_per_block;
     case CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED:
       return 0;
     case CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED:

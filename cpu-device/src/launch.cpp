@@ -10,6 +10,7 @@
 
 #include "errors.h"
 #include "rgpu/common/log.h"
+#include "spec.h"
 
 namespace rgpu::cpudev {
 
@@ -94,8 +95,14 @@ CUresult check_shape(const ptx::KernelInfo& k, Function& f, const LaunchShape& s
     return CUDA_ERROR_INVALID_VALUE;
   };
   if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z) return refuse("a grid or block dimension is 0");
-  if (g.x > 2147483647u || g.y > 65535 || g.z > 65535) return refuse("grid past the device's limits");
-  if (b.x > 1024 || b.y > 1024 || b.z > 64 || b.count() > 1024) return refuse("block past the device's limits");
+  if (g.x > static_cast<uint32_t>(kSpec.max_grid_x) || g.y > static_cast<uint32_t>(kSpec.max_grid_y) ||
+      g.z > static_cast<uint32_t>(kSpec.max_grid_z)) {
+    return refuse("grid past the device's limits");
+  }
+  if (b.x > static_cast<uint32_t>(kSpec.max_block_x) || b.y > static_cast<uint32_t>(kSpec.max_block_y) ||
+      b.z > static_cast<uint32_t>(kSpec.max_block_z) || b.count() > static_cast<uint64_t>(kSpec.max_threads_per_block)) {
+    return refuse("block past the device's limits");
+  }
   if (k.max_threads && b.count() > k.max_threads) {
     return refuse("block past the kernel's .maxntid of " + std::to_string(k.max_threads) + " threads");
   }

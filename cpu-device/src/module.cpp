@@ -6,14 +6,14 @@
 #include "errors.h"
 #include "rgpu/common/log.h"
 #include "rgpu/fatbin/fatbin.h"
+#include "spec.h"
 
 namespace rgpu::cpudev {
 
 namespace {
 
 // The compute capability the CPU device reports (8.0).
-constexpr uint32_t kSm = 80;
-constexpr int kDefaultSharedPerBlock = 48 * 1024;
+constexpr uint32_t kSm = kSpec.sm();
 
 // The PTX text to run for the image `bytes` of kind `kind`: the best PTX for
 // kSm, else (the interpreter is not tied to an architecture) the newest PTX
@@ -104,7 +104,7 @@ Module::~Module() { memory_->release_owner(handle_); }
 Function::Function(uint64_t handle, const std::shared_ptr<Module>& module, int index)
     : handle_(handle), module_handle_(module->handle()), module_(module), index_(index) {
   int static_shared = static_cast<int>(module->program().kernels()[static_cast<size_t>(index)].static_shared_bytes);
-  max_dynamic_shared_ = static_shared < kDefaultSharedPerBlock ? kDefaultSharedPerBlock - static_shared : 0;
+  max_dynamic_shared_ = static_shared < kSpec.shared_per_block ? kSpec.shared_per_block - static_shared : 0;
 }
 
 const std::string& Function::unsupported_reason(const Module& module) {
