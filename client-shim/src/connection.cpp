@@ -457,13 +457,7 @@ Status Connection::handshake(const ConnectionOptions& options) {
     s.copy_pipeline_chunk = welcome.getCopyPipelineChunk();
     for (auto d : welcome.getDevices()) {
       DeviceInfo info;
-      info.name = d.getName();
-      auto uuid = d.getUuid();
-      std::memcpy(info.uuid.bytes, uuid.begin(), std::min<size_t>(uuid.size(), sizeof info.uuid.bytes));
-      info.total_mem = d.getTotalMem();
-      info.ptx_only = d.getPtxOnly();
-      for (auto a : d.getAttributes()) info.attributes.push_back(a);
-      for (auto m : d.getAttributeMissing()) info.attribute_missing.push_back(m);
+      static_cast<protocol::DeviceDescription&>(info) = protocol::read_device(d);
       info.server_ordinal = static_cast<int>(s.devices.size());
       s.devices.push_back(std::move(info));
     }

@@ -17,20 +17,16 @@
 
 #include "rgpu/common/status.h"
 #include "rgpu/protocol/codec.h"
+#include "rgpu/protocol/device.h"
 #include "rgpu/protocol/negotiation.h"
 #include "rgpu/transport/transport.h"
 
 namespace rgpu::shim {
 
-struct DeviceInfo {
-  std::string name;
-  CUuuid uuid{};
-  uint64_t total_mem = 0;
-  std::vector<int32_t> attributes;
-  std::vector<bool> attribute_missing;
-  bool ptx_only = false;  // runs PTX only (rgpu's CPU device): send no cubin
-  // What the server calls this device: its index in the welcome. Every call
-  // that names a device sends this, never the program's ordinal.
+// A device of the server (the welcome's description) and what the server
+// calls it: its index in the welcome. Every call that names a device sends
+// that, never the program's ordinal.
+struct DeviceInfo : protocol::DeviceDescription {
   int server_ordinal = 0;
 };
 

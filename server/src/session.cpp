@@ -384,24 +384,19 @@ void Session::welcome(const std::vector<uint8_t>& server_proof) {
   for (size_t i = 0; i < devices_.size(); ++i) {
     const Placement& place = devices_[i];
     const auto& d = info_->devices.at(place.device);
-    auto out = devices[i];
-    out.setName(place.slice < 0 ? d.name : d.name + " (slice " + std::to_string(place.slice) + ")");
-    const CUuuid uuid = slice_uuid(d.uuid, place.slice);
-    out.setUuid(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(uuid.bytes), sizeof uuid.bytes));
-    // With a quota the session's device is the quota's size (cuDeviceTotalMem,
-    // cudaGetDeviceProperties and NVML agree with cuMemGetInfo).
-    const uint64_t quota = place.quota;
-    out.setTotalMem(quota != 0 && quota < d.total_mem ? quota : d.total_mem);
-    out.setPtxOnly(d.ptx_only);
-    auto attrs = out.initAttributes(static_cast<unsigned>(d.attributes.size()));
-    auto missing = out.initAttributeMissing(static_cast<unsigned>(d.attribute_missing.size()));
-    for (size_t a = 0; a < d.attributes.size(); ++a) attrs.set(a, d.attributes[a]);
-    for (size_t a = 0; a < d.attribute_missing.size(); ++a) missing.set(a, d.attribute_missing[a]);
-    // A slice has its share of the multiprocessors, at least one.
-    if (place.share < 1 && CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT < d.attributes.size()) {
-      const int sms = d.attributes[CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT];
-      attrs.set(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, std::max(1, static_cast<int>(sms * place.share + 0.5f)));
+    // The session's view: a slice has its own name and uuid, its quota as
+    // the device's memory (cuDeviceTotalMem, cudaGetDeviceProperties and NVML
+    // agree with cuMemGetInfo), and its share of the multiprocessors, at
+    // least one.
+    protocol::DeviceDescription view = d;
+    if (place.slice >= 0) view.name += " (slice " + std::to_string(place.slice) + ")";
+    view.uuid = slice_uuid(d.uuid, place.slice);
+    if (place.quota != 0 && place.quota < d.total_mem) view.total_mem = place.quota;
+    if (place.share < 1 && CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT < view.attributes.size()) {
+      int& sms = view.attributes[CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT];
+      sms = std::max(1, static_cast<int>(sms * place.share + 0.5f));
     }
+    protocol::write_device(view, devices[i]);
   }
   RGPU_INFO("session accepted id=%llu tenant=%s peer=%s pid=%u host=%s program=%s protocol=%u features=0x%llx "
             "devices=%zu slices=\"%s\" memory_quota=%llu bulk_path=%s",

@@ -44,6 +44,7 @@
 #include "staging_pool.h"
 #include "time_share.h"
 #include "rgpu/protocol/codec.h"
+#include "rgpu/protocol/device.h"
 #include "rgpu/server/driver_table.h"
 #include "rgpu/server/server.h"
 #include "rgpu/transport/transport.h"
@@ -56,14 +57,7 @@ class Admission;  // slices.h
 struct ServerInfo {
   std::string build;
   int driver_version = 0;
-  struct Device {
-    std::string name;
-    CUuuid uuid{};
-    uint64_t total_mem = 0;
-    std::vector<int32_t> attributes;
-    std::vector<bool> attribute_missing;
-    bool ptx_only = false;  // rgpu's CPU device: runs PTX, no cubin
-  };
+  using Device = protocol::DeviceDescription;
   std::vector<Device> devices;
   ServerLimits limits;
   // Per device: the fair sharing of its compute among the contexts of its
