@@ -121,15 +121,9 @@ Status validate(const PoolConfig& c) {
 }
 
 Result<PoolConfig> parse_config(std::string_view toml_text, const std::string& where) {
-  if (Status ascii = check_toml_ascii(toml_text, where); !ascii.is_ok()) return ascii;
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, where);
-  } catch (const toml::parse_error& e) {
-    const auto& b = e.source().begin;
-    return invalid_argument(where + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) + ": " +
-                            std::string(e.description()));
-  }
+  auto parsed = parse_toml(toml_text, where);
+  if (!parsed) return parsed.status();
+  const toml::table& root = *parsed;
   PoolConfig c;
   Status err;
   if (const toml::table* t = subtable(root, "scheduler", where, &err)) {

@@ -7,15 +7,9 @@
 namespace rgpu::pool {
 
 Result<HistoryOptions> parse_history_config(std::string_view toml_text, const std::string& where) {
-  if (Status ascii = check_toml_ascii(toml_text, where); !ascii.is_ok()) return ascii;
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, where);
-  } catch (const toml::parse_error& e) {
-    const auto& b = e.source().begin;
-    return invalid_argument(where + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) + ": " +
-                            std::string(e.description()));
-  }
+  auto parsed = parse_toml(toml_text, where);
+  if (!parsed) return parsed.status();
+  const toml::table& root = *parsed;
   HistoryOptions o;
   const toml::node* node = root.get("history");
   if (!node) return o;

@@ -79,14 +79,9 @@ Result<std::string> cut_slices(const toml::table& cut, size_t n) {
 }  // namespace
 
 Result<ConfigFile> parse_config(const std::string& text, const std::string& origin) {
-  if (Status ascii = check_toml_ascii(text, origin); !ascii.is_ok()) return ascii;
-  toml::table root;
-  try {
-    root = toml::parse(text, origin);
-  } catch (const toml::parse_error& e) {
-    return invalid_argument(origin + ":" + std::to_string(e.source().begin.line) + ": " +
-                            std::string(e.description()));
-  }
+  auto parsed = parse_toml(text, origin);
+  if (!parsed) return parsed.status();
+  const toml::table& root = *parsed;
   ConfigFile out;
   for (const auto& [key_view, node] : root) {
     const std::string key(key_view.str());

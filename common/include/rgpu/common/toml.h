@@ -39,4 +39,18 @@ inline Status check_toml_ascii(std::string_view text, const std::string& where) 
   return Status::ok();
 }
 
+// Parses a configuration file's text (`where` names it in errors): ASCII
+// checked first, then toml++'s parse, whose error becomes
+// "where:line:column: what".
+inline Result<toml::table> parse_toml(std::string_view text, const std::string& where) {
+  if (Status ascii = check_toml_ascii(text, where); !ascii.is_ok()) return ascii;
+  try {
+    return toml::parse(text, where);
+  } catch (const toml::parse_error& e) {
+    const auto& b = e.source().begin;
+    return invalid_argument(where + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) + ": " +
+                            std::string(e.description()));
+  }
+}
+
 }  // namespace rgpu
