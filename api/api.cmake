@@ -32,6 +32,7 @@ set(RGPU_SHIM_RUNTIME_SOURCES
     ${_rgpu_shim_dir}/src/runtime/device.cpp
     ${_rgpu_shim_dir}/src/runtime/memory.cpp
     ${_rgpu_shim_dir}/src/runtime/graph_nodes.cpp
+    ${_rgpu_shim_dir}/src/runtime/graph_edit.cpp
     ${_rgpu_shim_dir}/src/runtime/stream.cpp
     ${_rgpu_shim_dir}/src/runtime/stream_attr.cpp
     ${_rgpu_shim_dir}/src/runtime/launch.cpp
