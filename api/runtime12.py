@@ -1,0 +1,174 @@
+"""libcudart.so.12 for api/gen_api.py: CUDA 12's runtime ABI beside CUDA 13's,
+in the same library, from the committed facts (libcudart12.exports,
+libcudart12.abi) and runtime12.api. Python 3 standard library only."""
+
+import os
+import re
+
+import api_description
+import runtime_abi
+from cuda_headers import GENERATOR, GenError, banner, read_dynsym_exports, read_exports, x_macro
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# CUDA 12's runtime (libcudart.so.12), kept as committed facts: no CUDA 12
+# headers are needed to regenerate (see runtime12_files).
+RUNTIME12_EXPORTS_FILE = os.path.join(HERE, "libcudart12.exports")
+RUNTIME12_FACTS_FILE = os.path.join(HERE, "libcudart12.abi")
+RUNTIME12_API_FILE = os.path.join(HERE, "runtime12.api")
+
+# libcudart.so.12: CUDA 12's runtime ABI beside CUDA 13's, in the same library.
+#
+# Every name libcudart.so.12 exports is defined under version node
+# libcudart.so.12. A name CUDA 13 also exports is a versioned alias
+# (name@libcudart.so.12, the linker's form of a .symver alias) of 13's
+# implementation when both headers declare the same ABI, or of its own
+# implementation, rgpu_cudart12_<name>, when runtime12.api says "hand". A name
+# only CUDA 12 exports is defined under its own name (by hand or as a stub) and
+# listed in the version script's libcudart.so.12 node, so it is the default
+# version (name@@libcudart.so.12), as in NVIDIA's library.
+
+RUNTIME12 = api_description.Api("runtime12", "libcudart.so.12", "cudaError_t", ("stub", "hand", "same"), ())
+RUNTIME12_NODE = "libcudart.so.12"
+RUNTIME12_PREFIX = "rgpu_cudart12_"
+# CUDA 12 structs the hand-written libcudart.so.12 functions fill, declared in
+# cuda12_types.h from the facts (namespace rgpu::cuda12).
+RUNTIME12_STRUCTS = ("cudaDeviceProp", "cudaPointerAttributes")
+
+
+def runtime12_files(cuda_home, runtime_exports, runtime_implemented):
+    """({repository path: text}, names of the libcudart.so.12 node) from
+    libcudart12.exports, libcudart12.abi (CUDA 12's facts), runtime12.api and
+    the CUDA 13 headers (cuda_home), against which 12's ABI is compared."""
+    exports12 = read_exports(RUNTIME12_EXPORTS_FILE)
+    abi12 = runtime_abi.read_facts(RUNTIME12_FACTS_FILE)
+    abi13 = runtime_abi.read_headers(os.path.join(cuda_home, "include"))
+    described = {fn.name: fn for fn in api_description.read_description(RUNTIME12_API_FILE, exports12, RUNTIME12)}
+    shared = set(runtime_exports)
+    node, aliases, stubs, implemented, problems = [], [], [], [], []
+    for name in exports12:
+        fn = described.get(name)
+        where = fn.where if fn else "stub"
+        why = runtime_abi.difference(abi12, abi13, name) if name in shared else None
+        at = f"{RUNTIME12_API_FILE}:{fn.lineno}: {name}" if fn else name
+        if name not in shared:
+            if where == "same":
+                problems.append(f"{at}: same, but libcudart.so.13 does not export it")
+                continue
+            node.append(name)
+            if where == "hand":
+                implemented.append(name)
+            else:
+                stubs.append((name, name))
+            continue
+        if where == "same" and why is None:
+            problems.append(f"{at}: same, but the headers declare the same ABI: remove the line")
+        if where == "stub" and fn is None and why is not None and name in runtime_implemented:
+            problems.append(f"{name}: CUDA 12's ABI differs from 13's ({why}); say in runtime12.api "
+                            "hand (its own implementation), same (checked: compatible) or stub")
+        if where == "hand":
+            target = RUNTIME12_PREFIX + name
+            implemented.append(name)
+        elif where == "stub" and fn is not None:
+            target = RUNTIME12_PREFIX + name
+            stubs.append((target, name))
+        else:
+            target = name
+            if name in runtime_implemented:
+                implemented.append(name)
+        aliases.append((name, target))
+    if problems:
+        raise GenError("runtime12.api:\n  " + "\n  ".join(problems))
+    bad = [n for _, n in stubs if abi12.functions.get(n, ("cudaError_t",))[0] != "cudaError_t"]
+    if bad:
+        raise GenError("libcudart.so.12 functions that cannot be stubs; implement them and mark them hand in "
+                       "runtime12.api: " + ", ".join(bad))
+    files = {
+        "client-shim/generated/runtime12_aliases.ld": emit_runtime12_aliases(aliases),
+        "client-shim/generated/runtime12_unimplemented.cpp": emit_runtime12_stubs(stubs),
+        "client-shim/generated/runtime12_implemented.txt":
+            banner("#", "Names of libcudart.so.12 that are implemented (runtime12.api, runtime.api).") +
+            "".join(f"{n}\n" for n in sorted(implemented)),
+        "client-shim/generated/cuda12_types.h": emit_cuda12_types(abi12, abi13),
+    }
+    return files, node
+
+
+def emit_runtime12_aliases(aliases):
+    out = [f"/* Generated by {GENERATOR} from api/libcudart12.exports,\n"
+           "   libcudart12.abi and runtime12.api; do not edit. Linker script (an input of\n"
+           "   librgpu.so's link): each libcudart.so.12 name that libcudart.so.13 also\n"
+           "   exports, as a versioned alias of the symbol that implements it for CUDA 12\n"
+           "   programs: 13's own where the ABI is the same, else rgpu_cudart12_<name>. */\n"]
+    out += [f'"{name}@{RUNTIME12_NODE}" = {target};\n' for name, target in aliases]
+    return "".join(out)
+
+
+def emit_runtime12_stubs(stubs):
+    out = [banner("//", "Run the generator to change it."),
+           "// One stub per libcudart.so.12 function that rgpu does not implement and\n"
+           "// that is not an alias of a libcudart.so.13 symbol: it logs the name once and\n"
+           "// returns cudaErrorNotSupported, as runtime_unimplemented.cpp's stubs do.\n",
+           '#include "../src/unimplemented.h"\n\n',
+           'extern "C" {\n\n']
+    for symbol, name in stubs:
+        out.append(f"RGPU_SHIM_EXPORT int {symbol}() noexcept {{ "
+                   f"return rgpu::shim::report_unimplemented(\"{name}\"); }}\n")
+    out.append('}  // extern "C"\n')
+    return "".join(out)
+
+
+def emit_cuda12_types(abi12, abi13):
+    out = [banner("//", "CUDA 12's runtime structs that differ from 13's."),
+           "// Declared from api/libcudart12.abi (facts extracted from the CUDA\n"
+           "// 12 headers) for the libcudart.so.12 functions that fill them. Member types\n"
+           "// are the CUDA 13 headers' own: the generator checked they did not change.\n",
+           "#pragma once\n\n#include <cuda_runtime_api.h>\n\n#include <cstddef>\n\nnamespace rgpu::cuda12 {\n\n",
+           f"// CUDART_VERSION of the CUDA 12 headers the facts come from.\n"
+           f"constexpr int kRuntimeVersion = {abi12.version};\n"]
+    for name in RUNTIME12_STRUCTS:
+        reached = set()
+        todo = re.findall(r"[A-Za-z_]\w*", abi12.types.get(name, ""))
+        while todo:
+            word = todo.pop()
+            if word in reached or word not in abi12.types or word == name:
+                continue
+            reached.add(word)
+            todo += re.findall(r"[A-Za-z_]\w*", abi12.types[word])
+        changed = [t for t in sorted(reached) if abi13.types.get(t) != abi12.types[t]]
+        if changed:
+            raise GenError(f"{name}: its member types changed between CUDA 12 and 13: {', '.join(changed)}")
+        out.append("\n" + runtime_abi.emit_struct(abi12, name))
+        # Members both versions declare alike, and those only 12's has: the
+        # functions copy the first from 13's struct and fill the others.
+        now = dict((m, d) for d, m in runtime_abi.members(abi13.types[name]))
+        both, only12 = [], []
+        for decl, member in runtime_abi.members(abi12.types[name]):
+            (both if now.get(member) == decl else only12).append(member)
+        macro = "RGPU_CUDA12_" + re.sub(r"(?<!^)(?=[A-Z])", "_", name[len("cuda"):]).upper()
+        for suffix, names in (("_SHARED", both), ("_ONLY12", only12)):
+            out.append(x_macro(macro + suffix, names) if names else f"#define {macro}{suffix}(X)\n")
+    out.append("\n}  // namespace rgpu::cuda12\n")
+    return "".join(out)
+
+
+def extract_cuda12(include_dir, cudart_so):
+    """Rewrites libcudart12.exports (from NVIDIA's libcudart.so.12, when given)
+    and libcudart12.abi (from the CUDA 12 headers in include_dir)."""
+    if cudart_so:
+        names = read_dynsym_exports(cudart_so)
+        with open(RUNTIME12_EXPORTS_FILE, "w", encoding="ascii", newline="\n") as f:
+            f.write("".join(n + "\n" for n in names))
+        print(f"gen_api: {len(names)} names from {cudart_so} -> {RUNTIME12_EXPORTS_FILE}")
+    abi = runtime_abi.read_headers(include_dir)
+    if abi.version // 1000 != 12:
+        raise GenError(f"{include_dir}: CUDART_VERSION {abi.version} is not CUDA 12")
+    text = runtime_abi.write_facts(abi, read_exports(RUNTIME12_EXPORTS_FILE), f"CUDA {abi.version // 1000}."
+                                   f"{abi.version % 1000 // 10}")
+    with open(RUNTIME12_FACTS_FILE, "w", encoding="ascii", newline="\n") as f:
+        f.write(text)
+    print(f"gen_api: {len(abi.functions)} prototypes from {include_dir} -> {RUNTIME12_FACTS_FILE}")
+
+
+# One description per remoted API; each gets pack/unpack functions and
+# dispatch rows. Only the driver's description exports client entry points and
+# feeds the lists below; the test description exercises every annotation.
