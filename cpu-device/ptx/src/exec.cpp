@@ -57,8 +57,7 @@ struct Worker {
   LaunchState& st;
   ExecCtx x;
   std::vector<Warp> warps;
-  std::unique_ptr<uint8_t[]> shared_mem;
-  std::unique_ptr<uint8_t[]> local_mem;
+  BlockMemory mem;
   uint64_t executed = 0;
   uint64_t until_check = 0;
   // Block-wide bar.red accumulators, reset when a barrier opens.
@@ -83,7 +82,7 @@ struct Worker {
       if (si.kind == SlotInit::Kind::kSpecial) {
         for (uint32_t l = 0; l < 32; ++l) s[l] = special(w, si.index, l);
       } else {
-        const uint64_t v = uniform_slot_value(st, si, reinterpret_cast<uint64_t>(shared_mem.get()), f.local_base);
+        const uint64_t v = uniform_slot_value(st, si, reinterpret_cast<uint64_t>(mem.shared.get()), f.local_base);
         for (int l = 0; l < 32; ++l) s[l] = v;
       }
     }
@@ -588,24 +587,7 @@ struct Worker {
   }
 
   void run() {
-    // operator new aligns to 16 bytes, enough for every access size.
-    try {
-      warps.resize(st.warps_per_block);
-      shared_mem.reset(new uint8_t[std::max<uint32_t>(st.shared_bytes, 16)]);
-      if (st.local_stride)
-        local_mem.reset(new uint8_t[static_cast<size_t>(st.local_stride) * st.warps_per_block * 32]);
-    } catch (const std::bad_alloc&) {
-      st.record(Fault::kOutOfResources, "cannot allocate block memory for " + st.kernel->name, 0);
-      return;
-    }
-    x.shared = shared_mem.get();
-    x.shared_size = st.shared_bytes;
-    x.local = local_mem.get();
-    x.local_stride = st.local_stride;
-    x.local_total = uint64_t{st.local_stride} * st.warps_per_block * 32;
-    x.kparams = st.params;
-    x.kparam_size = st.params_size;
-    x.launch = &st;
+    if (!mem.attach(st, x, warps)) return;
     until_check = 1 << 14;
     const uint64_t blocks = st.grid.count();
     while (!st.stop.load(std::memory_order_relaxed)) {
@@ -632,6 +614,26 @@ struct Worker {
 };
 
 }  // namespace
+
+void BlockMemory::allocate(const LaunchState& st) {
+  shared.reset(new uint8_t[std::max<uint32_t>(st.shared_bytes, 16)]);
+  if (st.local_stride) local.reset(new uint8_t[static_cast<size_t>(st.local_stride) * st.warps_per_block * 32]);
+}
+
+void BlockMemory::out_of_memory(LaunchState& st) {
+  st.record(Fault::kOutOfResources, "cannot allocate block memory for " + st.kernel->name, 0);
+}
+
+void BlockMemory::point(LaunchState& st, ExecCtx& x) const {
+  x.shared = shared.get();
+  x.shared_size = st.shared_bytes;
+  x.local = local.get();
+  x.local_stride = st.local_stride;
+  x.local_total = uint64_t{st.local_stride} * st.warps_per_block * 32;
+  x.kparams = st.params;
+  x.kparam_size = st.params_size;
+  x.launch = &st;
+}
 
 void run_worker(LaunchState& st) {
   auto w = std::make_unique<Worker>(st);

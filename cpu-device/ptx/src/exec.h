@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -143,6 +145,34 @@ inline uint64_t uniform_slot_value(const LaunchState& st, const SlotInit& si, ui
   }
   return 0;
 }
+
+// A worker's block memory, shared by the interpreter's and the compiled
+// path's block runners: shared and local memory sized for the launch, and
+// the ExecCtx fields that point into them and at the launch.
+struct BlockMemory {
+  std::unique_ptr<uint8_t[]> shared;
+  std::unique_ptr<uint8_t[]> local;
+  // Sizes the runner's `warps` and allocates both memories (aligned to 16
+  // bytes, enough for every access size), then points `x` at them; false,
+  // with the launch's fault recorded, when the host has not the memory.
+  template <class Warps>
+  bool attach(LaunchState& st, ExecCtx& x, Warps& warps) {
+    try {
+      warps.resize(st.warps_per_block);
+      allocate(st);
+    } catch (const std::bad_alloc&) {
+      out_of_memory(st);
+      return false;
+    }
+    point(st, x);
+    return true;
+  }
+
+ private:
+  void allocate(const LaunchState& st);
+  static void out_of_memory(LaunchState& st);
+  void point(LaunchState& st, ExecCtx& x) const;
+};
 
 // Runs blocks from st.next_block until none are left or st.stop is set.
 // One call per worker thread.

@@ -29,8 +29,7 @@ struct Runner {
   const CompiledKernel& ck;
   ExecCtx x;
   std::vector<WarpState> warps;
-  std::unique_ptr<uint8_t[]> shared_mem;
-  std::unique_ptr<uint8_t[]> local_mem;
+  BlockMemory mem;
   std::vector<uint32_t> specials;  // per warp, WarpHead::specials
   std::vector<uint64_t> windows;   // WarpHead::windows, for every warp here
 
@@ -71,7 +70,7 @@ struct Runner {
     w.nregs = w.nreg_file.data();
     size_t pneed = static_cast<size_t>(fn.lparam_bytes) * 32;
     if (w.lparams.size() < pneed) w.lparams.resize(pneed);
-    w.shared = shared_mem.get();
+    w.shared = mem.shared.get();
     w.shared_size = st.shared_bytes;
     w.kparams = st.params;
     w.kparam_size = st.params_size;
@@ -86,7 +85,7 @@ struct Runner {
         case SlotInit::Kind::kSharedGeneric:
         case SlotInit::Kind::kLocalAddr: {
           // The kernel's frame starts at local offset 0.
-          const uint64_t v = uniform_slot_value(st, si, reinterpret_cast<uint64_t>(shared_mem.get()), 0);
+          const uint64_t v = uniform_slot_value(st, si, reinterpret_cast<uint64_t>(mem.shared.get()), 0);
           for (int l = 0; l < 32; ++l) s[l] = v;
           break;
         }
@@ -165,23 +164,7 @@ struct Runner {
   }
 
   void run() {
-    try {
-      warps.resize(st.warps_per_block);
-      shared_mem.reset(new uint8_t[std::max<uint32_t>(st.shared_bytes, 16)]);
-      if (st.local_stride)
-        local_mem.reset(new uint8_t[static_cast<size_t>(st.local_stride) * st.warps_per_block * 32]);
-    } catch (const std::bad_alloc&) {
-      st.record(Fault::kOutOfResources, "cannot allocate block memory for " + st.kernel->name, 0);
-      return;
-    }
-    x.shared = shared_mem.get();
-    x.shared_size = st.shared_bytes;
-    x.local = local_mem.get();
-    x.local_stride = st.local_stride;
-    x.local_total = uint64_t{st.local_stride} * st.warps_per_block * 32;
-    x.kparams = st.params;
-    x.kparam_size = st.params_size;
-    x.launch = &st;
+    if (!mem.attach(st, x, warps)) return;
     for (auto& w : warps) w.budget = kWatchdogPeriod;
     // Special registers that do not depend on the block, once per launch
     // (those the code reads).
