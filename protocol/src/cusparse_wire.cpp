@@ -4,6 +4,49 @@
 
 namespace rgpu::protocol::cusparse {
 
+SpMat csr(int64_t rows, int64_t cols, int64_t nnz, uint64_t row_offsets, uint64_t col_ind, uint64_t values,
+          int32_t offsets_type, int32_t index_type, int32_t base, int32_t value_type) {
+  SpMat m;
+  m.format = kFormatCsr;
+  m.rows = rows;
+  m.cols = cols;
+  m.nnz = nnz;
+  m.rows_ptr = row_offsets;
+  m.cols_ptr = col_ind;
+  m.values = values;
+  m.offsets_type = offsets_type;
+  m.index_type = index_type;
+  m.base = base;
+  m.value_type = value_type;
+  return m;
+}
+
+SpMat coo(int64_t rows, int64_t cols, int64_t nnz, uint64_t row_ind, uint64_t col_ind, uint64_t values,
+          int32_t index_type, int32_t base, int32_t value_type) {
+  SpMat m = csr(rows, cols, nnz, row_ind, col_ind, values, index_type, index_type, base, value_type);
+  m.format = kFormatCoo;
+  return m;
+}
+
+DnMat dense_matrix(int64_t rows, int64_t cols, int64_t ld, uint64_t values, int32_t value_type, int32_t order) {
+  DnMat m;
+  m.rows = rows;
+  m.cols = cols;
+  m.ld = ld;
+  m.values = values;
+  m.value_type = value_type;
+  m.order = order;
+  return m;
+}
+
+DnVec dense_vector(int64_t size, uint64_t values, int32_t value_type) {
+  DnVec v;
+  v.size = size;
+  v.values = values;
+  v.value_type = value_type;
+  return v;
+}
+
 void write(ArgWriter& w, const SpMat& m) {
   w.scalar(m.format);
   w.scalar(m.rows);

@@ -13,7 +13,6 @@ namespace {
 
 bool index_type_ok(cusparseIndexType_t t) { return sw::index_bytes(t) != kNoExtent; }
 bool value_type_ok(cudaDataType t) { return rgpu_data_type_bytes(t) != kNoExtent; }
-bool base_ok(cusparseIndexBase_t b) { return b == CUSPARSE_INDEX_BASE_ZERO || b == CUSPARSE_INDEX_BASE_ONE; }
 
 template <class T>
 cusparseStatus_t destroy(const T* d) {
@@ -27,7 +26,7 @@ cusparseStatus_t destroy(const T* d) {
 
 cusparseStatus_t create_sparse(cusparseSpMatDescr_t* out, const sw::SpMat& m) {
   if (!out || m.rows < 0 || m.cols < 0 || m.nnz < 0 || !index_type_ok(cusparseIndexType_t(m.offsets_type)) ||
-      !index_type_ok(cusparseIndexType_t(m.index_type)) || !base_ok(cusparseIndexBase_t(m.base)) ||
+      !index_type_ok(cusparseIndexType_t(m.index_type)) || !sw::base_ok(m.base) ||
       !value_type_ok(cudaDataType(m.value_type))) {
     return CUSPARSE_STATUS_INVALID_VALUE;
   }
@@ -45,38 +44,19 @@ RGPU_EXPORT cusparseStatus_t cusparseCreateCsr(cusparseSpMatDescr_t* spMatDescr,
                                                cusparseIndexType_t csrRowOffsetsType,
                                                cusparseIndexType_t csrColIndType, cusparseIndexBase_t idxBase,
                                                cudaDataType valueType) {
-  sw::SpMat m;
-  m.format = sw::kFormatCsr;
-  m.rows = rows;
-  m.cols = cols;
-  m.nnz = nnz;
-  m.rows_ptr = reinterpret_cast<uintptr_t>(csrRowOffsets);
-  m.cols_ptr = reinterpret_cast<uintptr_t>(csrColInd);
-  m.values = reinterpret_cast<uintptr_t>(csrValues);
-  m.offsets_type = csrRowOffsetsType;
-  m.index_type = csrColIndType;
-  m.base = idxBase;
-  m.value_type = valueType;
-  return create_sparse(spMatDescr, m);
+  return create_sparse(spMatDescr, sw::csr(rows, cols, nnz, reinterpret_cast<uintptr_t>(csrRowOffsets),
+                                           reinterpret_cast<uintptr_t>(csrColInd),
+                                           reinterpret_cast<uintptr_t>(csrValues), csrRowOffsetsType,
+                                           csrColIndType, idxBase, valueType));
 }
 
 RGPU_EXPORT cusparseStatus_t cusparseCreateCoo(cusparseSpMatDescr_t* spMatDescr, int64_t rows, int64_t cols,
                                                int64_t nnz, void* cooRowInd, void* cooColInd, void* cooValues,
                                                cusparseIndexType_t cooIdxType, cusparseIndexBase_t idxBase,
                                                cudaDataType valueType) {
-  sw::SpMat m;
-  m.format = sw::kFormatCoo;
-  m.rows = rows;
-  m.cols = cols;
-  m.nnz = nnz;
-  m.rows_ptr = reinterpret_cast<uintptr_t>(cooRowInd);
-  m.cols_ptr = reinterpret_cast<uintptr_t>(cooColInd);
-  m.values = reinterpret_cast<uintptr_t>(cooValues);
-  m.offsets_type = cooIdxType;
-  m.index_type = cooIdxType;
-  m.base = idxBase;
-  m.value_type = valueType;
-  return create_sparse(spMatDescr, m);
+  return create_sparse(spMatDescr, sw::coo(rows, cols, nnz, reinterpret_cast<uintptr_t>(cooRowInd),
+                                           reinterpret_cast<uintptr_t>(cooColInd),
+                                           reinterpret_cast<uintptr_t>(cooValues), cooIdxType, idxBase, valueType));
 }
 
 RGPU_EXPORT cusparseStatus_t cusparseDestroySpMat(cusparseConstSpMatDescr_t spMatDescr) { return destroy(spMatDescr); }
@@ -199,12 +179,7 @@ RGPU_EXPORT cusparseStatus_t cusparseCreateDnMat(cusparseDnMatDescr_t* dnMatDesc
   }
   auto* d = new (std::nothrow) cusparseDnMatDescr();
   if (!d) return CUSPARSE_STATUS_ALLOC_FAILED;
-  d->m.rows = rows;
-  d->m.cols = cols;
-  d->m.ld = ld;
-  d->m.values = reinterpret_cast<uintptr_t>(values);
-  d->m.value_type = valueType;
-  d->m.order = order;
+  d->m = sw::dense_matrix(rows, cols, ld, reinterpret_cast<uintptr_t>(values), valueType, order);
   *dnMatDescr = d;
   return CUSPARSE_STATUS_SUCCESS;
 }
@@ -250,9 +225,7 @@ RGPU_EXPORT cusparseStatus_t cusparseCreateDnVec(cusparseDnVecDescr_t* dnVecDesc
   if (!dnVecDescr || size < 0 || !value_type_ok(valueType)) return CUSPARSE_STATUS_INVALID_VALUE;
   auto* d = new (std::nothrow) cusparseDnVecDescr();
   if (!d) return CUSPARSE_STATUS_ALLOC_FAILED;
-  d->v.size = size;
-  d->v.values = reinterpret_cast<uintptr_t>(values);
-  d->v.value_type = valueType;
+  d->v = sw::dense_vector(size, reinterpret_cast<uintptr_t>(values), valueType);
   *dnVecDescr = d;
   return CUSPARSE_STATUS_SUCCESS;
 }

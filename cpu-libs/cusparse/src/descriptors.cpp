@@ -7,17 +7,18 @@
 
 namespace {
 
-bool index_ok(cusparseIndexType_t t) { return t == CUSPARSE_INDEX_32I || t == CUSPARSE_INDEX_64I; }
-bool value_ok(cudaDataType t) { return t == CUDA_R_32F || t == CUDA_R_64F; }
-bool base_ok(cusparseIndexBase_t b) { return b == CUSPARSE_INDEX_BASE_ZERO || b == CUSPARSE_INDEX_BASE_ONE; }
+namespace sw = ::rgpu::protocol::cusparse;
 
-cusparseStatus_t create(cusparseSpMatDescr_t* out, const cusparseSpMatDescr& m) {
-  if (!out || m.rows < 0 || m.cols < 0 || m.nnz < 0 || !base_ok(m.base)) return CUSPARSE_STATUS_INVALID_VALUE;
+bool index_ok(int32_t t) { return t == CUSPARSE_INDEX_32I || t == CUSPARSE_INDEX_64I; }
+bool value_ok(int32_t t) { return t == CUDA_R_32F || t == CUDA_R_64F; }
+
+cusparseStatus_t create(cusparseSpMatDescr_t* out, const sw::SpMat& m) {
+  if (!out || m.rows < 0 || m.cols < 0 || m.nnz < 0 || !sw::base_ok(m.base)) return CUSPARSE_STATUS_INVALID_VALUE;
   // 16-bit indices and other value types are valid cuSPARSE, but not computed here.
   if (!index_ok(m.offsets_type) || !index_ok(m.index_type) || !value_ok(m.value_type)) {
     return CUSPARSE_STATUS_NOT_SUPPORTED;
   }
-  *out = new cusparseSpMatDescr(m);
+  *out = new cusparseSpMatDescr{m};
   return CUSPARSE_STATUS_SUCCESS;
 }
 
@@ -29,19 +30,9 @@ RGPU_EXPORT cusparseStatus_t cusparseCreateCsr(cusparseSpMatDescr_t* spMatDescr,
                                                cusparseIndexType_t csrColIndType, cusparseIndexBase_t idxBase,
                                                cudaDataType valueType) {
   return rgpu::cpusparse::guarded("cusparseCreateCsr", [&] {
-    cusparseSpMatDescr m;
-    m.format = CUSPARSE_FORMAT_CSR;
-    m.rows = rows;
-    m.cols = cols;
-    m.nnz = nnz;
-    m.rows_ptr = reinterpret_cast<CUdeviceptr>(csrRowOffsets);
-    m.cols_ptr = reinterpret_cast<CUdeviceptr>(csrColInd);
-    m.values = reinterpret_cast<CUdeviceptr>(csrValues);
-    m.offsets_type = csrRowOffsetsType;
-    m.index_type = csrColIndType;
-    m.base = idxBase;
-    m.value_type = valueType;
-    return create(spMatDescr, m);
+    return create(spMatDescr, sw::csr(rows, cols, nnz, reinterpret_cast<CUdeviceptr>(csrRowOffsets),
+                                reinterpret_cast<CUdeviceptr>(csrColInd), reinterpret_cast<CUdeviceptr>(csrValues),
+                                csrRowOffsetsType, csrColIndType, idxBase, valueType));
   });
 }
 
@@ -50,19 +41,9 @@ RGPU_EXPORT cusparseStatus_t cusparseCreateCoo(cusparseSpMatDescr_t* spMatDescr,
                                                cusparseIndexType_t cooIdxType, cusparseIndexBase_t idxBase,
                                                cudaDataType valueType) {
   return rgpu::cpusparse::guarded("cusparseCreateCoo", [&] {
-    cusparseSpMatDescr m;
-    m.format = CUSPARSE_FORMAT_COO;
-    m.rows = rows;
-    m.cols = cols;
-    m.nnz = nnz;
-    m.rows_ptr = reinterpret_cast<CUdeviceptr>(cooRowInd);
-    m.cols_ptr = reinterpret_cast<CUdeviceptr>(cooColInd);
-    m.values = reinterpret_cast<CUdeviceptr>(cooValues);
-    m.offsets_type = cooIdxType;
-    m.index_type = cooIdxType;
-    m.base = idxBase;
-    m.value_type = valueType;
-    return create(spMatDescr, m);
+    return create(spMatDescr, sw::coo(rows, cols, nnz, reinterpret_cast<CUdeviceptr>(cooRowInd),
+                                reinterpret_cast<CUdeviceptr>(cooColInd), reinterpret_cast<CUdeviceptr>(cooValues),
+                                cooIdxType, idxBase, valueType));
   });
 }
 
@@ -119,14 +100,8 @@ RGPU_EXPORT cusparseStatus_t cusparseCreateDnMat(cusparseDnMatDescr_t* dnMatDesc
       return CUSPARSE_STATUS_INVALID_VALUE;
     }
     if (!value_ok(valueType)) return CUSPARSE_STATUS_NOT_SUPPORTED;
-    auto* d = new cusparseDnMatDescr();
-    d->rows = rows;
-    d->cols = cols;
-    d->ld = ld;
-    d->values = reinterpret_cast<CUdeviceptr>(values);
-    d->value_type = valueType;
-    d->order = order;
-    *dnMatDescr = d;
+    *dnMatDescr = new cusparseDnMatDescr{
+        sw::dense_matrix(rows, cols, ld, reinterpret_cast<CUdeviceptr>(values), valueType, order)};
     return CUSPARSE_STATUS_SUCCESS;
   });
 }
@@ -149,11 +124,7 @@ RGPU_EXPORT cusparseStatus_t cusparseCreateDnVec(cusparseDnVecDescr_t* dnVecDesc
   return rgpu::cpusparse::guarded("cusparseCreateDnVec", [&] {
     if (!dnVecDescr || size < 0) return CUSPARSE_STATUS_INVALID_VALUE;
     if (!value_ok(valueType)) return CUSPARSE_STATUS_NOT_SUPPORTED;
-    auto* d = new cusparseDnVecDescr();
-    d->size = size;
-    d->values = reinterpret_cast<CUdeviceptr>(values);
-    d->value_type = valueType;
-    *dnVecDescr = d;
+    *dnVecDescr = new cusparseDnVecDescr{sw::dense_vector(size, reinterpret_cast<CUdeviceptr>(values), valueType)};
     return CUSPARSE_STATUS_SUCCESS;
   });
 }

@@ -13,6 +13,7 @@
 #include <new>
 
 #include "rgpu/common/log.h"
+#include "rgpu/protocol/cusparse_wire.h"
 
 #define RGPU_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -29,35 +30,13 @@ struct cusparseContext {
   std::shared_ptr<std::atomic<bool>> failed = std::make_shared<std::atomic<bool>>(false);
 };
 
-// A CSR or COO matrix; `rows_ptr` is CSR's row offsets or COO's row indices.
-struct cusparseSpMatDescr {
-  cusparseFormat_t format = CUSPARSE_FORMAT_CSR;
-  int64_t rows = 0, cols = 0, nnz = 0;
-  CUdeviceptr rows_ptr = 0, cols_ptr = 0, values = 0;
-  cusparseIndexType_t offsets_type = CUSPARSE_INDEX_32I;
-  cusparseIndexType_t index_type = CUSPARSE_INDEX_32I;
-  cusparseIndexBase_t base = CUSPARSE_INDEX_BASE_ZERO;
-  cudaDataType value_type = CUDA_R_32F;
-  int batch = 1;
-  int64_t offsets_stride = 0;  // elements between batches of rows_ptr
-  int64_t values_stride = 0;   // elements between batches of cols_ptr and values
-  int32_t fill_mode = 0, diag_type = 0;
-};
-
-struct cusparseDnMatDescr {
-  int64_t rows = 0, cols = 0, ld = 0;
-  CUdeviceptr values = 0;
-  cudaDataType value_type = CUDA_R_32F;
-  cusparseOrder_t order = CUSPARSE_ORDER_COL;
-  int batch = 1;
-  int64_t stride = 0;
-};
-
-struct cusparseDnVecDescr {
-  int64_t size = 0;
-  CUdeviceptr values = 0;
-  cudaDataType value_type = CUDA_R_32F;
-};
+// The generic API's descriptors are the wire's records (rgpu/protocol/
+// cusparse_wire.h), the same the client keeps and sends: one definition of
+// each bag. A CSR or COO matrix (`rows_ptr`: CSR's row offsets or COO's row
+// indices), a dense matrix, a dense vector.
+struct cusparseSpMatDescr : rgpu::protocol::cusparse::SpMat {};
+struct cusparseDnMatDescr : rgpu::protocol::cusparse::DnMat {};
+struct cusparseDnVecDescr : rgpu::protocol::cusparse::DnVec {};
 
 namespace rgpu::cpusparse {
 

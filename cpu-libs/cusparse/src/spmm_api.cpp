@@ -13,47 +13,9 @@ namespace {
 
 namespace sw = ::rgpu::protocol::cusparse;
 
-sw::SpMat wire_of(const cusparseSpMatDescr& m) {
-  sw::SpMat w;
-  w.format = m.format;
-  w.rows = m.rows;
-  w.cols = m.cols;
-  w.nnz = m.nnz;
-  w.rows_ptr = m.rows_ptr;
-  w.cols_ptr = m.cols_ptr;
-  w.values = m.values;
-  w.offsets_type = m.offsets_type;
-  w.index_type = m.index_type;
-  w.base = m.base;
-  w.value_type = m.value_type;
-  w.batch = m.batch;
-  w.offsets_stride = m.offsets_stride;
-  w.values_stride = m.values_stride;
-  return w;
-}
-
-sw::DnMat wire_of(const cusparseDnMatDescr& m) {
-  sw::DnMat w;
-  w.rows = m.rows;
-  w.cols = m.cols;
-  w.ld = m.ld;
-  w.values = m.values;
-  w.value_type = m.value_type;
-  w.order = m.order;
-  w.batch = m.batch;
-  w.stride = m.stride;
-  return w;
-}
-
 // A dense vector as an n x 1 column-major matrix.
 cusparseDnMatDescr column_of(const cusparseDnVecDescr& v) {
-  cusparseDnMatDescr m;
-  m.rows = v.size;
-  m.cols = 1;
-  m.ld = std::max<int64_t>(1, v.size);
-  m.values = v.values;
-  m.value_type = v.value_type;
-  return m;
+  return {sw::dense_matrix(v.size, 1, std::max<int64_t>(1, v.size), v.values, v.value_type, sw::kOrderCol)};
 }
 
 bool op_ok(cusparseOperation_t op) {
@@ -71,7 +33,7 @@ cusparseStatus_t check(cusparseOperation_t op_a, cusparseOperation_t op_b, const
     return CUSPARSE_STATUS_NOT_SUPPORTED;
   }
   const char* why = "";
-  if (!sw::spmm_shapes(op_a, op_b, wire_of(a), wire_of(b), wire_of(c), &why)) return CUSPARSE_STATUS_INVALID_VALUE;
+  if (!sw::spmm_shapes(op_a, op_b, a, b, c, &why)) return CUSPARSE_STATUS_INVALID_VALUE;
   return CUSPARSE_STATUS_SUCCESS;
 }
 
@@ -136,8 +98,8 @@ cusparseStatus_t submit_product(cusparseHandle_t h, cusparseOperation_t op_a, cu
                                 const cusparseDnMatDescr& c) {
   sw::Extent ext[3];
   const char* why = "";
-  if (!sw::extents(wire_of(a), ext, &why)) return CUSPARSE_STATUS_NOT_SUPPORTED;
-  const uint64_t b_bytes = sw::extent_bytes(wire_of(b)), c_bytes = sw::extent_bytes(wire_of(c));
+  if (!sw::extents(a, ext, &why)) return CUSPARSE_STATUS_NOT_SUPPORTED;
+  const uint64_t b_bytes = sw::extent_bytes(b), c_bytes = sw::extent_bytes(c);
   for (const sw::Extent& e : ext) {
     if (e.bytes == kNoExtent) return CUSPARSE_STATUS_INVALID_VALUE;
   }
@@ -189,8 +151,8 @@ cusparseStatus_t submit_sddmm(cusparseHandle_t h, cusparseOperation_t op_a, cusp
                               const cusparseSpMatDescr& c) {
   sw::Extent ext[3];
   const char* why = "";
-  if (!sw::extents(wire_of(c), ext, &why)) return CUSPARSE_STATUS_NOT_SUPPORTED;
-  const uint64_t a_bytes = sw::extent_bytes(wire_of(a)), b_bytes = sw::extent_bytes(wire_of(b));
+  if (!sw::extents(c, ext, &why)) return CUSPARSE_STATUS_NOT_SUPPORTED;
+  const uint64_t a_bytes = sw::extent_bytes(a), b_bytes = sw::extent_bytes(b);
   for (const sw::Extent& e : ext) {
     if (e.bytes == kNoExtent) return CUSPARSE_STATUS_INVALID_VALUE;
   }
@@ -242,7 +204,7 @@ cusparseStatus_t check_sddmm(cusparseOperation_t op_a, cusparseOperation_t op_b,
     return CUSPARSE_STATUS_NOT_SUPPORTED;
   }
   const char* why = "";
-  if (!sw::sddmm_shapes(op_a, op_b, wire_of(a), wire_of(b), wire_of(c), &why)) return CUSPARSE_STATUS_INVALID_VALUE;
+  if (!sw::sddmm_shapes(op_a, op_b, a, b, c, &why)) return CUSPARSE_STATUS_INVALID_VALUE;
   return CUSPARSE_STATUS_SUCCESS;
 }
 

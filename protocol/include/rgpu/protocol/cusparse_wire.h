@@ -91,6 +91,19 @@ struct DnVec {
   int32_t value_type = 0;
 };
 
+// The records cusparseCreateCsr, cusparseCreateCoo, cusparseCreateDnMat and
+// cusparseCreateDnVec make of their arguments: the client keeps and sends
+// them, the CPU stand-in computes on them. Nothing is checked here; each
+// side checks what it accepts.
+SpMat csr(int64_t rows, int64_t cols, int64_t nnz, uint64_t row_offsets, uint64_t col_ind, uint64_t values,
+          int32_t offsets_type, int32_t index_type, int32_t base, int32_t value_type);
+SpMat coo(int64_t rows, int64_t cols, int64_t nnz, uint64_t row_ind, uint64_t col_ind, uint64_t values,
+          int32_t index_type, int32_t base, int32_t value_type);
+DnMat dense_matrix(int64_t rows, int64_t cols, int64_t ld, uint64_t values, int32_t value_type, int32_t order);
+DnVec dense_vector(int64_t size, uint64_t values, int32_t value_type);
+// cusparseIndexBase_t's two values.
+inline bool base_ok(int32_t base) { return base == 0 || base == 1; }
+
 void write(ArgWriter& w, const SpMat& m);
 void write(ArgWriter& w, const DnMat& m);
 void write(ArgWriter& w, const DnVec& v);
