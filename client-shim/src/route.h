@@ -17,8 +17,6 @@ namespace rgpu::shim::route {
 
 // Which server a handle belongs to: its server tag (the layout is
 // rgpu/protocol/handles.h's, "Server tags").
-constexpr int kServerShift = protocol::kServerShift;
-constexpr uint64_t kServerMask = protocol::kServerMask;
 constexpr size_t kMaxServers = protocol::kMaxServers;
 
 constexpr uint64_t tag(uint64_t handle, size_t server) { return protocol::with_server(handle, server); }

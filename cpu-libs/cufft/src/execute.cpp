@@ -19,7 +19,6 @@
 
 #include "plan.h"
 #include "rgpu/common/log.h"
-#include "rgpu/cpu_libs/device_memory.h"
 #include "rgpu/cpu_libs/job.h"
 
 namespace rgpu::cpufft {
@@ -196,10 +195,6 @@ void transform(Work& w) {
 
 void Work::run() { transform(*this); }
 
-bool inside_allocation(CUdeviceptr p, uint64_t bytes) {
-  return bytes != kNoExtent && cpu_libs::inside_device_memory(p, bytes);
-}
-
 }  // namespace
 
 cufftResult execute(const Plan& plan, CUdeviceptr in, CUdeviceptr out, int direction) {
@@ -216,14 +211,10 @@ cufftResult execute(const Plan& plan, CUdeviceptr in, CUdeviceptr out, int direc
   w->out_bytes = fw::extent_bytes(w->g, false, w->in_place);
   cpu_libs::ContextGuard guard(plan.ctx);
   if (!guard.ok()) return CUFFT_EXEC_FAILED;
-  if (!inside_allocation(in, w->in_bytes) || !inside_allocation(out, w->out_bytes)) {
-    RGPU_WARN("cpu cufft: data outside device memory in=0x%llx out=0x%llx", static_cast<unsigned long long>(in),
-              static_cast<unsigned long long>(out));
-    return CUFFT_EXEC_FAILED;
-  }
-  // The output span is read first too: written back whole, it leaves the
-  // gaps between its elements as they were. In place, one buffer mirrors
-  // the longer of the two spans.
+  // submit() refuses a span outside device memory (an extent of kNoExtent
+  // included). The output span is read first too: written back whole, it
+  // leaves the gaps between its elements as they were. In place, one buffer
+  // mirrors the longer of the two spans.
   if (w->in_place) {
     w->add(cpu_libs::Region::span(in, std::max(w->in_bytes, w->out_bytes), true, true));
   } else {
