@@ -34,15 +34,9 @@ struct Bump : JobOf<Bump> {
     };
   }
   ~Bump() override { destroyed_->fetch_add(1); }
-  size_t regions() const { return count_; }
-  size_t add_region(const Region& r) {
-    ++count_;
-    return add(r);
-  }
 
  private:
   std::atomic<int>* destroyed_;
-  size_t count_ = 0;
 };
 
 class CpuLibsJob : public ::testing::Test {
@@ -79,7 +73,7 @@ TEST_F(CpuLibsJob, RunsInStreamOrderBetweenItsCopies) {
   CU_OK(cuMemcpyHtoD(d, in.data(), 256));
   std::atomic<int> runs{0}, destroyed{0};
   auto job = std::make_unique<Bump>(&runs, &destroyed);
-  job->add_region(Region::span(d, 256, true, true));
+  job->add(Region::span(d, 256, true, true));
   job->usage = std::make_shared<Usage>();
   auto usage = job->usage;
   // Queued behind a memset on the same stream: the job reads its result.
@@ -103,7 +97,7 @@ TEST_F(CpuLibsJob, PitchedRegionsTouchOnlyTheirRuns) {
   CU_OK(cuMemcpyHtoD(d, in.data(), total));
   std::atomic<int> runs{0}, destroyed{0};
   auto job = std::make_unique<Bump>(&runs, &destroyed);
-  job->add_region(Region{d, 8, 4, 16, 2, 80, true, true});
+  job->add(Region{d, 8, 4, 16, 2, 80, true, true});
   ASSERT_EQ(Queued::kYes, submit(std::move(job), stream_));
   CU_OK(cuStreamSynchronize(stream_));
   CU_OK(cuMemcpyDtoH(out.data(), d, total));
@@ -121,13 +115,13 @@ TEST_F(CpuLibsJob, RegionsOutsideMemoryAreRefusedBeforeAnythingRuns) {
   std::atomic<int> runs{0}, destroyed{0};
   {
     auto job = std::make_unique<Bump>(&runs, &destroyed);
-    job->add_region(Region::span(d, 64, true, true));
-    job->add_region(Region::span(d + 32, 64, true, false));  // 32 bytes past the end
+    job->add(Region::span(d, 64, true, true));
+    job->add(Region::span(d + 32, 64, true, false));  // 32 bytes past the end
     EXPECT_EQ(Queued::kOutside, submit(std::move(job), stream_));
   }
   {
     auto job = std::make_unique<Bump>(&runs, &destroyed);
-    job->add_region(Region{d, ~0ull / 2, 4, ~0ull / 2, 1, 0, true, false});  // width * runs overflows
+    job->add(Region{d, ~0ull / 2, 4, ~0ull / 2, 1, 0, true, false});  // width * runs overflows
     EXPECT_EQ(Queued::kTooLarge, submit(std::move(job), stream_));
   }
   CU_OK(cuStreamSynchronize(stream_));
@@ -144,7 +138,7 @@ TEST_F(CpuLibsJob, ACapturedJobRunsAtEveryReplayAndDiesWithTheGraph) {
   std::atomic<int> runs{0}, destroyed{0};
   CU_OK(cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_GLOBAL));
   auto job = std::make_unique<Bump>(&runs, &destroyed);
-  job->add_region(Region::span(d, 64, true, true));
+  job->add(Region::span(d, 64, true, true));
   ASSERT_EQ(Queued::kYes, submit(std::move(job), stream_));
   CUgraph graph = nullptr;
   CU_OK(cuStreamEndCapture(stream_, &graph));

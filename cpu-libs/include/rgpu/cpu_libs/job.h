@@ -75,6 +75,7 @@ class Job {
   // The host copy of region `i` (8-byte aligned; zero filled unless read).
   void* host(size_t i) { return buffers_[i].data(); }
   const Region& region(size_t i) const { return regions_[i]; }
+  size_t regions() const { return regions_.size(); }
   const char* library() const { return library_; }
 
   // Where the work's time is counted, if anywhere.
