@@ -2,6 +2,8 @@
 ELF .dynsym, for gen_api.py: a small C preprocessor that follows cuda.h's
 conditionals and name macros, the prototypes of every exported symbol, the
 PFN typedefs of cudaTypedefs.h and the CUresult values with their comments.
+Also what every emitter shares: the generator's name (GENERATOR), the
+banner of a generated file, export lists and X-macros.
 
 Python 3 standard library only.
 """

@@ -6,7 +6,7 @@ encode). The wire form is protocol/include/rgpu/protocol/args.h.
 Python 3 standard library only.
 """
 
-GENERATOR = "api/gen_api.py"
+from cuda_headers import GENERATOR
 
 
 class RowStyle:

@@ -11,13 +11,12 @@ Python 3 standard library only.
 import os
 import re
 
-from cuda_headers import GenError, read_dynsym_exports, split_top_level
+from cuda_headers import GENERATOR, GenError, read_dynsym_exports, split_top_level
 import api_description
 import library_headers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-GENERATOR = "api/gen_api.py"
 
 # The descriptions, in the order their nodes appear in the linker map.
 LIBRARY_FILES = ("cublas.api", "cublasLt.api", "cudnn.api", "cusparse.api", "cufft.api", "curand.api",
