@@ -33,13 +33,13 @@ const char* kUnsupported = R"(
 {
   ret;
 }
-.visible .entry stores_matrix(.param .u64 p)
+.visible .entry reduces_multimem(.param .u64 p)
 {
   .reg .b64 %rd<2>;
-  .reg .b32 %r<2>;
+  .reg .f32 %f<2>;
   ld.param.u64 %rd1, [p];
-  mov.u32 %r1, 0;
-  stmatrix.sync.aligned.m8n8.x1.shared.b16 [%r1], {%r1};
+  mov.f32 %f1, 0f00000000;
+  multimem.ld_reduce.relaxed.sys.global.add.f32 %f1, [%rd1];
   ret;
 }
 .visible .entry textures(.param .u64 p)
@@ -110,8 +110,8 @@ TEST(PtxFaults, UnsupportedInstructionNamedAtLoadAndLaunch) {
   ASSERT_TRUE(m.ok());
   Program& p = m.program();
   EXPECT_EQ(p.unsupported_reason(p.find_kernel("fine")), "");
-  std::string why = p.unsupported_reason(p.find_kernel("stores_matrix"));
-  EXPECT_NE(why.find("stmatrix.sync.aligned.m8n8.x1.shared.b16"), std::string::npos) << why;
+  std::string why = p.unsupported_reason(p.find_kernel("reduces_multimem"));
+  EXPECT_NE(why.find("multimem.ld_reduce.relaxed.sys.global.add.f32"), std::string::npos) << why;
   EXPECT_NE(why.find("line 15"), std::string::npos) << why;
   EXPECT_NE(p.unsupported_reason(p.find_kernel("textures")).find("tex.1d"), std::string::npos);
 
@@ -120,12 +120,12 @@ TEST(PtxFaults, UnsupportedInstructionNamedAtLoadAndLaunch) {
   auto ok_args = m.args("fine");
   ok_args.add(mem.add(buf));
   EXPECT_TRUE(m.launch("fine", {1}, {32}, ok_args, mem).ok());
-  auto args = m.args("stores_matrix");
+  auto args = m.args("reduces_multimem");
   args.add(mem.add(buf));
-  LaunchResult r = m.launch("stores_matrix", {1}, {32}, args, mem);
+  LaunchResult r = m.launch("reduces_multimem", {1}, {32}, args, mem);
   EXPECT_EQ(r.fault, Fault::kUnsupported);
   EXPECT_EQ(cuda_error_code(r.fault), 801);
-  EXPECT_NE(r.message.find("stmatrix"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("multimem"), std::string::npos) << r.message;
   EXPECT_EQ(r.status().kind(), ErrorKind::kUnimplemented);
 }
 

@@ -1,8 +1,8 @@
 // The asynchronous copy and warp-wide matrix instructions that PyTorch's and
 // CUTLASS's sm_80 kernels use: cp.async (src-size zero fill, ignore-src, no
-// read past src-size), ldmatrix (plain and .trans) and mma.sync, checked
-// against a reference computed from PTX's fragment layouts; a warp that does
-// not arrive whole is refused. And bmsk, which CUB's radix sort (thrust::sort)
+// read past src-size), ldmatrix and stmatrix (plain and .trans), movmatrix
+// and mma.sync, checked against a reference computed from PTX's fragment
+// layouts; a warp that does not arrive whole is refused. And bmsk, which CUB's radix sort (thrust::sort)
 // uses from sm_75.
 #include <cmath>
 #include <cstring>
@@ -213,6 +213,108 @@ void check_ldmatrix_mma(bool trans) {
 
 TEST(Tensor, LdmatrixAndMmaF16ComputeTheProduct) { check_ldmatrix_mma(false); }
 TEST(Tensor, LdmatrixTransAndMmaF16ComputeTheProduct) { check_ldmatrix_mma(true); }
+
+// stmatrix (.x4, plain or .trans) from fragments the test lays out lane by
+// lane, into shared rows 32 bytes apart (16 of them padding that must stay
+// untouched), copied out whole; and movmatrix.trans of the first fragment.
+std::string stmatrix_ptx(bool trans) {
+  return std::string(R"(
+.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry st_k(.param .u64 in, .param .u64 out, .param .u64 moved)
+{
+  .reg .b32 %r<24>;
+  .reg .b64 %rd<12>;
+  .shared .align 16 .b8 sm[1024];
+  ld.param.u64 %rd1, [in];
+  ld.param.u64 %rd2, [out];
+  ld.param.u64 %rd3, [moved];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, sm;
+  shl.b32 %r3, %r1, 5;
+  add.u32 %r4, %r2, %r3;
+  mov.u32 %r5, -1;
+  st.shared.v4.u32 [%r4], {%r5, %r5, %r5, %r5};
+  st.shared.v4.u32 [%r4+16], {%r5, %r5, %r5, %r5};
+  bar.sync 0;
+  mul.wide.u32 %rd4, %r1, 16;
+  add.u64 %rd5, %rd1, %rd4;
+  ld.global.v4.u32 {%r6, %r7, %r8, %r9}, [%rd5];
+  stmatrix.sync.aligned.m8n8.x4)") +
+         (trans ? ".trans" : "") + R"(.shared.b16 [%r4], {%r6, %r7, %r8, %r9};
+  bar.sync 0;
+  ld.shared.v4.u32 {%r10, %r11, %r12, %r13}, [%r4];
+  ld.shared.v4.u32 {%r14, %r15, %r16, %r17}, [%r4+16];
+  mul.wide.u32 %rd6, %r1, 32;
+  add.u64 %rd7, %rd2, %rd6;
+  st.global.v4.u32 [%rd7], {%r10, %r11, %r12, %r13};
+  st.global.v4.u32 [%rd7+16], {%r14, %r15, %r16, %r17};
+  movmatrix.sync.aligned.m8n8.trans.b16 %r18, %r6;
+  mul.wide.u32 %rd8, %r1, 4;
+  add.u64 %rd9, %rd3, %rd8;
+  st.global.u32 [%rd9], %r18;
+  ret;
+}
+)";
+}
+
+// Element (r, c) of the fragment-defined matrix j: distinct 16-bit values.
+uint16_t frag_value(int j, int r, int c) { return static_cast<uint16_t>(0x1000 + j * 64 + r * 8 + c); }
+
+void check_stmatrix(bool trans) {
+  Module m(stmatrix_ptx(trans));
+  std::vector<uint32_t> in(128), out(256, 0), moved(32, 0);
+  // Lane t's register j: row t / 4, columns 2 (t % 4) and 2 (t % 4) + 1.
+  for (int t = 0; t < 32; ++t)
+    for (int j = 0; j < 4; ++j)
+      in[4 * t + j] = frag_value(j, t / 4, 2 * (t % 4)) | static_cast<uint32_t>(frag_value(j, t / 4, 2 * (t % 4) + 1))
+                                                              << 16;
+  DeviceTable mem;
+  auto args = m.args("st_k");
+  args.add(mem.add(in)).add(mem.add(out)).add(mem.add(moved));
+  LaunchResult r = m.launch("st_k", {1}, {32}, args, mem);
+  ASSERT_TRUE(r.ok()) << r.message;
+  const auto* rows = reinterpret_cast<const uint16_t*>(out.data());
+  for (int j = 0; j < 4; ++j)
+    for (int row = 0; row < 8; ++row) {
+      const uint16_t* at = rows + (8 * j + row) * 16;  // 32 bytes a row
+      for (int c = 0; c < 8; ++c)
+        EXPECT_EQ(at[c], trans ? frag_value(j, c, row) : frag_value(j, row, c))
+            << "matrix " << j << " row " << row << " column " << c << " (trans " << trans << ")";
+      for (int c = 8; c < 16; ++c) EXPECT_EQ(at[c], 0xffff) << "padding of row " << row << " written";
+    }
+  for (int t = 0; t < 32; ++t) {
+    const uint32_t want = frag_value(0, 2 * (t % 4), t / 4) | static_cast<uint32_t>(frag_value(0, 2 * (t % 4) + 1, t / 4))
+                                                                 << 16;
+    EXPECT_EQ(moved[t], want) << "movmatrix lane " << t;
+  }
+}
+
+TEST(Tensor, StmatrixStoresTheFragmentsRowByRow) { check_stmatrix(false); }
+TEST(Tensor, StmatrixTransStoresTheirTranspose) { check_stmatrix(true); }
+
+TEST(Tensor, StmatrixOfOtherShapesIsRefusedAtLaunch) {
+  Module m(R"(
+.version 8.6
+.target sm_100a
+.address_size 64
+.visible .entry st_b8(.param .u64 p)
+{
+  .reg .b32 %r<4>;
+  mov.u32 %r1, 0;
+  stmatrix.sync.aligned.m16n8.x1.trans.shared.b8 [%r1], {%r1};
+  ret;
+}
+)");
+  std::vector<uint32_t> p(4);
+  DeviceTable mem;
+  auto args = m.args("st_b8");
+  args.add(mem.add(p));
+  LaunchResult r = m.launch("st_b8", {1}, {32}, args, mem);
+  EXPECT_EQ(r.fault, Fault::kUnsupported);
+  EXPECT_NE(r.message.find("this shape or type of stmatrix"), std::string::npos) << r.message;
+}
 
 // mma with fragments the test lays out itself, lane by lane: each lane loads
 // na, nb and nc words and stores nd.

@@ -411,6 +411,50 @@ class FunctionDecoder {
     return Status::ok();
   }
 
+  // stmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}{.shared{::cta}}.b16 [a], s:
+  // ldmatrix's inverse, the same fields with v the sources.
+  Status stmatrix(const ast::Instruction& ai, const OpText& t, Inst& in) {
+    const uint8_t n = t.has("x1") ? 1 : t.has("x2") ? 2 : t.has("x4") ? 4 : 0;
+    if (!t.has("m8n8") || n == 0 || t.types.size() != 1 || t.types[0] != "b16") {
+      in.kind = Kind::kUnsupported;
+      unsupported(ai, "this shape or type of stmatrix");
+      return Status::ok();
+    }
+    if (ai.ops.size() != 2) return err(ai.line, "stmatrix needs 2 operands");
+    std::vector<uint32_t> s;
+    if (Status st = registers(ai.ops[1], ai.line, false, &s); !st.is_ok()) return st;
+    if (s.size() != n) return err(ai.line, "stmatrix ." + std::string(n == 1 ? "x1" : n == 2 ? "x2" : "x4") +
+                                                " needs " + std::to_string(n) + " source registers");
+    in.space = t.has("shared") || t.has("shared::cta") ? Mem::kShared : Mem::kGeneric;
+    if (Status st = address(ai.ops[0], ai.line, in); !st.is_ok()) return st;
+    for (uint8_t k = 0; k < n; ++k) in.v[k] = s[k];
+    in.mode = n;
+    in.aux = t.has("trans") ? 1 : 0;
+    f_.interpreted_because = "uses stmatrix";
+    in.fn = stmatrix_handler();
+    return Status::ok();
+  }
+
+  // movmatrix.sync.aligned.m8n8.trans.b16 d, a: the 8x8 matrix held by the
+  // warp in ldmatrix's fragment layout, transposed. v[0] d, v[1] a.
+  Status movmatrix(const ast::Instruction& ai, const OpText& t, Inst& in) {
+    if (!t.has("m8n8") || !t.has("trans") || t.types.size() != 1 || t.types[0] != "b16") {
+      in.kind = Kind::kUnsupported;
+      unsupported(ai, "this shape or type of movmatrix");
+      return Status::ok();
+    }
+    if (ai.ops.size() != 2) return err(ai.line, "movmatrix needs 2 operands");
+    std::vector<uint32_t> r;
+    if (Status st = registers(ai.ops[0], ai.line, true, &r); !st.is_ok()) return st;
+    if (Status st = registers(ai.ops[1], ai.line, false, &r); !st.is_ok()) return st;
+    if (r.size() != 2) return err(ai.line, "movmatrix takes one destination and one source register");
+    in.v[0] = r[0];
+    in.v[1] = r[1];
+    f_.interpreted_because = "uses movmatrix";
+    in.fn = movmatrix_handler();
+    return Status::ok();
+  }
+
   // mma.sync.aligned.{m16n8k16,m16n8k8,m16n8k4}.row.col.dtype.atype.btype.ctype d, a, b, c
   Status mma(const ast::Instruction& ai, const OpText& t, Inst& in) {
     const uint8_t shape = t.has("m16n8k16") ? 0 : t.has("m16n8k8") ? 1 : t.has("m16n8k4") ? 2 : 3;
@@ -728,6 +772,8 @@ Status FunctionDecoder::instruction(const ast::Instruction& ai, Inst& in) {
   if (is_video(b)) return video(ai, t, in);
   if (b == "cp" && t.has("async")) return cp_async(ai, t, in);
   if (b == "ldmatrix") return ldmatrix(ai, t, in);
+  if (b == "stmatrix") return stmatrix(ai, t, in);
+  if (b == "movmatrix") return movmatrix(ai, t, in);
   if (b == "mma") return mma(ai, t, in);
   if (b == "wmma") return wmma(ai, in);
   // Anything else we do not know is reported at launch, not at load.

@@ -286,8 +286,11 @@ bool select_mem(const OpText& op, Inst& in);
 // the global source; size the bytes; mode 1: e the bytes read (the rest
 // zero), mode 2: e a predicate (aux 1: negated) that, true, reads nothing.
 Handler cp_async_handler();
-// ldmatrix and mma.sync (ops_tensor.cpp): see there for their fields.
+// ldmatrix, stmatrix, movmatrix and mma.sync (ops_tensor.cpp): see there
+// for their fields.
 Handler ldmatrix_handler();
+Handler stmatrix_handler();
+Handler movmatrix_handler();
 Handler mma_handler();
 bool mma_counts(uint8_t shape, uint8_t type, bool d_f16, bool c_f16, uint32_t counts[4]);
 // wmma.load, wmma.store and wmma.mma (ops_tensor.cpp, which documents the

@@ -1,6 +1,7 @@
-// Warp-wide matrix instructions: ldmatrix, mma.sync and wmma. For ldmatrix
-// and mma each lane holds a fragment of the matrices by PTX's documented
-// layout ("Matrix fragments for mma.m16n8k*" and "ldmatrix" in the PTX ISA);
+// Warp-wide matrix instructions: ldmatrix, stmatrix, movmatrix, mma.sync and
+// wmma. For the first four each lane holds a fragment of the matrices by
+// PTX's documented layout ("Matrix fragments for mma.m16n8k*" and "ldmatrix"
+// in the PTX ISA);
 // wmma's layout is rgpu's own (below). The handler gathers the whole
 // matrices from the 32 lanes, computes, and scatters the result back. All
 // need every lane of the warp at once (.sync.aligned): a warp that does not
@@ -58,6 +59,48 @@ void h_ldmatrix(ExecCtx& x, const Inst& in, uint32_t m) {
       out[t] = static_cast<uint32_t>(lo) | static_cast<uint32_t>(hi) << 16;
     }
   }
+}
+
+// stmatrix: ldmatrix's fields, v the sources. Lane t's register j holds
+// row t / 4, columns 2 (t % 4) and 2 (t % 4) + 1 of matrix j (with .trans,
+// those of its transpose); lanes 8j..8j+7 give the addresses of its rows.
+void h_stmatrix(ExecCtx& x, const Inst& in, uint32_t m) {
+  if (!whole_warp(x, in, m, "stmatrix")) return;
+  const uint32_t n = in.mode;
+  const uint32_t rows = n == 4 ? kFullMask : (1u << (8 * n)) - 1;
+  uint8_t* host[32];
+  if (!resolve_access(x, in, rows, 16, true, host)) return;
+  uint16_t mat[4][8][8];
+  for (uint32_t j = 0; j < n; ++j) {
+    const uint64_t* src = x.reg(in.v[j]);
+    for (int t = 0; t < 32; ++t) {
+      const uint16_t lo = static_cast<uint16_t>(src[t]), hi = static_cast<uint16_t>(src[t] >> 16);
+      if (in.aux & 1) {
+        mat[j][2 * (t % 4)][t / 4] = lo;
+        mat[j][2 * (t % 4) + 1][t / 4] = hi;
+      } else {
+        mat[j][t / 4][2 * (t % 4)] = lo;
+        mat[j][t / 4][2 * (t % 4) + 1] = hi;
+      }
+    }
+  }
+  for (uint32_t j = 0; j < n; ++j)
+    for (uint32_t r = 0; r < 8; ++r) memcpy(host[8 * j + r], mat[j][r], 16);
+}
+
+// movmatrix.trans: v[0] the destination, v[1] the source, both one 8x8
+// matrix of b16 in ldmatrix's fragment layout.
+void h_movmatrix(ExecCtx& x, const Inst& in, uint32_t m) {
+  if (!whole_warp(x, in, m, "movmatrix")) return;
+  uint16_t mat[8][8];
+  const uint64_t* src = x.reg(in.v[1]);
+  for (int t = 0; t < 32; ++t) {
+    mat[t / 4][2 * (t % 4)] = static_cast<uint16_t>(src[t]);
+    mat[t / 4][2 * (t % 4) + 1] = static_cast<uint16_t>(src[t] >> 16);
+  }
+  uint64_t* out = x.reg(in.v[0]);
+  for (int t = 0; t < 32; ++t)
+    out[t] = static_cast<uint32_t>(mat[2 * (t % 4)][t / 4]) | static_cast<uint32_t>(mat[2 * (t % 4) + 1][t / 4]) << 16;
 }
 
 // D = A B + C on float matrices stored by rows (lda, ldb and ldc elements
@@ -346,6 +389,8 @@ void h_wmma_mma(ExecCtx& x, const Inst& in, uint32_t m) {
 }  // namespace
 
 Handler ldmatrix_handler() { return &h_ldmatrix; }
+Handler stmatrix_handler() { return &h_stmatrix; }
+Handler movmatrix_handler() { return &h_movmatrix; }
 Handler mma_handler() { return &h_mma; }
 Handler wmma_load_handler() { return &h_wmma_load; }
 Handler wmma_store_handler() { return &h_wmma_store; }

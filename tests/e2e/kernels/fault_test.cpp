@@ -200,13 +200,13 @@ const char* kUnsupportedPtx = R"(
   st.global.u32 [%rd2], %r1;
   ret;
 }
-.visible .entry stores_matrix(.param .u64 p)
+.visible .entry reduces_multimem(.param .u64 p)
 {
   .reg .b64 %rd<2>;
-  .reg .b32 %r<2>;
+  .reg .f32 %f<2>;
   ld.param.u64 %rd1, [p];
-  mov.u32 %r1, 0;
-  stmatrix.sync.aligned.m8n8.x1.shared.b16 [%r1], {%r1};
+  mov.f32 %f1, 0f00000000;
+  multimem.ld_reduce.relaxed.sys.global.add.f32 %f1, [%rd1];
   ret;
 }
 )";
@@ -219,7 +219,7 @@ TEST_F(KernelFaults, UnsupportedInstructionIsALaunchError) {
     ASSERT_CU(cuModuleLoadData(&mod, kUnsupportedPtx));
     CUfunction good = nullptr, bad = nullptr;
     ASSERT_CU(cuModuleGetFunction(&good, mod, "store_seven"));
-    ASSERT_CU(cuModuleGetFunction(&bad, mod, "stores_matrix"));
+    ASSERT_CU(cuModuleGetFunction(&bad, mod, "reduces_multimem"));
     DeviceBuffer<int> d(4);
     ASSERT_CU(cuMemsetD32(d.ptr(), 0, 4));
     // Launches are asynchronous through rgpu: the error comes from the launch
