@@ -344,9 +344,12 @@ struct Reply {
 }
 
 # A host function's turn in its stream (server to client): the client runs it
-# and answers HostFuncDone; the stream waits until then.
-struct HostFuncCall { id @0 :UInt64; }
-struct HostFuncDone { id @0 :UInt64; }
+# and answers HostFuncDone; the stream waits until then. A host step of a
+# captured graph (GraphOp kCaptureHostStep) uses the same pair at each replay:
+# a copy to the client's memory brings its bytes in HostFuncCall, a copy from
+# it takes them back in HostFuncDone.
+struct HostFuncCall { id @0 :UInt64; bytes @1 :Data; }
+struct HostFuncDone { id @0 :UInt64; bytes @1 :Data; }
 
 # The completion of an async device-to-host copy.
 struct CopyDone {

@@ -108,7 +108,6 @@ RGPU_SHIM_EXPORT int cuGraphAddNode_v2() noexcept { return rgpu::shim::report_un
 RGPU_SHIM_EXPORT int cuGraphBatchMemOpNodeGetParams() noexcept { return rgpu::shim::report_unimplemented("cuGraphBatchMemOpNodeGetParams"); }
 RGPU_SHIM_EXPORT int cuGraphBatchMemOpNodeSetParams() noexcept { return rgpu::shim::report_unimplemented("cuGraphBatchMemOpNodeSetParams"); }
 RGPU_SHIM_EXPORT int cuGraphChildGraphNodeGetGraph() noexcept { return rgpu::shim::report_unimplemented("cuGraphChildGraphNodeGetGraph"); }
-RGPU_SHIM_EXPORT int cuGraphClone() noexcept { return rgpu::shim::report_unimplemented("cuGraphClone"); }
 RGPU_SHIM_EXPORT int cuGraphConditionalHandleCreate() noexcept { return rgpu::shim::report_unimplemented("cuGraphConditionalHandleCreate"); }
 RGPU_SHIM_EXPORT int cuGraphDebugDotPrint() noexcept { return rgpu::shim::report_unimplemented("cuGraphDebugDotPrint"); }
 RGPU_SHIM_EXPORT int cuGraphDestroyNode() noexcept { return rgpu::shim::report_unimplemented("cuGraphDestroyNode"); }

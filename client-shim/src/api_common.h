@@ -51,10 +51,12 @@ inline uint64_t handle_of(const void* h) { return reinterpret_cast<uint64_t>(h);
 // value must be a live stream this library minted.
 CUresult stream_handle(Shim* shim, CUstream stream, bool per_thread, uint64_t* out);
 
-// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED when wire stream `stream` captures
-// (the capture is then invalidated): for work with client-side effects,
-// which a graph cannot hold (graph_api.cpp).
-CUresult refuse_if_capturing(Shim* shim, uint64_t ctx, uint64_t stream);
+// Work with client-side effects on wire stream `stream`: recorded into its
+// capture as a host step (*recorded) when it captures (graph_api.cpp,
+// Client::capture_host_step); nothing is asked while this process captures
+// nothing.
+CUresult capture_host_step(Client& client, uint64_t ctx, uint64_t stream, protocol::HostStepKind kind, CUhostFn fn,
+                           void* data, void* host, uint64_t device, size_t size, bool* recorded);
 
 // Whether a wire stream handle is the legacy default stream (which waits for
 // every other blocking stream): the NULL stream or CU_STREAM_LEGACY.

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -102,7 +103,9 @@ Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options,
   co.request = client->options_.request;
   Client* self = client.get();
   Connection::Events events;
-  events.host_func_call = [self](uint64_t id) { self->on_host_func_call(id); };
+  events.host_func_call = [self](uint64_t id, std::vector<std::byte> bytes) {
+    self->on_host_func_call(id, std::move(bytes));
+  };
   events.device_output = [](std::string_view text) {
     // Through stdio, so it keeps its place among the program's own output.
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -474,10 +477,91 @@ void Client::host_func_async(uint64_t ctx, uint64_t stream, CUhostFn fn, void* d
   after_async_locked(lock);
 }
 
-void Client::on_host_func_call(uint64_t id) {
+CUresult Client::capture_host_step(uint64_t ctx, uint64_t stream, protocol::HostStepKind kind, CUhostFn fn,
+                                   void* data, void* host, uint64_t device, size_t size, bool* recorded) {
+  *recorded = false;
+  // A copy's bytes travel in one message a step: a larger copy is recorded
+  // as one step a piece, in order.
+  const bool copy = kind != protocol::HostStepKind::kRun;
+  size_t done = 0;
+  do {
+    const size_t piece = copy ? std::min<size_t>(size - done, protocol::kMaxHostStepBytes) : 0;
+    uint64_t id;
+    {
+      std::lock_guard<std::mutex> lock(host_mu_);
+      id = protocol::kHostStepIdBit | ++host_step_serial_;
+      host_steps_[id] = HostStep{kind, fn, data, copy ? static_cast<std::byte*>(host) + done : nullptr, piece};
+    }
+    SyncResult r = call_sync(ctx, [&](wire::Call::Builder c) {
+      auto g = c.initGraph();
+      g.setOp(static_cast<uint16_t>(protocol::GraphOp::kCaptureHostStep));
+      auto args = g.initArgs(5);
+      args.set(0, stream);
+      args.set(1, id);
+      args.set(2, static_cast<uint64_t>(kind));
+      args.set(3, copy ? device + done : 0);
+      args.set(4, piece);
+    });
+    const bool step = r.result == CUDA_SUCCESS && !r.values.empty() && r.values[0] == 1;
+    if (!step) {
+      std::lock_guard<std::mutex> lock(host_mu_);
+      host_steps_.erase(id);
+    }
+    if (r.result != CUDA_SUCCESS && done > 0) {
+      // Part of the copy is in the capture: end it unusable, as a refused
+      // call does (kRefuseIfCapturing invalidates a capturing stream).
+      (void)call_sync(ctx, [&](wire::Call::Builder c) {
+        auto g = c.initGraph();
+        g.setOp(static_cast<uint16_t>(protocol::GraphOp::kRefuseIfCapturing));
+        g.initArgs(1).set(0, stream);
+      });
+    }
+    // Not capturing: the caller does the work (only the first piece can
+    // find that; a capture ended between pieces is the program's race).
+    if (r.result != CUDA_SUCCESS || !step) return r.result;
+    *recorded = true;
+    done += piece;
+  } while (done < size);
+  return CUDA_SUCCESS;
+}
+
+void Client::settle_copy_outs_for_host_steps() {
+  {
+    std::lock_guard<std::mutex> lock(host_mu_);
+    if (host_steps_.empty()) return;
+  }
+  if (!connection_->copy_outs_pending(kAnyStream)) return;
+  flush();  // the copies must be on their way before they can land
+  (void)connection_->wait_copy_outs(kAnyStream);
+}
+
+void Client::on_host_func_call(uint64_t id, std::vector<std::byte> bytes) {
   std::lock_guard<std::mutex> lock(host_mu_);
-  host_ready_.push_back(id);
+  host_ready_.push_back(HostReady{id, std::move(bytes)});
   host_cv_.notify_all();
+}
+
+std::vector<std::byte> Client::run_host_step(uint64_t id, const std::vector<std::byte>& bytes) {
+  HostStep step;
+  {
+    std::lock_guard<std::mutex> lock(host_mu_);
+    auto it = host_steps_.find(id);
+    if (it == host_steps_.end()) return {};
+    step = it->second;
+  }
+  switch (step.kind) {
+    case protocol::HostStepKind::kRun:
+      step.fn(step.data);
+      return {};
+    case protocol::HostStepKind::kCopyOut:
+      if (bytes.size() == step.size) memcpy(step.host, bytes.data(), step.size);
+      return {};
+    case protocol::HostStepKind::kCopyIn: {
+      const auto* at = static_cast<const std::byte*>(step.host);
+      return std::vector<std::byte>(at, at + step.size);
+    }
+  }
+  return {};
 }
 
 void Client::run_callbacks() {
@@ -485,24 +569,34 @@ void Client::run_callbacks() {
   for (;;) {
     host_cv_.wait(lock, [&] { return stop_callbacks_ || !host_ready_.empty(); });
     if (host_ready_.empty()) return;
-    uint64_t id = host_ready_.front();
+    HostReady ready = std::move(host_ready_.front());
     host_ready_.pop_front();
+    const uint64_t id = ready.id;
+    std::vector<std::byte> answer;
     auto it = host_funcs_.find(id);
-    if (it == host_funcs_.end()) continue;
-    HostFunc f = it->second;
-    host_funcs_.erase(it);
-    lock.unlock();
-    // The stream reached the host function, so the copies before it are done
-    // on the device; their data may still be on its way here.
-    connection_->wait_copy_outs_before(id, f.stream);
-    f.fn(f.data);
-    {
-      std::lock_guard<std::mutex> relock(host_mu_);
-      if (--host_pending_[f.stream] == 0) host_pending_.erase(f.stream);
+    if (it != host_funcs_.end()) {
+      HostFunc f = it->second;
+      host_funcs_.erase(it);
+      lock.unlock();
+      // The stream reached the host function, so the copies before it are
+      // done on the device; their data may still be on its way here.
+      connection_->wait_copy_outs_before(id, f.stream);
+      f.fn(f.data);
+      {
+        std::lock_guard<std::mutex> relock(host_mu_);
+        if (--host_pending_[f.stream] == 0) host_pending_.erase(f.stream);
+      }
+      host_cv_.notify_all();
+    } else if (host_steps_.count(id)) {
+      lock.unlock();
+      answer = run_host_step(id, ready.bytes);
+    } else {
+      continue;
     }
-    host_cv_.notify_all();
     capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
-    builder.initRoot<wire::Envelope>().initHostFuncDone().setId(id);
+    auto done = builder.initRoot<wire::Envelope>().initHostFuncDone();
+    done.setId(id);
+    if (!answer.empty()) done.setBytes(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(answer.data()), answer.size()));
     auto words = protocol::encode(builder);
     (void)connection_->send(protocol::as_bytes(words));
     lock.lock();

@@ -19,6 +19,7 @@
 
 #include "rgpu/common/status.h"
 #include "rgpu/protocol/codec.h"
+#include "rgpu/protocol/graph_ops.h"
 #include "rgpu/transport/transport.h"
 #include "connection.h"
 #include "host_memory.h"
@@ -194,6 +195,19 @@ class Client {
   // it returns (host functions run on the client, in stream order).
   void host_func_async(uint64_t ctx, uint64_t stream, CUhostFn fn, void* data);
 
+  // Records work with a client-side effect into the capture of `stream` as
+  // a host step that runs at every replay of the graph (docs/compatibility.md):
+  // fn(data) for kRun; for kCopyIn the `size` bytes at `host` are read when
+  // the step runs and go to `device`; for kCopyOut those of `device` land at
+  // `host`. *recorded is false when the stream does not capture (the caller
+  // then does the work as usual).
+  CUresult capture_host_step(uint64_t ctx, uint64_t stream, protocol::HostStepKind kind, CUhostFn fn, void* data,
+                             void* host, uint64_t device, size_t size, bool* recorded);
+  // Before a captured graph is launched: a host step of it may read host
+  // memory that an async copy issued earlier writes, so once this process
+  // has host steps, every copy-out issued so far lands first.
+  void settle_copy_outs_for_host_steps();
+
   // Host data of an async copy is read when the stream gets to it, so a copy
   // queued behind a host function (which may write that data) waits until
   // the host functions before it on `stream` (any stream: ~0) have run.
@@ -237,7 +251,10 @@ class Client {
   // released as soon as the batch has its place in the connection's order,
   // so that other threads queue calls while a bulk payload is in transfer.
   Status send_batch_locked(transport::Bytes payload, std::unique_lock<std::mutex>* lock = nullptr);
-  void on_host_func_call(uint64_t id);
+  void on_host_func_call(uint64_t id, std::vector<std::byte> bytes);
+  // Runs host step `id` with the bytes the server sent; returns those to
+  // send back.
+  std::vector<std::byte> run_host_step(uint64_t id, const std::vector<std::byte>& bytes);
   void run_flusher();
   void run_callbacks();
 
@@ -268,7 +285,23 @@ class Client {
   std::mutex host_mu_;
   std::condition_variable host_cv_;
   std::map<uint64_t, HostFunc> host_funcs_;
-  std::deque<uint64_t> host_ready_;
+  // Host steps of captured graphs, by id: kept for every replay. Nothing
+  // tells the client that a graph is gone, so they stay (a few words each)
+  // for the life of the connection.
+  struct HostStep {
+    protocol::HostStepKind kind;
+    CUhostFn fn;
+    void* data;
+    void* host;
+    size_t size;
+  };
+  std::map<uint64_t, HostStep> host_steps_;
+  uint64_t host_step_serial_ = 0;
+  struct HostReady {
+    uint64_t id;
+    std::vector<std::byte> bytes;
+  };
+  std::deque<HostReady> host_ready_;
   std::map<uint64_t, int> host_pending_;  // per stream: queued, not yet returned
   bool stop_callbacks_ = false;
   std::thread callbacks_;

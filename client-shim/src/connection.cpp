@@ -142,7 +142,12 @@ void Connection::Inbox::on_message(transport::Message message) {
       return;
     }
     case wire::Envelope::HOST_FUNC_CALL:
-      if (events.host_func_call) events.host_func_call(envelope.getHostFuncCall().getId());
+      if (events.host_func_call) {
+        auto call = envelope.getHostFuncCall();
+        auto bytes = call.getBytes();
+        const auto* at = reinterpret_cast<const std::byte*>(bytes.begin());
+        events.host_func_call(call.getId(), std::vector<std::byte>(at, at + bytes.size()));
+      }
       return;
     default:
       RGPU_WARN("unexpected message from server kind=%d", static_cast<int>(envelope.which()));

@@ -88,7 +88,8 @@ struct ArrivedReply {
 class Connection {
  public:
   struct Events {
-    std::function<void(uint64_t id)> host_func_call;         // HostFuncCall: the stream waits for it
+    // HostFuncCall: the stream waits for it; `bytes` those a host step's copy brings.
+    std::function<void(uint64_t id, std::vector<std::byte> bytes)> host_func_call;
     std::function<void(std::string_view text)> device_output;  // device printf text
     std::function<void(std::string_view text)> device_error;   // failed device asserts' messages
   };

@@ -21,6 +21,7 @@
 #undef cuEventDestroy
 #undef cuEventElapsedTime
 
+using rgpu::protocol::HostStepKind;
 using rgpu::shim::Client;
 using rgpu::shim::ContextInfo;
 using rgpu::shim::current_context;
@@ -68,8 +69,11 @@ CUresult memcpy_htod(CUdeviceptr dst, const void* src, size_t size, CUstream str
   const rgpu::shim::Route route = shim->route_pointer(dst, ctx);
   Client& client = *route.client;
   ctx = route.ctx;
-  if (async) {
-    if (CUresult e = rgpu::shim::refuse_if_capturing(shim, ctx, s); e != CUDA_SUCCESS) return e;
+  if (async && size > 0) {
+    bool recorded = false;
+    CUresult e = rgpu::shim::capture_host_step(client, ctx, s, HostStepKind::kCopyIn, nullptr, nullptr,
+                                               const_cast<void*>(src), dst, size, &recorded);
+    if (e != CUDA_SUCCESS || recorded) return e;
   }
   auto fill = [&](wire::Call::Builder call) {
     auto in = call.initMemcpyHtoD();
@@ -105,7 +109,12 @@ CUresult memcpy_dtoh(void* dst, CUdeviceptr src, size_t size, CUstream stream, b
   Client& client = *route.client;
   ctx = route.ctx;
   if (async) {
-    if (CUresult e = rgpu::shim::refuse_if_capturing(shim, ctx, s); e != CUDA_SUCCESS) return e;
+    bool recorded = false;
+    if (size > 0) {
+      CUresult e = rgpu::shim::capture_host_step(client, ctx, s, HostStepKind::kCopyOut, nullptr, nullptr, dst,
+                                                 src, size, &recorded);
+      if (e != CUDA_SUCCESS || recorded) return e;
+    }
     client.copy_out_async(ctx, src, dst, size, s);
     return CUDA_SUCCESS;
   }

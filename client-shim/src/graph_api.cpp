@@ -3,14 +3,15 @@
 // server runs the driver's own calls; graph, executable graph and chunk
 // handles and reserved addresses are the server's values.
 //
-// The capture rule (docs/compatibility.md): capture state lives on the
-// server's stream. A copy between this process's host memory and the device,
-// or a host function, on a capturing stream is refused by rgpud
-// (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, the capture invalidated), so no
-// client-side effect (bytes sent at call time, a deferred copy-out, a host
-// callback) is ever recorded into a graph. While this process has a capture
-// in progress the client asks first (refuse_if_capturing: one round trip), so
-// the refusal is the call's own result and nothing is left pending here.
+// Client-side work in a capture (docs/compatibility.md): capture state lives
+// on the server's stream. An async copy between this process's host memory
+// and the device, or a host function, on a capturing stream becomes a host
+// step of the graph (GraphOp::kCaptureHostStep): at each replay the server
+// asks this process to run the function, or to give or take the copy's
+// bytes, when the graph reaches it, so the graph reads and writes host
+// memory when it runs, as on a GPU. While this process has a capture in
+// progress such work asks first (capture_host_step: one round trip);
+// otherwise it asks nothing.
 #include <cuda.h>
 
 #include <atomic>
@@ -85,9 +86,11 @@ std::atomic<int> g_captures{0};
 
 namespace rgpu::shim {
 
-CUresult refuse_if_capturing(Shim* shim, uint64_t ctx, uint64_t stream) {
+CUresult capture_host_step(Client& client, uint64_t ctx, uint64_t stream, protocol::HostStepKind kind, CUhostFn fn,
+                           void* data, void* host, uint64_t device, size_t size, bool* recorded) {
+  *recorded = false;
   if (g_captures.load() <= 0) return CUDA_SUCCESS;
-  return graph_call(shim, ctx, GraphOp::kRefuseIfCapturing, {stream}).result;
+  return client.capture_host_step(ctx, stream, kind, fn, data, host, device, size, recorded);
 }
 
 }  // namespace rgpu::shim
@@ -182,6 +185,17 @@ RGPU_EXPORT CUresult CUDAAPI cuGraphCreate(CUgraph* graph, unsigned int flags) {
 
 RGPU_EXPORT CUresult CUDAAPI cuGraphDestroy(CUgraph graph) { GRAPH_CALL(GraphOp::kGraphDestroy, u64(graph)) }
 
+RGPU_EXPORT CUresult CUDAAPI cuGraphClone(CUgraph* clone, CUgraph original) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx);
+  if (!clone) return CUDA_ERROR_INVALID_VALUE;
+  SyncResult r = graph_call(shim, ctx, GraphOp::kGraphClone, {u64(original)});
+  if (r.result == CUDA_SUCCESS && r.values.size() == 1) *clone = reinterpret_cast<CUgraph>(r.values[0]);
+  return r.result;
+  API_END
+}
+
 // Only the count travels: node handles cannot be used through rgpu yet.
 RGPU_EXPORT CUresult CUDAAPI cuGraphGetNodes(CUgraph graph, CUgraphNode* nodes, size_t* count) {
   API_BEGIN
@@ -213,6 +227,7 @@ static CUresult launch(GraphOp op, CUgraphExec exec, CUstream stream, bool per_t
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   STREAM_OR_RETURN(shim, stream, per_thread, s);
+  if (op == GraphOp::kLaunch) shim->client().settle_copy_outs_for_host_steps();
   return graph_call(shim, ctx, op, {u64(exec), s}).result;
   API_END
 }

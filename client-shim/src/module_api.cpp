@@ -347,8 +347,11 @@ CUresult launch_host_func(CUstream stream, CUhostFn fn, void* data, bool per_thr
   CONTEXT_OR_RETURN(shim, ctx);
   if (!fn) return CUDA_ERROR_INVALID_VALUE;
   STREAM_OR_RETURN(shim, stream, per_thread, s);
-  if (CUresult e = rgpu::shim::refuse_if_capturing(shim, ctx, s); e != CUDA_SUCCESS) return e;
   const rgpu::shim::Route route = shim->route_handle(s, ctx);
+  bool recorded = false;
+  CUresult e = rgpu::shim::capture_host_step(*route.client, route.ctx, s, rgpu::protocol::HostStepKind::kRun, fn,
+                                             data, nullptr, 0, 0, &recorded);
+  if (e != CUDA_SUCCESS || recorded) return e;
   route.client->host_func_async(route.ctx, s, fn, data);
   return CUDA_SUCCESS;
   API_END

@@ -204,6 +204,18 @@ CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) {
   });
 }
 
+CUresult CUDAAPI cuGraphClone(CUgraph* phClone, CUgraph hOriginal) {
+  return guarded([&] {
+    Driver* d;
+    RGPU_CU_TRY(enter(&d));
+    if (!phClone) return CUDA_ERROR_INVALID_VALUE;
+    auto g = d->graphs().graph(u64(hOriginal));
+    if (!g) return CUDA_ERROR_INVALID_VALUE;
+    *phClone = to_handle<CUgraph>(d->graphs().add_graph(g->clone()));
+    return CUDA_SUCCESS;
+  });
+}
+
 CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n) {
   return guarded([&] { return add_node(out, g, deps, n, GraphNode{}); });
 }

@@ -23,6 +23,20 @@ CUresult Graph::add(GraphNode node, const std::vector<GraphNode*>& deps, GraphNo
   return CUDA_SUCCESS;
 }
 
+std::shared_ptr<Graph> Graph::clone() const {
+  std::lock_guard lock(mu_);
+  auto g = std::make_shared<Graph>(context_, users_);
+  std::map<const GraphNode*, GraphNode*> copy_of;
+  for (const auto& n : nodes_) {
+    auto copy = std::make_unique<GraphNode>(*n);
+    copy->graph = g.get();
+    for (GraphNode*& d : copy->deps) d = copy_of.at(d);  // added before: in the map
+    copy_of[n.get()] = copy.get();
+    g->nodes_.push_back(std::move(copy));
+  }
+  return g;
+}
+
 bool Graph::owns(const GraphNode* node) const {
   std::lock_guard lock(mu_);
   for (auto& n : nodes_) {

@@ -78,7 +78,11 @@ class UserObjectRefs {
 class Graph {
  public:
   explicit Graph(uint64_t context) : context_(context) {}
+  Graph(uint64_t context, const UserObjectRefs& users) : users_(users), context_(context) {}
   uint64_t context() const { return context_; }
+  // A copy (cuGraphClone): the same nodes and edges, and references of its
+  // own to the same user objects.
+  std::shared_ptr<Graph> clone() const;
 
   // Adds a node after `deps` (which must be nodes of this graph; INVALID_VALUE
   // otherwise) and returns it.

@@ -167,7 +167,8 @@ std::unique_ptr<protocol::Decoded> Session::decode_incoming(const transport::Mes
     return nullptr;
   }
   if (decoded.value()->envelope().isHostFuncDone()) {
-    host_func_done(decoded.value()->envelope().getHostFuncDone().getId());
+    auto done = decoded.value()->envelope().getHostFuncDone();
+    host_func_done(done.getId(), done.getBytes());
     return nullptr;
   }
   return std::move(decoded.value());
@@ -246,6 +247,7 @@ void Session::close() {
   cv_.notify_all();
   // Release streams held for host functions: the client will not run them.
   std::lock_guard<std::mutex> lock(host_funcs_mu_);
+  host_funcs_closed_ = true;
   for (auto& [id, wait] : host_funcs_) wait->done = true;
   host_funcs_cv_.notify_all();
 }

@@ -45,6 +45,7 @@
 #include "time_share.h"
 #include "rgpu/protocol/codec.h"
 #include "rgpu/protocol/device.h"
+#include "rgpu/protocol/graph_ops.h"
 #include "rgpu/server/driver_table.h"
 #include "rgpu/server/server.h"
 #include "rgpu/transport/transport.h"
@@ -144,11 +145,19 @@ class Session : public CallEnv {
     transport::Message message;
     std::unique_ptr<protocol::Decoded> decoded;
   };
-  // A host function the server holds its stream for until the client ran it.
+  // A host function the server holds its stream for until the client ran it;
+  // or a host step of a captured graph (session_graphs.cpp), which stays
+  // for every replay until the graph releases it.
   struct HostFuncWait {
-    Session* session;
-    uint64_t id;
+    Session* session = nullptr;
+    uint64_t id = 0;
     bool done = false;
+    bool step = false;
+    protocol::HostStepKind kind = protocol::HostStepKind::kRun;
+    StagingPool::Buffer buffer;  // a copy's bytes between device and client
+    size_t size = 0;
+    // Set by the graph's user object when the graph lets the step go.
+    std::shared_ptr<std::atomic<bool>> released;
   };
   struct Staged {  // host memory the device may still read or write
     CUevent done;
@@ -319,13 +328,17 @@ class Session : public CallEnv {
   static void CUDA_CB host_func_trampoline(void* wait);
   static void device_output(void* session, const char* text, size_t size);
   static void device_error(void* session, const char* text, size_t size);
-  void host_func_done(uint64_t id);
+  void host_func_done(uint64_t id, capnp::Data::Reader bytes);
   CUresult destroy_context(uint64_t handle);
   // Stream capture, graphs and virtual memory (session_graphs.cpp).
   CUresult graph_call(uint64_t ctx, wire::Call::GraphCall::Reader in, std::vector<uint64_t>* values);
   // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidating the capture, when
-  // `s` captures: for work with client-side effects (docs/compatibility.md).
+  // `s` captures: for work with client-side effects that no host step
+  // records (docs/compatibility.md).
   CUresult refuse_if_capturing(CUstream s);
+  // GraphOp::kCaptureHostStep on the capturing stream `s`.
+  CUresult capture_host_step(uint64_t ctx, CUstream s, uint64_t id, protocol::HostStepKind kind, uint64_t address,
+                             uint64_t size);
   // Re-adds the ledger segments of the reservation at `base`.
   void sync_segments(uint64_t base);
   void release_graphs();
@@ -404,6 +417,7 @@ class Session : public CallEnv {
   std::mutex host_funcs_mu_;
   std::condition_variable host_funcs_cv_;
   std::map<uint64_t, std::unique_ptr<HostFuncWait>> host_funcs_;
+  bool host_funcs_closed_ = false;  // the client will run no more
 
   // The devices' pollers, and this session's watches registered with them
   // (counted: a limit bounds what a client can make the pollers hold).

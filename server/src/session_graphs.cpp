@@ -1,6 +1,7 @@
 // Session: Call.graph, stream capture, graphs and virtual memory management
 // run through the driver table, every handle and address checked against the
-// session's own (SessionGraphs), and the capture rule for client-side work.
+// session's own (SessionGraphs), and client-side work in a capture as host
+// steps of the graph (docs/compatibility.md).
 #include "rgpu/common/log.h"
 #include "rgpu/protocol/graph_ops.h"
 #include "session.h"
@@ -26,6 +27,92 @@ CUresult Session::refuse_if_capturing(CUstream s) {
   // capture, so that its end reports the refused call.
   (void)cu_.cuStreamQuery(s);
   return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
+namespace {
+
+// Called by the graph holding a host step when it lets the step go (the
+// user object's destructor): marks it for the session to free. Touches only
+// the flag, which it shares with the session's record.
+void CUDA_CB release_host_step(void* flag) {
+  auto* released = static_cast<std::shared_ptr<std::atomic<bool>>*>(flag);
+  (*released)->store(true, std::memory_order_release);
+  delete released;
+}
+
+}  // namespace
+
+CUresult Session::capture_host_step(uint64_t ctx, CUstream s, uint64_t id, protocol::HostStepKind kind,
+                                    uint64_t address, uint64_t size) {
+  using protocol::HostStepKind;
+  const bool copy = kind != HostStepKind::kRun;
+  if ((id & protocol::kHostStepIdBit) == 0 || kind > HostStepKind::kCopyOut) return CUDA_ERROR_INVALID_VALUE;
+  if (copy && (size == 0 || size > protocol::kMaxHostStepBytes)) return CUDA_ERROR_INVALID_VALUE;
+  if (!copy && (address != 0 || size != 0)) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = check_range(ctx, address, size); r != CUDA_SUCCESS) return r;
+  auto step = std::make_unique<HostFuncWait>();
+  step->session = this;
+  step->id = id;
+  step->step = true;
+  step->kind = kind;
+  step->size = size;
+  step->released = std::make_shared<std::atomic<bool>>(false);
+  {
+    std::lock_guard<std::mutex> lock(host_funcs_mu_);
+    // Steps of graphs that are gone are freed here, on the session's thread.
+    size_t live = 0;
+    for (auto it = host_funcs_.begin(); it != host_funcs_.end();) {
+      if (it->second->step && it->second->released->load(std::memory_order_acquire)) {
+        it = host_funcs_.erase(it);
+      } else {
+        live += it->second->step ? 1 : 0;
+        ++it;
+      }
+    }
+    if (live >= limits_.max_session_waits) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (host_funcs_.count(id)) return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (copy && !(step->buffer = staging(size))) return CUDA_ERROR_OUT_OF_MEMORY;
+  HostFuncWait* raw = step.get();
+  {
+    std::lock_guard<std::mutex> lock(host_funcs_mu_);
+    host_funcs_.emplace(id, std::move(step));
+  }
+  auto forget = [&](CUresult r) {
+    std::lock_guard<std::mutex> lock(host_funcs_mu_);
+    host_funcs_.erase(id);
+    return r;
+  };
+  // The step and its copy, in the order of the direction of the bytes.
+  CUresult r = CUDA_SUCCESS;
+  if (kind == HostStepKind::kCopyOut) r = cu_.cuMemcpyDtoHAsync(raw->buffer.get(), address, size, s);
+  if (r == CUDA_SUCCESS) r = cu_.cuLaunchHostFunc(s, &Session::host_func_trampoline, raw);
+  if (r == CUDA_SUCCESS && kind == HostStepKind::kCopyIn) r = cu_.cuMemcpyHtoDAsync(address, raw->buffer.get(), size, s);
+  if (r != CUDA_SUCCESS) {
+    // Part of the step may be in the capture: end it unusable (a query is
+    // illegal while capturing), so no graph refers to the freed buffer.
+    (void)cu_.cuStreamQuery(s);
+    return forget(r);
+  }
+  // The captured graph owns the step from here: a user object of the graph
+  // tells the session when the graph (and every graph cloned or instantiated
+  // from it) is gone. A driver without user objects keeps the step until
+  // the session ends.
+  CUgraph graph = nullptr;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (cu_.cuUserObjectCreate && cu_.cuGraphRetainUserObject &&
+      cu_.cuStreamGetCaptureInfo(s, &status, nullptr, &graph, nullptr, nullptr, nullptr) == CUDA_SUCCESS && graph) {
+    auto* flag = new std::shared_ptr<std::atomic<bool>>(raw->released);
+    CUuserObject owner = nullptr;
+    // Should the graph not take the object, it is kept (releasing it would
+    // free a step the graph uses): the step then lives as long as the session.
+    if (cu_.cuUserObjectCreate(&owner, flag, release_host_step, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC) != CUDA_SUCCESS) {
+      delete flag;
+    } else {
+      (void)cu_.cuGraphRetainUserObject(graph, owner, 1, CU_GRAPH_USER_OBJECT_MOVE);
+    }
+  }
+  return CUDA_SUCCESS;
 }
 
 void Session::sync_segments(uint64_t base) {
@@ -119,11 +206,35 @@ CUresult Session::graph_call(uint64_t ctx, wire::Call::GraphCall::Reader in, std
       if ((r = stream(arg(0), &s)) != CUDA_SUCCESS) return r;
       return refuse_if_capturing(s);
     }
+    case GraphOp::kCaptureHostStep: {
+      CUstream s;
+      if (!need(5)) return CUDA_ERROR_INVALID_VALUE;
+      if ((r = stream(arg(0), &s)) != CUDA_SUCCESS) return r;
+      CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+      if (!cu_.cuStreamIsCapturing || cu_.cuStreamIsCapturing(s, &status) != CUDA_SUCCESS ||
+          status == CU_STREAM_CAPTURE_STATUS_NONE) {
+        *values = {0};
+        return CUDA_SUCCESS;
+      }
+      if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+      r = capture_host_step(ctx, s, arg(1), static_cast<protocol::HostStepKind>(arg(2)), arg(3), arg(4));
+      if (r == CUDA_SUCCESS) *values = {1};
+      return r;
+    }
     case GraphOp::kGraphCreate: {
       if (!need(0)) return CUDA_ERROR_INVALID_VALUE;
       if (!cu_.cuGraphCreate) return CUDA_ERROR_NOT_SUPPORTED;
       CUgraph g = nullptr;
       if ((r = cu_.cuGraphCreate(&g, 0)) != CUDA_SUCCESS) return r;
+      graphs_.graphs[reinterpret_cast<uint64_t>(g)] = ctx;
+      *values = {reinterpret_cast<uint64_t>(g)};
+      return CUDA_SUCCESS;
+    }
+    case GraphOp::kGraphClone: {
+      if (!need(1) || !ours(graphs_.graphs, arg(0))) return CUDA_ERROR_INVALID_VALUE;
+      if (!cu_.cuGraphClone) return CUDA_ERROR_NOT_SUPPORTED;
+      CUgraph g = nullptr;
+      if ((r = cu_.cuGraphClone(&g, reinterpret_cast<CUgraph>(arg(0)))) != CUDA_SUCCESS) return r;
       graphs_.graphs[reinterpret_cast<uint64_t>(g)] = ctx;
       *values = {reinterpret_cast<uint64_t>(g)};
       return CUDA_SUCCESS;

@@ -138,7 +138,9 @@ CUresult Session::launch_host_func(uint64_t ctx, wire::Call::HostFunc::Reader in
     std::lock_guard<std::mutex> lock(host_funcs_mu_);
     auto [it, added] = host_funcs_.try_emplace(in.getId(), nullptr);
     if (!added) return CUDA_ERROR_INVALID_VALUE;
-    it->second = std::make_unique<HostFuncWait>(HostFuncWait{this, in.getId()});
+    it->second = std::make_unique<HostFuncWait>();
+    it->second->session = this;
+    it->second->id = in.getId();
     wait = it->second.get();
   }
   CUresult r = cu_.cuLaunchHostFunc(stream, &Session::host_func_trampoline, wait);
@@ -150,25 +152,42 @@ CUresult Session::launch_host_func(uint64_t ctx, wire::Call::HostFunc::Reader in
 }
 
 // Runs on the device's callback thread when the stream reaches the host
-// function: asks the client to run it and holds the stream until it has.
+// function or step: asks the client to run it and holds the stream until it
+// has. A copy to the client sends the staged bytes along; one from it gets
+// them in the answer (host_func_done).
 void CUDA_CB Session::host_func_trampoline(void* arg) {
   auto* wait = static_cast<HostFuncWait*>(arg);
   Session* self = wait->session;
   const uint64_t id = wait->id;
+  {
+    std::lock_guard<std::mutex> lock(self->host_funcs_mu_);
+    if (self->host_funcs_closed_) return;  // nobody will answer
+    wait->done = false;
+  }
   capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
-  builder.initRoot<wire::Envelope>().initHostFuncCall().setId(id);
+  auto call = builder.initRoot<wire::Envelope>().initHostFuncCall();
+  call.setId(id);
+  if (wait->kind == protocol::HostStepKind::kCopyOut) {
+    call.setBytes(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(wait->buffer.get()), wait->size));
+  }
   auto words = protocol::encode(builder);
   bool sent = self->connection_->send(protocol::as_bytes(words)).is_ok();
   std::unique_lock<std::mutex> lock(self->host_funcs_mu_);
   if (sent) self->host_funcs_cv_.wait(lock, [&] { return wait->done; });
-  self->host_funcs_.erase(id);
+  if (!wait->step) self->host_funcs_.erase(id);
 }
 
-void Session::host_func_done(uint64_t id) {
+void Session::host_func_done(uint64_t id, capnp::Data::Reader bytes) {
   std::lock_guard<std::mutex> lock(host_funcs_mu_);
   auto it = host_funcs_.find(id);
   if (it == host_funcs_.end()) return;
-  it->second->done = true;
+  HostFuncWait& wait = *it->second;
+  // A copy from the client takes exactly its size; any other answer leaves
+  // the staged bytes as they were (only this session's own copy is wrong).
+  if (wait.kind == protocol::HostStepKind::kCopyIn && bytes.size() == wait.size && wait.size > 0) {
+    memcpy(wait.buffer.get(), bytes.begin(), wait.size);
+  }
+  wait.done = true;
   host_funcs_cv_.notify_all();
 }
 

@@ -1,8 +1,11 @@
 // Call.graph in rgpud on the CPU device: virtual memory objects and graphs
 // are the session's own (another session naming them is refused), mapped
 // ranges are what copies and memsets may reach, chunks count against the
-// quota, and capture state is the server stream's.
+// quota, capture state is the server stream's, and client-side work in a
+// capture runs at every replay.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include <cstdlib>
 #include <initializer_list>
@@ -164,6 +167,96 @@ TEST_F(GraphCallTest, GraphsAndCapturesAreTheSessionsOwn) {
   EXPECT_EQ(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, graph(*a, GraphOp::kEndCapture, {stream}).result);
   info = graph(*a, GraphOp::kCaptureInfo, {stream});
   EXPECT_EQ(CU_STREAM_CAPTURE_STATUS_NONE, info.values.at(0));
+}
+
+// Work with effects on the client, on a capturing stream, becomes host steps
+// of the graph (Client::capture_host_step): every replay runs the host
+// function, reads the client's bytes when the graph reaches the copy in and
+// lands the copied-back bytes before the step after it. The server checks
+// what a step names like any copy, and only the session's own graph clones.
+TEST_F(GraphCallTest, HostStepsRunAtEveryReplay) {
+  using protocol::HostStepKind;
+  auto a = connect();
+  auto b = connect();
+  const uint64_t stream = protocol::make_handle(protocol::HandleKind::kStream, protocol::kFirstMintedSerial + 9);
+  a->call_async(kCtx, [&](wire::Call::Builder call) {
+    auto s = call.initStreamCreate();
+    s.setHandle(stream);
+    s.setFlags(CU_STREAM_NON_BLOCKING);
+  });
+  auto alloc = a->call_sync(kCtx, [](wire::Call::Builder call) { call.setMemAlloc(4096); });
+  ASSERT_EQ(CUDA_SUCCESS, alloc.result);
+  const uint64_t dev = alloc.values.at(0);
+  std::vector<uint32_t> in(256), out(256);
+  struct Counter {
+    int runs = 0;
+    std::vector<uint32_t>* in;
+  } counter{0, &in};
+  // Before the copy in: this replay's input.
+  auto prepare = [](void* p) {
+    auto* c = static_cast<Counter*>(p);
+    ++c->runs;
+    for (size_t i = 0; i < c->in->size(); ++i) (*c->in)[i] = static_cast<uint32_t>(c->runs * 1000 + i);
+  };
+
+  // Not capturing: nothing is recorded and the caller does the work itself.
+  bool recorded = true;
+  EXPECT_EQ(CUDA_SUCCESS, a->capture_host_step(kCtx, stream, HostStepKind::kRun, prepare, &counter, nullptr, 0, 0,
+                                               &recorded));
+  EXPECT_FALSE(recorded);
+
+  ASSERT_EQ(CUDA_SUCCESS, graph(*a, GraphOp::kBeginCapture, {stream, CU_STREAM_CAPTURE_MODE_GLOBAL}).result);
+  // What the server refuses: an id without the step bit, a kind it does not
+  // know, a copy outside the session's memory or past the largest step, a
+  // run with an address.
+  const uint64_t id = protocol::kHostStepIdBit | 77;
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, graph(*a, GraphOp::kCaptureHostStep, {stream, 77, 0, 0, 0}).result);
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, graph(*a, GraphOp::kCaptureHostStep, {stream, id, 3, dev, 16}).result);
+  EXPECT_NE(CUDA_SUCCESS, graph(*a, GraphOp::kCaptureHostStep, {stream, id, 1, dev + 4000, 200}).result);
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+            graph(*a, GraphOp::kCaptureHostStep, {stream, id, 1, dev, protocol::kMaxHostStepBytes + 1}).result);
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, graph(*a, GraphOp::kCaptureHostStep, {stream, id, 0, dev, 0}).result);
+  EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE, graph(*b, GraphOp::kCaptureHostStep, {stream, id, 0, 0, 0}).result);
+  // None of those broke the capture.
+  auto info = graph(*a, GraphOp::kCaptureInfo, {stream});
+  ASSERT_EQ(CUDA_SUCCESS, info.result);
+  EXPECT_EQ(CU_STREAM_CAPTURE_STATUS_ACTIVE, info.values.at(0));
+
+  // prepare; copy in to dev; copy dev back out.
+  ASSERT_EQ(CUDA_SUCCESS, a->capture_host_step(kCtx, stream, HostStepKind::kRun, prepare, &counter, nullptr, 0, 0,
+                                               &recorded));
+  EXPECT_TRUE(recorded);
+  ASSERT_EQ(CUDA_SUCCESS, a->capture_host_step(kCtx, stream, HostStepKind::kCopyIn, nullptr, nullptr, in.data(), dev,
+                                               in.size() * 4, &recorded));
+  EXPECT_TRUE(recorded);
+  ASSERT_EQ(CUDA_SUCCESS, a->capture_host_step(kCtx, stream, HostStepKind::kCopyOut, nullptr, nullptr, out.data(),
+                                               dev, out.size() * 4, &recorded));
+  EXPECT_TRUE(recorded);
+  auto ended = graph(*a, GraphOp::kEndCapture, {stream});
+  ASSERT_EQ(CUDA_SUCCESS, ended.result);
+  const uint64_t g = ended.values.at(0);
+  EXPECT_EQ(0, counter.runs);  // captured, not run
+
+  // Another session cannot clone the graph; its owner can, steps included.
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, graph(*b, GraphOp::kGraphClone, {g}).result);
+  auto clone = graph(*a, GraphOp::kGraphClone, {g});
+  ASSERT_EQ(CUDA_SUCCESS, clone.result);
+  auto exec = graph(*a, GraphOp::kInstantiate, {clone.values.at(0), 0});
+  ASSERT_EQ(CUDA_SUCCESS, exec.result);
+  ASSERT_EQ(CUDA_SUCCESS, graph(*a, GraphOp::kGraphDestroy, {g}).result);
+  ASSERT_EQ(CUDA_SUCCESS, graph(*a, GraphOp::kGraphDestroy, {clone.values.at(0)}).result);
+  for (int replay = 1; replay <= 3; ++replay) {
+    std::fill(out.begin(), out.end(), 0u);
+    ASSERT_EQ(CUDA_SUCCESS, graph(*a, GraphOp::kLaunch, {exec.values.at(0), stream}).result);
+    ASSERT_EQ(CUDA_SUCCESS, a->call_sync(kCtx, [&](wire::Call::Builder call) {
+                                call.initStreamSynchronize().setHandle(stream);
+                              }).result);
+    EXPECT_EQ(replay, counter.runs);
+    for (size_t i = 0; i < out.size(); ++i) {
+      ASSERT_EQ(static_cast<uint32_t>(replay * 1000 + i), out[i]) << "replay " << replay << " element " << i;
+    }
+  }
+  EXPECT_EQ(CUDA_SUCCESS, graph(*a, GraphOp::kExecDestroy, {exec.values.at(0)}).result);
 }
 
 }  // namespace

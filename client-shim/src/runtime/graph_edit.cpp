@@ -163,9 +163,12 @@ RGPU_RT_EXPORT cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node) {
 RGPU_RT_EXPORT cudaError_t cudaGraphClone(cudaGraph_t* clone, cudaGraph_t original) {
   return entry([&] {
     if (!clone) return cudaErrorInvalidValue;
+    // A captured graph lives on the server, which clones it.
+    if (original && !is_explicit_graph(original)) {
+      return to_cuda_error(cuGraphClone(reinterpret_cast<CUgraph*>(clone), reinterpret_cast<CUgraph>(original)));
+    }
     std::lock_guard<std::mutex> lock(g_mu);
-    if (!graph_of(original)) return is_explicit_graph(original) || !original ? cudaErrorInvalidValue
-                                                                              : cudaErrorNotSupported;
+    if (!graph_of(original)) return cudaErrorInvalidValue;
     std::unordered_map<uint64_t, uint64_t> map;
     const uint64_t handle = clone_graph(h(original), &map);
     g_graphs.at(handle).cloned_from = std::move(map);

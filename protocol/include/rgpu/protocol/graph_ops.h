@@ -22,9 +22,16 @@ enum class GraphOp : uint16_t {
   kGraphNodeCount = 9,  // a: graph                    r: nodes
   kGraphCreate = 10,    //                             r: graph
   // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidating the capture, when
-  // the stream captures; success otherwise (the client asks before work with
-  // client-side effects while a capture is in progress).
+  // the stream captures; success otherwise.
   kRefuseIfCapturing = 11,  // a: stream
+  // Work with a client-side effect, recorded into the capture of `stream`
+  // as a host step (HostStepKind) that runs at every replay: r: 1 when
+  // recorded, 0 when the stream does not capture (the client then does the
+  // work as usual). `id` (kHostStepIdBit set) names the step in
+  // HostFuncCall/HostFuncDone; `address` and `size` are the device side of
+  // a copy (0 for kRun).
+  kCaptureHostStep = 12,  // a: stream, id, kind, address, size   r: recorded
+  kGraphClone = 13,       // a: graph                              r: clone
   kMemGranularity = 20,  // a: device, option          r: bytes
   kMemCreate = 21,       // a: device, size            r: chunk
   kMemRelease = 22,      // a: chunk
@@ -36,5 +43,16 @@ enum class GraphOp : uint16_t {
   kMemRetain = 28,       // a: address                 r: chunk
   kMemProperties = 29,   // a: chunk                   r: device
 };
+
+// The kinds of kCaptureHostStep. A copy's staging buffer on the server sits
+// between the device and the client: kCopyIn fetches the client's bytes at
+// the step, then copies them to the device; kCopyOut copies from the device,
+// then sends the bytes to the client at the step.
+enum class HostStepKind : uint64_t { kRun = 0, kCopyIn = 1, kCopyOut = 2 };
+// Host step ids have this bit; call ids (which name one-shot host
+// functions) never do.
+constexpr uint64_t kHostStepIdBit = uint64_t{1} << 63;
+// The largest copy one host step carries (it travels inside one message).
+constexpr uint64_t kMaxHostStepBytes = uint64_t{16} << 20;
 
 }  // namespace rgpu::protocol
