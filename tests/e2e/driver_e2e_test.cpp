@@ -494,7 +494,10 @@ TEST_F(Driver, ProcAddressAndUnimplementedEntryPoints) {
   EXPECT_EQ(cuGetExportTable(&table, &id), CUDA_ERROR_NOT_SUPPORTED);
   CUgraph graph, clone;
   ASSERT_CU(cuGraphCreate(&graph, 0));
-  EXPECT_EQ(cuGraphClone(&clone, graph), CUDA_ERROR_NOT_SUPPORTED);  // a stub
+  EXPECT_EQ(cuGraphDebugDotPrint(graph, "/dev/null", 0), CUDA_ERROR_NOT_SUPPORTED);  // a stub
+  ASSERT_CU(cuGraphClone(&clone, graph));
+  EXPECT_NE(clone, graph);
+  ASSERT_CU(cuGraphDestroy(clone));
   ASSERT_CU(cuGraphDestroy(graph));
   const char* name = nullptr;
   ASSERT_CU(cuGetErrorName(CUDA_ERROR_INVALID_VALUE, &name));
