@@ -600,7 +600,7 @@ RGPU_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t size) {
   const uint64_t p = r.values[0];
   // With several servers the allocation is recorded for routing, unless its
   // addresses overlap another server's: then it is given back and refused.
-  if (CUresult t = shim->track_allocation(rgpu::shim::route::server_of(ctx), p, size, ctx); t != CUDA_SUCCESS) {
+  if (CUresult t = shim->track_allocation(rgpu::protocol::server_of(ctx), p, size, ctx); t != CUDA_SUCCESS) {
     (void)client.call_sync(ctx, [&](wire::Call::Builder c) { c.setMemFree(p); });
     return t;
   }

@@ -59,9 +59,9 @@ std::optional<std::vector<std::string>> parse_servers(const std::string& text, s
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (out.size() > kMaxServers) {
+  if (out.size() > protocol::kMaxServers) {
     *problem = "RGPU_SERVER lists " + std::to_string(out.size()) + " servers; at most " +
-               std::to_string(kMaxServers) + " are supported";
+               std::to_string(protocol::kMaxServers) + " are supported";
     return std::nullopt;
   }
   return out;

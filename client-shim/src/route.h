@@ -15,21 +15,18 @@
 
 namespace rgpu::shim::route {
 
-// Which server a handle belongs to: its server tag (the layout is
-// rgpu/protocol/handles.h's, "Server tags").
-constexpr size_t kMaxServers = protocol::kMaxServers;
-
-constexpr uint64_t tag(uint64_t handle, size_t server) { return protocol::with_server(handle, server); }
-constexpr size_t server_of(uint64_t handle) { return static_cast<size_t>(protocol::server_of(handle)); }
-constexpr uint64_t untag(uint64_t handle) { return protocol::without_server(handle); }
+// Which server a handle belongs to is its server tag
+// (rgpu/protocol/handles.h, "Server tags": with_server, server_of,
+// without_server).
 
 // The program's value of the primary context of `server`'s device
 // `server_ordinal`, and what the server calls it.
 constexpr uint64_t primary_context(size_t server, int server_ordinal) {
-  return tag(protocol::primary_context(static_cast<uint64_t>(server_ordinal)), server);
+  return protocol::with_server(protocol::primary_context(static_cast<uint64_t>(server_ordinal)), server);
 }
 constexpr uint64_t wire_context(uint64_t ctx) {
-  return protocol::is_primary_context(untag(ctx)) ? untag(ctx) : ctx;
+  const uint64_t untagged = protocol::without_server(ctx);
+  return protocol::is_primary_context(untagged) ? untagged : ctx;
 }
 
 // Device pointers of every server, by range. Device pointers cannot be
@@ -63,7 +60,7 @@ class AllocationTable {
 
 // Parses RGPU_SERVER's list: addresses separated by commas (spaces around
 // them ignored). Empty entries are an error; so is a list longer than
-// kMaxServers. On error returns nullopt and sets *problem.
+// protocol::kMaxServers. On error returns nullopt and sets *problem.
 std::optional<std::vector<std::string>> parse_servers(const std::string& text, std::string* problem);
 
 }  // namespace rgpu::shim::route

@@ -158,18 +158,18 @@ uint64_t Shim::some_context(size_t server) const {
 
 Route Shim::route_handle(uint64_t h, uint64_t ctx) {
   if (servers_ == 1) return Route{clients_[0].get(), ctx, 0};
-  if (h == 0 || (!protocol::is_minted(route::untag(h)) && !protocol::is_primary_context(route::untag(h)))) {
+  if (h == 0 || (!protocol::is_minted(protocol::without_server(h)) && !protocol::is_primary_context(protocol::without_server(h)))) {
     return route_current(ctx);
   }
-  const size_t s = route::server_of(h);
+  const size_t s = protocol::server_of(h);
   if (s >= servers_) return route_current(ctx);
-  if (s == route::server_of(ctx) && ctx != 0) return Route{clients_[s].get(), ctx, s};
+  if (s == protocol::server_of(ctx) && ctx != 0) return Route{clients_[s].get(), ctx, s};
   if (protocol::kind_of(h) == HandleKind::kContext) return Route{clients_[s].get(), h, s};
   uint64_t own = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = handles_.find(h);
-    if (it != handles_.end() && route::server_of(it->second.ctx) == s) own = it->second.ctx;
+    if (it != handles_.end() && protocol::server_of(it->second.ctx) == s) own = it->second.ctx;
   }
   return Route{clients_[s].get(), own != 0 ? own : some_context(s), s};
 }

@@ -56,7 +56,7 @@ class Shim {
   Shim(std::vector<std::unique_ptr<Client>> clients, const std::optional<std::string>& visible);
 
   // The session of the current context's server (the only one with one server).
-  Client& client() { return servers_ == 1 ? *clients_[0] : client_for(route::server_of(current_context())); }
+  Client& client() { return servers_ == 1 ? *clients_[0] : client_for(protocol::server_of(current_context())); }
   Client& client_for(size_t server) { return servers_ == 1 ? *clients_[0] : *clients_[server < servers_ ? server : 0]; }
   size_t servers() const { return servers_; }
   // Keeps `held` (the pool's lease, RGPU_POOL) for as long as the sessions.
@@ -75,7 +75,7 @@ class Shim {
 
   // Routes. `ctx` is the caller's current context (0: none).
   Route route_current(uint64_t ctx) {
-    const size_t s = route::server_of(ctx);
+    const size_t s = protocol::server_of(ctx);
     return Route{&client_for(s), ctx, s};
   }
   // By a handle the program passed (stream, event, module, function, library
@@ -114,9 +114,9 @@ class Shim {
   // object (route.h). They are what the program gets back as its CUstream,
   // CUevent, CUcontext, CUmodule, CUfunction, ... values; the server maps
   // them per session. Without a server: the current context's.
-  uint64_t mint_handle(HandleKind kind) { return mint_handle(kind, route::server_of(current_context())); }
+  uint64_t mint_handle(HandleKind kind) { return mint_handle(kind, protocol::server_of(current_context())); }
   uint64_t mint_handle(HandleKind kind, size_t server) {
-    return route::tag(protocol::make_handle(kind, next_serial_.fetch_add(1)), server);
+    return protocol::with_server(protocol::make_handle(kind, next_serial_.fetch_add(1)), server);
   }
   // Records a live handle, created in the calling thread's current context.
   void add_handle(uint64_t h, HandleKind kind);

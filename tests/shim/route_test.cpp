@@ -14,39 +14,22 @@ namespace protocol = rgpu::protocol;
 namespace route = rgpu::shim::route;
 using Range = route::AllocationTable::Range;
 
-TEST(RouteHandles, ServerZeroLeavesEveryValueAsItWas) {
-  const uint64_t h = protocol::make_handle(HandleKind::kStream, 0x1234);
-  EXPECT_EQ(route::tag(h, 0), h);
-  EXPECT_EQ(route::server_of(h), 0u);
+// Server tags themselves: tests/protocol/handles_test.cpp.
+TEST(RouteHandles, ServerZeroPrimaryContextIsTheServersOwnValue) {
   EXPECT_EQ(route::primary_context(0, 3), protocol::primary_context(3));
   EXPECT_EQ(route::wire_context(protocol::primary_context(3)), protocol::primary_context(3));
-}
-
-TEST(RouteHandles, EqualSerialsOfTwoServersAreDistinctAndKeepTheirKind) {
-  const uint64_t h = protocol::make_handle(HandleKind::kEvent, 0x500);
-  const uint64_t a = route::tag(h, 0), b = route::tag(h, 1), c = route::tag(h, 254);
-  EXPECT_NE(a, b);
-  EXPECT_NE(b, c);
-  EXPECT_EQ(route::server_of(b), 1u);
-  EXPECT_EQ(route::server_of(c), 254u);
-  for (uint64_t v : {a, b, c}) {
-    EXPECT_EQ(protocol::kind_of(v), HandleKind::kEvent);
-    EXPECT_TRUE(protocol::is_minted(v)) << "a server must accept a tagged handle as minted";
-    EXPECT_EQ(route::untag(v), h);
-  }
-  EXPECT_EQ(route::tag(0, 5), 0u) << "no handle stays no handle";
 }
 
 TEST(RouteHandles, PrimaryContextsAreDistinctOnTheClientAndUntaggedOnTheWire) {
   // Device 0 of server 0 and device 0 of server 1: one wire value, two program values.
   const uint64_t first = route::primary_context(0, 0), second = route::primary_context(1, 0);
   EXPECT_NE(first, second);
-  EXPECT_EQ(route::server_of(second), 1u);
+  EXPECT_EQ(protocol::server_of(second), 1u);
   EXPECT_FALSE(protocol::is_primary_context(second)) << "tagged: not a server's primary context value";
   EXPECT_EQ(route::wire_context(second), protocol::primary_context(0));
   EXPECT_EQ(route::wire_context(first), protocol::primary_context(0));
   // A minted context travels as it is: the server knows it by that value.
-  const uint64_t minted = route::tag(protocol::make_handle(HandleKind::kContext, 0x900), 2);
+  const uint64_t minted = protocol::with_server(protocol::make_handle(HandleKind::kContext, 0x900), 2);
   EXPECT_EQ(route::wire_context(minted), minted);
 }
 
@@ -130,7 +113,7 @@ TEST(ServerList, RefusesEmptyEntriesAndTooManyServers) {
   EXPECT_FALSE(route::parse_servers("a:1,", &problem));
   EXPECT_FALSE(route::parse_servers("", &problem));
   std::string many;
-  for (size_t i = 0; i <= route::kMaxServers; ++i) many += (i ? "," : "") + std::string("h:1");
+  for (size_t i = 0; i <= protocol::kMaxServers; ++i) many += (i ? "," : "") + std::string("h:1");
   problem.clear();
   EXPECT_FALSE(route::parse_servers(many, &problem));
   EXPECT_NE(problem.find("at most"), std::string::npos);
