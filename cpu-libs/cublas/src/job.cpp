@@ -7,9 +7,13 @@ namespace rgpu::cpublas {
 
 size_t Job::add(const Operand& op) {
   operands_.push_back(op);
-  if (op.rows < 0 || op.cols < 0 || op.ld < 0 || op.stride < 0 || op.batch < 0) malformed_ = true;
-  const bool none = op.rows <= 0 || op.cols <= 0 || op.batch <= 0;
   cpu_libs::Region r;
+  if (op.rows < 0 || op.cols < 0 || op.ld < 0 || op.stride < 0 || op.batch < 0) {
+    // Refused at submit; no negative number is turned into a byte count.
+    malformed_ = true;
+    return cpu_libs::Job::add(r);
+  }
+  const bool none = op.rows == 0 || op.cols == 0 || op.batch == 0;
   r.ptr = op.ptr;
   r.width = none ? 0 : uint64_t(op.rows) * op.elem;
   r.runs = none ? 0 : uint64_t(op.cols);
