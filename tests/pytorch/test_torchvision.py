@@ -21,7 +21,9 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
-from conftest import CPU, DEV, randint, randn, synchronize
+from torch.nn.attention import SDPBackend
+
+from conftest import CPU, DEV, SELF_CHECK, randint, randn, synchronize
 
 BATCH = 8
 STEPS = 3
@@ -79,13 +81,20 @@ def test_vit_b_16_encoder_block_like_cpu():
     sums of up to 3072 terms."""
     from torchvision.models.vision_transformer import EncoderBlock
 
+    # The attention's shape (2 images, 12 heads, 197 tokens, 64 per head)
+    # is one PyTorch sends to a fused kernel (memory-efficient in float32),
+    # not to its math path (PyTorch 2.6's own choice function).
+    q = randn(2, 12, 197, 64, seed=7).to(DEV)
+    if not SELF_CHECK:
+        assert torch._fused_sdp_choice(q, q, q) != int(SDPBackend.MATH)
+
     torch.manual_seed(0)
     block = EncoderBlock(num_heads=12, hidden_dim=768, mlp_dim=3072, dropout=0.0, attention_dropout=0.0)
     x, g = randn(2, 197, 768, seed=5), randn(2, 197, 768, seed=6)
     results = []
     for device in (CPU, DEV):
         b = copy.deepcopy(block).to(device).train()
-        xi = x.to(device).requires_grad_()
+        xi = x.to(device).detach().requires_grad_()
         y = b(xi)
         y.backward(g.to(device))
         results.append((y, xi.grad, b.self_attention.in_proj_weight.grad, b.mlp[0].weight.grad))
