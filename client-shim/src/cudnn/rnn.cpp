@@ -10,30 +10,9 @@
 #include "api_common.h"
 #include "cudnn_client.h"
 #include "legacy_tensor.h"
+#include "rgpu/protocol/cudnn_rnn_objects.h"
 
 namespace cw = rgpu::protocol::cudnn;
-
-struct cudnnDropoutStruct {
-  static constexpr uint32_t kMagic = 0x64636e64;
-  uint32_t magic = kMagic;
-  float p = 0;
-  void* states = nullptr;
-  size_t states_bytes = 0;
-  unsigned long long seed = 0;
-};
-struct cudnnRNNStruct {
-  static constexpr uint32_t kMagic = 0x72636e64;
-  uint32_t magic = kMagic;
-  bool set = false;
-  cw::RnnDesc d;
-  cudnnDropoutDescriptor_t dropout = nullptr;  // as given, for cudnnGetRNNDescriptor_v8
-};
-struct cudnnRNNDataStruct {
-  static constexpr uint32_t kMagic = 0x73636e64;
-  uint32_t magic = kMagic;
-  bool set = false;
-  cw::RnnData d;
-};
 
 namespace rgpu::shim::cudnn {
 namespace {
@@ -54,13 +33,9 @@ cudnnStatus_t destroy(T* d) {
   return CUDNN_STATUS_SUCCESS;
 }
 
-bool live(const cudnnDropoutStruct* d) { return d && d->magic == cudnnDropoutStruct::kMagic; }
-const cw::RnnDesc* rnn(cudnnRNNDescriptor_t d) {
-  return d && d->magic == cudnnRNNStruct::kMagic && d->set ? &d->d : nullptr;
-}
-const cw::RnnData* data(cudnnRNNDataDescriptor_t d) {
-  return d && d->magic == cudnnRNNDataStruct::kMagic && d->set ? &d->d : nullptr;
-}
+using cw::live;
+const cw::RnnDesc* rnn(cudnnRNNDescriptor_t d) { return cw::rnn_of(d); }
+const cw::RnnData* data(cudnnRNNDataDescriptor_t d) { return cw::rnn_data_of(d); }
 
 uint64_t dev(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 
@@ -177,17 +152,12 @@ RGPU_EXPORT cudnnStatus_t cudnnSetRNNDescriptor_v8(cudnnRNNDescriptor_t d, cudnn
                                                    cudnnMathType_t mathType, int32_t inputSize, int32_t hiddenSize,
                                                    int32_t projSize, int32_t numLayers,
                                                    cudnnDropoutDescriptor_t dropoutDesc, uint32_t auxFlags) {
-  if (!d || d->magic != cudnnRNNStruct::kMagic || (dropoutDesc && !live(dropoutDesc))) return CUDNN_STATUS_BAD_PARAM;
   cw::RnnDesc r;
-  r.algo = algo, r.cell = cellMode, r.bias = biasMode, r.dir = dirMode, r.input_mode = inputMode;
-  r.dtype = dataType, r.math_prec = mathPrec, r.math_type = mathType;
-  r.input = inputSize, r.hidden = hiddenSize, r.proj = projSize, r.layers = numLayers, r.aux = auxFlags;
-  if (dropoutDesc) {
-    r.dropout = dropoutDesc->p;
-    r.states = dev(dropoutDesc->states);
-    r.states_bytes = dropoutDesc->states_bytes;
+  if (cudnnStatus_t st = cw::rnn_value(d, algo, cellMode, biasMode, dirMode, inputMode, dataType, mathPrec, mathType,
+                                       inputSize, hiddenSize, projSize, numLayers, dropoutDesc, auxFlags, &r);
+      st != CUDNN_STATUS_SUCCESS) {
+    return st;
   }
-  if (cw::check_rnn(r)[0] != '\0') return CUDNN_STATUS_BAD_PARAM;
   d->d = r;
   d->dropout = dropoutDesc;
   d->set = true;
@@ -201,23 +171,8 @@ RGPU_EXPORT cudnnStatus_t cudnnGetRNNDescriptor_v8(cudnnRNNDescriptor_t d, cudnn
                                                    cudnnMathType_t* mathType, int32_t* inputSize,
                                                    int32_t* hiddenSize, int32_t* projSize, int32_t* numLayers,
                                                    cudnnDropoutDescriptor_t* dropoutDesc, uint32_t* auxFlags) {
-  const cw::RnnDesc* r = rnn(d);
-  if (!r) return CUDNN_STATUS_BAD_PARAM;
-  if (algo) *algo = cudnnRNNAlgo_t(r->algo);
-  if (cellMode) *cellMode = cudnnRNNMode_t(r->cell);
-  if (biasMode) *biasMode = cudnnRNNBiasMode_t(r->bias);
-  if (dirMode) *dirMode = cudnnDirectionMode_t(r->dir);
-  if (inputMode) *inputMode = cudnnRNNInputMode_t(r->input_mode);
-  if (dataType) *dataType = cudnnDataType_t(r->dtype);
-  if (mathPrec) *mathPrec = cudnnDataType_t(r->math_prec);
-  if (mathType) *mathType = cudnnMathType_t(r->math_type);
-  if (inputSize) *inputSize = r->input;
-  if (hiddenSize) *hiddenSize = r->hidden;
-  if (projSize) *projSize = r->proj;
-  if (numLayers) *numLayers = r->layers;
-  if (dropoutDesc) *dropoutDesc = d->dropout;
-  if (auxFlags) *auxFlags = r->aux;
-  return CUDNN_STATUS_SUCCESS;
+  return cw::get_rnn(d, algo, cellMode, biasMode, dirMode, inputMode, dataType, mathPrec, mathType, inputSize,
+                     hiddenSize, projSize, numLayers, dropoutDesc, auxFlags);
 }
 
 RGPU_EXPORT cudnnStatus_t cudnnCreateRNNDataDescriptor(cudnnRNNDataDescriptor_t* d) { return create(d); }
@@ -259,16 +214,12 @@ RGPU_EXPORT cudnnStatus_t cudnnGetRNNDataDescriptor(cudnnRNNDataDescriptor_t d, 
                                                     cudnnRNNDataLayout_t* layout, int* maxSeqLength, int* batchSize,
                                                     int* vectorSize, int arrayLengthRequested, int seqLengthArray[],
                                                     void* paddingFill) {
-  const cw::RnnData* r = data(d);
-  if (!r || arrayLengthRequested < 0) return CUDNN_STATUS_BAD_PARAM;
-  if (dataType) *dataType = cudnnDataType_t(r->dtype);
-  if (layout) *layout = cudnnRNNDataLayout_t(r->layout);
-  if (maxSeqLength) *maxSeqLength = r->max_seq;
-  if (batchSize) *batchSize = r->batch;
-  if (vectorSize) *vectorSize = r->vector;
-  for (int i = 0; seqLengthArray && i < arrayLengthRequested && i < r->batch; ++i) {
-    seqLengthArray[i] = r->lens[size_t(i)];
+  if (cudnnStatus_t s = cw::get_rnn_data(d, dataType, layout, maxSeqLength, batchSize, vectorSize, arrayLengthRequested,
+                                         seqLengthArray);
+      s != CUDNN_STATUS_SUCCESS) {
+    return s;
   }
+  const cw::RnnData* r = data(d);
   if (paddingFill) {
     if (r->dtype == CUDNN_DATA_DOUBLE) {
       std::memcpy(paddingFill, &r->fill, 8);

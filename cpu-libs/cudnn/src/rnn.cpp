@@ -32,16 +32,16 @@ bool dims_are(const Strided* t, cudnnDataType_t dtype, int64_t a, int64_t b, int
   return true;
 }
 
-bool same_batches(const cudnnRNNDataStruct& a, const cudnnRNNDataStruct& b) {
+bool same_batches(const RnnData& a, const RnnData& b) {
   return a.dtype == b.dtype && a.layout == b.layout && a.max_seq == b.max_seq && a.batch == b.batch &&
          a.lens == b.lens;
 }
 
 // One call's descriptors, copied and checked against each other.
 struct Call {
-  cudnnRNNStruct r;
+  RnnDesc r;
   rnn::Config c;
-  cudnnRNNDataStruct x, y;
+  RnnData x, y;
   Strided h, cell;
   uint64_t weight_bytes = 0, reserve_bytes = 0;
   rnn::Batch batch() const {
@@ -54,8 +54,8 @@ struct Call {
 cudnnStatus_t prepare(cudnnHandle_t handle, cudnnRNNDescriptor_t rd, cudnnRNNDataDescriptor_t xd,
                       cudnnRNNDataDescriptor_t yd, cudnnTensorDescriptor_t hd, cudnnTensorDescriptor_t cd,
                       size_t weight_space, Call* call) {
-  const cudnnRNNStruct* r = rnn_of(rd);
-  const cudnnRNNDataStruct *x = data_of(xd), *y = data_of(yd);
+  const RnnDesc* r = rnn_of(rd);
+  const RnnData *x = data_of(xd), *y = data_of(yd);
   if (!handle || !r || !x || !y) return CUDNN_STATUS_BAD_PARAM;
   call->r = *r;
   call->c = config_of(*r);
@@ -65,10 +65,10 @@ cudnnStatus_t prepare(cudnnHandle_t handle, cudnnRNNDescriptor_t rd, cudnnRNNDat
     return CUDNN_STATUS_BAD_PARAM;
   }
   const int64_t states = int64_t(c.layers) * c.dirs;
-  if (!dims_are(strided(hd), r->dtype, states, x->batch, c.proj)) return CUDNN_STATUS_BAD_PARAM;
+  if (!dims_are(strided(hd), dtype_of(*r), states, x->batch, c.proj)) return CUDNN_STATUS_BAD_PARAM;
   call->h = *strided(hd);
   if (c.cell == rnn::kLstm) {
-    if (!dims_are(strided(cd), r->dtype, states, x->batch, c.hidden)) return CUDNN_STATUS_BAD_PARAM;
+    if (!dims_are(strided(cd), dtype_of(*r), states, x->batch, c.hidden)) return CUDNN_STATUS_BAD_PARAM;
     call->cell = *strided(cd);
   }
   call->weight_bytes = uint64_t(rnn::weight_elems(c)) * elem_bytes(r->dtype);
@@ -136,7 +136,7 @@ RGPU_EXPORT cudnnStatus_t cudnnRNNForward(cudnnHandle_t handle, cudnnRNNDescript
     const long icy = lstm ? add_opt(*job, cy, tensor_bytes(call.cell), false, true) : -1;
     const size_t iw = job->add({CUdeviceptr(weightSpace), call.weight_bytes, true, false});
     const long ir = training ? add_opt(*job, reserveSpace, call.reserve_bytes, false, true) : -1;
-    const long is = dropout ? add_opt(*job, call.r.states, kDropoutStateBytes, true, true) : -1;
+    const long is = dropout ? add_opt(*job, reinterpret_cast<const void*>(call.r.states), kDropoutStateBytes, true, true) : -1;
     job->compute = [=](Job& j) {
       const rnn::Batch s = call.batch();
       const rnn::Config& c = call.c;
@@ -145,7 +145,7 @@ RGPU_EXPORT cudnnStatus_t cudnnRNNForward(cudnnHandle_t handle, cudnnRNNDescript
       std::vector<float> h0 = ihx >= 0 ? load_state(j, ihx, call.h) : std::vector<float>();
       std::vector<float> c0 = icx >= 0 ? load_state(j, icx, call.cell) : std::vector<float>();
       std::vector<float> h1(call.h.count()), c1(lstm ? call.cell.count() : 0);
-      const std::vector<float> w = load_weights(j, iw, call.r.dtype, rnn::weight_elems(c));
+      const std::vector<float> w = load_weights(j, iw, dtype_of(call.r), rnn::weight_elems(c));
       std::vector<float> scratch;
       float* reserve = nullptr;
       if (ir >= 0) {
@@ -204,7 +204,7 @@ RGPU_EXPORT cudnnStatus_t cudnnRNNBackwardData_v8(cudnnHandle_t handle, cudnnRNN
       std::vector<float> g_h = idhy >= 0 ? load_state(j, idhy, call.h) : std::vector<float>();
       std::vector<float> g_c = idcy >= 0 ? load_state(j, idcy, call.cell) : std::vector<float>();
       std::vector<float> g_h0(call.h.count()), g_c0(lstm ? call.cell.count() : 0);
-      const std::vector<float> w = load_weights(j, iw, call.r.dtype, rnn::weight_elems(c));
+      const std::vector<float> w = load_weights(j, iw, dtype_of(call.r), rnn::weight_elems(c));
       rnn::backward_data(c, s, dys.data(), g_h.empty() ? nullptr : g_h.data(), g_c.empty() ? nullptr : g_c.data(),
                          w.data(), dxs.data(), g_h0.data(), lstm ? g_c0.data() : nullptr,
                          static_cast<float*>(j.host(ir)), true);
@@ -249,10 +249,10 @@ RGPU_EXPORT cudnnStatus_t cudnnRNNBackwardWeights_v8(cudnnHandle_t handle, cudnn
     const bool add = addGrad == CUDNN_WGRAD_MODE_ADD;
     job->compute = [=](Job& j) {
       const int64_t n = rnn::weight_elems(call.c);
-      std::vector<float> dw = add ? load_weights(j, idw, call.r.dtype, n) : std::vector<float>(size_t(n));
+      std::vector<float> dw = add ? load_weights(j, idw, dtype_of(call.r), n) : std::vector<float>(size_t(n));
       rnn::backward_weights(call.c, call.batch(), static_cast<const float*>(j.host(ir)), dw.data());
       Strided t;
-      t.dtype = call.r.dtype, t.nd = 1, t.dims[0] = n, t.strides[0] = 1;
+      t.dtype = dtype_of(call.r), t.nd = 1, t.dims[0] = n, t.strides[0] = 1;
       scatter(t, dw.data(), j.host(idw), 1.0, 0.0);
     };
     return queue(handle, std::move(job));

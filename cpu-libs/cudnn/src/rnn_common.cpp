@@ -18,9 +18,9 @@ cudnnStatus_t unsupported(const char* why) {
 // Each row's start: row(t, b) = start[t] + b for a packed operand (sorted
 // longest first), t * B + b or b * T + t for the unpacked ones.
 struct Rows {
-  const cudnnRNNDataStruct& d;
+  const RnnData& d;
   std::vector<uint64_t> start;
-  explicit Rows(const cudnnRNNDataStruct& dd) : d(dd) {
+  explicit Rows(const RnnData& dd) : d(dd) {
     if (d.layout != CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED) return;
     start.resize(size_t(d.max_seq));
     uint64_t at = 0;
@@ -38,37 +38,22 @@ struct Rows {
   }
 };
 
-Strided vector_of(const cudnnRNNDataStruct& d) {
+Strided vector_of(const RnnData& d) {
   Strided v;
-  v.dtype = d.dtype, v.nd = 1, v.dims[0] = d.vector, v.strides[0] = 1;
+  v.dtype = cudnnDataType_t(d.dtype), v.nd = 1, v.dims[0] = d.vector, v.strides[0] = 1;
   return v;
 }
 
 }  // namespace
 
-const cudnnRNNStruct* rnn_of(cudnnRNNDescriptor_t d) {
-  return d && d->magic == cudnnRNNStruct::kMagic && d->set ? d : nullptr;
-}
+const RnnDesc* rnn_of(cudnnRNNDescriptor_t d) { return rgpu::protocol::cudnn::rnn_of(d); }
 
-const cudnnRNNDataStruct* data_of(cudnnRNNDataDescriptor_t d) {
-  return d && d->magic == cudnnRNNDataStruct::kMagic && d->set ? d : nullptr;
-}
+const RnnData* data_of(cudnnRNNDataDescriptor_t d) { return rgpu::protocol::cudnn::rnn_data_of(d); }
 
-cudnnStatus_t check_rnn(const cudnnRNNStruct& r) {
-  if (r.cell != CUDNN_RNN_RELU && r.cell != CUDNN_RNN_TANH && r.cell != CUDNN_LSTM && r.cell != CUDNN_GRU) {
-    return CUDNN_STATUS_BAD_PARAM;
-  }
-  if (r.bias < CUDNN_RNN_NO_BIAS || r.bias > CUDNN_RNN_SINGLE_REC_BIAS) return CUDNN_STATUS_BAD_PARAM;
-  if (r.dir != CUDNN_UNIDIRECTIONAL && r.dir != CUDNN_BIDIRECTIONAL) return CUDNN_STATUS_BAD_PARAM;
-  if (r.input_mode != CUDNN_LINEAR_INPUT && r.input_mode != CUDNN_SKIP_INPUT) return CUDNN_STATUS_BAD_PARAM;
-  if (r.algo < CUDNN_RNN_ALGO_STANDARD || r.algo > CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H) return CUDNN_STATUS_BAD_PARAM;
-  if (r.layers < 1 || r.layers > kMaxRnnLayers || r.input < 1 || r.input > kMaxRnnVector || r.hidden < 1 ||
-      r.hidden > kMaxRnnVector || r.proj < 1 || r.proj > r.hidden) {
-    return CUDNN_STATUS_BAD_PARAM;
-  }
+cudnnStatus_t check_rnn(const RnnDesc& r) {
+  // What cuDNN itself refuses is refused on the wire too (cudnn_wire.h).
+  if (rgpu::protocol::cudnn::check_rnn(r)[0] != '\0') return CUDNN_STATUS_BAD_PARAM;
   if (r.proj != r.hidden && r.cell != CUDNN_LSTM) return CUDNN_STATUS_BAD_PARAM;
-  if ((r.aux & ~uint32_t(CUDNN_RNN_PADDED_IO_ENABLED)) != 0) return CUDNN_STATUS_BAD_PARAM;
-  if (!(r.dropout >= 0.0f && r.dropout < 1.0f)) return CUDNN_STATUS_BAD_PARAM;
   if (r.input_mode == CUDNN_SKIP_INPUT) return unsupported("skip input mode");
   if (r.algo == CUDNN_RNN_ALGO_PERSIST_DYNAMIC) return unsupported("persistent dynamic algorithm");
   if (r.dtype != CUDNN_DATA_FLOAT && r.dtype != CUDNN_DATA_HALF && r.dtype != CUDNN_DATA_BFLOAT16) {
@@ -77,11 +62,10 @@ cudnnStatus_t check_rnn(const cudnnRNNStruct& r) {
   // The stand-in computes in float32: a float math precision is exact, a
   // half one is computed more precisely than asked, a double one cannot be.
   if (r.math_prec != CUDNN_DATA_FLOAT && r.math_prec != r.dtype) return unsupported("math precision");
-  if (r.dropout > 0 && !r.states) return CUDNN_STATUS_BAD_PARAM;
   return CUDNN_STATUS_SUCCESS;
 }
 
-rnn::Config config_of(const cudnnRNNStruct& r) {
+rnn::Config config_of(const RnnDesc& r) {
   rnn::Config c;
   c.cell = r.cell == CUDNN_RNN_RELU ? rnn::kRelu : r.cell == CUDNN_RNN_TANH ? rnn::kTanh
            : r.cell == CUDNN_LSTM ? rnn::kLstm : rnn::kGru;
@@ -94,9 +78,9 @@ rnn::Config config_of(const cudnnRNNStruct& r) {
   return c;
 }
 
-size_t elem_bytes(cudnnDataType_t dtype) { return dtype == CUDNN_DATA_FLOAT ? 4 : dtype == CUDNN_DATA_DOUBLE ? 8 : 2; }
+size_t elem_bytes(int32_t dtype) { return dtype == CUDNN_DATA_FLOAT ? 4 : dtype == CUDNN_DATA_DOUBLE ? 8 : 2; }
 
-cudnnStatus_t reserve_bytes(const cudnnRNNStruct& r, const cudnnRNNDataStruct& x, uint64_t* out) {
+cudnnStatus_t reserve_bytes(const RnnDesc& r, const RnnData& x, uint64_t* out) {
   const rnn::Config c = config_of(r);
   // Bounded first in floating point: every factor is below 2^20, the
   // product of a few could pass 2^64.
@@ -108,18 +92,18 @@ cudnnStatus_t reserve_bytes(const cudnnRNNStruct& r, const cudnnRNNDataStruct& x
   return CUDNN_STATUS_SUCCESS;
 }
 
-uint64_t data_rows(const cudnnRNNDataStruct& d) {
+uint64_t data_rows(const RnnData& d) {
   if (d.layout != CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED) return uint64_t(d.max_seq) * uint64_t(d.batch);
   uint64_t n = 0;
   for (int32_t len : d.lens) n += uint64_t(len);
   return n;
 }
 
-uint64_t data_bytes(const cudnnRNNDataStruct& d) {
+uint64_t data_bytes(const RnnData& d) {
   return data_rows(d) * uint64_t(d.vector) * elem_bytes(d.dtype);
 }
 
-void to_dense(const cudnnRNNDataStruct& d, const void* src, float* dense) {
+void to_dense(const RnnData& d, const void* src, float* dense) {
   const Rows rows(d);
   const Strided v = vector_of(d);
   const uint64_t row_bytes = uint64_t(d.vector) * elem_bytes(d.dtype);
@@ -132,12 +116,12 @@ void to_dense(const cudnnRNNDataStruct& d, const void* src, float* dense) {
     }
 }
 
-void from_dense(const cudnnRNNDataStruct& d, const float* dense, void* dst, bool write_fill) {
+void from_dense(const RnnData& d, const float* dense, void* dst, bool write_fill) {
   const Rows rows(d);
   const Strided v = vector_of(d);
   const uint64_t row_bytes = uint64_t(d.vector) * elem_bytes(d.dtype);
   const int64_t T = d.max_seq, B = d.batch, V = d.vector;
-  std::vector<float> fill(size_t(V), d.fill);
+  std::vector<float> fill(size_t(V), float(d.fill));
   for (int64_t t = 0; t < T; ++t)
     for (int64_t b = 0; b < B; ++b) {
       char* at = static_cast<char*>(dst) + rows.row(t, b) * row_bytes;

@@ -30,7 +30,7 @@ cudnnStatus_t destroy(T* d) {
   return CUDNN_STATUS_SUCCESS;
 }
 
-bool live(cudnnDropoutDescriptor_t d) { return d && d->magic == cudnnDropoutStruct::kMagic; }
+using rgpu::protocol::cudnn::live;
 
 // Writes a fresh generator state (seed, counter 0) into `states`, in stream order.
 cudnnStatus_t seed_states(cudnnHandle_t handle, void* states, unsigned long long seed) {
@@ -115,19 +115,17 @@ RGPU_EXPORT cudnnStatus_t cudnnSetRNNDescriptor_v8(cudnnRNNDescriptor_t d, cudnn
                                                    cudnnMathType_t mathType, int32_t inputSize, int32_t hiddenSize,
                                                    int32_t projSize, int32_t numLayers,
                                                    cudnnDropoutDescriptor_t dropoutDesc, uint32_t auxFlags) {
-  if (!d || d->magic != cudnnRNNStruct::kMagic) return CUDNN_STATUS_BAD_PARAM;
-  if (dropoutDesc && !live(dropoutDesc)) return CUDNN_STATUS_BAD_PARAM;
-  cudnnRNNStruct r;
-  r.algo = algo, r.cell = cellMode, r.bias = biasMode, r.dir = dirMode, r.input_mode = inputMode;
-  r.dtype = dataType, r.math_prec = mathPrec, r.math_type = mathType;
-  r.input = inputSize, r.hidden = hiddenSize, r.proj = projSize, r.layers = numLayers, r.aux = auxFlags;
-  r.dropout_desc = dropoutDesc;
-  if (dropoutDesc) {
-    r.dropout = dropoutDesc->p, r.states = dropoutDesc->states, r.states_bytes = dropoutDesc->states_bytes;
+  RnnDesc r;
+  if (cudnnStatus_t st = rgpu::protocol::cudnn::rnn_value(d, algo, cellMode, biasMode, dirMode, inputMode, dataType,
+                                                          mathPrec, mathType, inputSize, hiddenSize, projSize,
+                                                          numLayers, dropoutDesc, auxFlags, &r);
+      st != CUDNN_STATUS_SUCCESS) {
+    return st;
   }
-  if (cudnnStatus_t s = check_rnn(r); s != CUDNN_STATUS_SUCCESS) return s;
-  r.set = true;
-  *d = r;
+  if (cudnnStatus_t st = rgpu::cpudnn::check_rnn(r); st != CUDNN_STATUS_SUCCESS) return st;
+  d->d = r;
+  d->dropout = dropoutDesc;
+  d->set = true;
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -138,23 +136,8 @@ RGPU_EXPORT cudnnStatus_t cudnnGetRNNDescriptor_v8(cudnnRNNDescriptor_t d, cudnn
                                                    cudnnMathType_t* mathType, int32_t* inputSize,
                                                    int32_t* hiddenSize, int32_t* projSize, int32_t* numLayers,
                                                    cudnnDropoutDescriptor_t* dropoutDesc, uint32_t* auxFlags) {
-  const cudnnRNNStruct* r = rnn_of(d);
-  if (!r) return CUDNN_STATUS_BAD_PARAM;
-  if (algo) *algo = r->algo;
-  if (cellMode) *cellMode = r->cell;
-  if (biasMode) *biasMode = r->bias;
-  if (dirMode) *dirMode = r->dir;
-  if (inputMode) *inputMode = r->input_mode;
-  if (dataType) *dataType = r->dtype;
-  if (mathPrec) *mathPrec = r->math_prec;
-  if (mathType) *mathType = r->math_type;
-  if (inputSize) *inputSize = r->input;
-  if (hiddenSize) *hiddenSize = r->hidden;
-  if (projSize) *projSize = r->proj;
-  if (numLayers) *numLayers = r->layers;
-  if (dropoutDesc) *dropoutDesc = r->dropout_desc;
-  if (auxFlags) *auxFlags = r->aux;
-  return CUDNN_STATUS_SUCCESS;
+  return rgpu::protocol::cudnn::get_rnn(d, algo, cellMode, biasMode, dirMode, inputMode, dataType, mathPrec, mathType,
+                                       inputSize, hiddenSize, projSize, numLayers, dropoutDesc, auxFlags);
 }
 
 // --- RNN data descriptor -----------------------------------------------------
@@ -188,15 +171,19 @@ RGPU_EXPORT cudnnStatus_t cudnnSetRNNDataDescriptor(cudnnRNNDataDescriptor_t d, 
         return CUDNN_STATUS_BAD_PARAM;
       }
     }
-    d->dtype = dataType, d->layout = layout, d->max_seq = maxSeqLength, d->batch = batchSize, d->vector = vectorSize;
-    d->lens = std::move(lens);
-    d->has_fill = paddingFill != nullptr;
-    d->fill = 0;
+    RnnData r;
+    r.dtype = dataType, r.layout = layout, r.max_seq = maxSeqLength, r.batch = batchSize, r.vector = vectorSize;
+    r.lens = std::move(lens);
+    r.has_fill = paddingFill != nullptr;
     if (paddingFill) {
       Strided one;
       one.dtype = dataType, one.nd = 1, one.dims[0] = 1, one.strides[0] = 1;
-      gather(one, paddingFill, &d->fill);
+      float fill = 0;
+      gather(one, paddingFill, &fill);
+      r.fill = fill;
     }
+    if (rgpu::protocol::cudnn::check_rnn_data(r)[0] != '\0') return CUDNN_STATUS_BAD_PARAM;
+    d->d = std::move(r);
     d->set = true;
     return CUDNN_STATUS_SUCCESS;
   });
@@ -206,20 +193,17 @@ RGPU_EXPORT cudnnStatus_t cudnnGetRNNDataDescriptor(cudnnRNNDataDescriptor_t d, 
                                                     cudnnRNNDataLayout_t* layout, int* maxSeqLength, int* batchSize,
                                                     int* vectorSize, int arrayLengthRequested, int seqLengthArray[],
                                                     void* paddingFill) {
-  const cudnnRNNDataStruct* r = data_of(d);
-  if (!r || arrayLengthRequested < 0) return CUDNN_STATUS_BAD_PARAM;
-  if (dataType) *dataType = r->dtype;
-  if (layout) *layout = r->layout;
-  if (maxSeqLength) *maxSeqLength = r->max_seq;
-  if (batchSize) *batchSize = r->batch;
-  if (vectorSize) *vectorSize = r->vector;
-  for (int i = 0; i < arrayLengthRequested && i < r->batch && seqLengthArray; ++i) {
-    seqLengthArray[i] = r->lens[size_t(i)];
+  if (cudnnStatus_t s = rgpu::protocol::cudnn::get_rnn_data(d, dataType, layout, maxSeqLength, batchSize, vectorSize,
+                                                             arrayLengthRequested, seqLengthArray);
+      s != CUDNN_STATUS_SUCCESS) {
+    return s;
   }
+  const RnnData* r = data_of(d);
   if (paddingFill) {
     Strided one;
-    one.dtype = r->dtype, one.nd = 1, one.dims[0] = 1, one.strides[0] = 1;
-    scatter(one, &r->fill, paddingFill, 1.0, 0.0);
+    one.dtype = cudnnDataType_t(r->dtype), one.nd = 1, one.dims[0] = 1, one.strides[0] = 1;
+    const float fill = float(r->fill);
+    scatter(one, &fill, paddingFill, 1.0, 0.0);
   }
   return CUDNN_STATUS_SUCCESS;
 }
@@ -227,7 +211,7 @@ RGPU_EXPORT cudnnStatus_t cudnnGetRNNDataDescriptor(cudnnRNNDataDescriptor_t d, 
 // --- sizes and the weight layout ---------------------------------------------
 
 RGPU_EXPORT cudnnStatus_t cudnnGetRNNWeightSpaceSize(cudnnHandle_t handle, cudnnRNNDescriptor_t d, size_t* size) {
-  const cudnnRNNStruct* r = rnn_of(d);
+  const RnnDesc* r = rnn_of(d);
   if (!handle || !r || !size) return CUDNN_STATUS_BAD_PARAM;
   *size = size_t(rnn::weight_elems(config_of(*r))) * elem_bytes(r->dtype);
   return CUDNN_STATUS_SUCCESS;
@@ -236,8 +220,8 @@ RGPU_EXPORT cudnnStatus_t cudnnGetRNNWeightSpaceSize(cudnnHandle_t handle, cudnn
 RGPU_EXPORT cudnnStatus_t cudnnGetRNNTempSpaceSizes(cudnnHandle_t handle, cudnnRNNDescriptor_t d,
                                                     cudnnForwardMode_t fwdMode, cudnnRNNDataDescriptor_t xDesc,
                                                     size_t* workSpaceSize, size_t* reserveSpaceSize) {
-  const cudnnRNNStruct* r = rnn_of(d);
-  const cudnnRNNDataStruct* x = data_of(xDesc);
+  const RnnDesc* r = rnn_of(d);
+  const RnnData* x = data_of(xDesc);
   if (!handle || !r || !x || (fwdMode != CUDNN_FWD_MODE_INFERENCE && fwdMode != CUDNN_FWD_MODE_TRAINING)) {
     return CUDNN_STATUS_BAD_PARAM;
   }
@@ -253,7 +237,7 @@ RGPU_EXPORT cudnnStatus_t cudnnGetRNNWeightParams(cudnnHandle_t handle, cudnnRNN
                                                   size_t weightSpaceSize, const void* weightSpace, int32_t linLayerID,
                                                   cudnnTensorDescriptor_t mDesc, void** mAddr,
                                                   cudnnTensorDescriptor_t bDesc, void** bAddr) {
-  const cudnnRNNStruct* r = rnn_of(d);
+  const RnnDesc* r = rnn_of(d);
   if (!handle || !r) return CUDNN_STATUS_BAD_PARAM;
   if ((mDesc && mDesc->magic != cudnnTensorStruct::kMagic) || (bDesc && bDesc->magic != cudnnTensorStruct::kMagic)) {
     return CUDNN_STATUS_BAD_PARAM;
@@ -269,11 +253,11 @@ RGPU_EXPORT cudnnStatus_t cudnnGetRNNWeightParams(cudnnHandle_t handle, cudnnRNN
   if (mAddr) *mAddr = nullptr;
   if (bAddr) *bAddr = nullptr;
   if ((mDesc || mAddr) && rnn::matrix_block(c, pseudoLayer, linLayerID, &b)) {
-    if (mDesc) set_matrix_desc(mDesc, r->dtype, b.rows, b.cols);
+    if (mDesc) set_matrix_desc(mDesc, dtype_of(*r), b.rows, b.cols);
     if (mAddr) *mAddr = const_cast<char*>(base) + b.offset * int64_t(elem);
   }
   if ((bDesc || bAddr) && rnn::bias_block(c, pseudoLayer, linLayerID, &b)) {
-    if (bDesc) set_matrix_desc(bDesc, r->dtype, b.rows, 1);
+    if (bDesc) set_matrix_desc(bDesc, dtype_of(*r), b.rows, 1);
     if (bAddr) *bAddr = const_cast<char*>(base) + b.offset * int64_t(elem);
   }
   return CUDNN_STATUS_SUCCESS;
