@@ -389,49 +389,32 @@ class FunctionDecoder {
   }
 
   // ldmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}{.shared{::cta}}.b16 d, [a]
-  Status ldmatrix(const ast::Instruction& ai, const OpText& t, Inst& in) {
+  // and its inverse stmatrix ... [a], s (`store`): mode the matrices, aux 1
+  // .trans, v the destinations or sources, a/imm/space the address.
+  Status ld_st_matrix(const ast::Instruction& ai, const OpText& t, Inst& in, bool store) {
+    const std::string what = store ? "stmatrix" : "ldmatrix";
     const uint8_t n = t.has("x1") ? 1 : t.has("x2") ? 2 : t.has("x4") ? 4 : 0;
     if (!t.has("m8n8") || n == 0 || t.types.size() != 1 || t.types[0] != "b16") {
       in.kind = Kind::kUnsupported;
-      unsupported(ai, "this shape or type of ldmatrix");
+      unsupported(ai, "this shape or type of " + what);
       return Status::ok();
     }
-    if (ai.ops.size() != 2) return err(ai.line, "ldmatrix needs 2 operands");
-    std::vector<uint32_t> d;
-    if (Status s = registers(ai.ops[0], ai.line, true, &d); !s.is_ok()) return s;
-    if (d.size() != n) return err(ai.line, "ldmatrix ." + std::string(n == 1 ? "x1" : n == 2 ? "x2" : "x4") +
-                                                " needs " + std::to_string(n) + " destination registers");
-    in.space = t.has("shared") || t.has("shared::cta") ? Mem::kShared : Mem::kGeneric;
-    if (Status s = address(ai.ops[1], ai.line, in); !s.is_ok()) return s;
-    for (uint8_t k = 0; k < n; ++k) in.v[k] = d[k];
-    in.mode = n;
-    in.aux = t.has("trans") ? 1 : 0;
-    f_.interpreted_because = "uses ldmatrix";
-    in.fn = ldmatrix_handler();
-    return Status::ok();
-  }
-
-  // stmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}{.shared{::cta}}.b16 [a], s:
-  // ldmatrix's inverse, the same fields with v the sources.
-  Status stmatrix(const ast::Instruction& ai, const OpText& t, Inst& in) {
-    const uint8_t n = t.has("x1") ? 1 : t.has("x2") ? 2 : t.has("x4") ? 4 : 0;
-    if (!t.has("m8n8") || n == 0 || t.types.size() != 1 || t.types[0] != "b16") {
-      in.kind = Kind::kUnsupported;
-      unsupported(ai, "this shape or type of stmatrix");
-      return Status::ok();
+    if (ai.ops.size() != 2) return err(ai.line, what + " needs 2 operands");
+    const ast::Operand& regs = ai.ops[store ? 1 : 0];
+    const ast::Operand& addr = ai.ops[store ? 0 : 1];
+    std::vector<uint32_t> r;
+    if (Status s = registers(regs, ai.line, !store, &r); !s.is_ok()) return s;
+    if (r.size() != n) {
+      return err(ai.line, what + " .x" + std::to_string(n) + " needs " + std::to_string(n) +
+                              (store ? " source registers" : " destination registers"));
     }
-    if (ai.ops.size() != 2) return err(ai.line, "stmatrix needs 2 operands");
-    std::vector<uint32_t> s;
-    if (Status st = registers(ai.ops[1], ai.line, false, &s); !st.is_ok()) return st;
-    if (s.size() != n) return err(ai.line, "stmatrix ." + std::string(n == 1 ? "x1" : n == 2 ? "x2" : "x4") +
-                                                " needs " + std::to_string(n) + " source registers");
     in.space = t.has("shared") || t.has("shared::cta") ? Mem::kShared : Mem::kGeneric;
-    if (Status st = address(ai.ops[0], ai.line, in); !st.is_ok()) return st;
-    for (uint8_t k = 0; k < n; ++k) in.v[k] = s[k];
+    if (Status s = address(addr, ai.line, in); !s.is_ok()) return s;
+    for (uint8_t k = 0; k < n; ++k) in.v[k] = r[k];
     in.mode = n;
     in.aux = t.has("trans") ? 1 : 0;
-    f_.interpreted_because = "uses stmatrix";
-    in.fn = stmatrix_handler();
+    f_.interpreted_because = "uses " + what;
+    in.fn = store ? stmatrix_handler() : ldmatrix_handler();
     return Status::ok();
   }
 
@@ -771,8 +754,7 @@ Status FunctionDecoder::instruction(const ast::Instruction& ai, Inst& in) {
   }
   if (is_video(b)) return video(ai, t, in);
   if (b == "cp" && t.has("async")) return cp_async(ai, t, in);
-  if (b == "ldmatrix") return ldmatrix(ai, t, in);
-  if (b == "stmatrix") return stmatrix(ai, t, in);
+  if (b == "ldmatrix" || b == "stmatrix") return ld_st_matrix(ai, t, in, b == "stmatrix");
   if (b == "movmatrix") return movmatrix(ai, t, in);
   if (b == "mma") return mma(ai, t, in);
   if (b == "wmma") return wmma(ai, in);
