@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "rgpu/common/cli.h"
 #include "rgpu/common/log.h"
 #include "rgpu/common/metrics_http.h"
 #include "rgpu/common/request_text.h"
@@ -26,103 +27,11 @@
 
 namespace {
 
-void usage(FILE* out) {
-  std::fprintf(out,
-               "usage: rgpud [--listen HOST:PORT] [--device cpu|cuda|auto] [--cpu-devices N] [--driver PATH]\n"
-               "             [--auth-file FILE] [--insecure] [--integrity auto|on|off]\n"
-               "             [--log-level error|warn|info|debug|trace]\n"
-               "             [--module-cache DIR] [--module-cache-mem BYTES] [--poll-us US]\n"
-               "             [--limit NAME=VALUE]... [--shutdown-timeout SECONDS] [--library NAME=PATH]...\n"
-               "             [--slices DEV:SIZE@SHARE[,SIZE@SHARE...]]... [--max-sessions-per-slice N]\n"
-               "             [--config FILE]\n"
-               "             [--pool HOST:PORT[,HOST:PORT...] --pool-key-file FILE [--pool-id ID]\n"
-               "              [--advertise HOST:PORT]]\n"
-               "             [--session-inflight-bytes SIZE] [--session-waits N] [--poller-threads N]\n"
-               "\n"
-               "  --listen HOST:PORT  address to accept clients on (default 127.0.0.1:0: a free port)\n"
-               "  --device KIND       cuda: the system libcuda.so.1; cpu: rgpu's CPU device;\n"
-               "                      auto (default): cuda when a GPU answers, else cpu\n"
-               "  --cpu-devices N     with the CPU device: serve N virtual devices (1 to 16, default 1),\n"
-               "                      each with RGPU_CPU_DEVICE_MEMORY of memory (default 4G) and\n"
-               "                      1/N of the cores as kernel workers unless RGPU_CPU_THREADS says\n"
-               "  --driver PATH       load this driver library instead (overrides --device)\n"
-               "  --library NAME=PATH load this file for remoted library NAME (cublas) instead of\n"
-               "                      NVIDIA's (cuda) or rgpu's CPU stand-in next to rgpud (cpu)\n"
-               "  --auth-file FILE    the keys clients must prove, one \"TENANT SECRET\" per line (or a\n"
-               "                      lone SECRET for tenant \"default\"); the file must be private\n"
-               "                      (chmod 600). Without it, RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE in\n"
-               "                      rgpud's environment gives the default tenant's secret. Secrets are\n"
-               "                      never taken from the command line, where every user can read them.\n"
-               "  --insecure          allow a non-loopback --listen without authentication\n"
-               "  --integrity MODE    per-message integrity after the handshake (AES-GCM tags keyed by\n"
-               "                      it; needs keys): auto (default) seals every session from another\n"
-               "                      host, on seals every session (clients that cannot are refused),\n"
-               "                      off seals none (clients that insist are refused)\n"
-               "  --module-cache DIR  keep module images in DIR (created 0700) across restarts:\n"
-               "                      a program run again sends no module bytes\n"
-               "  --module-cache-mem BYTES  image bytes kept in memory (default 1 GiB)\n"
-               "  --session-memory SIZE  the most device memory one session may hold on each\n"
-               "                      device (e.g. 512M, 2G; default 0: no limit); a client asks for\n"
-               "                      less with RGPU_REQUEST=mem=SIZE, more is refused at connect\n"
-               "  --slices DEV:SIZE@SHARE[,SIZE@SHARE...]  cut device DEV into slices, each with SIZE\n"
-               "                      of memory (an exact quota) and SHARE (0 to 1) of its compute,\n"
-               "                      e.g. 0:2G@0.5,1G@0.25,1G@0.25; repeat for more devices. A session\n"
-               "                      sees only the slices it was admitted to (docs/sharing.md)\n"
-               "  --max-sessions-per-slice N  sessions one slice holds at once (default: 1 for a\n"
-               "                      configured slice, any number for a whole device)\n"
-               "  --config FILE       read these options from a TOML file (docs/sharing.md); options\n"
-               "                      after it on the command line override it\n"
-               "  --session-inflight-bytes SIZE  host bytes one session's async copies may hold\n"
-               "                      in flight on the server (e.g. 64M; default 1G); a copy past\n"
-               "                      it waits for the earlier ones to land; one larger than it\n"
-               "                      fails with CUDA_ERROR_OUT_OF_MEMORY, the session goes on\n"
-               "  --session-waits N   waits and copy completions one session may have pending at\n"
-               "                      once (default 4096); past it a synchronize is served on the\n"
-               "                      session's own thread, one at a time, and an async\n"
-               "                      device-to-host copy fails with CUDA_ERROR_OUT_OF_MEMORY\n"
-               "  --poller-threads N  threads of each device's completion poller, which finishes\n"
-               "                      the waits and copies of every session on the device (1 to\n"
-               "                      64, default 2); a session itself has one thread\n"
-               "  --poll-us US        how long the transport thread keeps polling after a message\n"
-               "                      before it sleeps (default 30): longer saves wakeups, costs CPU\n"
-               "  --limit NAME=VALUE  one of the per-client limits (docs/security.md, \"Limits\"):\n"
-               "                      accepting, accepting-per-address, hello-timeout-ms,\n"
-               "                      hello-bytes, unauthenticated, sessions,\n"
-               "                      message-bytes, parked-frames, parked-bytes, handles,\n"
-               "                      module-bytes, inflight-bytes, waits, reply-timeout-ms\n"
-               "  --pool ADDRS        join rgpu-pool (docs/pool.md): register this server's devices\n"
-               "                      and slices, heartbeat every second, and admit only sessions\n"
-               "                      that present a lease the pool signed for this server\n"
-               "  --pool-key-file FILE  the pool's lease-signing key (chmod 600), as rgpu-pool's --key-file\n"
-               "  --pool-id ID        this server's id in the pool (default: the --advertise address)\n"
-               "  --advertise HOST:PORT  the address clients reach this server at (default: the\n"
-               "                      bound --listen address)\n"
-               "  --metrics HOST:PORT serve Prometheus metrics at http://HOST:PORT/metrics (port 0:\n"
-               "                      a free one; docs/metrics.md). It has no authentication: bind\n"
-               "                      it to loopback or a management network\n"
-               "  --shutdown-timeout SECONDS  on SIGTERM or SIGINT, how long the sessions' teardown\n"
-               "                      may take before rgpud exits anyway (default 10)\n"
-               "\n"
-               "rgpud prints \"rgpud listening on HOST:PORT\" on stdout once it accepts clients, and,\n"
-               "with --metrics, \"rgpud metrics on HOST:PORT\" before it.\n");
-}
-
-// Parses a whole unsigned decimal number; false for anything else.
-bool parse_u64(const std::string& text, uint64_t* out) {
-  if (text.empty() || text[0] == '-') return false;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (*end != '\0' || errno != 0) return false;
-  *out = v;
-  return true;
-}
-
 // Applies one --limit NAME=VALUE; an error message, or "" when it was good.
 std::string apply_limit(const std::string& spec, rgpu::server::ServerLimits* limits) {
   const size_t eq = spec.find('=');
   uint64_t v = 0;
-  if (eq == std::string::npos || !parse_u64(spec.substr(eq + 1), &v) || v == 0) {
+  if (eq == std::string::npos || !rgpu::cli::parse_u64(spec.substr(eq + 1), &v) || v == 0) {
     return "--limit wants NAME=VALUE with a positive whole number, got '" + spec + "'";
   }
   const std::string name = spec.substr(0, eq);
@@ -235,185 +144,165 @@ int main(int argc, char** argv) {
   std::string pool_key_file;
   std::string advertise;
   std::string metrics_address;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&](const char* name) -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "rgpud: %s needs a value\n", name);
-        std::exit(2);
+  // --config's values, applied where it stands among the options.
+  auto apply_config = [&](const std::string& path) -> std::string {
+    auto config = rgpu::server::load_config(path);
+    if (!config.is_ok()) return config.status().message();
+    const rgpu::server::ConfigFile& c = config.value();
+    if (c.device) device = *c.device;
+    if (c.cpu_devices) {
+      if (*c.cpu_devices < 1 || *c.cpu_devices > kMaxCpuDevices) {
+        return path + ": cpu-devices wants a number from 1 to " + std::to_string(kMaxCpuDevices);
       }
-      return argv[++i];
-    };
-    if (arg == "--config") {
-      const std::string path = value("--config");
-      auto config = rgpu::server::load_config(path);
-      if (!config.is_ok()) {
-        std::fprintf(stderr, "rgpud: %s\n", config.status().message().c_str());
-        return 2;
+      cpu_devices = static_cast<int>(*c.cpu_devices);
+    }
+    if (c.session_memory) options.session_memory = *c.session_memory;
+    if (c.max_sessions_per_slice) {
+      if (*c.max_sessions_per_slice < 1 || *c.max_sessions_per_slice > UINT32_MAX) {
+        return path + ": max-sessions-per-slice wants a number from 1";
       }
-      const rgpu::server::ConfigFile& c = config.value();
-      if (c.device) device = *c.device;
-      if (c.cpu_devices) {
-        if (*c.cpu_devices < 1 || *c.cpu_devices > kMaxCpuDevices) {
-          std::fprintf(stderr, "rgpud: %s: cpu-devices wants a number from 1 to %d\n", path.c_str(), kMaxCpuDevices);
-          return 2;
-        }
-        cpu_devices = static_cast<int>(*c.cpu_devices);
-      }
-      if (c.session_memory) options.session_memory = *c.session_memory;
-      if (c.max_sessions_per_slice) {
-        if (*c.max_sessions_per_slice < 1 || *c.max_sessions_per_slice > UINT32_MAX) {
-          std::fprintf(stderr, "rgpud: %s: max-sessions-per-slice wants a number from 1\n", path.c_str());
-          return 2;
-        }
-        options.max_sessions_per_slice = static_cast<uint32_t>(*c.max_sessions_per_slice);
-      }
-      options.slices.insert(options.slices.end(), c.slices.begin(), c.slices.end());
-      if (c.metrics) metrics_address = *c.metrics;
-    } else if (arg == "--pool") {
-      pool_list = value("--pool");
-    } else if (arg == "--pool-key-file") {
-      pool_key_file = value("--pool-key-file");
-    } else if (arg == "--pool-id") {
-      options.pool_id = value("--pool-id");
-    } else if (arg == "--advertise") {
-      advertise = value("--advertise");
-    } else if (arg == "--slices") {
-      options.slices.push_back(value("--slices"));
-    } else if (arg == "--max-sessions-per-slice") {
-      uint64_t v = 0;
-      const std::string text = value("--max-sessions-per-slice");
-      if (!parse_u64(text, &v) || v < 1 || v > UINT32_MAX) {
-        std::fprintf(stderr, "rgpud: --max-sessions-per-slice wants a number from 1, got '%s'\n", text.c_str());
-        return 2;
-      }
-      options.max_sessions_per_slice = static_cast<uint32_t>(v);
-    } else if (arg == "--metrics") {
-      metrics_address = value("--metrics");
-    } else if (arg == "--listen") {
-      options.listen = value("--listen");
-    } else if (arg == "--device") {
-      device = value("--device");
-    } else if (arg == "--cpu-devices") {
-      uint64_t v = 0;
-      const std::string text = value("--cpu-devices");
-      if (!parse_u64(text, &v) || v < 1 || v > kMaxCpuDevices) {
-        std::fprintf(stderr, "rgpud: --cpu-devices wants a number of devices from 1 to %d, got '%s'\n", kMaxCpuDevices,
-                     text.c_str());
-        return 2;
-      }
-      cpu_devices = static_cast<int>(v);
-    } else if (arg == "--driver") {
-      driver_path = value("--driver");
-    } else if (arg == "--auth-token") {
-      std::fprintf(stderr,
-                   "rgpud: --auth-token is gone: a secret on the command line is visible to every user in ps.\n"
-                   "       Put it in a private file (--auth-file FILE, chmod 600) or in RGPU_AUTH_TOKEN.\n");
-      return 2;
-    } else if (arg == "--library") {
-      const std::string v = value("--library");
-      const size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
-        std::fprintf(stderr, "rgpud: --library wants NAME=PATH, got '%s'\n", v.c_str());
-        return 2;
-      }
-      options.libraries[v.substr(0, eq)] = v.substr(eq + 1);
-    } else if (arg == "--auth-file") {
-      auth_file = value("--auth-file");
-    } else if (arg == "--insecure") {
-      options.insecure = true;
-    } else if (arg == "--integrity") {
-      const std::string v = value("--integrity");
-      const auto mode = rgpu::protocol::parse_integrity_mode(v);
-      if (!mode || v.empty()) {
-        std::fprintf(stderr, "rgpud: --integrity wants auto, on or off, got '%s'\n", v.c_str());
-        return 2;
-      }
-      options.integrity = *mode;
-    } else if (arg == "--limit") {
-      if (std::string err = apply_limit(value("--limit"), &options.limits); !err.empty()) {
-        std::fprintf(stderr, "rgpud: %s\n", err.c_str());
-        return 2;
-      }
-    } else if (arg == "--shutdown-timeout") {
-      uint64_t v = 0;
-      const std::string text = value("--shutdown-timeout");
-      if (!parse_u64(text, &v) || v == 0 || v > 3600) {
-        std::fprintf(stderr, "rgpud: --shutdown-timeout wants seconds from 1 to 3600, got '%s'\n", text.c_str());
-        return 2;
-      }
-      shutdown_timeout_s = static_cast<int>(v);
-    } else if (arg == "--module-cache") {
-      options.module_cache_dir = value("--module-cache");
-    } else if (arg == "--poll-us") {
-      const std::string v = value("--poll-us");
-      char* end = nullptr;
-      const long us = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || us < 0 || us > 1000000) {
-        std::fprintf(stderr, "rgpud: --poll-us wants microseconds from 0 to 1000000, got '%s'\n", v.c_str());
-        return 2;
-      }
-      ucx_options.idle_spin = std::chrono::microseconds(us);
-    } else if (arg == "--module-cache-mem") {
-      const std::string v = value("--module-cache-mem");
-      uint64_t bytes = 0;
-      if (!parse_u64(v, &bytes)) {
-        std::fprintf(stderr, "rgpud: --module-cache-mem wants a number of bytes, got '%s'\n", v.c_str());
-        return 2;
-      }
-      options.module_cache_memory = bytes;
-    } else if (arg == "--session-memory") {
-      const std::string v = value("--session-memory");
-      auto bytes = rgpu::parse_size(v);
-      if (!bytes.is_ok()) {
-        std::fprintf(stderr, "rgpud: --session-memory: %s\n", bytes.status().message().c_str());
-        return 2;
-      }
-      options.session_memory = bytes.value();
-    } else if (arg == "--session-inflight-bytes") {
-      const std::string v = value("--session-inflight-bytes");
-      auto bytes = rgpu::parse_size(v);
-      if (!bytes.is_ok() || bytes.value() == 0) {
-        std::fprintf(stderr, "rgpud: --session-inflight-bytes wants a positive size (e.g. 64M), got '%s'\n",
-                     v.c_str());
-        return 2;
-      }
-      options.limits.max_inflight_bytes = bytes.value();
-    } else if (arg == "--session-waits") {
-      uint64_t n = 0;
-      const std::string v = value("--session-waits");
-      if (!parse_u64(v, &n) || n == 0) {
-        std::fprintf(stderr, "rgpud: --session-waits wants a positive whole number, got '%s'\n", v.c_str());
-        return 2;
-      }
-      options.limits.max_session_waits = n;
-    } else if (arg == "--poller-threads") {
-      uint64_t n = 0;
-      const std::string v = value("--poller-threads");
-      if (!parse_u64(v, &n) || n == 0 || n > 64) {
-        std::fprintf(stderr, "rgpud: --poller-threads wants a number from 1 to 64, got '%s'\n", v.c_str());
-        return 2;
-      }
-      options.poller_threads = n;
-    } else if (arg == "--log-level") {
-      rgpu::log::Level level;
-      std::string v = value("--log-level");
-      if (!rgpu::log::parse_level(v, &level)) {
-        std::fprintf(stderr, "rgpud: unknown log level '%s'\n", v.c_str());
-        return 2;
-      }
-      rgpu::log::set_level(level);
-    } else if (arg == "--help" || arg == "-h") {
-      usage(stdout);
+      options.max_sessions_per_slice = static_cast<uint32_t>(*c.max_sessions_per_slice);
+    }
+    options.slices.insert(options.slices.end(), c.slices.begin(), c.slices.end());
+    if (c.metrics) metrics_address = *c.metrics;
+    return {};
+  };
+  namespace cli = rgpu::cli;
+  cli::Parser parser(
+      "rgpud", "[OPTIONS]",
+      "rgpud prints \"rgpud listening on HOST:PORT\" on stdout once it accepts clients, and, with --metrics, "
+      "\"rgpud metrics on HOST:PORT\" before it.");
+  parser
+      .add(cli::text("--listen", "HOST:PORT", "address to accept clients on (default 127.0.0.1:0: a free port)",
+                     &options.listen))
+      .add(cli::text("--device", "KIND",
+                     "cuda: the system libcuda.so.1; cpu: rgpu's CPU device; auto (default): cuda when a GPU "
+                     "answers, else cpu",
+                     &device))
+      .add(cli::number("--cpu-devices", "N",
+                       "with the CPU device: serve N virtual devices (1 to 16, default 1), each with "
+                       "RGPU_CPU_DEVICE_MEMORY of memory (default 4G) and 1/N of the cores as kernel workers "
+                       "unless RGPU_CPU_THREADS says",
+                       1, kMaxCpuDevices, [&](uint64_t v) { cpu_devices = static_cast<int>(v); }))
+      .add(cli::text("--driver", "PATH", "load this driver library instead (overrides --device)", &driver_path))
+      .add({"--library", "NAME=PATH",
+            "load this file for remoted library NAME (cublas) instead of NVIDIA's (cuda) or rgpu's CPU stand-in "
+            "next to rgpud (cpu)",
+            [&](const std::string& v) -> std::string {
+              const size_t eq = v.find('=');
+              if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+                return "--library wants NAME=PATH, got '" + v + "'";
+              }
+              options.libraries[v.substr(0, eq)] = v.substr(eq + 1);
+              return {};
+            }})
+      .add(cli::text("--auth-file", "FILE",
+                     "the keys clients must prove, one \"TENANT SECRET\" per line (or a lone SECRET for tenant "
+                     "\"default\"); the file must be private (chmod 600). Without it, RGPU_AUTH_TOKEN or "
+                     "RGPU_AUTH_TOKEN_FILE in rgpud's environment gives the default tenant's secret. Secrets are "
+                     "never taken from the command line, where every user can read them.",
+                     &auth_file))
+      .add({"--auth-token", "", "",
+            [](const std::string&) -> std::string {
+              return "--auth-token is gone: a secret on the command line is visible to every user in ps.\n"
+                     "       Put it in a private file (--auth-file FILE, chmod 600) or in RGPU_AUTH_TOKEN.";
+            },
+            true})
+      .add(cli::flag("--insecure", "allow a non-loopback --listen without authentication", &options.insecure))
+      .add({"--integrity", "MODE",
+            "per-message integrity after the handshake (AES-GCM tags keyed by it; needs keys): auto (default) "
+            "seals every session from another host, on seals every session (clients that cannot are refused), "
+            "off seals none (clients that insist are refused)",
+            [&](const std::string& v) -> std::string {
+              const auto mode = rgpu::protocol::parse_integrity_mode(v);
+              if (!mode || v.empty()) return "--integrity wants auto, on or off, got '" + v + "'";
+              options.integrity = *mode;
+              return {};
+            }})
+      .add({"--log-level", "LEVEL", "error, warn, info (default), debug or trace",
+            [](const std::string& v) -> std::string {
+              rgpu::log::Level level;
+              if (!rgpu::log::parse_level(v, &level)) return "unknown log level '" + v + "'";
+              rgpu::log::set_level(level);
+              return {};
+            }})
+      .add(cli::text("--module-cache", "DIR",
+                     "keep module images in DIR (created 0700) across restarts: a program run again sends no "
+                     "module bytes",
+                     &options.module_cache_dir))
+      .add(cli::number("--module-cache-mem", "BYTES", "image bytes kept in memory (default 1 GiB)", 0, UINT64_MAX,
+                       [&](uint64_t v) { options.module_cache_memory = v; }))
+      .add(cli::size("--session-memory", "SIZE",
+                     "the most device memory one session may hold on each device (e.g. 512M, 2G; default 0: no "
+                     "limit); a client asks for less with RGPU_REQUEST=mem=SIZE, more is refused at connect",
+                     false, [&](uint64_t v) { options.session_memory = v; }))
+      .add(cli::list("--slices", "DEV:SIZE@SHARE[,SIZE@SHARE...]",
+                     "cut device DEV into slices, each with SIZE of memory (an exact quota) and SHARE (0 to 1) of "
+                     "its compute, e.g. 0:2G@0.5,1G@0.25,1G@0.25; repeat for more devices. A session sees only the "
+                     "slices it was admitted to (docs/sharing.md)",
+                     &options.slices))
+      .add(cli::number("--max-sessions-per-slice", "N",
+                       "sessions one slice holds at once (default: 1 for a configured slice, any number for a "
+                       "whole device)",
+                       1, UINT32_MAX, [&](uint64_t v) { options.max_sessions_per_slice = static_cast<uint32_t>(v); }))
+      .add({"--config", "FILE",
+            "read these options from a TOML file (docs/sharing.md); options after it on the command line "
+            "override it",
+            apply_config})
+      .add(cli::size("--session-inflight-bytes", "SIZE",
+                     "host bytes one session's async copies may hold in flight on the server (e.g. 64M; default "
+                     "1G); a copy past it waits for the earlier ones to land; one larger than it fails with "
+                     "CUDA_ERROR_OUT_OF_MEMORY, the session goes on",
+                     true, [&](uint64_t v) { options.limits.max_inflight_bytes = v; }))
+      .add(cli::number("--session-waits", "N",
+                       "waits and copy completions one session may have pending at once (default 4096); past it a "
+                       "synchronize is served on the session's own thread, one at a time, and an async "
+                       "device-to-host copy fails with CUDA_ERROR_OUT_OF_MEMORY",
+                       1, UINT64_MAX, [&](uint64_t v) { options.limits.max_session_waits = v; }))
+      .add(cli::number("--poller-threads", "N",
+                       "threads of each device's completion poller, which finishes the waits and copies of every "
+                       "session on the device (1 to 64, default 2); a session itself has one thread",
+                       1, 64, [&](uint64_t v) { options.poller_threads = v; }))
+      .add(cli::number("--poll-us", "US",
+                       "how long the transport thread keeps polling after a message before it sleeps (default "
+                       "30): longer saves wakeups, costs CPU",
+                       0, 1000000, [&](uint64_t v) { ucx_options.idle_spin = std::chrono::microseconds(v); }))
+      .add({"--limit", "NAME=VALUE",
+            "one of the per-client limits (docs/security.md, \"Limits\"): accepting, accepting-per-address, "
+            "hello-timeout-ms, hello-bytes, unauthenticated, sessions, message-bytes, parked-frames, "
+            "parked-bytes, handles, module-bytes, inflight-bytes, waits, reply-timeout-ms",
+            [&](const std::string& v) { return apply_limit(v, &options.limits); }})
+      .add(cli::text("--pool", "HOST:PORT[,...]",
+                     "join rgpu-pool (docs/pool.md): register this server's devices and slices, heartbeat every "
+                     "second, and admit only sessions that present a lease the pool signed for this server",
+                     &pool_list))
+      .add(cli::text("--pool-key-file", "FILE", "the pool's lease-signing key (chmod 600), as rgpu-pool's --key-file",
+                     &pool_key_file))
+      .add(cli::text("--pool-id", "ID", "this server's id in the pool (default: the --advertise address)",
+                     &options.pool_id))
+      .add(cli::text("--advertise", "HOST:PORT",
+                     "the address clients reach this server at (default: the bound --listen address)", &advertise))
+      .add(cli::text("--metrics", "HOST:PORT",
+                     "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: a free one; docs/metrics.md). "
+                     "It has no authentication: bind it to loopback or a management network",
+                     &metrics_address))
+      .add(cli::number("--shutdown-timeout", "SECONDS",
+                       "on SIGTERM or SIGINT, how long the sessions' teardown may take before rgpud exits anyway "
+                       "(default 10)",
+                       1, 3600, [&](uint64_t v) { shutdown_timeout_s = static_cast<int>(v); }));
+  std::string problem;
+  switch (parser.parse(argc, argv, &problem)) {
+    case cli::Parser::Outcome::kHelp:
+      std::fputs(parser.help().c_str(), stdout);
       return 0;
-    } else if (arg == "--version") {
+    case cli::Parser::Outcome::kVersion:
       std::printf("rgpud %s (protocol %u)\n", RGPU_VERSION_STRING, rgpu::wire::PROTOCOL_VERSION);
       return 0;
-    } else {
-      std::fprintf(stderr, "rgpud: unknown argument '%s'\n\n", arg.c_str());
-      usage(stderr);
+    case cli::Parser::Outcome::kError:
+      std::fprintf(stderr, "%s\n", problem.c_str());
       return 2;
-    }
+    case cli::Parser::Outcome::kRun:
+      break;
   }
   std::string host;
   uint16_t port;
