@@ -136,6 +136,39 @@ struct Hello {
   # The client insists on per-message integrity (RGPU_INTEGRITY=on): it
   # refuses a challenge that does not turn it on.
   integrity @11 :Bool;
+  # An operator's request instead of a session (none: a session). The
+  # proofs are then made with the server's admin key (rgpud
+  # --admin-key-file) for the identity auth::kAdminIdentity, and the welcome
+  # carries the answer (`Welcome.admin`); the connection holds no session
+  # and ends there (docs/operations.md, "Sessions").
+  admin @12 :AdminRequest;
+}
+
+struct AdminRequest {
+  union {
+    none @0 :Void;
+    listSessions @1 :Void;
+    endSession @2 :UInt64;  # the session's id: ended, its device resources freed
+  }
+}
+
+# One session as an operator sees it.
+struct SessionSummary {
+  id @0 :UInt64;
+  tenant @1 :Text;
+  hostname @2 :Text;        # as the client's hello stated it
+  program @3 :Text;
+  pid @4 :UInt32;
+  devices @5 :List(UInt32); # the server's ordinals of the session's devices
+  memoryBytes @6 :UInt64;   # device memory it holds, all devices together
+  ageMs @7 :UInt64;         # since it was welcomed
+  calls @8 :UInt64;         # calls it has made
+  lease @9 :UInt64;         # the pool lease it runs on (0: none)
+}
+
+struct AdminReply {
+  # listSessions: every session, by id; endSession: the one ended.
+  sessions @0 :List(SessionSummary);
 }
 
 struct Challenge {
@@ -171,6 +204,8 @@ struct Welcome {
   maxProtocolVersion @11 :UInt32;
   features @12 :UInt64;     # the features both sides have
   granted @13 :Resources;
+  # The answer to an operator's request (Hello.admin); unset otherwise.
+  admin @14 :AdminReply;
 }
 
 struct DeviceInfo {

@@ -342,7 +342,10 @@ void Connection::wait_copy_outs_before(uint64_t id, uint64_t stream) {
 Status Connection::handshake(const ConnectionOptions& options) {
   auto client_nonce = auth::random_nonce();
   if (!client_nonce.is_ok()) return client_nonce.status();
-  const std::string tenant = options.tenant.empty() ? auth::kDefaultTenant : options.tenant;
+  const bool admin = options.admin.has_value();
+  const std::string tenant = admin                    ? auth::kAdminIdentity
+                             : options.tenant.empty() ? auth::kDefaultTenant
+                                                      : options.tenant;
   {
     capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
     auto hello = builder.initRoot<wire::Envelope>().initHello();
@@ -356,7 +359,11 @@ Status Connection::handshake(const ConnectionOptions& options) {
     gethostname(host, sizeof host - 1);
     hello.setHostname(host);
     hello.setProgram(program_name());
-    hello.setTenant(tenant);
+    if (admin) {
+      protocol::write_admin_request(*options.admin, hello.initAdmin());
+    } else {
+      hello.setTenant(tenant);
+    }
     hello.setClientNonce(kj::arrayPtr(client_nonce.value().data(), client_nonce.value().size()));
     auto request = hello.initRequest();
     request.setDevices(options.request.devices);
@@ -387,6 +394,9 @@ Status Connection::handshake(const ConnectionOptions& options) {
     if (envelope.isChallenge()) {
       auto nonce = envelope.getChallenge().getServerNonce();
       if (challenged || nonce.size() != server_nonce.size()) return rgpu::failed(where + " sent a malformed challenge");
+      if (options.auth_token.empty() && admin) {
+        return rgpu::failed(where + " wants the admin key: set RGPU_ADMIN_KEY_FILE");
+      }
       if (options.auth_token.empty()) {
         return rgpu::failed(where + " requires authentication: set RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE (and "
                                     "RGPU_TENANT when the key is not the default tenant's)");
@@ -422,7 +432,7 @@ Status Connection::handshake(const ConnectionOptions& options) {
     const std::string both = "this client speaks " + speaks(options.versions) + ", the server " +
                              speaks(server_versions);
     if (!welcome.getAccepted()) {
-      std::string why = where + " refused the session: " + welcome.getRefusal().cStr();
+      std::string why = where + (admin ? " refused the request: " : " refused the session: ") + welcome.getRefusal().cStr();
       if (!protocol::highest_common(options.versions, server_versions)) why += " (" + both + ")";
       return rgpu::failed(why);
     }
@@ -445,6 +455,21 @@ Status Connection::handshake(const ConnectionOptions& options) {
                                   "integrity; refusing to use it");
     }
     SessionInfo& s = session_;
+    if (admin) {
+      // An operator is answered by a server that proved the admin key.
+      if (options.auth_token.empty() || !challenged) {
+        return rgpu::failed(where + " answered an operator request without the admin key");
+      }
+      if (!welcome.hasAdmin()) {
+        return rgpu::failed(where + " does not answer operator requests (an rgpud older than this CLI?)");
+      }
+      auto listed = protocol::read_sessions(welcome.getAdmin());
+      if (!listed.is_ok()) return rgpu::failed(where + " sent a malformed answer: " + listed.status().message());
+      s.listed = std::move(listed.value());
+      s.server_build = welcome.getServerBuild();
+      s.sealed = seal.has_value();
+      return Status::ok();
+    }
     s.sealed = seal.has_value();
     s.session_id = welcome.getSessionId();
     s.server_build = welcome.getServerBuild();

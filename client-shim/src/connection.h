@@ -17,6 +17,7 @@
 
 #include "rgpu/common/status.h"
 #include "rgpu/protocol/codec.h"
+#include "rgpu/protocol/admin.h"
 #include "rgpu/protocol/device.h"
 #include "rgpu/protocol/negotiation.h"
 #include "rgpu/transport/transport.h"
@@ -53,6 +54,10 @@ struct ConnectionOptions {
   // kOn insists on per-message integrity (RGPU_INTEGRITY=on); otherwise the
   // server decides (rgpud --integrity).
   protocol::IntegrityMode integrity = protocol::IntegrityMode::kAuto;
+  // An operator's request instead of a session (rgpu session ...):
+  // `auth_token` is then the admin key, the welcome carries the answer
+  // (SessionInfo::listed) and the connection is good for nothing more.
+  std::optional<protocol::AdminRequest> admin;
 };
 
 // What the welcome said about the session.
@@ -68,6 +73,9 @@ struct SessionInfo {
   int driver_version = 0;
   uint64_t copy_pipeline_chunk = 0;  // the server's advice (Welcome.copyPipelineChunk)
   std::vector<DeviceInfo> devices;
+  // The answer to ConnectionOptions::admin: every session (kListSessions),
+  // the one ended (kEndSession).
+  std::vector<protocol::SessionSummary> listed;
 };
 
 // A reply as it arrived: the decoded header reads from `message`, whose

@@ -89,6 +89,12 @@ Result<std::string> clean_secret(std::string_view text, const std::string& where
   return std::string(s);
 }
 
+Result<std::string> read_key_file(const std::string& path) {
+  auto text = read_secret_file(path);
+  if (!text.is_ok()) return text.status();
+  return clean_secret(text.value(), path);
+}
+
 Result<std::string> read_secret_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return failed("cannot open " + path + ": " + std::strerror(errno));

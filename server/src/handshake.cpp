@@ -138,13 +138,14 @@ Handshake::Step Handshake::on_hello(wire::Hello::Reader hello) {
       !read_text(hello.getProgram(), &client_.program) || !read_text(hello.getClientBuild(), &client_.build)) {
     return refuse("hello field longer than " + std::to_string(kMaxHelloText) + " bytes");
   }
+  client_.pid = hello.getPid();
   if (client_.tenant.empty()) client_.tenant = auth::kDefaultTenant;
   if (!auth::valid_tenant(client_.tenant)) return refuse("bad tenant name in hello");
-  client_.pid = hello.getPid();
   Terms& terms = client_.terms;
   terms.version = *version;
   terms.server_versions = offer_.versions;
   terms.features = hello.getFeatures() & offer_.features;
+  if (hello.hasAdmin() && hello.getAdmin().which() != wire::AdminRequest::NONE) return on_admin_hello(hello);
   auto request = hello.getRequest();
   terms.requested.devices = request.getDevices();
   terms.requested.memory_bytes = request.getMemoryBytes();
@@ -156,7 +157,6 @@ Handshake::Step Handshake::on_hello(wire::Hello::Reader hello) {
   // Per-message integrity: what the server's mode and the client's wish
   // decide; a client that insists is never given a session without it.
   const bool insists = hello.getIntegrity();
-  const bool can_seal = (hello.getFeatures() & protocol::kFeatureIntegrity) != 0;
   if (keys_.empty()) {
     if (insists) {
       return refuse("the client insists on per-message integrity (RGPU_INTEGRITY=on), which needs keys; this server "
@@ -164,6 +164,35 @@ Handshake::Step Handshake::on_hello(wire::Hello::Reader hello) {
     }
     return admit();
   }
+  if (auto refused = decide_sealing(insists, (hello.getFeatures() & protocol::kFeatureIntegrity) != 0)) {
+    return std::move(*refused);
+  }
+  if (!read_nonce(hello.getClientNonce(), &client_nonce_)) {
+    return refuse("authentication required: this server wants a key (RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE)");
+  }
+  // A challenge goes out even for a tenant without a key, so that the answer
+  // does not tell which tenants exist.
+  return challenge();
+}
+
+Handshake::Step Handshake::on_admin_hello(wire::Hello::Reader hello) {
+  auto command = protocol::read_admin_request(hello.getAdmin());
+  if (!command.is_ok()) return refuse(command.status().message());
+  if (offer_.admin_key == nullptr) {
+    return refuse("operator requests are off on this server: start rgpud with --admin-key-file FILE");
+  }
+  admin_ = command.value();
+  client_.tenant = auth::kAdminIdentity;
+  if (auto refused = decide_sealing(hello.getIntegrity(), (hello.getFeatures() & protocol::kFeatureIntegrity) != 0)) {
+    return std::move(*refused);
+  }
+  if (!read_nonce(hello.getClientNonce(), &client_nonce_)) {
+    return refuse("operator requests need the admin key (RGPU_ADMIN_KEY_FILE)");
+  }
+  return challenge();
+}
+
+std::optional<Handshake::Step> Handshake::decide_sealing(bool insists, bool can_seal) {
   switch (offer_.integrity) {
     case protocol::IntegrityMode::kOn:
       sealed_ = true;
@@ -183,14 +212,13 @@ Handshake::Step Handshake::on_hello(wire::Hello::Reader hello) {
     return refuse("this server seals every message of a session from another host (--integrity), and this client "
                   "library cannot; use an rgpu client of the server's version");
   }
-  if (!read_nonce(hello.getClientNonce(), &client_nonce_)) {
-    return refuse("authentication required: this server wants a key (RGPU_AUTH_TOKEN or RGPU_AUTH_TOKEN_FILE)");
-  }
+  return std::nullopt;
+}
+
+Handshake::Step Handshake::challenge() {
   auto nonce = auth::random_nonce();
   if (!nonce.is_ok()) return refuse("server error: " + nonce.status().message());
   server_nonce_ = nonce.value();
-  // A challenge goes out even for a tenant without a key, so that the answer
-  // does not tell which tenants exist.
   capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
   auto challenge = builder.initRoot<wire::Envelope>().initChallenge();
   challenge.setServerNonce(
@@ -205,15 +233,31 @@ Handshake::Step Handshake::on_hello(wire::Hello::Reader hello) {
 
 Handshake::Step Handshake::on_proof(wire::Authenticate::Reader answer) {
   auto proof = answer.getProof();
-  auto secret = keys_.find(client_.tenant);
+  std::optional<std::string_view> secret;
+  if (admin_) {
+    secret = *offer_.admin_key;
+  } else {
+    secret = keys_.find(client_.tenant);
+  }
   // Compute even without a key, so that the time taken does not tell either.
   const auth::Proof expected =
       auth::client_proof(secret ? *secret : std::string_view("\x01"), client_.tenant, client_nonce_, server_nonce_);
   const bool good = secret.has_value() &&
                     auth::equal_constant_time(std::span<const uint8_t>(proof.begin(), proof.size()), expected);
-  if (!good) return refuse("authentication failed: wrong key for tenant " + client_.tenant);
-  Step step = admit();
-  if (step.kind != Step::Kind::kWelcome) return step;
+  if (!good) {
+    return refuse(admin_ ? std::string("authentication failed: wrong admin key")
+                         : "authentication failed: wrong key for tenant " + client_.tenant);
+  }
+  Step step;
+  if (admin_) {
+    state_ = State::kDone;
+    step.kind = Step::Kind::kAdmin;
+    step.admin = *admin_;
+    step.client = client_;
+  } else {
+    step = admit();
+    if (step.kind != Step::Kind::kWelcome) return step;
+  }
   const auth::Proof mine = auth::server_proof(*secret, client_.tenant, client_nonce_, server_nonce_);
   step.server_proof.assign(mine.begin(), mine.end());
   if (sealed_) step.seal = auth::seal_keys(*secret, client_.tenant, client_nonce_, server_nonce_);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lease_gate.h"
+#include "rgpu/protocol/admin.h"
 #include "rgpu/common/status.h"
 #include "rgpu/protocol/auth.h"
 #include "rgpu/protocol/codec.h"
@@ -55,6 +56,9 @@ struct Offer {
   LeaseGate* lease_gate = nullptr;
   // Per-message integrity (--integrity); kAuto seals unless the peer is local.
   protocol::IntegrityMode integrity = protocol::IntegrityMode::kAuto;
+  // The key of operator requests (--admin-key-file); null: they are
+  // refused. Not owned; outlives the handshakes.
+  const std::string* admin_key = nullptr;
 };
 
 // What a session was granted for `request`: today every device, and as its
@@ -120,6 +124,7 @@ class Handshake {
       kSend,     // send `message` (the challenge) and wait for the next one
       kWelcome,  // authenticated: make the session, welcome it with `server_proof`
       kRefuse,   // send `message` (a refusing welcome), then close
+      kAdmin,    // an operator proved the admin key: answer `admin` in a welcome with `server_proof`
     };
     Kind kind = Kind::kRefuse;
     std::vector<std::byte> message;
@@ -129,6 +134,7 @@ class Handshake {
     // kWelcome: the keys of per-message integrity when the session is
     // sealed (every message after the client's proof, the welcome first).
     std::optional<protocol::auth::SealKeys> seal;
+    protocol::AdminRequest admin;  // kAdmin: what the operator asks
   };
 
   // `keys` empty: the hello alone admits a client. A hello whose version
@@ -152,6 +158,13 @@ class Handshake {
   enum class State { kAwaitHello, kAwaitProof, kDone };
   Step on_hello(wire::Hello::Reader hello);
   Step on_proof(wire::Authenticate::Reader answer);
+  // An operator's hello (Hello.admin set): always challenged, for the admin key.
+  Step on_admin_hello(wire::Hello::Reader hello);
+  // Whether the session is sealed, decided from the server's mode and the
+  // client's wish; a refusal when the two cannot agree.
+  std::optional<Step> decide_sealing(bool insists, bool can_seal);
+  // Sends the challenge (kSend) and waits for the proof.
+  Step challenge();
   Step refuse(std::string reason);
   // kWelcome for the client read so far, or kRefuse when its request cannot be granted.
   Step admit();
@@ -161,6 +174,7 @@ class Handshake {
   const Offer offer_;
   const bool local_peer_;
   bool sealed_ = false;  // decided at the hello, announced in the challenge
+  std::optional<protocol::AdminRequest> admin_;  // an operator's hello
   State state_ = State::kAwaitHello;
   ClientIdentity client_;
   protocol::auth::Nonce client_nonce_{};

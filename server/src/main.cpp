@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
   std::string device = "auto";
   std::string driver_path;
   std::string auth_file;
+  std::string admin_key_file;
   int shutdown_timeout_s = 10;
   int cpu_devices = 0;  // 0: not given
   std::string pool_list;
@@ -208,6 +209,11 @@ int main(int argc, char** argv) {
                      "       Put it in a private file (--auth-file FILE, chmod 600) or in RGPU_AUTH_TOKEN.";
             },
             true})
+      .add(cli::text("--admin-key-file", "FILE",
+                     "the key of operator requests (rgpu session list, with RGPU_ADMIN_KEY_FILE naming a file that "
+                     "holds the same key); the file must be private (chmod 600). Without it operator requests are "
+                     "refused.",
+                     &admin_key_file))
       .add(cli::flag("--insecure", "allow a non-loopback --listen without authentication", &options.insecure))
       .add({"--integrity", "MODE",
             "per-message integrity after the handshake (AES-GCM tags keyed by it; needs keys): auto (default) "
@@ -354,6 +360,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.keys = std::move(keys.value());
+  if (!admin_key_file.empty()) {
+    auto key = rgpu::protocol::auth::read_key_file(admin_key_file);
+    if (!key.is_ok()) {
+      std::fprintf(stderr, "rgpud: --admin-key-file: %s\n", key.status().message().c_str());
+      return 2;
+    }
+    options.admin_key = std::move(key.value());
+  }
 
   std::vector<std::string> pool_addresses;
   if (!pool_list.empty() || !pool_key_file.empty()) {
@@ -367,9 +381,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     pool_addresses = addresses.value();
-    auto text = rgpu::protocol::auth::read_secret_file(pool_key_file);
-    auto key = text.is_ok() ? rgpu::protocol::auth::clean_secret(text.value(), pool_key_file)
-                            : rgpu::Result<std::string>(text.status());
+    auto key = rgpu::protocol::auth::read_key_file(pool_key_file);
     if (!key.is_ok()) {
       std::fprintf(stderr, "rgpud: --pool-key-file: %s\n", key.status().message().c_str());
       return 2;

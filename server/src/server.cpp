@@ -68,10 +68,11 @@ Result<std::shared_ptr<const ServerInfo>> query_devices(const DriverTable& cu, c
 // configured slices, the largest slice. The slice table decides the rest
 // when the session is admitted.
 Offer make_offer(const SliceTable& slices, uint64_t session_memory, LeaseGate* gate,
-                 protocol::IntegrityMode integrity) {
+                 protocol::IntegrityMode integrity, const std::optional<std::string>& admin_key) {
   Offer offer;
   offer.lease_gate = gate;
   offer.integrity = integrity;
+  offer.admin_key = admin_key ? &*admin_key : nullptr;
   const auto slots = slices.slots();
   offer.devices = static_cast<uint32_t>(slots.size());
   for (const auto& s : slots) offer.device_memory = std::max(offer.device_memory, s.memory);
@@ -128,14 +129,15 @@ class ServerImpl final : public Server {
              std::shared_ptr<transport::Transport> transport, std::shared_ptr<ModuleCache> module_cache,
              protocol::auth::KeyRing keys, uint64_t session_memory, std::shared_ptr<SliceTable> slices,
              std::unique_ptr<PoolLeaseGate> gate, std::function<void(uint64_t)> on_lease_end,
-             metrics::Registry* registry, protocol::IntegrityMode integrity)
+             metrics::Registry* registry, protocol::IntegrityMode integrity, std::optional<std::string> admin_key)
       : driver_(std::move(driver)),
         info_(std::move(info)),
         limits_(info_->limits),
         slices_(std::move(slices)),
         gate_(std::move(gate)),
         on_lease_end_(std::move(on_lease_end)),
-        offer_(make_offer(*slices_, session_memory, gate_.get(), integrity)),
+        admin_key_(std::move(admin_key)),
+        offer_(make_offer(*slices_, session_memory, gate_.get(), integrity, admin_key_)),
         keys_(std::move(keys)),
         transport_(std::move(transport)),
         module_cache_(std::move(module_cache)) {
@@ -351,7 +353,80 @@ class ServerImpl final : public Server {
       case Handshake::Step::Kind::kWelcome:
         admit(peer, std::move(step));
         return;
+      case Handshake::Step::Kind::kAdmin:
+        answer_admin(peer, step);
+        return;
     }
+  }
+
+  // An operator proved the admin key: its answer goes in a welcome (sealed
+  // as a session's would be; a request that cannot be done, in a refusing
+  // one), and the connection holds nothing more. The operator closes it;
+  // else the handshake's deadline does.
+  void answer_admin(Peer& peer, const Handshake::Step& step) {
+    const protocol::AdminRequest& request = step.admin;
+    RGPU_INFO("operator request id=%llu peer=%s host=%s program=%s command=%d session=%llu",
+              static_cast<unsigned long long>(peer.id), peer.connection->peer().c_str(),
+              step.client.hostname.c_str(), step.client.program.c_str(), static_cast<int>(request.command),
+              static_cast<unsigned long long>(request.session));
+    capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
+    auto welcome = builder.initRoot<wire::Envelope>().initWelcome();
+    welcome.setServerBuild(RGPU_VERSION_STRING);
+    welcome.setProtocolVersion(step.client.terms.version);
+    welcome.setMinProtocolVersion(offer_.versions.min);
+    welcome.setMaxProtocolVersion(offer_.versions.max);
+    welcome.setTenant(step.client.tenant);
+    welcome.setServerProof(kj::arrayPtr(step.server_proof.data(), step.server_proof.size()));
+    welcome.setAccepted(true);
+    const auto now = std::chrono::steady_clock::now();
+    switch (request.command) {
+      case protocol::AdminCommand::kListSessions: {
+        std::vector<protocol::SessionSummary> all;
+        for (const auto& session : view().sessions) all.push_back(summary(*session, now));
+        protocol::write_sessions(all, welcome.initAdmin());
+        break;
+      }
+      case protocol::AdminCommand::kEndSession: {
+        std::shared_ptr<Session> session;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (auto it = sessions_.find(request.session); it != sessions_.end()) session = it->second;
+        }
+        if (!session) {
+          welcome.setAccepted(false);
+          welcome.setRefusal("no session " + std::to_string(request.session) + " on this server");
+          break;
+        }
+        protocol::write_sessions({summary(*session, now)}, welcome.initAdmin());
+        RGPU_WARN("session %llu ended by an operator (peer=%s)", static_cast<unsigned long long>(request.session),
+                  peer.connection->peer().c_str());
+        session->end("ended by an operator (rgpu session end)");
+        break;
+      }
+    }
+    auto words = protocol::encode(builder);
+    std::shared_ptr<transport::Connection> sender = peer.connection;
+    if (step.seal) sender = transport::seal(peer.connection, step.seal->server_to_client);
+    if (Status s = sender->send(protocol::as_bytes(words)); !s.is_ok()) peer.connection->close();
+  }
+
+  // A session as `rgpu session list` shows it.
+  static protocol::SessionSummary summary(const Session& session, std::chrono::steady_clock::time_point now) {
+    protocol::SessionSummary s;
+    const ClientIdentity& client = session.client();
+    s.id = session.id();
+    s.tenant = client.tenant;
+    s.hostname = client.hostname;
+    s.program = client.program;
+    s.pid = client.pid;
+    for (uint32_t i = 0; i < session.placements().size(); ++i) {
+      s.devices.push_back(session.placements()[i].device);
+      s.memory_bytes += session.memory_held(i);
+    }
+    s.age_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now - session.opened()).count());
+    s.calls = session.metrics().calls();
+    s.lease = client.terms.lease ? client.terms.lease->id : 0;
+    return s;
   }
 
   // `category` names the reason in metrics (rgpu_connections_refused_total).
@@ -511,6 +586,7 @@ class ServerImpl final : public Server {
   const std::shared_ptr<SliceTable> slices_;
   const std::unique_ptr<PoolLeaseGate> gate_;  // pool mode only
   const std::function<void(uint64_t)> on_lease_end_;
+  const std::optional<std::string> admin_key_;  // --admin-key-file; before offer_, which points to it
   const Offer offer_;
   const protocol::auth::KeyRing keys_;
   std::shared_ptr<transport::Transport> transport_;
@@ -612,7 +688,8 @@ Result<std::unique_ptr<Server>> Server::start(std::shared_ptr<const DriverTable>
   auto server = std::make_unique<ServerImpl>(std::move(driver), std::move(info.value()), std::move(transport),
                                              std::move(modules.value()), options.keys, options.session_memory,
                                              std::move(slices.value()), std::move(gate),
-                                             options.on_lease_session_end, options.metrics, options.integrity);
+                                             options.on_lease_session_end, options.metrics, options.integrity,
+                                             options.admin_key);
   if (Status s = server->listen(options.listen); !s.is_ok()) return s;
   if (!options.pool_key.empty() && options.pool_id.empty()) server->set_pool_id(server->address());
   return std::unique_ptr<Server>(std::move(server));

@@ -104,6 +104,7 @@ class Session : public CallEnv {
   const std::vector<Placement>& placements() const { return devices_; }
   uint64_t memory_held(uint32_t ordinal) const { return ledger_.held_on(ordinal); }
   const SessionMetrics& metrics() const { return metrics_; }
+  std::chrono::steady_clock::time_point opened() const { return opened_; }
   // Sends the welcome (devices, limits, the server's proof); first, before
   // any message is posted.
   void welcome(const std::vector<uint8_t>& server_proof);
@@ -347,6 +348,7 @@ class Session : public CallEnv {
   // they account for is free.
   const std::shared_ptr<const Admission> admission_;
   const uint64_t id_;
+  const std::chrono::steady_clock::time_point opened_ = std::chrono::steady_clock::now();
   const ClientIdentity client_;
   // The session's devices, by its ordinal: its slices, or every device of
   // the server (with the grant's quota) when it was admitted without them.

@@ -14,6 +14,8 @@
 #include "fuzz_input.h"
 #include "kernels.h"
 #include "rgpu/fatbin/fatbin.h"
+#include "rgpu/protocol/admin.h"
+#include "rgpu/protocol/negotiation.h"
 #include "rgpu/protocol/codec.h"
 #include "rgpu/protocol/handles.h"
 
@@ -38,15 +40,21 @@ std::vector<std::byte> bytes_of(capnp::MessageBuilder& b) {
   return {bytes.begin(), bytes.end()};
 }
 
-std::vector<std::byte> hello(const std::string& tenant, bool nonce = true, uint32_t version = wire::PROTOCOL_VERSION) {
+// admin: an operator's hello (list sessions) instead of a session's.
+std::vector<std::byte> hello(const std::string& tenant, bool nonce = true, uint32_t version = wire::PROTOCOL_VERSION,
+                             bool admin = false) {
   capnp::MallocMessageBuilder b;
   auto h = b.initRoot<wire::Envelope>().initHello();
   h.setProtocolVersion(version);
+  // What a client of this build can do (sealing, among others): a peer from
+  // another host that cannot seal is refused at its hello.
+  h.setFeatures(protocol::kBuildFeatures);
   h.setClientBuild("0.1.0");
   h.setHostname("seed-host");
   h.setProgram("seed");
   h.setPid(1);
   h.setTenant(tenant);
+  if (admin) protocol::write_admin_request({protocol::AdminCommand::kListSessions, 0}, h.initAdmin());
   std::vector<uint8_t> n(32, 0x5a);
   if (nonce) h.setClientNonce(kj::arrayPtr(n.data(), n.size()));
   return bytes_of(b);
@@ -359,7 +367,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string hs = argv[1], ss = argv[2];
-  std::vector<std::vector<uint8_t>> handshakes(12);
+  std::vector<std::vector<uint8_t>> handshakes(15);
   // tag 0: as given; 1: with a payload; 2: the right proof; 4: a wrong one.
   append_record(&handshakes[0], 0, hello("alice"));
   append_record(&handshakes[0], 2, {});
@@ -383,6 +391,13 @@ int main(int argc, char** argv) {
   append_record(&handshakes[10], 0, ranged_hello(wire::MIN_PROTOCOL_VERSION, wire::PROTOCOL_VERSION + 4, 0));
   append_record(&handshakes[10], 2, {});
   append_record(&handshakes[11], 0, ranged_hello(1, 2, 1));
+  const auto admin = hello("", true, wire::PROTOCOL_VERSION, true);
+  append_record(&handshakes[12], 0, admin);
+  append_record(&handshakes[12], 2, {});
+  append_record(&handshakes[13], 0, admin);
+  append_record(&handshakes[13], 4, {});
+  append_record(&handshakes[14], 0, hello("", false, wire::PROTOCOL_VERSION, true));
+  append_record(&handshakes[14], 0, authenticate(32));
   for (size_t i = 0; i < handshakes.size(); ++i) {
     if (!write(hs + "/seed-" + std::to_string(i), handshakes[i])) return 1;
   }

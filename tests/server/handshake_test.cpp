@@ -20,6 +20,8 @@ struct HelloSpec {
   Resources request;
   auth::Nonce nonce{};
   bool insists_on_integrity = false;
+  bool admin = false;  // an operator's request (list sessions) instead of a session
+  std::string tenant = "alice";
 };
 
 std::vector<std::byte> hello(const HelloSpec& spec) {
@@ -29,7 +31,8 @@ std::vector<std::byte> hello(const HelloSpec& spec) {
   h.setMinProtocolVersion(spec.oldest);
   h.setFeatures(spec.features);
   h.setIntegrity(spec.insists_on_integrity);
-  h.setTenant("alice");
+  h.setTenant(spec.tenant);
+  if (spec.admin) protocol::write_admin_request({protocol::AdminCommand::kListSessions, 0}, h.initAdmin());
   h.setClientNonce(kj::arrayPtr(spec.nonce.data(), spec.nonce.size()));
   auto r = h.initRequest();
   r.setDevices(spec.request.devices);
@@ -193,6 +196,95 @@ TEST(Handshake, TheVersionIsCheckedBeforeTheChallengeAndTheRequestAfterTheProof)
   const auto step = hs.on_message(protocol::as_bytes(words), false);
   ASSERT_EQ(step.kind, Kind::kRefuse);
   EXPECT_NE(step.reason.find("asks for 3 devices; this server has 2"), std::string::npos) << step.reason;
+}
+
+// The server's nonce from a challenge step, and the step the proof made of
+// `secret` for `identity` over both nonces leads to.
+auth::Nonce challenge_nonce(const Handshake::Step& challenge) {
+  auth::Nonce server_nonce{};
+  auto d = protocol::decode(challenge.message);
+  EXPECT_TRUE(d.is_ok());
+  if (!d.is_ok()) return server_nonce;
+  auto n = d.value()->envelope().getChallenge().getServerNonce();
+  EXPECT_EQ(n.size(), server_nonce.size());
+  if (n.size() == server_nonce.size()) std::memcpy(server_nonce.data(), n.begin(), n.size());
+  return server_nonce;
+}
+Handshake::Step prove(Handshake& hs, std::string_view secret, std::string_view identity, const auth::Nonce& mine,
+                      const auth::Nonce& server_nonce) {
+  const auth::Proof proof = auth::client_proof(secret, identity, mine, server_nonce);
+  capnp::MallocMessageBuilder b;
+  b.initRoot<wire::Envelope>().initAuthenticate().setProof(kj::arrayPtr(proof.data(), proof.size()));
+  auto words = protocol::encode(b);
+  return hs.on_message(protocol::as_bytes(words), false);
+}
+
+// An operator's hello is always challenged, for the admin key alone and the
+// admin identity; a tenant's key, or the admin key for a tenant, fails.
+TEST(Handshake, AnOperatorProvesTheAdminKey) {
+  auto keys = auth::KeyRing::parse("alice alice-key\n", "test");
+  ASSERT_TRUE(keys.is_ok());
+  const std::string admin_key = "root-key";
+  Offer offer = two_devices();
+  offer.admin_key = &admin_key;
+  HelloSpec spec;
+  spec.nonce = auth::random_nonce().value();
+  spec.features = protocol::kBuildFeatures;
+  spec.admin = true;
+  struct Attempt {
+    std::string secret, identity;
+    bool good;
+  };
+  const Attempt attempts[] = {{"root-key", auth::kAdminIdentity, true},
+                              {"alice-key", auth::kAdminIdentity, false},
+                              {"root-key", "alice", false},
+                              {"alice-key", "alice", false}};
+  for (const Attempt& a : attempts) {
+    SCOPED_TRACE(a.secret + " for " + a.identity);
+    Handshake hs(keys.value(), 4096, offer, /*local_peer=*/true);
+    const auto challenge = hs.on_message(hello(spec), false);
+    ASSERT_EQ(challenge.kind, Kind::kSend) << challenge.reason;
+    const auth::Nonce server_nonce = challenge_nonce(challenge);
+    const auto step = prove(hs, a.secret, a.identity, spec.nonce, server_nonce);
+    if (!a.good) {
+      ASSERT_EQ(step.kind, Kind::kRefuse);
+      EXPECT_NE(read_refusal(step).text.find("wrong admin key"), std::string::npos) << step.reason;
+      continue;
+    }
+    ASSERT_EQ(step.kind, Kind::kAdmin) << step.reason;
+    EXPECT_EQ(step.admin.command, protocol::AdminCommand::kListSessions);
+    EXPECT_EQ(step.client.tenant, auth::kAdminIdentity);
+    const auth::Proof theirs = auth::server_proof("root-key", auth::kAdminIdentity, spec.nonce, server_nonce);
+    EXPECT_EQ(step.server_proof, std::vector<uint8_t>(theirs.begin(), theirs.end()));
+    EXPECT_EQ(hs.on_message(hello(spec), false).kind, Kind::kRefuse) << "nothing after the answer";
+  }
+}
+
+// Without --admin-key-file every operator request is refused, naming the
+// option, even on a server without tenant keys; with one, such a server
+// still challenges the operator. No tenant may take the admin identity.
+TEST(Handshake, OperatorRequestsNeedTheServersAdminKey) {
+  auth::KeyRing none;
+  HelloSpec spec;
+  spec.nonce = auth::random_nonce().value();
+  spec.admin = true;
+  Handshake off(none, 4096, two_devices(), true);
+  const auto refused = off.on_message(hello(spec), false);
+  ASSERT_EQ(refused.kind, Kind::kRefuse);
+  EXPECT_NE(read_refusal(refused).text.find("--admin-key-file"), std::string::npos) << refused.reason;
+
+  const std::string admin_key = "root-key";
+  Offer offer = two_devices();
+  offer.admin_key = &admin_key;
+  Handshake keyless(none, 4096, offer, true);
+  EXPECT_EQ(keyless.on_message(hello(spec), false).kind, Kind::kSend) << "challenged, not welcomed";
+
+  HelloSpec as_admin;
+  as_admin.tenant = auth::kAdminIdentity;
+  Handshake tenant(none, 4096, offer, true);
+  const auto bad = tenant.on_message(hello(as_admin), false);
+  ASSERT_EQ(bad.kind, Kind::kRefuse);
+  EXPECT_NE(read_refusal(bad).text.find("bad tenant name"), std::string::npos) << bad.reason;
 }
 
 // Per-message integrity: the server's mode, where the peer is and what the

@@ -275,6 +275,138 @@ TEST_F(ServerTest, ASealedSessionRunsCallsAndCopies) {
   EXPECT_NE(refused.status().message().find("--integrity off"), std::string::npos) << refused.status().to_string();
 }
 
+// What `rgpu session list` asks: the sessions of a server, with its admin key.
+Result<std::vector<protocol::SessionSummary>> list_sessions(
+    std::shared_ptr<transport::Transport> transport, const std::string& server, const std::string& key,
+    protocol::AdminRequest request = {protocol::AdminCommand::kListSessions, 0}) {
+  shim::ConnectionOptions o;
+  o.server = server;
+  o.auth_token = key;
+  o.admin = request;
+  auto c = shim::Connection::open(o, std::move(transport), {});
+  if (!c.is_ok()) return c.status();
+  return c.value()->session().listed;
+}
+
+// An operator sees each session (tenant, devices, memory held, age) with
+// the admin key, sealed or not; nothing without it, and nothing from a
+// server that has no admin key. A session that ends leaves the list.
+TEST_F(ServerTest, AnOperatorListsTheSessionsWithTheAdminKey) {
+  auto driver = server::DriverTable::load(RGPU_CPU_DEVICE_LIBRARY);
+  ASSERT_TRUE(driver.is_ok());
+  EXPECT_NE(list_sessions(transport_, server_->address(), "root").status().message().find("--admin-key-file"),
+            std::string::npos)
+      << "a server without an admin key refuses";
+  for (const auto mode : {protocol::IntegrityMode::kAuto, protocol::IntegrityMode::kOn}) {
+    SCOPED_TRACE(static_cast<int>(mode));
+    server::ServerOptions options;
+    options.listen = mode == protocol::IntegrityMode::kOn ? "admin:2" : "admin:1";
+    options.keys = protocol::auth::KeyRing::single(token_).value();
+    options.integrity = mode;
+    options.admin_key = "root";
+    auto server = server::Server::start(driver.value(), transport_, options);
+    ASSERT_TRUE(server.is_ok()) << server.status().to_string();
+    const std::string address = server.value()->address();
+    auto empty = list_sessions(transport_, address, "root");
+    ASSERT_TRUE(empty.is_ok()) << empty.status().to_string();
+    EXPECT_TRUE(empty.value().empty());
+
+    ClientOptions co;
+    co.server = address;
+    co.auth_token = token_;
+    auto c = Client::connect(co, transport_);
+    ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+    const uint64_t ctx = context(*c.value());
+    auto alloc = c.value()->call_sync(ctx, [](wire::Call::Builder call) { call.setMemAlloc(3 << 20); });
+    ASSERT_EQ(alloc.result, CUDA_SUCCESS);
+    auto listed = list_sessions(transport_, address, "root");
+    ASSERT_TRUE(listed.is_ok()) << listed.status().to_string();
+    ASSERT_EQ(listed.value().size(), 1u);
+    const protocol::SessionSummary& s = listed.value()[0];
+    EXPECT_EQ(s.id, c.value()->session().session_id);
+    EXPECT_EQ(s.tenant, auth::kDefaultTenant);
+    EXPECT_EQ(s.pid, static_cast<uint32_t>(getpid()));
+    EXPECT_EQ(s.devices, std::vector<uint32_t>{0});
+    EXPECT_EQ(s.memory_bytes, 3u << 20);
+    EXPECT_LT(s.age_ms, 60000u);
+    EXPECT_GE(s.calls, 1u);
+    EXPECT_EQ(s.lease, 0u);
+
+    for (const std::string& wrong : {token_, std::string("rooT"), std::string()}) {
+      auto refused = list_sessions(transport_, address, wrong);
+      ASSERT_FALSE(refused.is_ok()) << "key '" << wrong << "'";
+      EXPECT_NE(refused.status().message().find(wrong.empty() ? "RGPU_ADMIN_KEY_FILE" : "wrong admin key"),
+                std::string::npos)
+          << refused.status().to_string();
+    }
+    c.value().reset();
+    bool gone = false;
+    for (int i = 0; i < 200 && !gone; ++i) {
+      auto after = list_sessions(transport_, address, "root");
+      ASSERT_TRUE(after.is_ok()) << after.status().to_string();
+      gone = after.value().empty();
+      if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_TRUE(gone) << "the ended session is still listed";
+  }
+}
+
+// An operator ends a session by id: its next call fails, and nothing of it
+// is listed; an id that is not there is refused by name, and the other
+// session goes on.
+TEST_F(ServerTest, AnOperatorEndsASession) {
+  auto driver = server::DriverTable::load(RGPU_CPU_DEVICE_LIBRARY);
+  ASSERT_TRUE(driver.is_ok());
+  server::ServerOptions options;
+  options.listen = "admin:3";
+  options.keys = protocol::auth::KeyRing::single(token_).value();
+  options.admin_key = "root";
+  auto server = server::Server::start(driver.value(), transport_, options);
+  ASSERT_TRUE(server.is_ok()) << server.status().to_string();
+  const std::string address = server.value()->address();
+  ClientOptions co;
+  co.server = address;
+  co.auth_token = token_;
+  auto doomed = Client::connect(co, transport_);
+  auto other = Client::connect(co, transport_);
+  ASSERT_TRUE(doomed.is_ok() && other.is_ok());
+  const uint64_t ctx = context(*doomed.value());
+  const uint64_t other_ctx = context(*other.value());
+  ASSERT_EQ(doomed.value()->call_sync(ctx, [](wire::Call::Builder call) { call.setMemAlloc(1 << 20); }).result,
+            CUDA_SUCCESS);
+  const uint64_t id = doomed.value()->session().session_id;
+
+  auto missing = list_sessions(transport_, address, "root", {protocol::AdminCommand::kEndSession, id + 100});
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("no session " + std::to_string(id + 100)), std::string::npos)
+      << missing.status().to_string();
+  auto refused = list_sessions(transport_, address, token_, {protocol::AdminCommand::kEndSession, id});
+  ASSERT_FALSE(refused.is_ok()) << "a tenant's key ends nothing";
+
+  auto ended = list_sessions(transport_, address, "root", {protocol::AdminCommand::kEndSession, id});
+  ASSERT_TRUE(ended.is_ok()) << ended.status().to_string();
+  ASSERT_EQ(ended.value().size(), 1u);
+  EXPECT_EQ(ended.value()[0].id, id);
+  EXPECT_EQ(ended.value()[0].memory_bytes, 1u << 20);
+  CUresult after = CUDA_SUCCESS;
+  for (int i = 0; i < 200 && after == CUDA_SUCCESS; ++i) {
+    after = doomed.value()->call_sync(ctx, [](wire::Call::Builder call) { call.setMemAlloc(4096); }).result;
+    if (after == CUDA_SUCCESS) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_NE(after, CUDA_SUCCESS) << "the ended session still runs calls";
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    auto listed = list_sessions(transport_, address, "root");
+    ASSERT_TRUE(listed.is_ok()) << listed.status().to_string();
+    gone = listed.value().size() == 1 && listed.value()[0].id == other.value()->session().session_id;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone) << "only the other session is listed";
+  EXPECT_EQ(other.value()->call_sync(other_ctx, [](wire::Call::Builder call) { call.setMemAlloc(4096); }).result,
+            CUDA_SUCCESS)
+      << "the other session goes on";
+}
+
 TEST_F(ServerTest, SessionsCannotTouchEachOthersMemory) {
   auto a = connect(token_);
   auto b = connect(token_);

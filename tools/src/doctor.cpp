@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "install_layout.h"
+#include "text.h"
 #include "rgpu/pool/client.h"
 #include "rgpu/pool/model.h"
 #include "rgpu/pool/net.h"
@@ -150,14 +151,6 @@ std::string log_value(const std::string& line, const std::string& key) {
     return line.substr(start + 1, end == std::string::npos ? std::string::npos : end - start - 1);
   }
   return line.substr(start, line.find(' ', start) - start);
-}
-
-// Printable ASCII only: text from a server or pool goes to a terminal.
-std::string printable(std::string s) {
-  for (char& c : s) {
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
-  }
-  return s;
 }
 
 std::string gib(uint64_t bytes) {

@@ -24,6 +24,7 @@
 #include "rgpu/protocol/auth.h"
 #include "rgpu/common/request_text.h"
 #include "static_cudart.h"
+#include "session_cli.h"
 #include "top.h"
 
 namespace fs = std::filesystem;
@@ -45,6 +46,7 @@ void usage(FILE* out) {
                "       rgpu pool status [--pool HOST:PORT]\n"
                "       rgpu top [--metrics URL[,URL...]] [--interval S]\n"
                "       rgpu doctor [--server HOST:PORT] [--pool HOST:PORT] [--device cpu|cuda|auto]\n"
+               "       rgpu session list|end [SESSION] [--server HOST:PORT]\n"
                "       rgpu --version\n"
                "\n"
                "run      runs COMMAND with rgpu's client library preloaded, so its CUDA calls go to\n"
@@ -72,6 +74,12 @@ void usage(FILE* out) {
                "\n"
                "top      a live view of rgpud /metrics endpoints: devices, slices, sessions and\n"
                "         their rates (rgpu top --help; docs/metrics.md).\n"
+               "\n"
+               "session  an operator's view of a server: `rgpu session list` prints one line per\n"
+               "         session (id, tenant, devices, memory held, age, program), `rgpu session\n"
+               "         end SESSION` ends one. Both prove the\n"
+               "         server's admin key (rgpud --admin-key-file) from the file\n"
+               "         RGPU_ADMIN_KEY_FILE names (docs/operations.md).\n"
                "\n"
                "doctor   checks what a program run through rgpu would meet here: the libraries it\n"
                "         loads, UCX's transports (RDMA or not), the pool, the server (answers,\n"
@@ -359,6 +367,7 @@ int main(int argc, char** argv) {
   if (cmd == "pool") return rgpu::tools::pool_command(argc - 2, argv + 2);
   if (cmd == "top") return rgpu::tools::run_top(argc - 2, argv + 2);  // live view of /metrics (top.cpp)
   if (cmd == "doctor") return rgpu::tools::doctor_main(argc - 2, argv + 2);
+  if (cmd == "session") return rgpu::tools::session_command(argc - 2, argv + 2);
   if (cmd == "--version" || cmd == "version") {
     std::printf("rgpu %s\n", RGPU_VERSION_STRING);
     return 0;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "rgpu/common/metrics_text.h"
+#include "text.h"
 
 namespace rgpu::tools {
 namespace {
@@ -77,18 +78,6 @@ struct ServerState {
   std::vector<metrics::Sample> samples;
   std::map<std::string, Totals> last, previous;  // by session id
 };
-
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (std::fabs(b) >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
-  return buf;
-}
 
 std::string fetch(const Endpoint& e, std::string* body) {
   httplib::Client client(e.host, e.port);

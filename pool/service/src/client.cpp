@@ -147,9 +147,9 @@ Result<uint32_t> parse_compute_capability(const std::string& text) {
 
 Result<std::string> secret_from_environment() {
   if (const char* file = std::getenv("RGPU_AUTH_TOKEN_FILE"); file && *file) {
-    auto text = protocol::auth::read_secret_file(file);
-    if (!text.is_ok()) return invalid_argument("RGPU_AUTH_TOKEN_FILE: " + text.status().message());
-    return protocol::auth::clean_secret(text.value(), file);
+    auto key = protocol::auth::read_key_file(file);
+    if (!key.is_ok()) return invalid_argument("RGPU_AUTH_TOKEN_FILE: " + key.status().message());
+    return key;
   }
   if (const char* token = std::getenv("RGPU_AUTH_TOKEN"); token && *token) {
     return protocol::auth::clean_secret(token, "RGPU_AUTH_TOKEN");

@@ -141,9 +141,7 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
-  auto text = rgpu::protocol::auth::read_secret_file(key_file);
-  auto key = text.is_ok() ? rgpu::protocol::auth::clean_secret(text.value(), key_file)
-                          : rgpu::Result<std::string>(text.status());
+  auto key = rgpu::protocol::auth::read_key_file(key_file);
   if (!key.is_ok()) {
     std::fprintf(stderr, "rgpu-pool: --key-file: %s\n", key.status().message().c_str());
     return 2;

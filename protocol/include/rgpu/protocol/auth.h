@@ -22,6 +22,10 @@ constexpr size_t kProofBytes = 32;
 constexpr size_t kMaxTenant = 64;
 constexpr size_t kMaxSecret = 4096;
 constexpr const char* kDefaultTenant = "default";
+// The identity an operator's proofs are made for, with the server's admin
+// key. It has a space, which no tenant name may have (valid_tenant), so no
+// tenant's proof is ever an operator's, even under the same secret.
+constexpr const char* kAdminIdentity = "rgpu admin";
 
 using Nonce = std::array<uint8_t, kNonceBytes>;
 using Proof = std::array<uint8_t, kProofBytes>;
@@ -63,6 +67,8 @@ Result<std::string> clean_secret(std::string_view text, const std::string& where
 // environment, never from a command line, where every local user can read
 // them. Refuses a file that other users may read, naming the fix (chmod 600).
 Result<std::string> read_secret_file(const std::string& path);
+// One secret from a private file (read_secret_file, then clean_secret).
+Result<std::string> read_key_file(const std::string& path);
 
 // Whether `host` (as in --listen) names only this machine: 127.0.0.0/8,
 // ::1 or "localhost". rgpud and rgpu-pool listen without keys only there

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,9 @@ struct ServerOptions {
   // allowed on a loopback address unless `insecure`).
   protocol::auth::KeyRing keys;
   bool insecure = false;
+  // The key of operator requests (rgpu session ...; --admin-key-file);
+  // none: they are refused.
+  std::optional<std::string> admin_key;
   // Per-message integrity after the handshake (--integrity): by default
   // every session from another host is sealed; it needs keys.
   protocol::IntegrityMode integrity = protocol::IntegrityMode::kAuto;
