@@ -477,6 +477,16 @@ void Client::host_func_async(uint64_t ctx, uint64_t stream, CUhostFn fn, void* d
   after_async_locked(lock);
 }
 
+SyncResult Client::graph_call(uint64_t ctx, protocol::GraphOp op, std::initializer_list<uint64_t> args) {
+  return call_sync(ctx, [&](wire::Call::Builder c) {
+    auto g = c.initGraph();
+    g.setOp(static_cast<uint16_t>(op));
+    auto list = g.initArgs(static_cast<unsigned>(args.size()));
+    unsigned i = 0;
+    for (uint64_t a : args) list.set(i++, a);
+  });
+}
+
 CUresult Client::capture_host_step(uint64_t ctx, uint64_t stream, protocol::HostStepKind kind, CUhostFn fn,
                                    void* data, void* host, uint64_t device, size_t size, bool* recorded) {
   *recorded = false;
@@ -492,16 +502,8 @@ CUresult Client::capture_host_step(uint64_t ctx, uint64_t stream, protocol::Host
       id = protocol::kHostStepIdBit | ++host_step_serial_;
       host_steps_[id] = HostStep{kind, fn, data, copy ? static_cast<std::byte*>(host) + done : nullptr, piece};
     }
-    SyncResult r = call_sync(ctx, [&](wire::Call::Builder c) {
-      auto g = c.initGraph();
-      g.setOp(static_cast<uint16_t>(protocol::GraphOp::kCaptureHostStep));
-      auto args = g.initArgs(5);
-      args.set(0, stream);
-      args.set(1, id);
-      args.set(2, static_cast<uint64_t>(kind));
-      args.set(3, copy ? device + done : 0);
-      args.set(4, piece);
-    });
+    SyncResult r = graph_call(ctx, protocol::GraphOp::kCaptureHostStep,
+                              {stream, id, static_cast<uint64_t>(kind), copy ? device + done : 0, piece});
     const bool step = r.result == CUDA_SUCCESS && !r.values.empty() && r.values[0] == 1;
     if (!step) {
       std::lock_guard<std::mutex> lock(host_mu_);
@@ -510,11 +512,7 @@ CUresult Client::capture_host_step(uint64_t ctx, uint64_t stream, protocol::Host
     if (r.result != CUDA_SUCCESS && done > 0) {
       // Part of the copy is in the capture: end it unusable, as a refused
       // call does (kRefuseIfCapturing invalidates a capturing stream).
-      (void)call_sync(ctx, [&](wire::Call::Builder c) {
-        auto g = c.initGraph();
-        g.setOp(static_cast<uint16_t>(protocol::GraphOp::kRefuseIfCapturing));
-        g.initArgs(1).set(0, stream);
-      });
+      (void)graph_call(ctx, protocol::GraphOp::kRefuseIfCapturing, {stream});
     }
     // Not capturing: the caller does the work (only the first piece can
     // find that; a capture ended between pieces is the program's race).

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -174,6 +175,10 @@ class Client {
     stats_.sync_calls.fetch_add(1, std::memory_order_relaxed);
     return finish_sync_locked(lock, id, payload, out);
   }
+
+  // One Call.graph round trip: `op` with its arguments as
+  // protocol/graph_ops.h lays them out.
+  SyncResult graph_call(uint64_t ctx, protocol::GraphOp op, std::initializer_list<uint64_t> args);
 
   // A large synchronous copy, moved in pieces of `chunk` bytes so that the
   // network and the server's device copy overlap: every piece but the last

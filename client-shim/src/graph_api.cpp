@@ -30,13 +30,7 @@ namespace {
 
 // One Call.graph round trip in the current context.
 SyncResult graph_call(Shim* shim, uint64_t ctx, GraphOp op, std::initializer_list<uint64_t> args) {
-  return shim->client().call_sync(ctx, [&](wire::Call::Builder c) {
-    auto g = c.initGraph();
-    g.setOp(static_cast<uint16_t>(op));
-    auto list = g.initArgs(static_cast<unsigned>(args.size()));
-    unsigned i = 0;
-    for (uint64_t a : args) list.set(i++, a);
-  });
+  return shim->client().graph_call(ctx, op, args);
 }
 
 uint64_t u64(const void* p) { return reinterpret_cast<uint64_t>(p); }

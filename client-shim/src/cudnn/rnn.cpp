@@ -107,8 +107,10 @@ RGPU_EXPORT cudnnStatus_t cudnnDropoutGetStatesSize(cudnnHandle_t handle, size_t
 RGPU_EXPORT cudnnStatus_t cudnnSetDropoutDescriptor(cudnnDropoutDescriptor_t d, cudnnHandle_t handle, float dropout,
                                                     void* states, size_t stateSizeInBytes, unsigned long long seed) {
   return guard([&]() -> cudnnStatus_t {
-    if (!live(d) || !handle || !(dropout >= 0.0f && dropout < 1.0f)) return CUDNN_STATUS_BAD_PARAM;
-    if ((states == nullptr) != (stateSizeInBytes == 0) || (dropout > 0 && !states)) return CUDNN_STATUS_BAD_PARAM;
+    if (cudnnStatus_t s = cw::check_dropout(d, handle, dropout, states, stateSizeInBytes, 0, false);
+        s != CUDNN_STATUS_SUCCESS) {
+      return s;
+    }
     if (states) {
       rgpu::protocol::ArgWriter w;
       w.u64(wire_handle(handle));
@@ -118,7 +120,7 @@ RGPU_EXPORT cudnnStatus_t cudnnSetDropoutDescriptor(cudnnDropoutDescriptor_t d, 
       w.u64(seed);
       if (cudnnStatus_t s = send(cw::kDropoutSeed, w); s != CUDNN_STATUS_SUCCESS) return s;
     }
-    d->p = dropout, d->states = states, d->states_bytes = stateSizeInBytes, d->seed = seed;
+    cw::set_dropout(d, dropout, states, stateSizeInBytes, seed);
     return CUDNN_STATUS_SUCCESS;
   });
 }
@@ -126,18 +128,17 @@ RGPU_EXPORT cudnnStatus_t cudnnSetDropoutDescriptor(cudnnDropoutDescriptor_t d, 
 RGPU_EXPORT cudnnStatus_t cudnnRestoreDropoutDescriptor(cudnnDropoutDescriptor_t d, cudnnHandle_t handle,
                                                         float dropout, void* states, size_t stateSizeInBytes,
                                                         unsigned long long seed) {
-  if (!live(d) || !handle || !(dropout >= 0.0f && dropout < 1.0f) || !states || stateSizeInBytes == 0) {
-    return CUDNN_STATUS_BAD_PARAM;
+  if (cudnnStatus_t s = cw::check_dropout(d, handle, dropout, states, stateSizeInBytes, 0, true);
+      s != CUDNN_STATUS_SUCCESS) {
+    return s;
   }
-  d->p = dropout, d->states = states, d->states_bytes = stateSizeInBytes, d->seed = seed;
+  cw::set_dropout(d, dropout, states, stateSizeInBytes, seed);
   return CUDNN_STATUS_SUCCESS;
 }
 
 RGPU_EXPORT cudnnStatus_t cudnnGetDropoutDescriptor(cudnnDropoutDescriptor_t d, cudnnHandle_t handle, float* dropout,
                                                     void** states, unsigned long long* seed) {
-  if (!live(d) || !handle || !dropout || !states || !seed) return CUDNN_STATUS_BAD_PARAM;
-  *dropout = d->p, *states = d->states, *seed = d->seed;
-  return CUDNN_STATUS_SUCCESS;
+  return cw::get_dropout(d, handle, dropout, states, seed);
 }
 
 // --- RNN and RNN data descriptors ----------------------------------------------

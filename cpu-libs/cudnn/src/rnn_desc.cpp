@@ -2,6 +2,7 @@
 // queries (answered from the descriptor alone, rnn_math.h's layout).
 #include "rnn_desc.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -30,7 +31,10 @@ cudnnStatus_t destroy(T* d) {
   return CUDNN_STATUS_SUCCESS;
 }
 
+using rgpu::protocol::cudnn::check_dropout;
+using rgpu::protocol::cudnn::get_dropout;
 using rgpu::protocol::cudnn::live;
+using rgpu::protocol::cudnn::set_dropout;
 
 // Writes a fresh generator state (seed, counter 0) into `states`, in stream order.
 cudnnStatus_t seed_states(cudnnHandle_t handle, void* states, unsigned long long seed) {
@@ -74,13 +78,14 @@ RGPU_EXPORT cudnnStatus_t cudnnDropoutGetStatesSize(cudnnHandle_t handle, size_t
 RGPU_EXPORT cudnnStatus_t cudnnSetDropoutDescriptor(cudnnDropoutDescriptor_t d, cudnnHandle_t handle, float dropout,
                                                     void* states, size_t stateSizeInBytes, unsigned long long seed) {
   return guarded("cudnnSetDropoutDescriptor", [&]() -> cudnnStatus_t {
-    if (!live(d) || !handle || !(dropout >= 0.0f && dropout < 1.0f)) return CUDNN_STATUS_BAD_PARAM;
-    if (states && stateSizeInBytes < kDropoutStateBytes) return CUDNN_STATUS_BAD_PARAM;
-    if (dropout > 0 && !states) return CUDNN_STATUS_BAD_PARAM;
+    if (cudnnStatus_t s = check_dropout(d, handle, dropout, states, stateSizeInBytes, kDropoutStateBytes, false);
+        s != CUDNN_STATUS_SUCCESS) {
+      return s;
+    }
     if (states) {
       if (cudnnStatus_t s = seed_states(handle, states, seed); s != CUDNN_STATUS_SUCCESS) return s;
     }
-    d->p = dropout, d->states = states, d->states_bytes = states ? stateSizeInBytes : 0, d->seed = seed;
+    set_dropout(d, dropout, states, stateSizeInBytes, seed);
     return CUDNN_STATUS_SUCCESS;
   });
 }
@@ -88,17 +93,17 @@ RGPU_EXPORT cudnnStatus_t cudnnSetDropoutDescriptor(cudnnDropoutDescriptor_t d, 
 RGPU_EXPORT cudnnStatus_t cudnnRestoreDropoutDescriptor(cudnnDropoutDescriptor_t d, cudnnHandle_t handle,
                                                         float dropout, void* states, size_t stateSizeInBytes,
                                                         unsigned long long seed) {
-  if (!live(d) || !handle || !(dropout >= 0.0f && dropout < 1.0f)) return CUDNN_STATUS_BAD_PARAM;
-  if (!states || stateSizeInBytes < kDropoutStateBytes) return CUDNN_STATUS_BAD_PARAM;
-  d->p = dropout, d->states = states, d->states_bytes = stateSizeInBytes, d->seed = seed;
+  if (cudnnStatus_t s = check_dropout(d, handle, dropout, states, stateSizeInBytes, kDropoutStateBytes, true);
+      s != CUDNN_STATUS_SUCCESS) {
+    return s;
+  }
+  set_dropout(d, dropout, states, stateSizeInBytes, seed);
   return CUDNN_STATUS_SUCCESS;
 }
 
 RGPU_EXPORT cudnnStatus_t cudnnGetDropoutDescriptor(cudnnDropoutDescriptor_t d, cudnnHandle_t handle, float* dropout,
                                                     void** states, unsigned long long* seed) {
-  if (!live(d) || !handle || !dropout || !states || !seed) return CUDNN_STATUS_BAD_PARAM;
-  *dropout = d->p, *states = d->states, *seed = d->seed;
-  return CUDNN_STATUS_SUCCESS;
+  return get_dropout(d, handle, dropout, states, seed);
 }
 
 // --- RNN descriptor ----------------------------------------------------------
@@ -152,28 +157,17 @@ RGPU_EXPORT cudnnStatus_t cudnnSetRNNDataDescriptor(cudnnRNNDataDescriptor_t d, 
                                                     int vectorSize, const int seqLengthArray[], void* paddingFill) {
   return guarded("cudnnSetRNNDataDescriptor", [&]() -> cudnnStatus_t {
     if (!d || d->magic != cudnnRNNDataStruct::kMagic || !seqLengthArray) return CUDNN_STATUS_BAD_PARAM;
-    if (maxSeqLength < 1 || maxSeqLength > kMaxRnnSeq || batchSize < 1 || batchSize > kMaxRnnSeq ||
-        vectorSize < 1 || vectorSize > kMaxRnnVector) {
-      return CUDNN_STATUS_BAD_PARAM;
-    }
-    if (layout != CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED && layout != CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED &&
-        layout != CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED) {
-      return CUDNN_STATUS_BAD_PARAM;
-    }
+    if (batchSize < 1 || batchSize > kMaxRnnSeq) return CUDNN_STATUS_BAD_PARAM;  // before the lengths are read
     if (dataType != CUDNN_DATA_FLOAT && dataType != CUDNN_DATA_HALF && dataType != CUDNN_DATA_BFLOAT16) {
       return CUDNN_STATUS_NOT_SUPPORTED;
     }
-    std::vector<int32_t> lens(seqLengthArray, seqLengthArray + batchSize);
-    for (size_t b = 0; b < lens.size(); ++b) {
-      if (lens[b] < 1 || lens[b] > maxSeqLength) return CUDNN_STATUS_BAD_PARAM;
-      // The packed layout keeps the sequences sorted, longest first.
-      if (layout == CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED && b > 0 && lens[b] > lens[b - 1]) {
-        return CUDNN_STATUS_BAD_PARAM;
-      }
-    }
     RnnData r;
     r.dtype = dataType, r.layout = layout, r.max_seq = maxSeqLength, r.batch = batchSize, r.vector = vectorSize;
-    r.lens = std::move(lens);
+    r.lens.assign(seqLengthArray, seqLengthArray + batchSize);
+    // The packed layout keeps the sequences sorted, longest first.
+    if (layout == CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED && !std::is_sorted(r.lens.rbegin(), r.lens.rend())) {
+      return CUDNN_STATUS_BAD_PARAM;
+    }
     r.has_fill = paddingFill != nullptr;
     if (paddingFill) {
       Strided one;

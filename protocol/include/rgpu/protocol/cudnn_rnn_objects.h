@@ -42,6 +42,29 @@ namespace rgpu::protocol::cudnn {
 
 inline bool live(const cudnnDropoutStruct* d) { return d && d->magic == cudnnDropoutStruct::kMagic; }
 
+// The checks cudnnSetDropoutDescriptor (`restore` false) and
+// cudnnRestoreDropoutDescriptor (true) share: a live descriptor, a handle, a
+// rate in [0, 1), states when the rate is above 0 or when restoring, and at
+// least `least_bytes` of them (the library's state size; at least 1).
+inline cudnnStatus_t check_dropout(const cudnnDropoutStruct* d, const void* handle, float p, const void* states,
+                                   size_t bytes, size_t least_bytes, bool restore) {
+  if (!live(d) || !handle || !(p >= 0.0f && p < 1.0f)) return CUDNN_STATUS_BAD_PARAM;
+  if ((p > 0 || restore) && !states) return CUDNN_STATUS_BAD_PARAM;
+  if (states && bytes < (least_bytes > 0 ? least_bytes : 1)) return CUDNN_STATUS_BAD_PARAM;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+inline void set_dropout(cudnnDropoutStruct* d, float p, void* states, size_t bytes, unsigned long long seed) {
+  d->p = p, d->states = states, d->states_bytes = states ? bytes : 0, d->seed = seed;
+}
+
+inline cudnnStatus_t get_dropout(const cudnnDropoutStruct* d, const void* handle, float* p, void** states,
+                                 unsigned long long* seed) {
+  if (!live(d) || !handle || !p || !states || !seed) return CUDNN_STATUS_BAD_PARAM;
+  *p = d->p, *states = d->states, *seed = d->seed;
+  return CUDNN_STATUS_SUCCESS;
+}
+
 // The value a descriptor holds once set, or null.
 inline const RnnDesc* rnn_of(const cudnnRNNStruct* d) {
   return d && d->magic == cudnnRNNStruct::kMagic && d->set ? &d->d : nullptr;
