@@ -116,6 +116,10 @@ struct Envelope {
     challenge @8 :Challenge;        # server to client, before the welcome
     authenticate @9 :Authenticate;  # client to server, the answer to the challenge
     deviceError @10 :Data;  # failed device asserts' messages (server to client), for the client's stderr
+    # Server to client, the last message of a session rgpud ends itself (an
+    # operator's rgpu session end, a limit, a protocol violation): why, at
+    # most 512 bytes, for the client's stderr. The connection closes next.
+    sessionEnded @11 :Text;
   }
 }
 

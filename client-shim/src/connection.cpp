@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "rgpu/common/log.h"
+#include "rgpu/common/reason.h"
 #include "rgpu/protocol/auth.h"
 #include "rgpu/protocol/handles.h"
 #include "rgpu/transport/sealed.h"
@@ -75,6 +76,7 @@ struct Connection::Inbox {
   std::deque<Handshake> handshake;  // mu
   std::atomic<bool> failed{false};
   std::atomic<bool> closing{false};  // our own close: not an error to report
+  std::string ended;                 // mu: why rgpud ended the session (Envelope.sessionEnded)
 
   void on_message(transport::Message message);
   void on_copy_done(wire::CopyDone::Reader done, transport::Message& message);
@@ -134,6 +136,18 @@ void Connection::Inbox::on_message(transport::Message message) {
       }
       return;
     }
+    case wire::Envelope::SESSION_ENDED: {
+      std::string why;
+      try {  // a text without its NUL throws when read
+        auto text = envelope.getSessionEnded();
+        why = bounded_reason(std::string_view(text.cStr(), text.size()));
+      } catch (const std::exception&) {
+        why = "(unreadable)";
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      ended = std::move(why);
+      return;
+    }
     case wire::Envelope::DEVICE_ERROR: {
       auto text = envelope.getDeviceError();
       if (events.device_error) {
@@ -185,10 +199,12 @@ void Connection::Inbox::on_copy_done(wire::CopyDone::Reader done, transport::Mes
 
 void Connection::Inbox::on_closed(const Status& why) {
   if (failed.exchange(true)) return;
-  if (!closing.load()) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (!closing.load() && !ended.empty()) {
+    RGPU_ERROR("rgpud ended the session server=%s reason=\"%s\"", server.c_str(), ended.c_str());
+  } else if (!closing.load()) {
     RGPU_ERROR("connection to rgpud lost server=%s reason=\"%s\"", server.c_str(), why.to_string().c_str());
   }
-  std::lock_guard<std::mutex> lock(mu);
   cv.notify_all();
 }
 
@@ -257,6 +273,11 @@ Status Connection::send_then(transport::Bytes header, transport::Bytes payload,
 }
 
 bool Connection::failed() const { return inbox_->failed.load(); }
+
+std::string Connection::ended_reason() const {
+  std::lock_guard<std::mutex> lock(inbox_->mu);
+  return inbox_->ended;
+}
 
 void Connection::expect_reply(uint64_t id) {
   std::lock_guard<std::mutex> lock(inbox_->mu);

@@ -117,6 +117,8 @@ class Connection {
   Status send_then(transport::Bytes header, transport::Bytes payload, const std::function<void()>& on_posted);
   // True once the connection is lost (never again usable).
   bool failed() const;
+  // Why rgpud ended the session, when it said so (empty otherwise).
+  std::string ended_reason() const;
 
   // Registers interest in the reply to call `id`; call before sending it.
   void expect_reply(uint64_t id);

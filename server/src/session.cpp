@@ -8,6 +8,7 @@
 
 #include "executing.h"
 #include "rgpu/common/log.h"
+#include "rgpu/common/reason.h"
 
 namespace rgpu::server {
 namespace {
@@ -145,6 +146,14 @@ void Session::fail(const std::string& reason) {
     inbox_size_.store(0, std::memory_order_release);
   }
   cv_.notify_all();
+  // Tell the client why, without waiting for it: a client that has stopped
+  // reading is one reason to end a session.
+  {
+    capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
+    builder.initRoot<wire::Envelope>().setSessionEnded(bounded_reason(reason));
+    auto words = protocol::encode(builder);
+    connection_->send_detached(protocol::as_bytes(words), {}, [](const Status&) {});
+  }
   connection_->close();
 }
 

@@ -388,6 +388,18 @@ TEST_F(ServerTest, AnOperatorEndsASession) {
   ASSERT_EQ(ended.value().size(), 1u);
   EXPECT_EQ(ended.value()[0].id, id);
   EXPECT_EQ(ended.value()[0].memory_bytes, 1u << 20);
+  // A bare connection's session, ended too, hears why.
+  shim::ConnectionOptions bare;
+  bare.server = address;
+  bare.auth_token = token_;
+  auto told = shim::Connection::open(bare, transport_, {});
+  ASSERT_TRUE(told.is_ok()) << told.status().to_string();
+  ASSERT_TRUE(list_sessions(transport_, address, "root",
+                            {protocol::AdminCommand::kEndSession, told.value()->session().session_id})
+                  .is_ok());
+  for (int i = 0; i < 500 && !told.value()->failed(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(told.value()->failed());
+  EXPECT_EQ(told.value()->ended_reason(), "ended by an operator (rgpu session end)");
   CUresult after = CUDA_SUCCESS;
   for (int i = 0; i < 200 && after == CUDA_SUCCESS; ++i) {
     after = doomed.value()->call_sync(ctx, [](wire::Call::Builder call) { call.setMemAlloc(4096); }).result;

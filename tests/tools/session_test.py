@@ -129,8 +129,11 @@ with tempfile.TemporaryDirectory() as tmp:
                 second.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 second.kill()
+            said = second.stdout.read()
             check(second.returncode not in (0, None), "the ended session's program fails",
-                  str(second.returncode) + second.stdout.read())
+                  str(second.returncode) + said)
+            check("rgpud ended the session" in said and "ended by an operator" in said,
+                  "the program is told why", said)
             lines, detail = wait_lines(server, admin_key, 1)
             check(len(lines) == 1 and lines[0].split()[0] == line.group(1), "the first program's session remains",
                   detail)
