@@ -2,6 +2,7 @@
 #include "rgpu/common/cli.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -127,6 +128,24 @@ const Option* Parser::find(const std::string& name) const {
     if (o.name == name) return &o;
   }
   return nullptr;
+}
+
+int Parser::parse_or_answer(int argc, char** argv, const std::string& version) const {
+  std::string error;
+  switch (parse(argc, argv, &error)) {
+    case Outcome::kHelp:
+      std::fputs(help().c_str(), stdout);
+      return 0;
+    case Outcome::kVersion:
+      std::printf("%s\n", version.c_str());
+      return 0;
+    case Outcome::kError:
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return 2;
+    case Outcome::kRun:
+      break;
+  }
+  return -1;
 }
 
 Parser::Outcome Parser::parse(int argc, char** argv, std::string* error) const {

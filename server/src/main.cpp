@@ -296,19 +296,11 @@ int main(int argc, char** argv) {
                        "on SIGTERM or SIGINT, how long the sessions' teardown may take before rgpud exits anyway "
                        "(default 10)",
                        1, 3600, [&](uint64_t v) { shutdown_timeout_s = static_cast<int>(v); }));
-  std::string problem;
-  switch (parser.parse(argc, argv, &problem)) {
-    case cli::Parser::Outcome::kHelp:
-      std::fputs(parser.help().c_str(), stdout);
-      return 0;
-    case cli::Parser::Outcome::kVersion:
-      std::printf("rgpud %s (protocol %u)\n", RGPU_VERSION_STRING, rgpu::wire::PROTOCOL_VERSION);
-      return 0;
-    case cli::Parser::Outcome::kError:
-      std::fprintf(stderr, "%s\n", problem.c_str());
-      return 2;
-    case cli::Parser::Outcome::kRun:
-      break;
+  if (const int answered = parser.parse_or_answer(argc, argv,
+                                                   std::string("rgpud ") + RGPU_VERSION_STRING + " (protocol " +
+                                                       std::to_string(rgpu::wire::PROTOCOL_VERSION) + ")");
+      answered >= 0) {
+    return answered;
   }
   std::string host;
   uint16_t port;

@@ -120,6 +120,33 @@ TEST(Cli, HelpAndVersionStopTheParse) {
   EXPECT_EQ(Parser::Outcome::kVersion, run(p, {"--version"}, &error));
 }
 
+// A command's answers: help and version on stdout with status 0, a
+// mistake on stderr with status 2, and -1 when the command is to run.
+TEST(Cli, ParseOrAnswerIsWhatACommandPrints) {
+  Settings s;
+  const Parser p = table(&s);
+  auto answer = [&](std::vector<std::string> words, std::string* out, std::string* err) {
+    Args a(std::move(words));
+    testing::internal::CaptureStdout();
+    testing::internal::CaptureStderr();
+    const int code = p.parse_or_answer(a.argc(), a.argv(), "tool 1.2");
+    *out = testing::internal::GetCapturedStdout();
+    *err = testing::internal::GetCapturedStderr();
+    return code;
+  };
+  std::string out, err;
+  EXPECT_EQ(answer({"--help"}, &out, &err), 0);
+  EXPECT_EQ(out, p.help());
+  EXPECT_EQ(answer({"--version"}, &out, &err), 0);
+  EXPECT_EQ(out, "tool 1.2\n");
+  EXPECT_EQ(answer({"--threads", "x"}, &out, &err), 2);
+  EXPECT_TRUE(out.empty());
+  EXPECT_NE(err.find("--threads"), std::string::npos) << err;
+  EXPECT_EQ(answer({"--threads", "3"}, &out, &err), -1);
+  EXPECT_TRUE(out.empty() && err.empty());
+  EXPECT_EQ(s.threads, 3u);
+}
+
 TEST(Cli, HelpListsTheTableWrappedAtEightyColumns) {
   Settings s;
   Parser p = table(&s);

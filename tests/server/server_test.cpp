@@ -43,6 +43,15 @@ class ServerTest : public ::testing::Test {
     server_ = std::move(server.value());
   }
 
+  // Another server on the same transport, with the default tenant's key
+  // and the rest of `options`.
+  Result<std::unique_ptr<server::Server>> start_server(server::ServerOptions options) {
+    auto driver = server::DriverTable::load(RGPU_CPU_DEVICE_LIBRARY);
+    if (!driver.is_ok()) return driver.status();
+    options.keys = protocol::auth::KeyRing::single(token_).value();
+    return server::Server::start(driver.value(), transport_, options);
+  }
+
   Result<std::unique_ptr<Client>> connect(const std::string& token) {
     ClientOptions o;
     o.server = server_->address();
@@ -243,13 +252,10 @@ TEST_F(ServerTest, AllocateCopyAndFree) {
 // A sealed session (rgpud --integrity on; transport/sealed.h) works as any
 // other: the welcome, calls and replies, and payloads both ways carry tags.
 TEST_F(ServerTest, ASealedSessionRunsCallsAndCopies) {
-  auto driver = server::DriverTable::load(RGPU_CPU_DEVICE_LIBRARY);
-  ASSERT_TRUE(driver.is_ok());
   server::ServerOptions options;
   options.listen = "sealed:1";
-  options.keys = protocol::auth::KeyRing::single(token_).value();
   options.integrity = protocol::IntegrityMode::kOn;
-  auto sealed = server::Server::start(driver.value(), transport_, options);
+  auto sealed = start_server(options);
   ASSERT_TRUE(sealed.is_ok()) << sealed.status().to_string();
   ClientOptions o;
   o.server = sealed.value()->address();
@@ -267,7 +273,7 @@ TEST_F(ServerTest, ASealedSessionRunsCallsAndCopies) {
   EXPECT_TRUE(insisting.value()->session().sealed);
   options.listen = "sealed:2";
   options.integrity = protocol::IntegrityMode::kOff;
-  auto unsealed = server::Server::start(driver.value(), transport_, options);
+  auto unsealed = start_server(options);
   ASSERT_TRUE(unsealed.is_ok());
   o.server = unsealed.value()->address();
   auto refused = Client::connect(o, transport_);
@@ -292,8 +298,6 @@ Result<std::vector<protocol::SessionSummary>> list_sessions(
 // the admin key, sealed or not; nothing without it, and nothing from a
 // server that has no admin key. A session that ends leaves the list.
 TEST_F(ServerTest, AnOperatorListsTheSessionsWithTheAdminKey) {
-  auto driver = server::DriverTable::load(RGPU_CPU_DEVICE_LIBRARY);
-  ASSERT_TRUE(driver.is_ok());
   EXPECT_NE(list_sessions(transport_, server_->address(), "root").status().message().find("--admin-key-file"),
             std::string::npos)
       << "a server without an admin key refuses";
@@ -301,10 +305,9 @@ TEST_F(ServerTest, AnOperatorListsTheSessionsWithTheAdminKey) {
     SCOPED_TRACE(static_cast<int>(mode));
     server::ServerOptions options;
     options.listen = mode == protocol::IntegrityMode::kOn ? "admin:2" : "admin:1";
-    options.keys = protocol::auth::KeyRing::single(token_).value();
     options.integrity = mode;
     options.admin_key = "root";
-    auto server = server::Server::start(driver.value(), transport_, options);
+    auto server = start_server(options);
     ASSERT_TRUE(server.is_ok()) << server.status().to_string();
     const std::string address = server.value()->address();
     auto empty = list_sessions(transport_, address, "root");
@@ -355,13 +358,10 @@ TEST_F(ServerTest, AnOperatorListsTheSessionsWithTheAdminKey) {
 // is listed; an id that is not there is refused by name, and the other
 // session goes on.
 TEST_F(ServerTest, AnOperatorEndsASession) {
-  auto driver = server::DriverTable::load(RGPU_CPU_DEVICE_LIBRARY);
-  ASSERT_TRUE(driver.is_ok());
   server::ServerOptions options;
   options.listen = "admin:3";
-  options.keys = protocol::auth::KeyRing::single(token_).value();
   options.admin_key = "root";
-  auto server = server::Server::start(driver.value(), transport_, options);
+  auto server = start_server(options);
   ASSERT_TRUE(server.is_ok()) << server.status().to_string();
   const std::string address = server.value()->address();
   ClientOptions co;

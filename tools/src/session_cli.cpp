@@ -42,32 +42,17 @@ struct Target {
   uint64_t timeout_s = 5;
 };
 
-// Parses `argv` (argv[0] the subcommand) with `extra` options; -1 to go on,
-// else the exit code (help, version, a bad option).
+// Parses `argv` (argv[0] the subcommand); -1 to go on, else the exit code
+// (help, version, a bad option).
 int parse(const std::string& name, const std::string& usage, const std::string& about, int argc, char** argv,
-          Target* target, std::vector<cli::Option> extra = {}) {
+          Target* target) {
   const char* env_server = std::getenv("RGPU_SERVER");
   if (env_server != nullptr) target->server = env_server;
   cli::Parser parser("rgpu session " + name, usage, about);
   parser.add(cli::text("--server", "HOST:PORT", "the rgpud to ask (default: RGPU_SERVER)", &target->server))
       .add(cli::number("--timeout", "S", "give up after S seconds (default 5)", 1, 3600,
                        [target](uint64_t v) { target->timeout_s = v; }));
-  for (auto& o : extra) parser.add(std::move(o));
-  std::string error;
-  switch (parser.parse(argc, argv, &error)) {
-    case cli::Parser::Outcome::kHelp:
-      std::fputs(parser.help().c_str(), stdout);
-      return 0;
-    case cli::Parser::Outcome::kVersion:
-      std::printf("rgpu %s\n", RGPU_VERSION_STRING);
-      return 0;
-    case cli::Parser::Outcome::kError:
-      std::fprintf(stderr, "%s\n", error.c_str());
-      return 2;
-    case cli::Parser::Outcome::kRun:
-      break;
-  }
-  return -1;
+  return parser.parse_or_answer(argc, argv, std::string("rgpu ") + RGPU_VERSION_STRING);
 }
 
 // Sends `request` to the target with the admin key; the sessions of the

@@ -49,6 +49,9 @@ class Parser {
   // Applies argv[1..] in order. --help/-h and --version stop it (kHelp,
   // kVersion); on kError *error holds "PROGRAM: why".
   Outcome parse(int argc, char** argv, std::string* error) const;
+  // parse() as a command answers it: the help on stdout (0), `version` and
+  // a newline on stdout (0), the error on stderr (2). -1: run the command.
+  int parse_or_answer(int argc, char** argv, const std::string& version) const;
   // The usage line, then every option not hidden: name and value's name,
   // its help wrapped at 80 columns beside or below them, then the epilogue.
   std::string help() const;
