@@ -404,6 +404,12 @@ class ServerImpl final : public Server {
         break;
       }
     }
+    if (info_->metrics) {
+      static constexpr const char* kCommands[] = {"list_sessions", "end_session"};
+      info_->metrics->operator_requests
+          .with({kCommands[static_cast<int>(request.command)], welcome.getAccepted() ? "done" : "refused"})
+          .add();
+    }
     auto words = protocol::encode(builder);
     std::shared_ptr<transport::Connection> sender = peer.connection;
     if (step.seal) sender = transport::seal(peer.connection, step.seal->server_to_client);

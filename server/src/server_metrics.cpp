@@ -21,7 +21,11 @@ ServerMetrics::ServerMetrics(metrics::Registry& r)
       sessions_opened(r.counter("rgpu_sessions_opened_total", "Sessions admitted, by tenant.", {"tenant"})),
       refused(r.counter("rgpu_connections_refused_total",
                         "Connections refused, by reason (handshake, full, no_slice, unauthenticated_limit).",
-                        {"reason"})) {}
+                        {"reason"})),
+      operator_requests(r.counter("rgpu_operator_requests_total",
+                                  "Operator requests that proved the admin key, by command (list_sessions, "
+                                  "end_session) and outcome (done, refused).",
+                                  {"command", "outcome"})) {}
 
 namespace {
 

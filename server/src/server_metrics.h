@@ -24,6 +24,7 @@ struct ServerMetrics {
   metrics::Family<metrics::Counter>& copy_bytes;       // {device, slice, tenant, direction}
   metrics::Family<metrics::Counter>& sessions_opened;  // {tenant}
   metrics::Family<metrics::Counter>& refused;          // {reason}
+  metrics::Family<metrics::Counter>& operator_requests;  // {command, outcome}
 };
 
 // The name of a typed call's kind in the schema ("memcpyHtoD"), or "unknown".

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "client.h"
+#include "connection.h"
 #include "rgpu/common/metrics.h"
 #include "rgpu/common/metrics_text.h"
 #include "rgpu/protocol/handles.h"
@@ -33,6 +34,7 @@ class ServerMetricsTest : public ::testing::Test {
     options.insecure = true;
     options.slices = {"0:256M@0.5,128M@0.5"};
     options.metrics = &registry_;
+    options.admin_key = "root";
     auto server = server::Server::start(driver.value(), transport_, options);
     ASSERT_TRUE(server.is_ok()) << server.status().to_string();
     server_ = std::move(server.value());
@@ -137,6 +139,25 @@ TEST_F(ServerMetricsTest, CallsCopiesSlicesAndSessionsAreCounted) {
   }
   EXPECT_EQ(value("rgpu_session_info", {}), -1);
   EXPECT_EQ(value("rgpu_calls_total", {{"call", "memAlloc"}}), 1);
+}
+
+// Operator requests that proved the admin key are counted by command and
+// outcome; a wrong key is a refused handshake.
+TEST_F(ServerMetricsTest, OperatorRequestsAreCounted) {
+  auto ask = [&](const std::string& key, protocol::AdminRequest request) {
+    shim::ConnectionOptions o;
+    o.server = server_->address();
+    o.auth_token = key;
+    o.admin = request;
+    return shim::Connection::open(o, transport_, {}).is_ok();
+  };
+  EXPECT_TRUE(ask("root", {protocol::AdminCommand::kListSessions, 0}));
+  EXPECT_TRUE(ask("root", {protocol::AdminCommand::kListSessions, 0}));
+  EXPECT_FALSE(ask("root", {protocol::AdminCommand::kEndSession, 999}));
+  EXPECT_FALSE(ask("wrong", {protocol::AdminCommand::kListSessions, 0}));
+  EXPECT_EQ(value("rgpu_operator_requests_total", {{"command", "list_sessions"}, {"outcome", "done"}}), 2);
+  EXPECT_EQ(value("rgpu_operator_requests_total", {{"command", "end_session"}, {"outcome", "refused"}}), 1);
+  EXPECT_EQ(value("rgpu_connections_refused_total", {{"reason", "handshake"}}), 1);
 }
 
 TEST_F(ServerMetricsTest, StoppingTheServerUnregistersItsCollectors) {
