@@ -6,6 +6,7 @@ a second program's session ended by id (its program fails, the first goes
 on); the list empties when the program ends.
 
 Usage: session_test.py BIN_DIR METRICS_CLIENT"""
+import json
 import os
 import re
 import subprocess
@@ -100,6 +101,19 @@ with tempfile.TemporaryDirectory() as tmp:
             check("metrics_client" in line.group(2), "its program is named", line.group(0))
             check(int(line.group(4)) > 0, "its calls are counted", line.group(0))
             check(len(out.splitlines()) == 1, "one line per session", out)
+            rc, out, err = session("list", server, admin_key, "--json")
+            try:
+                listed = json.loads(out)
+            except ValueError:
+                listed = None
+            check(rc == 0 and isinstance(listed, list) and len(listed) == 1, "--json: an array of one session",
+                  out + err)
+            if listed:
+                s = listed[0]
+                check(str(s.get("id")) == line.group(1) and s.get("tenant") == "team-a" and s.get("devices") == [0]
+                      and s.get("memory_bytes") == 8 << 20 and "metrics_client" in s.get("program", "")
+                      and s.get("pid") == int(line.group(3)) and s.get("lease") == 0 and s.get("age_ms", -1) >= 0,
+                      "--json: every field", out)
 
         rc, out, err = session_list(server)
         check(rc == 1 and "RGPU_ADMIN_KEY_FILE" in err and out == "", "without the key: refused, naming the fix",

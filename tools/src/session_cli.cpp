@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "connection.h"
 #include "rgpu/common/cli.h"
 #include "rgpu/common/log.h"
@@ -17,7 +19,7 @@ namespace rgpu::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: rgpu session list [--server HOST:PORT] [--timeout S]\n"
+    "usage: rgpu session list [--server HOST:PORT] [--timeout S] [--json]\n"
     "       rgpu session end SESSION [--server HOST:PORT] [--timeout S]\n";
 
 // id, tenant, devices, memory held, age, then who runs it and its calls.
@@ -45,13 +47,16 @@ struct Target {
 // Parses `argv` (argv[0] the subcommand); -1 to go on, else the exit code
 // (help, version, a bad option).
 int parse(const std::string& name, const std::string& usage, const std::string& about, int argc, char** argv,
-          Target* target) {
+          Target* target, bool* json = nullptr) {
   const char* env_server = std::getenv("RGPU_SERVER");
   if (env_server != nullptr) target->server = env_server;
   cli::Parser parser("rgpu session " + name, usage, about);
   parser.add(cli::text("--server", "HOST:PORT", "the rgpud to ask (default: RGPU_SERVER)", &target->server))
       .add(cli::number("--timeout", "S", "give up after S seconds (default 5)", 1, 3600,
                        [target](uint64_t v) { target->timeout_s = v; }));
+  if (json != nullptr) {
+    parser.add(cli::flag("--json", "print a JSON array of the sessions, one object each, every field named", json));
+  }
   return parser.parse_or_answer(argc, argv, std::string("rgpu ") + RGPU_VERSION_STRING);
 }
 
@@ -86,17 +91,41 @@ int fail(const std::string& command, const Status& why) {
   return 1;
 }
 
+// The sessions as a JSON array, for scripts (`rgpu session list --json`).
+std::string sessions_json(const std::vector<protocol::SessionSummary>& sessions) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& s : sessions) {
+    out.push_back({{"id", s.id},
+                   {"tenant", s.tenant},
+                   {"devices", s.devices},
+                   {"memory_bytes", s.memory_bytes},
+                   {"age_ms", s.age_ms},
+                   {"program", s.program},
+                   {"host", s.hostname},
+                   {"pid", s.pid},
+                   {"calls", s.calls},
+                   {"lease", s.lease}});
+  }
+  // Texts from clients may hold any bytes: replaced, never an exception.
+  return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 int list(int argc, char** argv) {
   Target target;
-  const int done = parse("list", "[--server HOST:PORT] [--timeout S]",
+  bool json = false;
+  const int done = parse("list", "[--server HOST:PORT] [--timeout S] [--json]",
                          "Prints one line per session of the server: its id, tenant, devices (the server's "
                          "ordinals), device memory held, age, then program@host:pid, its calls and its pool lease. "
                          "The request proves the server's admin key (rgpud --admin-key-file), read from the "
                          "private file RGPU_ADMIN_KEY_FILE names.",
-                         argc, argv, &target);
+                         argc, argv, &target, &json);
   if (done >= 0) return done;
   auto sessions = ask(target, {protocol::AdminCommand::kListSessions, 0});
   if (!sessions.is_ok()) return fail("list", sessions.status());
+  if (json) {
+    std::printf("%s\n", sessions_json(sessions.value()).c_str());
+    return 0;
+  }
   for (const auto& s : sessions.value()) std::printf("%s\n", session_line(s).c_str());
   return 0;
 }
