@@ -26,8 +26,12 @@ using namespace std::chrono_literals;
 
 constexpr int kKills = 50;
 // The longest a new client may wait for its first answer after a kill, and
-// the longest an existing client may go without a checked round.
-constexpr auto kServedWithin = 1000ms;
+// the longest an existing client may go without a checked round. The stall
+// this guards against held new clients for several seconds after a kill;
+// 2 s catches it, and leaves room for a 2-core machine running the rest of
+// the suite beside it, where the steady client's longest gap has been
+// measured at 0.9 s with no stall (and once, in the full suite, above 1 s).
+constexpr auto kServedWithin = 2000ms;
 
 const std::string kBin = RGPU_BIN_DIR;
 const std::string kPreload = std::string("LD_PRELOAD=") + RGPU_CLIENT_LIBRARY;
