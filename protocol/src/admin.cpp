@@ -15,6 +15,16 @@ Status bounded_text(capnp::Text::Reader text, const char* field, std::string* ou
 
 }  // namespace
 
+const char* command_name(AdminCommand command) {
+  switch (command) {
+    case AdminCommand::kListSessions:
+      return "list_sessions";
+    case AdminCommand::kEndSession:
+      return "end_session";
+  }
+  return "unknown";
+}
+
 void write_admin_request(const AdminRequest& request, wire::AdminRequest::Builder out) {
   switch (request.command) {
     case AdminCommand::kListSessions:

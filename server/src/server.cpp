@@ -365,9 +365,9 @@ class ServerImpl final : public Server {
   // else the handshake's deadline does.
   void answer_admin(Peer& peer, const Handshake::Step& step) {
     const protocol::AdminRequest& request = step.admin;
-    RGPU_INFO("operator request id=%llu peer=%s host=%s program=%s command=%d session=%llu",
+    RGPU_INFO("operator request id=%llu peer=%s host=%s program=%s command=%s session=%llu",
               static_cast<unsigned long long>(peer.id), peer.connection->peer().c_str(),
-              step.client.hostname.c_str(), step.client.program.c_str(), static_cast<int>(request.command),
+              step.client.hostname.c_str(), step.client.program.c_str(), protocol::command_name(request.command),
               static_cast<unsigned long long>(request.session));
     capnp::MallocMessageBuilder builder(protocol::kSmallMessageWords);
     auto welcome = builder.initRoot<wire::Envelope>().initWelcome();
@@ -405,9 +405,8 @@ class ServerImpl final : public Server {
       }
     }
     if (info_->metrics) {
-      static constexpr const char* kCommands[] = {"list_sessions", "end_session"};
       info_->metrics->operator_requests
-          .with({kCommands[static_cast<int>(request.command)], welcome.getAccepted() ? "done" : "refused"})
+          .with({protocol::command_name(request.command), welcome.getAccepted() ? "done" : "refused"})
           .add();
     }
     auto words = protocol::encode(builder);
@@ -425,10 +424,8 @@ class ServerImpl final : public Server {
     s.hostname = client.hostname;
     s.program = client.program;
     s.pid = client.pid;
-    for (uint32_t i = 0; i < session.placements().size(); ++i) {
-      s.devices.push_back(session.placements()[i].device);
-      s.memory_bytes += session.memory_held(i);
-    }
+    for (const Placement& p : session.placements()) s.devices.push_back(p.device);
+    s.memory_bytes = session.memory_held();
     s.age_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now - session.opened()).count());
     s.calls = session.metrics().calls();
     s.lease = client.terms.lease ? client.terms.lease->id : 0;

@@ -155,9 +155,7 @@ std::vector<metrics::Collection> collect_server(metrics::Registry& r, std::share
   out.push_back(r.collect("rgpu_session_memory_used_bytes", "Device memory the session holds, all devices.",
                           Type::kGauge, {"session"}, [each_session](Sink& s) {
                             each_session([&](const Session& session) {
-                              uint64_t held = 0;
-                              for (uint32_t i = 0; i < session.placements().size(); ++i) held += session.memory_held(i);
-                              s.add({std::to_string(session.id())}, static_cast<double>(held));
+                              s.add({std::to_string(session.id())}, static_cast<double>(session.memory_held()));
                             });
                           }));
   return out;

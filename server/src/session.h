@@ -103,6 +103,11 @@ class Session : public CallEnv {
   // on each (by ordinal), and its totals.
   const std::vector<Placement>& placements() const { return devices_; }
   uint64_t memory_held(uint32_t ordinal) const { return ledger_.held_on(ordinal); }
+  uint64_t memory_held() const {  // on all of its devices
+    uint64_t held = 0;
+    for (uint32_t i = 0; i < devices_.size(); ++i) held += memory_held(i);
+    return held;
+  }
   const SessionMetrics& metrics() const { return metrics_; }
   std::chrono::steady_clock::time_point opened() const { return opened_; }
   // Sends the welcome (devices, limits, the server's proof); first, before

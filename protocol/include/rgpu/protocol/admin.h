@@ -17,6 +17,9 @@ enum class AdminCommand {
   kEndSession,
 };
 
+// "list_sessions", "end_session": for logs and metrics.
+const char* command_name(AdminCommand command);
+
 struct AdminRequest {
   AdminCommand command = AdminCommand::kListSessions;
   uint64_t session = 0;  // kEndSession: which
