@@ -18,6 +18,7 @@ WHERE = {
     "sync": "generated: one round trip",
     "async": "generated: one-way, batched; an error surfaces at the next sync call",
     "extension": "not a libcuda name: rgpu's own export of the CPU device",
+    "per_thread": "generated: a _ptsz/_ptds name, its plain name's entry point on the per-thread default stream",
 }
 GENERATED = ("sync", "async")
 
@@ -36,7 +37,11 @@ SCALAR_TYPES = {
     "long", "unsigned long", "long long", "unsigned long long", "size_t", "float", "double",
     "CUdevice", "CUdevice_v1", "cuuint32_t", "cuuint64_t", "CUdeviceptr", "CUdeviceptr_v2",
 }
-FUNCTION_OPTIONS = ("server", "cpu", "status", "stream", "quick", "extension")
+FUNCTION_OPTIONS = ("server", "cpu", "status", "stream", "quick", "extension", "after", "syncs")
+# The driver's own options: `after=<function>` a client hook that runs once a
+# sync call succeeded on the server and decides its final result
+# (client-shim/src/call_hooks.h); `syncs` marks a call that reports the
+# errors of earlier one-way work, as CUDA's synchronizing calls do.
 # A library's own options (libraries.py): `as=` the name rgpud calls in the
 # server's library, `sets_mode=` the parameter that sets the handle's pointer
 # mode (the client keeps it for `scalar=` parameters).
@@ -61,7 +66,7 @@ DRIVER = Api("driver", "libcuda.so.1", "CUresult", tuple(WHERE), FUNCTION_OPTION
 # runtime calls and the CPU device's options do not apply.
 RUNTIME = Api("runtime", "libcudart.so.13", "cudaError_t", ("stub", "hand", "local"), ("status",))
 PARAM_ATTRS = ("in", "out", "inout", "opt", "len", "cstr", "struct", "dev", "scalar", "handle", "create",
-               "destroy", "parent", "refuse", "ptrs", "each")
+               "destroy", "parent", "refuse", "ptrs", "each", "mask", "own_context")
 
 
 class Param:
@@ -86,6 +91,8 @@ class Param:
         self.accepts = []       # a library handle: other kind numbers it accepts (@handle accepts=)
         self.descriptor = None  # kind "desc": the library's Descriptor (a client-side attribute bag)
         self.ptrs = None        # ptrs=: (count, bytes of each) of an array of device pointers in device memory
+        self.mask = None        # mask=: the flag bits an in-scalar may have (a C expression); others are refused
+        self.own_context = False  # own_context: a handle of the calling context's only (rgpud checks its parent)
 
     @property
     def pointer(self):
@@ -107,7 +114,10 @@ class Function:
         self.table_name = None  # the driver-table field (the API name cuda.h maps to it)
         self.server_name = None  # a library's: the name rgpud calls (as=; default: the same)
         self.sets_mode = None   # a library's: the parameter that sets its handle's pointer mode
-        self.check = None       # a library's: (function, [parameter]) of its hand-written whole-call check
+        self.check = None       # (function, [parameter]) of its hand-written whole-call check (rgpud)
+        self.after = None       # the driver's: client hook run after the call succeeded (after=)
+        self.syncs = False      # the driver's: reports earlier one-way work's errors (syncs)
+        self.plain = None       # per_thread: the plain name it runs
 
     @property
     def generated(self):
@@ -182,6 +192,12 @@ def read_description(path, exports, api=DRIVER):
                     fn.server_name = value
                 elif key == "sets_mode":
                     fn.sets_mode = value
+                elif key == "after":
+                    if not re.fullmatch(r"[A-Za-z_]\w*", value):
+                        raise GenError(f"{where_at}: {name}: after=<client hook function>")
+                    fn.after = value
+                elif key == "syncs":
+                    fn.syncs = True
                 elif key == "check":
                     m = re.fullmatch(r"([A-Za-z_]\w*)\(([\w,]*)\)", value)
                     if not m:
@@ -197,8 +213,18 @@ def read_description(path, exports, api=DRIVER):
                 raise GenError(f"{where_at}: {name}: an extension is in rgpud's table as one (no server=)")
             if fn.quick and fn.where != "sync":
                 raise GenError(f"{where_at}: {name}: quick is for sync functions")
+            if (fn.after or fn.syncs) and fn.where != "sync":
+                raise GenError(f"{where_at}: {name}: after= and syncs are for sync functions")
+            if where == "per_thread":
+                if not fn.per_thread:
+                    raise GenError(f"{where_at}: {name}: per_thread is for a _ptsz or _ptds name")
+                if len(words) > 2:
+                    raise GenError(f"{where_at}: {name}: a per_thread line takes nothing more (its plain name's says it)")
+                fn.plain = re.sub(r"_pt(sz|ds)$", "", name)
             if fn.notes and not fn.generated:
                 raise GenError(f"{where_at}: {name}: parameter annotations only on sync/async functions")
+            if fn.generated and fn.per_thread:
+                raise GenError(f"{where_at}: {name}: a per-thread variant is a per_thread line (its plain name's call)")
             if fn.generated and fn.server is None and not fn.extension:
                 fn.server = "optional"  # the row calls the driver through the table
             functions.append(fn)
@@ -207,7 +233,23 @@ def read_description(path, exports, api=DRIVER):
 
 def resolve(functions, headers):
     """Joins generated functions with their prototypes; fills in table names."""
+    by_name = {fn.name: fn for fn in functions}
     for fn in functions:
+        if fn.where == "per_thread":
+            plain = by_name.get(fn.plain)
+            if plain is None or plain.where in ("stub", "per_thread"):
+                raise GenError(f"line {fn.lineno}: {fn.name}: its plain name {fn.plain} is not implemented here")
+            if fn.plain not in headers.params:
+                raise GenError(f"line {fn.lineno}: {fn.name}: no prototype of {fn.plain} in cuda.h")
+            fn.params = [Param(ctype, pname) for ctype, pname in headers.params[fn.plain]]
+            continue
+        if (fn.generated and not fn.extension and not fn.per_thread and hasattr(headers, "public")
+                and api_name(fn.name, headers) is None):
+            # An old name cuda.h maps to a newer variant (cuEventDestroy ->
+            # cuEventDestroy_v2): rgpud serves it by the newer one.
+            if fn.server == "required":
+                raise GenError(f"line {fn.lineno}: {fn.name}: an old name is in rgpud's table as its newer variant")
+            fn.server, fn.server_name = None, headers.public.expand_name(fn.name)
         if fn.server:
             fn.table_name = table_name(fn.name, headers)
         if not fn.generated:
@@ -228,6 +270,11 @@ def resolve(functions, headers):
                 raise GenError(f"line {fn.lineno}: {fn.name}: cuda.h leaves a parameter unnamed")
             fn.params.append(_resolve_param(fn, ctype, pname, headers))
         for p in fn.params:
+            given = {k for k, _ in fn.notes.get(p.name, ([], None))[0]}
+            if p.mask is None and "mask" in given:
+                raise GenError(f"line {fn.lineno}: {fn.name}({p.name}): mask= is for an integer in-argument")
+            if not p.own_context and "own_context" in given:
+                raise GenError(f"line {fn.lineno}: {fn.name}({p.name}): own_context is for a handle")
             if p.parent and p.parent not in names:
                 raise GenError(f"line {fn.lineno}: {fn.name}: parent={p.parent} is not a parameter")
         if fn.where == "async" and any(p.direction != "in" and not p.create for p in fn.params):
@@ -295,6 +342,9 @@ def _resolve_param(fn, ctype, name, headers):
         elif p.pointer:
             raise GenError(f"{where}: a handle by pointer is an out handle: say create=<destroy function>")
         p.destroy = "destroy" in keys
+        p.own_context = "own_context" in keys
+        if p.own_context and (p.create or p.destroy or p.handle in ("stream", "context")):
+            raise GenError(f"{where}: own_context is for an in-handle a context owns")
         p.value_type = base.rstrip(" *") if p.pointer else base
         p.accepts = [] if p.destroy or p.create else getattr(headers, "handle_accepts", {}).get(p.handle, [])
         return p
@@ -328,6 +378,10 @@ def _resolve_param(fn, ctype, name, headers):
             raise GenError(f"{where}: type {ctype} cannot be generated; annotate or implement by hand")
         if p.direction != "in":
             raise GenError(f"{where}: a value parameter is an in-argument")
+        if "mask" in keys:
+            if p.kind != "scalar" or p.enum or not keys["mask"]:
+                raise GenError(f"{where}: mask=<flag bits> is for an integer in-argument")
+            p.mask = keys["mask"]
         return p
     pointee = re.sub(r"\s*\*$", "", ctype).strip()
     pointee_base = pointee.replace("const ", "").strip()

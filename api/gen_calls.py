@@ -14,14 +14,15 @@ class RowStyle:
     reaches the functions it calls (the driver table, or a library's)."""
 
     def __init__(self, invalid, invalid_handle, invalid_context, not_supported, table, table_setup=(),
-                 missing="not in this driver", success="CUDA_SUCCESS", what="driver"):
+                 missing="not in this driver", success="CUDA_SUCCESS", what="driver", no_room=None):
         self.invalid, self.invalid_handle, self.invalid_context = invalid, invalid_handle, invalid_context
+        self.no_room = no_room  # the code of a create past the session's handle limit (checked first), if any
         self.not_supported, self.table, self.table_setup, self.missing = not_supported, table, table_setup, missing
         self.success, self.what = success, what
 
 
 DRIVER_STYLE = RowStyle("CUDA_ERROR_INVALID_VALUE", "CUDA_ERROR_INVALID_HANDLE", "CUDA_ERROR_INVALID_CONTEXT",
-                        "CUDA_ERROR_NOT_SUPPORTED", "env_.driver()")
+                        "CUDA_ERROR_NOT_SUPPORTED", "env_.driver()", no_room="CUDA_ERROR_OUT_OF_MEMORY")
 
 
 def banner(comment, source, what):
@@ -104,6 +105,7 @@ def emit_pack_h(functions, source, namespace, includes=("<cuda.h>",)):
         for p in fn.params:
             out += ["  " + ln + "\n" for ln in _unpack_lines(p)]
         out.append("  return r_.finish();\n}\n\n")
+    out.append(_emit_synchronizing(functions))
     out.append(f"}}  // namespace {namespace}\n")
     return "".join(out)
 
@@ -169,7 +171,8 @@ def emit_client(functions, source, namespace, pack_include, macros):
            "// checks, the current context, the packing into one Call.invoke record,\n"
            "// and for a sync call the round trip and the unpacking of its reply.\n",
            "#include <cuda.h>\n\n#include <mutex>\n#include <set>\n#include <string>\n#include <vector>\n\n",
-           '#include "../src/api_common.h"\n', f'#include "{pack_include}"\n', '#include "rgpu/protocol/codec.h"\n']
+           '#include "../src/api_common.h"\n', '#include "../src/call_hooks.h"\n', f'#include "{pack_include}"\n',
+           '#include "rgpu/protocol/codec.h"\n']
     if any(fn.extension for fn in gen):
         out.append('#include "rgpu/cpudev/extensions.h"\n')
     out.append("\n")
@@ -177,7 +180,7 @@ def emit_client(functions, source, namespace, pack_include, macros):
         if fn.name in macros:
             out.append(f"#undef {fn.name}  // cuda.h maps the name to a newer variant; this is the old one\n")
     out.append("\nnamespace {\n\nnamespace wire = ::rgpu::wire;\n"
-               f"namespace calls = ::{namespace};\n\n")
+               f"namespace calls = ::{namespace};\nusing ::rgpu::protocol::HandleKind;\n\n")
     if any(p.kind == "cstr" and p.direction == "out" for fn in gen for p in fn.params):
         out.append("// Strings a call hands out (const char**) must outlive the call, as the\n"
                    "// driver's own do: they are interned for the life of the process. The set\n"
@@ -199,29 +202,56 @@ def emit_client(functions, source, namespace, pack_include, macros):
                "}\n\n}  // namespace\n\n")
     for fn in gen:
         out.append(_client_function(fn))
+    trampolines = [fn for fn in functions if fn.where == "per_thread"]
+    if trampolines:
+        out.append("// The per-thread default stream's entry points (`per_thread`): each is its\n"
+                   "// plain name, run while the calling thread's NULL stream means the\n"
+                   "// per-thread stream (client-shim/src/api_common.h).\n\n")
+    for fn in trampolines:
+        params = ", ".join(f"{p.ctype.replace(' *', '*')} {p.name}" for p in fn.params) or "void"
+        out.append(f"RGPU_EXPORT CUresult CUDAAPI {fn.name}({params}) {{\n"
+                   "  const ::rgpu::shim::PerThreadDefault per_thread_;\n"
+                   f"  return {fn.plain}({', '.join(p.name for p in fn.params)});\n}}\n\n")
     return "".join(out)
+
+
+# Driver handle kinds the client keeps a set of (Shim::add_handle): a call
+# naming one the client does not hold fails at once, as the driver's would,
+# even when it is one-way. Streams are checked by STREAM_OR_RETURN; the
+# other kinds by rgpud.
+CLIENT_HELD = {"event"}
+
+
+def _handles(fn):
+    """The handles a call names that route it (not one it creates), in
+    parameter order, streams last (the special streams name no server)."""
+    named = [p for p in fn.params if p.kind == "handle" and not p.create]
+    return [p for p in named if p.handle != "stream"] + [p for p in named if p.handle == "stream"]
 
 
 def _route(fn):
     """The device router's choice for a generated call (docs/transport.md,
     "Several servers"): the server of the first handle it names (a stream
     last, since the special streams name none), else of the device address
-    it names, else of the device, else the current context's."""
-    handles = [p for p in fn.params if p.kind == "handle" and p.handle != "stream"]
+    it names, else of the device, else the current context's. Every other
+    handle it names must be of the same server."""
+    handles = _handles(fn)
     devs = [p for p in fn.params if p.kind == "dev" and not p.pointer]
-    streams = [p for p in fn.params if p.kind == "handle" and p.handle == "stream"]
     devices = [p for p in fn.params if p.ctype in ("CUdevice", "CUdevice_v1")]
     if handles:
-        how = f"shim->route_handle(::rgpu::shim::handle_of({handles[0].name}), ctx_)"
+        how = f"shim->route_handle({handles[0].name}_w_, ctx_)"
     elif devs:
         how = f"shim->route_pointer(static_cast<uint64_t>({devs[0].name}), ctx_)"
-    elif streams:
-        how = f"shim->route_handle({streams[0].name}_w_, ctx_)"
     elif devices:
         how = f"shim->route_handle(shim->primary_handle({devices[0].name}), ctx_)"
     else:
         how = "shim->route_current(ctx_)"
-    return f"  const ::rgpu::shim::Route route_ = {how};"
+    lines = [f"  const ::rgpu::shim::Route route_ = {how};"]
+    for p in handles[1:]:
+        # As the driver: the objects of one call are of one context (here: server).
+        lines.append(f"  if (shim->route_handle({p.name}_w_, ctx_).server != route_.server) "
+                     "return CUDA_ERROR_INVALID_HANDLE;")
+    return lines
 
 
 def _client_function(fn):
@@ -230,40 +260,61 @@ def _client_function(fn):
     # (NVML), as extensions.h declares it, and never exported.
     head = (f"extern \"C\" CUresult {fn.name}({params}) {{" if fn.extension else
             f"RGPU_EXPORT CUresult CUDAAPI {fn.name}({params}) {{")
-    body = [head, "  API_BEGIN",
-            "  SHIM_OR_RETURN(shim);", "  CONTEXT_OR_RETURN(shim, ctx_);"]  # the macros need the name shim
+    body = [head, "  API_BEGIN", "  SHIM_OR_RETURN(shim);"]  # the macros need the name shim
+    if any(p.destroy for p in fn.params):
+        # As the driver's: an object goes whichever context is current, if any.
+        body.append("  const uint64_t ctx_ = ::rgpu::shim::current_context();")
+    else:
+        body.append("  CONTEXT_OR_RETURN(shim, ctx_);")
+    wire_args, mint, forget, after = [], [], [], []
     for p in fn.params:
-        if p.create or p.destroy:
-            raise ValueError(f"{fn.name}: the client side of create/destroy awaits typed client handles")
+        n = p.name
+        if p.create:
+            body.append(f"  if (!{n}) return CUDA_ERROR_INVALID_VALUE;")
+            mint.append(f"  const uint64_t {n}_w_ = shim->mint_handle({p.kind_expr});")
+            wire_args.append(f"{n}_w_")
+            after.append(f"  shim->add_handle({n}_w_, {p.kind_expr});")
+            after.append(f"  *{n} = reinterpret_cast<{p.value_type}>(static_cast<uintptr_t>({n}_w_));")
+            continue
         if p.pointer and not p.opt and p.direction != "in":
-            body.append(f"  if (!{p.name}) return CUDA_ERROR_INVALID_VALUE;")
+            body.append(f"  if (!{n}) return CUDA_ERROR_INVALID_VALUE;")
         elif p.kind == "cstr" and not p.opt:
-            body.append(f"  if (!{p.name}) return CUDA_ERROR_INVALID_VALUE;")
+            body.append(f"  if (!{n}) return CUDA_ERROR_INVALID_VALUE;")
         elif p.kind == "buffer" and not p.opt:
-            body.append(f"  if (!{p.name} && ({p.len}) != 0) return CUDA_ERROR_INVALID_VALUE;")
-    wire_args = []
-    for p in fn.params:
+            body.append(f"  if (!{n} && ({p.len}) != 0) return CUDA_ERROR_INVALID_VALUE;")
+        if p.mask:
+            body.append(f"  if ((static_cast<uint64_t>({n}) & ~static_cast<uint64_t>({p.mask})) != 0) "
+                        "return CUDA_ERROR_INVALID_VALUE;")
         if p.kind == "handle" and p.handle == "stream":
-            body.append(f"  STREAM_OR_RETURN(shim, {p.name}, {'true' if fn.per_thread else 'false'}, "
-                        f"{p.name}_w_);")
-            wire_args.append(f"{p.name}_w_")
+            body.append(f"  STREAM_OR_RETURN(shim, {n}, {n}_w_);")
+            wire_args.append(f"{n}_w_")
         elif p.kind == "handle":
-            wire_args.append(f"::rgpu::shim::handle_of({p.name})")
+            body.append(f"  const uint64_t {n}_w_ = ::rgpu::shim::handle_of({n});")
+            if p.destroy:
+                # Forgotten at once (later use is CUDA_ERROR_INVALID_HANDLE),
+                # once the call is routed by it.
+                forget.append(f"  if (!shim->remove_handle({n}_w_, {p.kind_expr})) return CUDA_ERROR_INVALID_HANDLE;")
+            elif p.handle in CLIENT_HELD:
+                body.append(f"  if (!shim->has_handle({n}_w_, {p.kind_expr})) return CUDA_ERROR_INVALID_HANDLE;")
+            wire_args.append(f"{n}_w_")
         elif p.ctype in ("CUdevice", "CUdevice_v1"):
             # The program's ordinal (CUDA_VISIBLE_DEVICES) becomes the server's.
-            body.append(f"  DEVICE_OR_RETURN(shim, {p.name}, {p.name}_w_);")
-            wire_args.append(f"{p.name}_w_")
+            body.append(f"  DEVICE_OR_RETURN(shim, {n}, {n}_w_);")
+            wire_args.append(f"{n}_w_")
         elif p.kind == "cstr" and p.direction == "out":
-            body.append(f"  std::string_view {p.name}_s_;")
-            wire_args.append(f"{p.name} ? &{p.name}_s_ : nullptr")
+            body.append(f"  std::string_view {n}_s_;")
+            wire_args.append(f"{n} ? &{n}_s_ : nullptr")
         else:
-            wire_args.append(p.name)
+            wire_args.append(n)
     args = ", ".join(["args_"] + wire_args)
-    body.append(_route(fn))
+    body += mint  # once every argument passed its checks
+    body += _route(fn)
+    body += forget
     body.append("  ::rgpu::protocol::ArgWriter args_;")
     body.append(f"  calls::pack_{fn.name}({args});")
     if fn.where == "async":
         body.append(f"  route_.client->call_async(route_.ctx, invoke(calls::k_{fn.name}, args_.bytes(), false));")
+        body += after
         body.append("  return CUDA_SUCCESS;")
     else:
         body.append(f"  std::vector<std::byte> reply_(calls::kMaxReply_{fn.name});")
@@ -278,9 +329,27 @@ def _client_function(fn):
         for p in fn.params:
             if p.kind == "cstr" and p.direction == "out":
                 body.append(f"  if ({p.name}) *{p.name} = intern({p.name}_s_);")
-        body.append("  return CUDA_SUCCESS;")
+        body += after
+        # The call's client hook (after=, client-shim/src/call_hooks.h) has the last word.
+        body.append(f"  return ::rgpu::shim::hooks::{fn.after}(route_);" if fn.after else "  return CUDA_SUCCESS;")
     body += ["  API_END", "}", "", ""]
     return "\n".join(body)
+
+
+def _emit_synchronizing(functions):
+    """Which generated calls report the errors of earlier one-way work
+    (syncs): read by the client, which then hands those errors to the call."""
+    names = [fn.name for fn in functions if fn.generated and getattr(fn, "syncs", False)]
+    if not names:
+        return ""
+    out = ["// Whether generated call `function` reports the errors of earlier one-way\n",
+           "// work, as CUDA's synchronizing calls do (`syncs` in the description).\n",
+           "inline constexpr bool reports_async_errors(uint32_t function) {\n",
+           "  switch (function) {\n"]
+    out += [f"    case k_{n}:\n" for n in names]
+    out.append("      return true;\n")
+    out += ["    default:\n", "      return false;\n", "  }\n", "}\n\n"]
+    return "".join(out)
 
 
 # --------------------------------------------------------------------------
@@ -405,6 +474,9 @@ def _row(fn, style=DRIVER_STYLE):
                 L.append(f"  if (!valid_{p.value_type}(static_cast<long long>({n}_raw_)))")
                 L.append(f"    return refuse(kApi, {style.invalid}, \"{name}: {n} out of range\");")
                 L.append(f"  const {p.value_type} {n} = static_cast<{p.value_type}>({n}_raw_);")
+            if p.mask:
+                L.append(f"  if ((static_cast<uint64_t>({n}) & ~static_cast<uint64_t>({p.mask})) != 0)")
+                L.append(f"    return refuse(kApi, {style.invalid}, \"{name}: {n} has unknown flags\");")
             if p.direction == "in" and p.ctype in ("CUdevice", "CUdevice_v1"):
                 # The session's ordinal (its slices, numbered from 0) becomes the server's.
                 bad = "CUDA_ERROR_INVALID_DEVICE" if style is DRIVER_STYLE else style.invalid
@@ -443,6 +515,9 @@ def _row(fn, style=DRIVER_STYLE):
             L.append(f"  if (!::rgpu::protocol::is_minted({n}_h_) || "
                      f"::rgpu::protocol::kind_of({n}_h_) != {kind(p)})")
             L.append(f"    return refuse(kApi, {style.invalid}, \"{name}: {n} is no fresh handle\");")
+            if style.no_room:
+                L.append(f"  if (!env_.handle_room()) return refuse(kApi, {style.no_room}, "
+                         f"\"{name}: the session is at its handle limit\");")
             L.append(f"  {p.value_type} {n}{{}};")
             call_args.append(f"&{n}")
             parent = f"{p.parent}_h_" if p.parent else "0"
@@ -466,6 +541,9 @@ def _row(fn, style=DRIVER_STYLE):
                 L.append(f"  if (!{n}_o_) {n}_o_ = env_.find(static_cast<HandleKind>({other}), {n}_h_);")
             cond = f"!{n}_o_ && {n}_h_ != 0" if p.opt else f"!{n}_o_"
             L.append(f"  if ({cond}) return refuse(kApi, {code}, \"{name}: {n} is not a live {p.handle}\");")
+            if p.own_context:
+                L.append(f"  if (env_.parent({kind(p)}, {n}_h_) != env_.context())")
+                L.append(f"    return refuse(kApi, {code}, \"{name}: {n} is of another context\");")
             if not p.destroy:  # a destroyed handle goes through env.remove, not the driver
                 L.append(f"  {p.value_type} {n} = static_cast<{p.value_type}>({n}_o_);")
             call_args.append(n)

@@ -253,7 +253,7 @@ def _client_function(lib, fn, invalid, failed):
             after.append(f"    *{n} = reinterpret_cast<{p.value_type}>(static_cast<uintptr_t>({n}_w_));")
         elif p.kind == "handle" and p.handle == "stream":
             B.append(f"    uint64_t {n}_w_ = 0;")
-            B.append(f"    if (::rgpu::shim::stream_handle(shim, {n}, false, &{n}_w_) != CUDA_SUCCESS) return {invalid};")
+            B.append(f"    if (::rgpu::shim::stream_handle(shim, {n}, &{n}_w_) != CUDA_SUCCESS) return {invalid};")
             wire_args.append(f"{n}_w_")
         elif p.kind == "handle":
             B.append(f"    const uint64_t {n}_w_ = ::rgpu::shim::handle_of({n});")

@@ -71,8 +71,9 @@ $Cxx.namespace("rgpu::wire");
 # ---------------------------------------------------------------------------
 
 # The newest protocol this build speaks, and the oldest it still accepts.
-const protocolVersion :UInt32 = 3;
-const minProtocolVersion :UInt32 = 3;
+# 4: events are generated calls (Call.invoke); their typed members retired.
+const protocolVersion :UInt32 = 4;
+const minProtocolVersion :UInt32 = 4;
 
 # Which API a call or a result code belongs to.
 enum Api {
@@ -257,12 +258,12 @@ struct Call {
     streamSynchronize @18 :Handle;       # sync
     streamQuery @19 :Handle;             # sync
     streamWaitEvent @20 :StreamWaitEvent;  # async
-    eventCreate @21 :EventCreate;        # async
-    eventRecord @22 :EventRecord;        # async
+    eventCreate @21 :EventCreate;        # retired: the generated cuEventCreate
+    eventRecord @22 :EventRecord;        # retired: the generated cuEventRecord
     eventSynchronize @23 :Handle;        # sync
-    eventQuery @24 :Handle;              # sync
-    eventElapsedTime @25 :EventPair;     # sync
-    eventDestroy @26 :Handle;            # async
+    eventQuery @24 :Handle;              # retired: the generated cuEventQuery
+    eventElapsedTime @25 :EventPair;     # retired: the generated cuEventElapsedTime_v2
+    eventDestroy @26 :Handle;            # retired: the generated cuEventDestroy_v2
     memGetAddressRange @27 :UInt64;      # retired: now the generated cuMemGetAddressRange_v2
     moduleLoad @28 :ModuleLoad;          # sync
     moduleUnload @29 :Handle;            # async
@@ -360,7 +361,7 @@ struct Reply {
   asyncError @2 :UInt32;
   asyncErrorCall @3 :UInt64;
   values @4 :List(UInt64);  # call-specific results (pointer, free/total, ...)
-  elapsedMs @5 :Float32;
+  elapsedMs @5 :Float32;  # retired: cuEventElapsedTime is generated
   bytes @6 :Data;          # small device-to-host data
   payloadBytes @7 :UInt64;  # bytes of the transport payload (large data)
   message @8 :Text;         # a detail of a refused argument, for the client's debug log

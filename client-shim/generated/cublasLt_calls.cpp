@@ -123,7 +123,7 @@ RGPU_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLt
     const ::rgpu::protocol::lt::Desc* Ddesc_d_ = ::rgpu::shim::lt_desc(Ddesc);
     if (!Ddesc_d_) return CUBLAS_STATUS_INVALID_VALUE;
     uint64_t stream_w_ = 0;
-    if (::rgpu::shim::stream_handle(shim, stream, false, &stream_w_) != CUDA_SUCCESS) return CUBLAS_STATUS_INVALID_VALUE;
+    if (::rgpu::shim::stream_handle(shim, stream, &stream_w_) != CUDA_SUCCESS) return CUBLAS_STATUS_INVALID_VALUE;
     const ::rgpu::shim::Route route_ = shim->route_handle(lightHandle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasLtMatmul(args_, lightHandle_w_, computeDesc_d_, alpha, alpha_mode_, reinterpret_cast<uintptr_t>(A), Adesc_d_, reinterpret_cast<uintptr_t>(B), Bdesc_d_, beta, beta_mode_, reinterpret_cast<uintptr_t>(C), Cdesc_d_, reinterpret_cast<uintptr_t>(D), Ddesc_d_, algo, reinterpret_cast<uintptr_t>(workspace), workspaceSizeInBytes, stream_w_);

@@ -72,7 +72,7 @@ RGPU_EXPORT cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_
     if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUBLAS_STATUS_EXECUTION_FAILED;
     const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
     uint64_t streamId_w_ = 0;
-    if (::rgpu::shim::stream_handle(shim, streamId, false, &streamId_w_) != CUDA_SUCCESS) return CUBLAS_STATUS_INVALID_VALUE;
+    if (::rgpu::shim::stream_handle(shim, streamId, &streamId_w_) != CUDA_SUCCESS) return CUBLAS_STATUS_INVALID_VALUE;
     const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cublasSetStream_v2(args_, handle_w_, streamId_w_);

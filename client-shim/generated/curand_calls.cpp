@@ -72,7 +72,7 @@ RGPU_EXPORT curandStatus_t curandSetStream(curandGenerator_t generator, cudaStre
     if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CURAND_STATUS_LAUNCH_FAILURE;
     const uint64_t generator_w_ = ::rgpu::shim::handle_of(generator);
     uint64_t stream_w_ = 0;
-    if (::rgpu::shim::stream_handle(shim, stream, false, &stream_w_) != CUDA_SUCCESS) return CURAND_STATUS_OUT_OF_RANGE;
+    if (::rgpu::shim::stream_handle(shim, stream, &stream_w_) != CUDA_SUCCESS) return CURAND_STATUS_OUT_OF_RANGE;
     const ::rgpu::shim::Route route_ = shim->route_handle(generator_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_curandSetStream(args_, generator_w_, stream_w_);

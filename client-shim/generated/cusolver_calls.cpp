@@ -72,7 +72,7 @@ RGPU_EXPORT cusolverStatus_t cusolverDnSetStream(cusolverDnHandle_t handle, cuda
     if (!::rgpu::shim::library_enter(&shim, &ctx_)) return CUSOLVER_STATUS_EXECUTION_FAILED;
     const uint64_t handle_w_ = ::rgpu::shim::handle_of(handle);
     uint64_t streamId_w_ = 0;
-    if (::rgpu::shim::stream_handle(shim, streamId, false, &streamId_w_) != CUDA_SUCCESS) return CUSOLVER_STATUS_INVALID_VALUE;
+    if (::rgpu::shim::stream_handle(shim, streamId, &streamId_w_) != CUDA_SUCCESS) return CUSOLVER_STATUS_INVALID_VALUE;
     const ::rgpu::shim::Route route_ = shim->route_handle(handle_w_, ctx_);
     ::rgpu::protocol::ArgWriter args_;
     calls::pack_cusolverDnSetStream(args_, handle_w_, streamId_w_);

@@ -11,15 +11,19 @@
 #include <vector>
 
 #include "../src/api_common.h"
+#include "../src/call_hooks.h"
 #include "driver_pack.h"
 #include "rgpu/protocol/codec.h"
 #include "rgpu/cpudev/extensions.h"
 
+#undef cuEventDestroy  // cuda.h maps the name to a newer variant; this is the old one
+#undef cuEventElapsedTime  // cuda.h maps the name to a newer variant; this is the old one
 
 namespace {
 
 namespace wire = ::rgpu::wire;
 namespace calls = ::rgpu::apigen::driver;
+using ::rgpu::protocol::HandleKind;
 
 // Strings a call hands out (const char**) must outlive the call, as the
 // driver's own do: they are interned for the life of the process. The set
@@ -122,8 +126,8 @@ RGPU_EXPORT CUresult CUDAAPI cuStreamSetAttribute(CUstream hStream, CUstreamAttr
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx_);
+  STREAM_OR_RETURN(shim, hStream, hStream_w_);
   if (!param && (sizeof(CUstreamAttrValue)) != 0) return CUDA_ERROR_INVALID_VALUE;
-  STREAM_OR_RETURN(shim, hStream, false, hStream_w_);
   const ::rgpu::shim::Route route_ = shim->route_handle(hStream_w_, ctx_);
   ::rgpu::protocol::ArgWriter args_;
   calls::pack_cuStreamSetAttribute(args_, hStream_w_, attr, param);
@@ -142,8 +146,8 @@ RGPU_EXPORT CUresult CUDAAPI cuStreamGetAttribute(CUstream hStream, CUstreamAttr
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx_);
+  STREAM_OR_RETURN(shim, hStream, hStream_w_);
   if (!value) return CUDA_ERROR_INVALID_VALUE;
-  STREAM_OR_RETURN(shim, hStream, false, hStream_w_);
   const ::rgpu::shim::Route route_ = shim->route_handle(hStream_w_, ctx_);
   ::rgpu::protocol::ArgWriter args_;
   calls::pack_cuStreamGetAttribute(args_, hStream_w_, attr, value);
@@ -212,22 +216,169 @@ RGPU_EXPORT CUresult CUDAAPI cuProfilerStop(void) {
   API_END
 }
 
+RGPU_EXPORT CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  if (!phEvent) return CUDA_ERROR_INVALID_VALUE;
+  if ((static_cast<uint64_t>(Flags) & ~static_cast<uint64_t>(CU_EVENT_BLOCKING_SYNC|CU_EVENT_DISABLE_TIMING|CU_EVENT_INTERPROCESS)) != 0) return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t phEvent_w_ = shim->mint_handle(HandleKind::kEvent);
+  const ::rgpu::shim::Route route_ = shim->route_current(ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuEventCreate(args_, phEvent_w_, Flags);
+  route_.client->call_async(route_.ctx, invoke(calls::k_cuEventCreate, args_.bytes(), false));
+  shim->add_handle(phEvent_w_, HandleKind::kEvent);
+  *phEvent = reinterpret_cast<CUevent>(static_cast<uintptr_t>(phEvent_w_));
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent hEvent) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  const uint64_t ctx_ = ::rgpu::shim::current_context();
+  const uint64_t hEvent_w_ = ::rgpu::shim::handle_of(hEvent);
+  const ::rgpu::shim::Route route_ = shim->route_handle(hEvent_w_, ctx_);
+  if (!shim->remove_handle(hEvent_w_, HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuEventDestroy(args_, hEvent_w_);
+  route_.client->call_async(route_.ctx, invoke(calls::k_cuEventDestroy, args_.bytes(), false));
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  const uint64_t ctx_ = ::rgpu::shim::current_context();
+  const uint64_t hEvent_w_ = ::rgpu::shim::handle_of(hEvent);
+  const ::rgpu::shim::Route route_ = shim->route_handle(hEvent_w_, ctx_);
+  if (!shim->remove_handle(hEvent_w_, HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuEventDestroy_v2(args_, hEvent_w_);
+  route_.client->call_async(route_.ctx, invoke(calls::k_cuEventDestroy_v2, args_.bytes(), false));
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuEventElapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  if (!pMilliseconds) return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t hStart_w_ = ::rgpu::shim::handle_of(hStart);
+  if (!shim->has_handle(hStart_w_, HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  const uint64_t hEnd_w_ = ::rgpu::shim::handle_of(hEnd);
+  if (!shim->has_handle(hEnd_w_, HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  const ::rgpu::shim::Route route_ = shim->route_handle(hStart_w_, ctx_);
+  if (shim->route_handle(hEnd_w_, ctx_).server != route_.server) return CUDA_ERROR_INVALID_HANDLE;
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuEventElapsedTime(args_, pMilliseconds, hStart_w_, hEnd_w_);
+  std::vector<std::byte> reply_(calls::kMaxReply_cuEventElapsedTime);
+  uint64_t got_ = 0;
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuEventElapsedTime, args_.bytes(), true), {},
+      ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+  if (r_.result != CUDA_SUCCESS) return r_.result;
+  ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+  if (!calls::unpack_cuEventElapsedTime(reply_reader_, pMilliseconds, hStart_w_, hEnd_w_)) return CUDA_ERROR_UNKNOWN;
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  if (!pMilliseconds) return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t hStart_w_ = ::rgpu::shim::handle_of(hStart);
+  if (!shim->has_handle(hStart_w_, HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  const uint64_t hEnd_w_ = ::rgpu::shim::handle_of(hEnd);
+  if (!shim->has_handle(hEnd_w_, HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  const ::rgpu::shim::Route route_ = shim->route_handle(hStart_w_, ctx_);
+  if (shim->route_handle(hEnd_w_, ctx_).server != route_.server) return CUDA_ERROR_INVALID_HANDLE;
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuEventElapsedTime_v2(args_, pMilliseconds, hStart_w_, hEnd_w_);
+  std::vector<std::byte> reply_(calls::kMaxReply_cuEventElapsedTime_v2);
+  uint64_t got_ = 0;
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuEventElapsedTime_v2, args_.bytes(), true), {},
+      ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+  if (r_.result != CUDA_SUCCESS) return r_.result;
+  ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+  if (!calls::unpack_cuEventElapsedTime_v2(reply_reader_, pMilliseconds, hStart_w_, hEnd_w_)) return CUDA_ERROR_UNKNOWN;
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  const uint64_t hEvent_w_ = ::rgpu::shim::handle_of(hEvent);
+  if (!shim->has_handle(hEvent_w_, HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  const ::rgpu::shim::Route route_ = shim->route_handle(hEvent_w_, ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuEventQuery(args_, hEvent_w_);
+  std::vector<std::byte> reply_(calls::kMaxReply_cuEventQuery);
+  uint64_t got_ = 0;
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuEventQuery, args_.bytes(), true), {},
+      ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+  if (r_.result != CUDA_SUCCESS) return r_.result;
+  ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+  if (!calls::unpack_cuEventQuery(reply_reader_, hEvent_w_)) return CUDA_ERROR_UNKNOWN;
+  return ::rgpu::shim::hooks::event_query_done(route_);
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  const uint64_t hEvent_w_ = ::rgpu::shim::handle_of(hEvent);
+  if (!shim->has_handle(hEvent_w_, HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  STREAM_OR_RETURN(shim, hStream, hStream_w_);
+  const ::rgpu::shim::Route route_ = shim->route_handle(hEvent_w_, ctx_);
+  if (shim->route_handle(hStream_w_, ctx_).server != route_.server) return CUDA_ERROR_INVALID_HANDLE;
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuEventRecord(args_, hEvent_w_, hStream_w_);
+  route_.client->call_async(route_.ctx, invoke(calls::k_cuEventRecord, args_.bytes(), false));
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  const uint64_t hEvent_w_ = ::rgpu::shim::handle_of(hEvent);
+  if (!shim->has_handle(hEvent_w_, HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  STREAM_OR_RETURN(shim, hStream, hStream_w_);
+  if ((static_cast<uint64_t>(flags) & ~static_cast<uint64_t>(CU_EVENT_RECORD_EXTERNAL)) != 0) return CUDA_ERROR_INVALID_VALUE;
+  const ::rgpu::shim::Route route_ = shim->route_handle(hEvent_w_, ctx_);
+  if (shim->route_handle(hStream_w_, ctx_).server != route_.server) return CUDA_ERROR_INVALID_HANDLE;
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuEventRecordWithFlags(args_, hEvent_w_, hStream_w_, flags);
+  route_.client->call_async(route_.ctx, invoke(calls::k_cuEventRecordWithFlags, args_.bytes(), false));
+  return CUDA_SUCCESS;
+  API_END
+}
+
 RGPU_EXPORT CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction hfunc) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx_);
   if (!name) return CUDA_ERROR_INVALID_VALUE;
   std::string_view name_s_;
-  const ::rgpu::shim::Route route_ = shim->route_handle(::rgpu::shim::handle_of(hfunc), ctx_);
+  const uint64_t hfunc_w_ = ::rgpu::shim::handle_of(hfunc);
+  const ::rgpu::shim::Route route_ = shim->route_handle(hfunc_w_, ctx_);
   ::rgpu::protocol::ArgWriter args_;
-  calls::pack_cuFuncGetName(args_, name ? &name_s_ : nullptr, ::rgpu::shim::handle_of(hfunc));
+  calls::pack_cuFuncGetName(args_, name ? &name_s_ : nullptr, hfunc_w_);
   std::vector<std::byte> reply_(calls::kMaxReply_cuFuncGetName);
   uint64_t got_ = 0;
   ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuFuncGetName, args_.bytes(), true), {},
       ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
   if (r_.result != CUDA_SUCCESS) return r_.result;
   ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
-  if (!calls::unpack_cuFuncGetName(reply_reader_, name ? &name_s_ : nullptr, ::rgpu::shim::handle_of(hfunc))) return CUDA_ERROR_UNKNOWN;
+  if (!calls::unpack_cuFuncGetName(reply_reader_, name ? &name_s_ : nullptr, hfunc_w_)) return CUDA_ERROR_UNKNOWN;
   if (name) *name = intern(name_s_);
   return CUDA_SUCCESS;
   API_END
@@ -252,5 +403,154 @@ extern "C" CUresult rgpuDeviceGetUtilization(unsigned* gpu, unsigned* memory, CU
   if (!calls::unpack_rgpuDeviceGetUtilization(reply_reader_, gpu, memory, dev_w_)) return CUDA_ERROR_UNKNOWN;
   return CUDA_SUCCESS;
   API_END
+}
+
+// The per-thread default stream's entry points (`per_thread`): each is its
+// plain name, run while the calling thread's NULL stream means the
+// per-thread stream (client-shim/src/api_common.h).
+
+RGPU_EXPORT CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemcpy(dst, src, ByteCount);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemcpyAsync(dst, src, ByteCount, hStream);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemcpyPeer(dstDevice, dstContext, srcDevice, srcContext, ByteCount);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemcpyPeerAsync(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemcpyHtoD_v2(dstDevice, srcHost, ByteCount);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemcpyDtoH_v2(dstHost, srcDevice, ByteCount);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemcpyDtoD_v2(dstDevice, srcDevice, ByteCount);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount, CUstream hStream) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemcpyHtoDAsync_v2(dstDevice, srcHost, ByteCount, hStream);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemcpyDtoHAsync_v2(dstHost, srcDevice, ByteCount, hStream);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemcpyDtoDAsync_v2(dstDevice, srcDevice, ByteCount, hStream);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemsetD8_v2(dstDevice, uc, N);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us, size_t N) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemsetD16_v2(dstDevice, us, N);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemsetD32_v2(dstDevice, ui, N);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemsetD8Async(dstDevice, uc, N, hStream);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemsetD16Async(dstDevice, us, N, hStream);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemsetD32Async(dstDevice, ui, N, hStream);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuStreamQuery(hStream);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuStreamSynchronize(hStream);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuStreamWaitEvent(hStream, hEvent, Flags);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuEventRecord(hEvent, hStream);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuEventRecordWithFlags(hEvent, hStream, flags);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuLaunchKernelEx(config, f, kernelParams, extra);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void* userData) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuLaunchHostFunc(hStream, fn, userData);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuStreamBeginCapture_v2(hStream, mode);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuStreamEndCapture(hStream, phGraph);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuStreamIsCapturing(hStream, captureStatus);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec hGraph, CUstream hStream) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuGraphUpload(hGraph, hStream);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraph, CUstream hStream) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuGraphLaunch(hGraph, hStream);
 }
 

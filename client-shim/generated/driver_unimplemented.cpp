@@ -75,8 +75,6 @@ RGPU_SHIM_EXPORT int cuDeviceSetGraphMemAttribute() noexcept { return rgpu::shim
 RGPU_SHIM_EXPORT int cuDeviceSetMemPool() noexcept { return rgpu::shim::report_unimplemented("cuDeviceSetMemPool"); }
 RGPU_SHIM_EXPORT int cuDeviceTotalMem() noexcept { return rgpu::shim::report_unimplemented("cuDeviceTotalMem"); }
 RGPU_SHIM_EXPORT int cuDeviceUnregisterAsyncNotification() noexcept { return rgpu::shim::report_unimplemented("cuDeviceUnregisterAsyncNotification"); }
-RGPU_SHIM_EXPORT int cuEventRecordWithFlags() noexcept { return rgpu::shim::report_unimplemented("cuEventRecordWithFlags"); }
-RGPU_SHIM_EXPORT int cuEventRecordWithFlags_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuEventRecordWithFlags_ptsz"); }
 RGPU_SHIM_EXPORT int cuExternalMemoryGetMappedBuffer() noexcept { return rgpu::shim::report_unimplemented("cuExternalMemoryGetMappedBuffer"); }
 RGPU_SHIM_EXPORT int cuExternalMemoryGetMappedMipmappedArray() noexcept { return rgpu::shim::report_unimplemented("cuExternalMemoryGetMappedMipmappedArray"); }
 RGPU_SHIM_EXPORT int cuFlushGPUDirectRDMAWrites() noexcept { return rgpu::shim::report_unimplemented("cuFlushGPUDirectRDMAWrites"); }

@@ -29,10 +29,9 @@
   if (var == 0 || !(shim)->context_info(var, nullptr)) return CUDA_ERROR_INVALID_CONTEXT;
 
 // Maps a stream argument to its wire handle `var`, or returns the error.
-#define STREAM_OR_RETURN(shim, stream, per_thread, var)                                        \
-  uint64_t var = 0;                                                                            \
-  if (CUresult stream_error_ = ::rgpu::shim::stream_handle(shim, stream, per_thread, &var);   \
-      stream_error_ != CUDA_SUCCESS)                                                           \
+#define STREAM_OR_RETURN(shim, stream, var)                                                                   \
+  uint64_t var = 0;                                                                                           \
+  if (CUresult stream_error_ = ::rgpu::shim::stream_handle(shim, stream, &var); stream_error_ != CUDA_SUCCESS) \
     return stream_error_;
 
 // Maps the program's device ordinal to the server's `var`, or returns
@@ -45,11 +44,24 @@ namespace rgpu::shim {
 
 inline uint64_t handle_of(const void* h) { return reinterpret_cast<uint64_t>(h); }
 
+// While one lives on a thread, that thread's NULL stream is the per-thread
+// default stream: the _ptsz/_ptds entry points are their plain names run
+// inside one (generated from api/driver.api, `per_thread` lines).
+class PerThreadDefault {
+ public:
+  PerThreadDefault();
+  ~PerThreadDefault();
+  PerThreadDefault(const PerThreadDefault&) = delete;
+  PerThreadDefault& operator=(const PerThreadDefault&) = delete;
+};
+// Whether the calling thread is inside a PerThreadDefault.
+bool per_thread_default();
+
 // Maps a stream argument to the wire handle: the program's NULL stream is
-// kNullStream (kPerThreadStream for _ptsz entry points), CU_STREAM_LEGACY and
-// CU_STREAM_PER_THREAD are kLegacyStream and kPerThreadStream; any other
+// kNullStream (kPerThreadStream inside a PerThreadDefault), CU_STREAM_LEGACY
+// and CU_STREAM_PER_THREAD are kLegacyStream and kPerThreadStream; any other
 // value must be a live stream this library minted.
-CUresult stream_handle(Shim* shim, CUstream stream, bool per_thread, uint64_t* out);
+CUresult stream_handle(Shim* shim, CUstream stream, uint64_t* out);
 
 // Work with client-side effects on wire stream `stream`: recorded into its
 // capture as a host step (*recorded) when it captures (graph_api.cpp,

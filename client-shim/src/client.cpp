@@ -13,6 +13,7 @@
 #include "rgpu/common/log.h"
 #include "rgpu/common/request_text.h"
 #include "rgpu/protocol/handles.h"
+#include "driver_pack.h"
 #include "reasons.h"
 #include "route.h"
 #include "visible_devices.h"
@@ -269,6 +270,11 @@ bool reports_async_errors(wire::Call::Reader call) {
     case wire::Call::MEMCPY_DTO_D:
     case wire::Call::MEMSET:
       return true;
+    case wire::Call::INVOKE: {
+      auto invoke = call.getInvoke();
+      return invoke.getApi() == wire::Api::DRIVER &&
+             ::rgpu::apigen::driver::reports_async_errors(invoke.getFunction());
+    }
     default:
       return false;
   }
@@ -298,7 +304,6 @@ SyncResult Client::read_reply(const ArrivedReply& arrived, uint64_t id, OutBuffe
   result.code = reply.getResult();
   result.result = as_driver_result(result.api, result.code);
   for (auto v : reply.getValues()) result.values.push_back(v);
-  result.elapsed_ms = reply.getElapsedMs();
   result.need_image = reply.getNeedImage();
   if (result.code == 0 && reply.hasReason()) result.reason = reply.getReason().cStr();
   if (reply.hasMessage() && result.code != 0) {

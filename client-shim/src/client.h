@@ -78,7 +78,6 @@ struct SyncResult {
   wire::Api api = wire::Api::DRIVER;
   uint32_t code = 0;
   std::vector<uint64_t> values;
-  float elapsed_ms = 0;
   bool need_image = false;  // moduleLoad: the server lacks the image
   // The server's reason when it sends one with a success (funcGetAttributes:
   // why the function's launches are refused).

@@ -18,8 +18,6 @@
 #undef cuCtxPushCurrent
 #undef cuCtxPopCurrent
 #undef cuStreamDestroy
-#undef cuEventDestroy
-#undef cuEventElapsedTime
 
 using rgpu::protocol::HostStepKind;
 using rgpu::shim::Client;
@@ -33,10 +31,18 @@ namespace wire = rgpu::wire;
 
 namespace rgpu::shim {
 
-CUresult stream_handle(Shim* shim, CUstream stream, bool per_thread, uint64_t* out) {
+namespace {
+thread_local int t_per_thread_default = 0;
+}  // namespace
+
+PerThreadDefault::PerThreadDefault() { ++t_per_thread_default; }
+PerThreadDefault::~PerThreadDefault() { --t_per_thread_default; }
+bool per_thread_default() { return t_per_thread_default > 0; }
+
+CUresult stream_handle(Shim* shim, CUstream stream, uint64_t* out) {
   uint64_t h = handle_of(stream);
   if (stream == nullptr) {
-    *out = per_thread ? protocol::kPerThreadStream : protocol::kNullStream;
+    *out = per_thread_default() ? protocol::kPerThreadStream : protocol::kNullStream;
     return CUDA_SUCCESS;
   }
   if (stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
@@ -60,12 +66,12 @@ uint64_t copy_out_scope(uint64_t stream) {
   return rgpu::shim::is_legacy_stream(stream) ? Client::kAnyStream : stream;
 }
 
-CUresult memcpy_htod(CUdeviceptr dst, const void* src, size_t size, CUstream stream, bool async, bool per_thread) {
+CUresult memcpy_htod(CUdeviceptr dst, const void* src, size_t size, CUstream stream, bool async) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   if (size > 0 && !src) return CUDA_ERROR_INVALID_VALUE;
-  STREAM_OR_RETURN(shim, stream, per_thread, s);
+  STREAM_OR_RETURN(shim, stream, s);
   const rgpu::shim::Route route = shim->route_pointer(dst, ctx);
   Client& client = *route.client;
   ctx = route.ctx;
@@ -99,12 +105,12 @@ CUresult memcpy_htod(CUdeviceptr dst, const void* src, size_t size, CUstream str
   API_END
 }
 
-CUresult memcpy_dtoh(void* dst, CUdeviceptr src, size_t size, CUstream stream, bool async, bool per_thread) {
+CUresult memcpy_dtoh(void* dst, CUdeviceptr src, size_t size, CUstream stream, bool async) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   if (size > 0 && !dst) return CUDA_ERROR_INVALID_VALUE;
-  STREAM_OR_RETURN(shim, stream, per_thread, s);
+  STREAM_OR_RETURN(shim, stream, s);
   const rgpu::shim::Route route = shim->route_pointer(src, ctx);
   Client& client = *route.client;
   ctx = route.ctx;
@@ -132,11 +138,11 @@ CUresult memcpy_dtoh(void* dst, CUdeviceptr src, size_t size, CUstream stream, b
   API_END
 }
 
-CUresult memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t size, CUstream stream, bool async, bool per_thread) {
+CUresult memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t size, CUstream stream, bool async) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
-  STREAM_OR_RETURN(shim, stream, per_thread, s);
+  STREAM_OR_RETURN(shim, stream, s);
   const rgpu::shim::Route to = shim->route_pointer(dst, ctx);
   const rgpu::shim::Route from = shim->route_pointer(src, ctx);
   // Between two servers: staged through this process (peer_copy.cpp).
@@ -157,11 +163,11 @@ CUresult memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t size, CUstream str
 }
 
 CUresult memset_any(CUdeviceptr dst, unsigned value, unsigned element_size, size_t count, CUstream stream,
-                    bool async, bool per_thread) {
+                    bool async) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
-  STREAM_OR_RETURN(shim, stream, per_thread, s);
+  STREAM_OR_RETURN(shim, stream, s);
   const rgpu::shim::Route route = shim->route_pointer(dst, ctx);
   ctx = route.ctx;
   auto fill = [&](wire::Call::Builder call) {
@@ -179,11 +185,11 @@ CUresult memset_any(CUdeviceptr dst, unsigned value, unsigned element_size, size
   API_END
 }
 
-CUresult stream_synchronize(CUstream stream, bool per_thread) {
+CUresult stream_synchronize(CUstream stream) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
-  STREAM_OR_RETURN(shim, stream, per_thread, s);
+  STREAM_OR_RETURN(shim, stream, s);
   const rgpu::shim::Route route = shim->route_handle(s, ctx);
   CUresult r =
       route.client->call_sync(route.ctx, [&](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(s); }).result;
@@ -192,11 +198,11 @@ CUresult stream_synchronize(CUstream stream, bool per_thread) {
   API_END
 }
 
-CUresult stream_query(CUstream stream, bool per_thread) {
+CUresult stream_query(CUstream stream) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
-  STREAM_OR_RETURN(shim, stream, per_thread, s);
+  STREAM_OR_RETURN(shim, stream, s);
   const rgpu::shim::Route route = shim->route_handle(s, ctx);
   CUresult r = route.client->call_sync(route.ctx, [&](wire::Call::Builder c) { c.initStreamQuery().setHandle(s); }).result;
   if (r == CUDA_SUCCESS && route.client->copy_outs_pending(copy_out_scope(s))) return CUDA_ERROR_NOT_READY;
@@ -204,11 +210,11 @@ CUresult stream_query(CUstream stream, bool per_thread) {
   API_END
 }
 
-CUresult stream_wait_event(CUstream stream, CUevent event, unsigned flags, bool per_thread) {
+CUresult stream_wait_event(CUstream stream, CUevent event, unsigned flags) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
-  STREAM_OR_RETURN(shim, stream, per_thread, s);
+  STREAM_OR_RETURN(shim, stream, s);
   if (!shim->has_handle(handle_of(event), HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
   const rgpu::shim::Route route = shim->route_handle(s, ctx);
   const rgpu::shim::Route of_event = shim->route_handle(handle_of(event), ctx);
@@ -224,24 +230,6 @@ CUresult stream_wait_event(CUstream stream, CUevent event, unsigned flags, bool 
     w.setStream(s);
     w.setEvent(handle_of(event));
     w.setFlags(flags);
-  });
-  return CUDA_SUCCESS;
-  API_END
-}
-
-CUresult event_record(CUevent event, CUstream stream, bool per_thread) {
-  API_BEGIN
-  SHIM_OR_RETURN(shim);
-  CONTEXT_OR_RETURN(shim, ctx);
-  STREAM_OR_RETURN(shim, stream, per_thread, s);
-  if (!shim->has_handle(handle_of(event), HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
-  const rgpu::shim::Route route = shim->route_handle(handle_of(event), ctx);
-  // As the driver: the stream must be of the event's context (here: server).
-  if (shim->route_handle(s, ctx).server != route.server) return CUDA_ERROR_INVALID_HANDLE;
-  route.client->call_async(route.ctx, [&](wire::Call::Builder c) {
-    auto e = c.initEventRecord();
-    e.setEvent(handle_of(event));
-    e.setStream(s);
   });
   return CUDA_SUCCESS;
   API_END
@@ -361,32 +349,8 @@ CUresult destroy_handle(const void* handle, HandleKind kind, Init init) {
   API_END
 }
 
-CUresult event_destroy(CUevent event) {
-  return destroy_handle(event, HandleKind::kEvent, [](wire::Call::Builder c) { return c.initEventDestroy(); });
-}
-
 CUresult stream_destroy(CUstream stream) {
   return destroy_handle(stream, HandleKind::kStream, [](wire::Call::Builder c) { return c.initStreamDestroy(); });
-}
-
-CUresult event_elapsed(float* ms, CUevent start, CUevent end) {
-  API_BEGIN
-  SHIM_OR_RETURN(shim);
-  CONTEXT_OR_RETURN(shim, ctx);
-  if (!ms) return CUDA_ERROR_INVALID_VALUE;
-  if (!shim->has_handle(handle_of(start), HandleKind::kEvent) || !shim->has_handle(handle_of(end), HandleKind::kEvent)) {
-    return CUDA_ERROR_INVALID_HANDLE;
-  }
-  const rgpu::shim::Route route = shim->route_handle(handle_of(start), ctx);
-  if (shim->route_handle(handle_of(end), ctx).server != route.server) return CUDA_ERROR_INVALID_HANDLE;
-  SyncResult r = route.client->call_sync(route.ctx, [&](wire::Call::Builder c) {
-    auto p = c.initEventElapsedTime();
-    p.setStart(handle_of(start));
-    p.setEnd(handle_of(end));
-  });
-  if (r.result == CUDA_SUCCESS) *ms = r.elapsed_ms;
-  return r.result;
-  API_END
 }
 
 }  // namespace
@@ -622,77 +586,41 @@ RGPU_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
 }
 
 RGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
-  return memcpy_htod(dst, src, n, nullptr, false, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void* src, size_t n) {
-  return memcpy_htod(dst, src, n, nullptr, false, true);
+  return memcpy_htod(dst, src, n, nullptr, false);
 }
 RGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
-  return memcpy_htod(dst, src, n, s, true, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
-  return memcpy_htod(dst, src, n, s, true, true);
+  return memcpy_htod(dst, src, n, s, true);
 }
 RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
-  return memcpy_dtoh(dst, src, n, nullptr, false, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void* dst, CUdeviceptr src, size_t n) {
-  return memcpy_dtoh(dst, src, n, nullptr, false, true);
+  return memcpy_dtoh(dst, src, n, nullptr, false);
 }
 RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream s) {
-  return memcpy_dtoh(dst, src, n, s, true, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void* dst, CUdeviceptr src, size_t n, CUstream s) {
-  return memcpy_dtoh(dst, src, n, s, true, true);
+  return memcpy_dtoh(dst, src, n, s, true);
 }
 RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
-  return memcpy_dtod(dst, src, n, nullptr, false, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) {
-  return memcpy_dtod(dst, src, n, nullptr, false, true);
+  return memcpy_dtod(dst, src, n, nullptr, false);
 }
 RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
-  return memcpy_dtod(dst, src, n, s, true, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
-  return memcpy_dtod(dst, src, n, s, true, true);
+  return memcpy_dtod(dst, src, n, s, true);
 }
 
 RGPU_EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
-  return memset_any(d, v, 1, n, nullptr, false, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) {
-  return memset_any(d, v, 1, n, nullptr, false, true);
+  return memset_any(d, v, 1, n, nullptr, false);
 }
 RGPU_EXPORT CUresult CUDAAPI cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) {
-  return memset_any(d, v, 2, n, nullptr, false, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n) {
-  return memset_any(d, v, 2, n, nullptr, false, true);
+  return memset_any(d, v, 2, n, nullptr, false);
 }
 RGPU_EXPORT CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) {
-  return memset_any(d, v, 4, n, nullptr, false, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) {
-  return memset_any(d, v, 4, n, nullptr, false, true);
+  return memset_any(d, v, 4, n, nullptr, false);
 }
 RGPU_EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
-  return memset_any(d, v, 1, n, s, true, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
-  return memset_any(d, v, 1, n, s, true, true);
+  return memset_any(d, v, 1, n, s, true);
 }
 RGPU_EXPORT CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s) {
-  return memset_any(d, v, 2, n, s, true, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream s) {
-  return memset_any(d, v, 2, n, s, true, true);
+  return memset_any(d, v, 2, n, s, true);
 }
 RGPU_EXPORT CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s) {
-  return memset_any(d, v, 4, n, s, true, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s) {
-  return memset_any(d, v, 4, n, s, true, true);
+  return memset_any(d, v, 4, n, s, true);
 }
 
 // ---- streams -------------------------------------------------------------------
@@ -721,40 +649,15 @@ RGPU_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int flags
 }
 RGPU_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream s) { return stream_destroy(s); }
 RGPU_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream s) { return stream_destroy(s); }
-RGPU_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) { return stream_synchronize(s, false); }
-RGPU_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) { return stream_synchronize(s, true); }
-RGPU_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream s) { return stream_query(s, false); }
-RGPU_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream s) { return stream_query(s, true); }
+RGPU_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) { return stream_synchronize(s); }
+RGPU_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream s) { return stream_query(s); }
 RGPU_EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
-  return stream_wait_event(s, e, flags, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags) {
-  return stream_wait_event(s, e, flags, true);
+  return stream_wait_event(s, e, flags);
 }
 
 // ---- events --------------------------------------------------------------------
-
-RGPU_EXPORT CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int flags) {
-  API_BEGIN
-  SHIM_OR_RETURN(shim);
-  CONTEXT_OR_RETURN(shim, ctx);
-  if (!event) return CUDA_ERROR_INVALID_VALUE;
-  constexpr unsigned kKnown = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
-  if (flags & ~kKnown) return CUDA_ERROR_INVALID_VALUE;
-  uint64_t h = shim->mint_handle(HandleKind::kEvent);
-  shim->add_handle(h, HandleKind::kEvent);
-  shim->client().call_async(ctx, [&](wire::Call::Builder c) {
-    auto e = c.initEventCreate();
-    e.setHandle(h);
-    e.setFlags(flags);
-  });
-  *event = reinterpret_cast<CUevent>(h);
-  return CUDA_SUCCESS;
-  API_END
-}
-
-RGPU_EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) { return event_record(e, s, false); }
-RGPU_EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) { return event_record(e, s, true); }
+// Generated (api/driver.api) but for the wait, which also waits for the
+// async copies to the host on their way.
 
 RGPU_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent event) {
   API_BEGIN
@@ -769,31 +672,6 @@ RGPU_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent event) {
   return r != CUDA_SUCCESS ? r : copies;
   API_END
 }
-
-RGPU_EXPORT CUresult CUDAAPI cuEventQuery(CUevent event) {
-  API_BEGIN
-  SHIM_OR_RETURN(shim);
-  CONTEXT_OR_RETURN(shim, ctx);
-  uint64_t h = handle_of(event);
-  if (!shim->has_handle(h, HandleKind::kEvent)) return CUDA_ERROR_INVALID_HANDLE;
-  const rgpu::shim::Route route = shim->route_handle(h, ctx);
-  CUresult r = route.client->call_sync(route.ctx, [&](wire::Call::Builder c) { c.initEventQuery().setHandle(h); }).result;
-  // Complete on the device is not yet complete here: async device-to-host
-  // copies before the event may still be on their way (as cuEventSynchronize
-  // waits for them, the query must not report done before they land).
-  if (r == CUDA_SUCCESS && route.client->copy_outs_pending(Client::kAnyStream)) return CUDA_ERROR_NOT_READY;
-  return r;
-  API_END
-}
-
-RGPU_EXPORT CUresult CUDAAPI cuEventElapsedTime_v2(float* ms, CUevent start, CUevent end) {
-  return event_elapsed(ms, start, end);
-}
-RGPU_EXPORT CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
-  return event_elapsed(ms, start, end);
-}
-RGPU_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent e) { return event_destroy(e); }
-RGPU_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent e) { return event_destroy(e); }
 
 // ---- page-locked host memory ---------------------------------------------------
 // Registered once with the transport (see host_memory.h), so that copies from

@@ -42,12 +42,12 @@ uint64_t u64(const void* p) { return reinterpret_cast<uint64_t>(p); }
   return graph_call(shim, ctx, op, {__VA_ARGS__}).result;  \
   API_END
 
-CUresult capture_info(CUstream stream, bool per_thread, CUstreamCaptureStatus* status, cuuint64_t* id,
+CUresult capture_info(CUstream stream, CUstreamCaptureStatus* status, cuuint64_t* id,
                       CUgraph* graph, const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* count) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
-  STREAM_OR_RETURN(shim, stream, per_thread, s);
+  STREAM_OR_RETURN(shim, stream, s);
   if (!status || (edges && !deps)) return CUDA_ERROR_INVALID_VALUE;
   SyncResult r = graph_call(shim, ctx, GraphOp::kCaptureInfo, {s});
   if (r.result != CUDA_SUCCESS) return r.result;
@@ -104,11 +104,11 @@ RGPU_EXPORT CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMo
   return CUDA_SUCCESS;
 }
 
-static CUresult begin_capture(CUstream stream, CUstreamCaptureMode mode, bool per_thread) {
+static CUresult begin_capture(CUstream stream, CUstreamCaptureMode mode) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
-  STREAM_OR_RETURN(shim, stream, per_thread, s);
+  STREAM_OR_RETURN(shim, stream, s);
   CUresult r = graph_call(shim, ctx, GraphOp::kBeginCapture, {s, static_cast<uint64_t>(mode)}).result;
   if (r == CUDA_SUCCESS) g_captures.fetch_add(1);
   return r;
@@ -116,17 +116,14 @@ static CUresult begin_capture(CUstream stream, CUstreamCaptureMode mode, bool pe
 }
 
 RGPU_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream stream, CUstreamCaptureMode mode) {
-  return begin_capture(stream, mode, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream stream, CUstreamCaptureMode mode) {
-  return begin_capture(stream, mode, true);
+  return begin_capture(stream, mode);
 }
 
-static CUresult end_capture(CUstream stream, CUgraph* graph, bool per_thread) {
+static CUresult end_capture(CUstream stream, CUgraph* graph) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
-  STREAM_OR_RETURN(shim, stream, per_thread, s);
+  STREAM_OR_RETURN(shim, stream, s);
   if (!graph) return CUDA_ERROR_INVALID_VALUE;
   *graph = nullptr;
   SyncResult r = graph_call(shim, ctx, GraphOp::kEndCapture, {s});
@@ -141,27 +138,21 @@ static CUresult end_capture(CUstream stream, CUgraph* graph, bool per_thread) {
 }
 
 RGPU_EXPORT CUresult CUDAAPI cuStreamEndCapture(CUstream stream, CUgraph* graph) {
-  return end_capture(stream, graph, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream stream, CUgraph* graph) {
-  return end_capture(stream, graph, true);
+  return end_capture(stream, graph);
 }
 
 RGPU_EXPORT CUresult CUDAAPI cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) {
-  return capture_info(stream, false, status, nullptr, nullptr, nullptr, nullptr, nullptr);
-}
-RGPU_EXPORT CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream stream, CUstreamCaptureStatus* status) {
-  return capture_info(stream, true, status, nullptr, nullptr, nullptr, nullptr, nullptr);
+  return capture_info(stream, status, nullptr, nullptr, nullptr, nullptr, nullptr);
 }
 RGPU_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream stream, CUstreamCaptureStatus* status,
                                                        cuuint64_t* id, CUgraph* graph, const CUgraphNode** deps,
                                                        size_t* count) {
-  return capture_info(stream, false, status, id, graph, deps, nullptr, count);
+  return capture_info(stream, status, id, graph, deps, nullptr, count);
 }
 RGPU_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3(CUstream stream, CUstreamCaptureStatus* status,
                                                        cuuint64_t* id, CUgraph* graph, const CUgraphNode** deps,
                                                        const CUgraphEdgeData** edges, size_t* count) {
-  return capture_info(stream, false, status, id, graph, deps, edges, count);
+  return capture_info(stream, status, id, graph, deps, edges, count);
 }
 
 // ---- graphs ----------------------------------------------------------------------
@@ -216,27 +207,21 @@ RGPU_EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgr
 
 RGPU_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec exec) { GRAPH_CALL(GraphOp::kExecDestroy, u64(exec)) }
 
-static CUresult launch(GraphOp op, CUgraphExec exec, CUstream stream, bool per_thread) {
+static CUresult launch(GraphOp op, CUgraphExec exec, CUstream stream) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
-  STREAM_OR_RETURN(shim, stream, per_thread, s);
+  STREAM_OR_RETURN(shim, stream, s);
   if (op == GraphOp::kLaunch) shim->client().settle_copy_outs_for_host_steps();
   return graph_call(shim, ctx, op, {u64(exec), s}).result;
   API_END
 }
 
 RGPU_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec exec, CUstream stream) {
-  return launch(GraphOp::kLaunch, exec, stream, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec exec, CUstream stream) {
-  return launch(GraphOp::kLaunch, exec, stream, true);
+  return launch(GraphOp::kLaunch, exec, stream);
 }
 RGPU_EXPORT CUresult CUDAAPI cuGraphUpload(CUgraphExec exec, CUstream stream) {
-  return launch(GraphOp::kUpload, exec, stream, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec exec, CUstream stream) {
-  return launch(GraphOp::kUpload, exec, stream, true);
+  return launch(GraphOp::kUpload, exec, stream);
 }
 
 // ---- virtual memory management ------------------------------------------------

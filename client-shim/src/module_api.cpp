@@ -281,14 +281,14 @@ CUresult check_launchable(Shim* shim, uint64_t ctx, uint64_t f, FunctionInfo* in
 }
 
 CUresult launch(uint64_t f, const unsigned grid[3], const unsigned block[3], unsigned shared, CUstream stream,
-                void** params, void** extra, bool per_thread) {
+                void** params, void** extra) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   f = function_handle(f);
   FunctionInfo info;
   if (!shim->modules().function(f, &info)) return CUDA_ERROR_INVALID_HANDLE;
-  STREAM_OR_RETURN(shim, stream, per_thread, s);
+  STREAM_OR_RETURN(shim, stream, s);
   if (CUresult r = check_launch_shape(shim, ctx, grid, block, shared); r != CUDA_SUCCESS) return r;
   if (CUresult r = check_launchable(shim, ctx, f, &info); r != CUDA_SUCCESS) return r;
   const void* buffer = nullptr;
@@ -316,7 +316,7 @@ CUresult launch(uint64_t f, const unsigned grid[3], const unsigned block[3], uns
   API_END
 }
 
-CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** params, void** extra, bool per_thread) {
+CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
   if (!config) return CUDA_ERROR_INVALID_VALUE;
   for (unsigned i = 0; i < config->numAttrs; ++i) {
     // Placement hints that do not change results are accepted; the rest are not yet.
@@ -338,15 +338,15 @@ CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** params, vo
   }
   const unsigned grid[3] = {config->gridDimX, config->gridDimY, config->gridDimZ};
   const unsigned block[3] = {config->blockDimX, config->blockDimY, config->blockDimZ};
-  return launch(handle_of(f), grid, block, config->sharedMemBytes, config->hStream, params, extra, per_thread);
+  return launch(handle_of(f), grid, block, config->sharedMemBytes, config->hStream, params, extra);
 }
 
-CUresult launch_host_func(CUstream stream, CUhostFn fn, void* data, bool per_thread) {
+CUresult launch_host_func(CUstream stream, CUhostFn fn, void* data) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   if (!fn) return CUDA_ERROR_INVALID_VALUE;
-  STREAM_OR_RETURN(shim, stream, per_thread, s);
+  STREAM_OR_RETURN(shim, stream, s);
   const rgpu::shim::Route route = shim->route_handle(s, ctx);
   bool recorded = false;
   CUresult e = rgpu::shim::capture_host_step(*route.client, route.ctx, s, rgpu::protocol::HostStepKind::kRun, fn,
@@ -514,27 +514,14 @@ RGPU_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned 
                                             unsigned by, unsigned bz, unsigned shared, CUstream s, void** params,
                                             void** extra) {
   const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  return launch(handle_of(f), grid, block, shared, s, params, extra, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                                 unsigned by, unsigned bz, unsigned shared, CUstream s,
-                                                 void** params, void** extra) {
-  const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  return launch(handle_of(f), grid, block, shared, s, params, extra, true);
+  return launch(handle_of(f), grid, block, shared, s, params, extra);
 }
 RGPU_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params,
                                               void** extra) {
-  return launch_ex(config, f, params, extra, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** params,
-                                                   void** extra) {
-  return launch_ex(config, f, params, extra, true);
+  return launch_ex(config, f, params, extra);
 }
 RGPU_EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
-  return launch_host_func(s, fn, data, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void* data) {
-  return launch_host_func(s, fn, data, true);
+  return launch_host_func(s, fn, data);
 }
 
 // ---- occupancy: computed locally from attributes -------------------------------

@@ -155,13 +155,13 @@ bool context_route(Shim* shim, CUcontext ctx, Route* out) {
 }
 
 CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n, CUstream stream,
-                   bool async, bool per_thread) {
+                   bool async) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
   CONTEXT_OR_RETURN(shim, ctx);
   Route to, from;
   if (!context_route(shim, dst_ctx, &to) || !context_route(shim, src_ctx, &from)) return CUDA_ERROR_INVALID_CONTEXT;
-  STREAM_OR_RETURN(shim, stream, per_thread, s);
+  STREAM_OR_RETURN(shim, stream, s);
   if (n == 0) return CUDA_SUCCESS;
   rgpu::shim::ContextInfo dst_info, src_info;
   shim->context_info(to.ctx, &dst_info);
@@ -213,19 +213,11 @@ RGPU_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peer) {
 
 RGPU_EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
                                           size_t n) {
-  return copy_peer(dst, dst_ctx, src, src_ctx, n, nullptr, false, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
-                                               CUcontext src_ctx, size_t n) {
-  return copy_peer(dst, dst_ctx, src, src_ctx, n, nullptr, false, true);
+  return copy_peer(dst, dst_ctx, src, src_ctx, n, nullptr, false);
 }
 RGPU_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
                                                CUcontext src_ctx, size_t n, CUstream s) {
-  return copy_peer(dst, dst_ctx, src, src_ctx, n, s, true, false);
-}
-RGPU_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
-                                                    CUcontext src_ctx, size_t n, CUstream s) {
-  return copy_peer(dst, dst_ctx, src, src_ctx, n, s, true, true);
+  return copy_peer(dst, dst_ctx, src, src_ctx, n, s, true);
 }
 
 // ---- unified copies: the direction from the pointers -----------------------------
@@ -264,12 +256,6 @@ CUresult copy_unified(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream strea
 RGPU_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
   return copy_unified(dst, src, n, nullptr, false);
 }
-RGPU_EXPORT CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) {
-  return copy_unified(dst, src, n, CU_STREAM_PER_THREAD, false);
-}
 RGPU_EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
   return copy_unified(dst, src, n, s, true);
-}
-RGPU_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
-  return copy_unified(dst, src, n, s == nullptr ? CU_STREAM_PER_THREAD : s, true);
 }

@@ -162,7 +162,19 @@ CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream h) {
 
 CUresult CUDAAPI cuEventRecordWithFlags(CUevent hEvent, CUstream h, unsigned int flags) {
   if (flags & ~static_cast<unsigned>(CU_EVENT_RECORD_EXTERNAL)) return CUDA_ERROR_INVALID_VALUE;
-  return cuEventRecord(hEvent, h);
+  return guarded([&] {
+    if (flags & CU_EVENT_RECORD_EXTERNAL) {
+      // Outside a capture it is a plain record; inside one it would be an
+      // event record node, which captured graphs here do not have: refused,
+      // never captured as the internal dependency it is not.
+      Driver* d;
+      std::shared_ptr<Context> ctx;
+      std::shared_ptr<Stream> s;
+      RGPU_CU_TRY(lookup_stream(h, &d, &ctx, &s));
+      if (s->capture()) return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    return cuEventRecord(hEvent, h);
+  });
 }
 
 CUresult CUDAAPI cuStreamAddCallback(CUstream h, CUstreamCallback callback, void* userData, unsigned int flags) {

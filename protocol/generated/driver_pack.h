@@ -122,6 +122,94 @@ inline bool unpack_cuProfilerStop(::rgpu::protocol::ArgReader& r_) {
   return r_.finish();
 }
 
+// cuEventCreate: async
+inline constexpr uint32_t k_cuEventCreate = 12;
+inline constexpr uint64_t kMaxReply_cuEventCreate = 0;
+inline void pack_cuEventCreate(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t phEvent, [[maybe_unused]] unsigned int Flags) {
+  w_.u64(phEvent);
+  w_.scalar(Flags);
+}
+inline bool unpack_cuEventCreate(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t phEvent, [[maybe_unused]] unsigned int Flags) {
+  return r_.finish();
+}
+
+// cuEventDestroy: async
+inline constexpr uint32_t k_cuEventDestroy = 13;
+inline constexpr uint64_t kMaxReply_cuEventDestroy = 0;
+inline void pack_cuEventDestroy(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t hEvent) {
+  w_.u64(hEvent);
+}
+inline bool unpack_cuEventDestroy(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t hEvent) {
+  return r_.finish();
+}
+
+// cuEventDestroy_v2: async
+inline constexpr uint32_t k_cuEventDestroy_v2 = 14;
+inline constexpr uint64_t kMaxReply_cuEventDestroy_v2 = 0;
+inline void pack_cuEventDestroy_v2(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t hEvent) {
+  w_.u64(hEvent);
+}
+inline bool unpack_cuEventDestroy_v2(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t hEvent) {
+  return r_.finish();
+}
+
+// cuEventElapsedTime: sync
+inline constexpr uint32_t k_cuEventElapsedTime = 15;
+inline constexpr uint64_t kMaxReply_cuEventElapsedTime = 8;
+inline void pack_cuEventElapsedTime(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] float* pMilliseconds, [[maybe_unused]] uint64_t hStart, [[maybe_unused]] uint64_t hEnd) {
+  w_.u64(hStart);
+  w_.u64(hEnd);
+}
+inline bool unpack_cuEventElapsedTime(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] float* pMilliseconds, [[maybe_unused]] uint64_t hStart, [[maybe_unused]] uint64_t hEnd) {
+  { float v_{}; if (!r_.scalar(&v_)) return false; if (pMilliseconds) *pMilliseconds = v_; }
+  return r_.finish();
+}
+
+// cuEventElapsedTime_v2: sync
+inline constexpr uint32_t k_cuEventElapsedTime_v2 = 16;
+inline constexpr uint64_t kMaxReply_cuEventElapsedTime_v2 = 8;
+inline void pack_cuEventElapsedTime_v2(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] float* pMilliseconds, [[maybe_unused]] uint64_t hStart, [[maybe_unused]] uint64_t hEnd) {
+  w_.u64(hStart);
+  w_.u64(hEnd);
+}
+inline bool unpack_cuEventElapsedTime_v2(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] float* pMilliseconds, [[maybe_unused]] uint64_t hStart, [[maybe_unused]] uint64_t hEnd) {
+  { float v_{}; if (!r_.scalar(&v_)) return false; if (pMilliseconds) *pMilliseconds = v_; }
+  return r_.finish();
+}
+
+// cuEventQuery: sync
+inline constexpr uint32_t k_cuEventQuery = 17;
+inline constexpr uint64_t kMaxReply_cuEventQuery = 0;
+inline void pack_cuEventQuery(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t hEvent) {
+  w_.u64(hEvent);
+}
+inline bool unpack_cuEventQuery(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t hEvent) {
+  return r_.finish();
+}
+
+// cuEventRecord: async
+inline constexpr uint32_t k_cuEventRecord = 18;
+inline constexpr uint64_t kMaxReply_cuEventRecord = 0;
+inline void pack_cuEventRecord(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t hEvent, [[maybe_unused]] uint64_t hStream) {
+  w_.u64(hEvent);
+  w_.u64(hStream);
+}
+inline bool unpack_cuEventRecord(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t hEvent, [[maybe_unused]] uint64_t hStream) {
+  return r_.finish();
+}
+
+// cuEventRecordWithFlags: async
+inline constexpr uint32_t k_cuEventRecordWithFlags = 20;
+inline constexpr uint64_t kMaxReply_cuEventRecordWithFlags = 0;
+inline void pack_cuEventRecordWithFlags(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t hEvent, [[maybe_unused]] uint64_t hStream, [[maybe_unused]] unsigned int flags) {
+  w_.u64(hEvent);
+  w_.u64(hStream);
+  w_.scalar(flags);
+}
+inline bool unpack_cuEventRecordWithFlags(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t hEvent, [[maybe_unused]] uint64_t hStream, [[maybe_unused]] unsigned int flags) {
+  return r_.finish();
+}
+
 // cuFuncGetName: sync
 inline constexpr uint32_t k_cuFuncGetName = 4;
 inline constexpr uint64_t kMaxReply_cuFuncGetName = 8 + kMaxOutBytes;
@@ -143,6 +231,17 @@ inline bool unpack_rgpuDeviceGetUtilization(::rgpu::protocol::ArgReader& r_, [[m
   { unsigned v_{}; if (!r_.scalar(&v_)) return false; if (gpu) *gpu = v_; }
   { unsigned v_{}; if (!r_.scalar(&v_)) return false; if (memory) *memory = v_; }
   return r_.finish();
+}
+
+// Whether generated call `function` reports the errors of earlier one-way
+// work, as CUDA's synchronizing calls do (`syncs` in the description).
+inline constexpr bool reports_async_errors(uint32_t function) {
+  switch (function) {
+    case k_cuEventQuery:
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace rgpu::apigen::driver

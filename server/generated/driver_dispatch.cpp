@@ -212,6 +212,183 @@ InvokeOutcome run_cuProfilerStop(CallEnv& env_, std::span<const std::byte> args_
   return out_;
 }
 
+InvokeOutcome run_cuEventCreate(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t phEvent_h_ = 0;
+  rd_.u64(&phEvent_h_);
+  unsigned int Flags{};
+  rd_.scalar(&Flags);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuEventCreate: undecodable arguments");
+  if (!::rgpu::protocol::is_minted(phEvent_h_) || ::rgpu::protocol::kind_of(phEvent_h_) != HandleKind::kEvent)
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuEventCreate: phEvent is no fresh handle");
+  if (!env_.handle_room()) return refuse(kApi, CUDA_ERROR_OUT_OF_MEMORY, "cuEventCreate: the session is at its handle limit");
+  CUevent phEvent{};
+  if ((static_cast<uint64_t>(Flags) & ~static_cast<uint64_t>(CU_EVENT_BLOCKING_SYNC|CU_EVENT_DISABLE_TIMING|CU_EVENT_INTERPROCESS)) != 0)
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuEventCreate: Flags has unknown flags");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuEventCreate;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuEventCreate: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(&phEvent, Flags));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  const auto* table_ = &env_.driver();
+  if (!env_.add(HandleKind::kEvent, phEvent_h_, static_cast<void*>(phEvent), 0,
+                [table_](void* o_) { table_->cuEventDestroy_v2(static_cast<CUevent>(o_)); })) {
+    table_->cuEventDestroy_v2(phEvent);
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuEventCreate: phEvent not accepted");
+  }
+  return out_;
+}
+
+InvokeOutcome run_cuEventDestroy(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t hEvent_h_ = 0;
+  rd_.u64(&hEvent_h_);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuEventDestroy: undecodable arguments");
+  void* hEvent_o_ = env_.find(HandleKind::kEvent, hEvent_h_);
+  if (!hEvent_o_) return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuEventDestroy: hEvent is not a live event");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  if (!env_.remove(HandleKind::kEvent, hEvent_h_))
+    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuEventDestroy: hEvent is not a live event");
+  return out_;
+}
+
+InvokeOutcome run_cuEventDestroy_v2(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t hEvent_h_ = 0;
+  rd_.u64(&hEvent_h_);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuEventDestroy_v2: undecodable arguments");
+  void* hEvent_o_ = env_.find(HandleKind::kEvent, hEvent_h_);
+  if (!hEvent_o_) return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuEventDestroy_v2: hEvent is not a live event");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  if (!env_.remove(HandleKind::kEvent, hEvent_h_))
+    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuEventDestroy_v2: hEvent is not a live event");
+  return out_;
+}
+
+InvokeOutcome run_cuEventElapsedTime(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  float pMilliseconds{};
+  uint64_t hStart_h_ = 0;
+  rd_.u64(&hStart_h_);
+  uint64_t hEnd_h_ = 0;
+  rd_.u64(&hEnd_h_);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuEventElapsedTime: undecodable arguments");
+  void* hStart_o_ = env_.find(HandleKind::kEvent, hStart_h_);
+  if (!hStart_o_) return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuEventElapsedTime: hStart is not a live event");
+  CUevent hStart = static_cast<CUevent>(hStart_o_);
+  void* hEnd_o_ = env_.find(HandleKind::kEvent, hEnd_h_);
+  if (!hEnd_o_) return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuEventElapsedTime: hEnd is not a live event");
+  CUevent hEnd = static_cast<CUevent>(hEnd_o_);
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuEventElapsedTime_v2;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuEventElapsedTime: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(&pMilliseconds, hStart, hEnd));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  ::rgpu::protocol::ArgWriter w_;
+  w_.scalar(pMilliseconds);
+  out_.out = w_.take();
+  return out_;
+}
+
+InvokeOutcome run_cuEventElapsedTime_v2(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  float pMilliseconds{};
+  uint64_t hStart_h_ = 0;
+  rd_.u64(&hStart_h_);
+  uint64_t hEnd_h_ = 0;
+  rd_.u64(&hEnd_h_);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuEventElapsedTime_v2: undecodable arguments");
+  void* hStart_o_ = env_.find(HandleKind::kEvent, hStart_h_);
+  if (!hStart_o_) return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuEventElapsedTime_v2: hStart is not a live event");
+  CUevent hStart = static_cast<CUevent>(hStart_o_);
+  void* hEnd_o_ = env_.find(HandleKind::kEvent, hEnd_h_);
+  if (!hEnd_o_) return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuEventElapsedTime_v2: hEnd is not a live event");
+  CUevent hEnd = static_cast<CUevent>(hEnd_o_);
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuEventElapsedTime_v2;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuEventElapsedTime_v2: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(&pMilliseconds, hStart, hEnd));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  ::rgpu::protocol::ArgWriter w_;
+  w_.scalar(pMilliseconds);
+  out_.out = w_.take();
+  return out_;
+}
+
+InvokeOutcome run_cuEventQuery(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t hEvent_h_ = 0;
+  rd_.u64(&hEvent_h_);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuEventQuery: undecodable arguments");
+  void* hEvent_o_ = env_.find(HandleKind::kEvent, hEvent_h_);
+  if (!hEvent_o_) return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuEventQuery: hEvent is not a live event");
+  CUevent hEvent = static_cast<CUevent>(hEvent_o_);
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuEventQuery;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuEventQuery: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(hEvent));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  return out_;
+}
+
+InvokeOutcome run_cuEventRecord(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t hEvent_h_ = 0;
+  rd_.u64(&hEvent_h_);
+  uint64_t hStream_h_ = 0;
+  rd_.u64(&hStream_h_);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuEventRecord: undecodable arguments");
+  void* hEvent_o_ = env_.find(HandleKind::kEvent, hEvent_h_);
+  if (!hEvent_o_) return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuEventRecord: hEvent is not a live event");
+  if (env_.parent(HandleKind::kEvent, hEvent_h_) != env_.context())
+    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuEventRecord: hEvent is of another context");
+  CUevent hEvent = static_cast<CUevent>(hEvent_o_);
+  CUstream hStream = nullptr;
+  if (!env_.stream(hStream_h_, &hStream))
+    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuEventRecord: hStream is not a stream");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuEventRecord;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuEventRecord: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(hEvent, hStream));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  return out_;
+}
+
+InvokeOutcome run_cuEventRecordWithFlags(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t hEvent_h_ = 0;
+  rd_.u64(&hEvent_h_);
+  uint64_t hStream_h_ = 0;
+  rd_.u64(&hStream_h_);
+  unsigned int flags{};
+  rd_.scalar(&flags);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuEventRecordWithFlags: undecodable arguments");
+  void* hEvent_o_ = env_.find(HandleKind::kEvent, hEvent_h_);
+  if (!hEvent_o_) return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuEventRecordWithFlags: hEvent is not a live event");
+  if (env_.parent(HandleKind::kEvent, hEvent_h_) != env_.context())
+    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuEventRecordWithFlags: hEvent is of another context");
+  CUevent hEvent = static_cast<CUevent>(hEvent_o_);
+  CUstream hStream = nullptr;
+  if (!env_.stream(hStream_h_, &hStream))
+    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuEventRecordWithFlags: hStream is not a stream");
+  if ((static_cast<uint64_t>(flags) & ~static_cast<uint64_t>(CU_EVENT_RECORD_EXTERNAL)) != 0)
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuEventRecordWithFlags: flags has unknown flags");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuEventRecordWithFlags;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuEventRecordWithFlags: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(hEvent, hStream, flags));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  return out_;
+}
+
 InvokeOutcome run_cuFuncGetName(CallEnv& env_, std::span<const std::byte> args_) {
   ::rgpu::protocol::ArgReader rd_(args_);
   uint64_t hfunc_h_ = 0;
@@ -268,6 +445,14 @@ const DispatchRow kRows[] = {
     {"cuCtxResetPersistingL2Cache", kApi, 9, true, true, &run_cuCtxResetPersistingL2Cache},
     {"cuProfilerStart", kApi, 10, true, true, &run_cuProfilerStart},
     {"cuProfilerStop", kApi, 11, true, true, &run_cuProfilerStop},
+    {"cuEventCreate", kApi, 12, false, false, &run_cuEventCreate},
+    {"cuEventDestroy", kApi, 13, false, false, &run_cuEventDestroy},
+    {"cuEventDestroy_v2", kApi, 14, false, false, &run_cuEventDestroy_v2},
+    {"cuEventElapsedTime", kApi, 15, true, true, &run_cuEventElapsedTime},
+    {"cuEventElapsedTime_v2", kApi, 16, true, true, &run_cuEventElapsedTime_v2},
+    {"cuEventQuery", kApi, 17, true, true, &run_cuEventQuery},
+    {"cuEventRecord", kApi, 18, false, false, &run_cuEventRecord},
+    {"cuEventRecordWithFlags", kApi, 20, false, false, &run_cuEventRecordWithFlags},
     {"cuFuncGetName", kApi, 4, true, true, &run_cuFuncGetName},
     {"rgpuDeviceGetUtilization", kApi, 6, true, true, &run_rgpuDeviceGetUtilization},
 };
@@ -285,8 +470,16 @@ const DispatchRow* find_driver_row(uint32_t function) {
     case 9: return &kRows[6];
     case 10: return &kRows[7];
     case 11: return &kRows[8];
-    case 4: return &kRows[9];
-    case 6: return &kRows[10];
+    case 12: return &kRows[9];
+    case 13: return &kRows[10];
+    case 14: return &kRows[11];
+    case 15: return &kRows[12];
+    case 16: return &kRows[13];
+    case 17: return &kRows[14];
+    case 18: return &kRows[15];
+    case 20: return &kRows[16];
+    case 4: return &kRows[17];
+    case 6: return &kRows[18];
     default: return nullptr;
   }
 }

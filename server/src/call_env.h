@@ -55,6 +55,14 @@ class CallEnv {
   // them), or a live stream of the call's own context. False otherwise.
   virtual bool stream(uint64_t handle, CUstream* out) const = 0;
 
+  // The parent `handle` was registered under (a context, module, ...);
+  // 0 when it is not a live handle of `kind`.
+  virtual uint64_t parent(protocol::HandleKind kind, uint64_t handle) const = 0;
+
+  // Whether the session may hold one more handle (false, with its reason
+  // noted, at rgpud's limit).
+  virtual bool handle_room() = 0;
+
   // Registers an object the call created under the client-minted `handle`,
   // a child of `parent` (a context, module, ...; 0: the call's context).
   // `destroy` releases the object and runs when the handle is removed, or

@@ -511,7 +511,6 @@ void Session::send_reply(uint64_t call_id, Outcome outcome, std::string_view cal
     auto values = reply.initValues(static_cast<unsigned>(outcome.values.size()));
     for (size_t i = 0; i < outcome.values.size(); ++i) values.set(i, outcome.values[i]);
   }
-  reply.setElapsedMs(outcome.elapsed_ms);
   if (!outcome.message.empty()) reply.setMessage(outcome.message);
   reply.setNeedImage(outcome.need_image);
   transport::Bytes payload;
@@ -609,6 +608,13 @@ CUresult Session::add_handle(protocol::HandleKind kind, uint64_t handle, void* o
 bool Session::add(protocol::HandleKind kind, uint64_t handle, void* object, uint64_t parent,
                   std::function<void(void*)> destroy) {
   if (parent == 0) parent = call_ctx_;
+  if (kind == protocol::HandleKind::kEvent || kind == protocol::HandleKind::kStream) {
+    // No watch may look at an event or stream once it is gone.
+    destroy = [this, destroy = std::move(destroy)](void* object) {
+      pollers_->forget(id_, object);
+      if (destroy) destroy(object);
+    };
+  }
   // Refused, the object stays the caller's to release (nothing registered).
   if (handles_.add(kind, handle, object, parent, std::move(destroy)) == HandleTable::AddResult::kAdded) return true;
   (void)handle_room();  // logs the limit once when that was the reason

@@ -139,9 +139,12 @@ class Session : public CallEnv {
   bool device(CUdevice ordinal, CUdevice* out) const override;
   bool device_range(uint64_t ptr, uint64_t size) const override { return ledger_.check(call_ctx_, ptr, size); }
   void* find(protocol::HandleKind kind, uint64_t handle) const override { return handles_.find(kind, handle); }
+  uint64_t parent(protocol::HandleKind kind, uint64_t handle) const override { return handles_.parent(kind, handle); }
   bool stream(uint64_t handle, CUstream* out) const override {
     return lookup_stream(call_ctx_, handle, out) == CUDA_SUCCESS;
   }
+  // Whether the session may hold one more handle (logs once when not).
+  bool handle_room() override;
   bool add(protocol::HandleKind kind, uint64_t handle, void* object, uint64_t parent,
            std::function<void(void*)> destroy) override;
   bool remove(protocol::HandleKind kind, uint64_t handle) override { return handles_.remove(kind, handle); }
@@ -183,7 +186,6 @@ class Session : public CallEnv {
     explicit Outcome(CUresult r) : result(r) {}
     CUresult result = CUDA_SUCCESS;
     std::vector<uint64_t> values;
-    float elapsed_ms = 0;
     StagingPool::Buffer data;  // device-to-host bytes
     const std::byte* direct = nullptr;  // or these, in device memory (bulk_direct_)
     uint64_t data_size = 0;
@@ -216,8 +218,6 @@ class Session : public CallEnv {
   std::string placements_text() const;
   // Logs why and closes the connection; teardown follows from its close.
   void fail(const std::string& reason);
-  // Whether the session may hold one more handle (logs once when not).
-  bool handle_room();
   void handle_batch(wire::Batch::Reader batch, transport::Message& message);
   // Runs one call, answering it when it is sync. A call this server does not
   // know, or cannot read, is answered "not supported" when it wants a reply.

@@ -36,8 +36,6 @@ bool is_sync(wire::Call::Reader call) {
     case wire::Call::STREAM_SYNCHRONIZE:
     case wire::Call::STREAM_QUERY:
     case wire::Call::EVENT_SYNCHRONIZE:
-    case wire::Call::EVENT_QUERY:
-    case wire::Call::EVENT_ELAPSED_TIME:
     case wire::Call::MODULE_LOAD:
     case wire::Call::MODULE_GET_GLOBAL:
     case wire::Call::FUNC_GET_ATTRIBUTES:
@@ -72,7 +70,18 @@ bool names_per_thread_stream(uint64_t handle) { return handle == protocol::kPerT
 // Typed members that generated calls replaced (their ordinals stay, unused):
 // a client that sends one is answered like any call this server does not know.
 bool retired_call(wire::Call::Which which) {
-  return which == wire::Call::MEM_GET_INFO || which == wire::Call::MEM_GET_ADDRESS_RANGE;
+  switch (which) {
+    case wire::Call::MEM_GET_INFO:
+    case wire::Call::MEM_GET_ADDRESS_RANGE:
+    case wire::Call::EVENT_CREATE:
+    case wire::Call::EVENT_RECORD:
+    case wire::Call::EVENT_QUERY:
+    case wire::Call::EVENT_ELAPSED_TIME:
+    case wire::Call::EVENT_DESTROY:
+      return true;
+    default:
+      return false;
+  }
 }
 
 bool known_call(wire::Call::Which which) { return which <= wire::Call::GRAPH && !retired_call(which); }
@@ -114,8 +123,6 @@ Session::Inline Session::runs_inline(const protocol::Decoded& decoded, const tra
     switch (call.which()) {
       case wire::Call::MEM_ALLOC:
       case wire::Call::FUNC_GET_ATTRIBUTES:
-      case wire::Call::EVENT_QUERY:
-      case wire::Call::EVENT_ELAPSED_TIME:
       case wire::Call::EVENT_SYNCHRONIZE:  // waits on its own thread unless complete
       case wire::Call::CTX_SYNCHRONIZE:
         break;
@@ -556,21 +563,6 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
       CUstream s;
       if ((out.result = lookup_stream(ctx, call.getStreamQuery().getHandle(), &s)) != CUDA_SUCCESS) break;
       out.result = cu_.cuStreamQuery(s);
-      break;
-    }
-    case wire::Call::EVENT_QUERY: {
-      if (!needs_ctx()) break;
-      CUevent e;
-      if ((out.result = lookup_event(call.getEventQuery().getHandle(), &e)) != CUDA_SUCCESS) break;
-      out.result = cu_.cuEventQuery(e);
-      break;
-    }
-    case wire::Call::EVENT_ELAPSED_TIME: {
-      if (!needs_ctx()) break;
-      CUevent a, b;
-      if ((out.result = lookup_event(call.getEventElapsedTime().getStart(), &a)) != CUDA_SUCCESS) break;
-      if ((out.result = lookup_event(call.getEventElapsedTime().getEnd(), &b)) != CUDA_SUCCESS) break;
-      out.result = cu_.cuEventElapsedTime(&out.elapsed_ms, a, b);
       break;
     }
     case wire::Call::MODULE_LOAD:

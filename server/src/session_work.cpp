@@ -226,11 +226,6 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
       if (!handles_.remove(HandleKind::kModule, call.getModuleUnload().getHandle())) return CUDA_ERROR_INVALID_HANDLE;
       return CUDA_SUCCESS;
     }
-    case wire::Call::EVENT_DESTROY: {
-      destroy_result_ = CUDA_SUCCESS;
-      if (!handles_.remove(HandleKind::kEvent, call.getEventDestroy().getHandle())) return CUDA_ERROR_INVALID_HANDLE;
-      return destroy_result_;
-    }
     default:
       break;
   }
@@ -277,29 +272,6 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
         pollers_->forget(id_, object);  // no watch may look at it any more
         destroy_result_ = cu_.cuStreamDestroy(static_cast<CUstream>(object));
       });
-    }
-    case wire::Call::EVENT_CREATE: {
-      auto in = call.getEventCreate();
-      if (!HandleTable::nameable(HandleKind::kEvent, in.getHandle()) || handles_.find(HandleKind::kEvent, in.getHandle())) {
-        return CUDA_ERROR_INVALID_VALUE;
-      }
-      if (!handle_room()) return CUDA_ERROR_OUT_OF_MEMORY;
-      CUevent e = nullptr;
-      if ((r = cu_.cuEventCreate(&e, in.getFlags())) != CUDA_SUCCESS) return r;
-      return add_handle(HandleKind::kEvent, in.getHandle(), e, ctx, [this](void* object) {
-        pollers_->forget(id_, object);  // no watch may look at it any more
-        destroy_result_ = cu_.cuEventDestroy(static_cast<CUevent>(object));
-      });
-    }
-    case wire::Call::EVENT_RECORD: {
-      CUevent e;
-      CUstream s;
-      const uint64_t event = call.getEventRecord().getEvent();
-      if ((r = lookup_event(event, &e)) != CUDA_SUCCESS) return r;
-      // Recorded only on a stream of the event's own context.
-      if (handles_.parent(HandleKind::kEvent, event) != ctx) return CUDA_ERROR_INVALID_HANDLE;
-      if ((r = lookup_stream(ctx, call.getEventRecord().getStream(), &s)) != CUDA_SUCCESS) return r;
-      return cu_.cuEventRecord(e, s);
     }
     case wire::Call::STREAM_WAIT_EVENT: {
       CUevent e;

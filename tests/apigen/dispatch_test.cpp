@@ -168,6 +168,69 @@ TEST_F(GeneratedCalls, CreateWithAHandleOfAnotherKindIsRefusedBeforeTheDriver) {
   EXPECT_EQ(0u, env.handle_count());
 }
 
+TEST_F(GeneratedCalls, EventFlagsOutsideTheMaskAreRefusedBeforeTheDriver) {
+  ArgWriter create;
+  d::pack_cuEventCreate(create, event, CU_EVENT_DISABLE_TIMING | 0x40);
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, run(find_driver_row(d::k_cuEventCreate), create).code);
+  env.put(HandleKind::kEvent, event, reinterpret_cast<void*>(uintptr_t{0xE0}));
+  ArgWriter record;
+  d::pack_cuEventRecordWithFlags(record, event, protocol::kNullStream, CU_EVENT_RECORD_EXTERNAL << 1);
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, run(find_driver_row(d::k_cuEventRecordWithFlags), record).code);
+  EXPECT_EQ(0, driver_log().calls);
+  ArgWriter external;
+  d::pack_cuEventRecordWithFlags(external, event, protocol::kNullStream, CU_EVENT_RECORD_EXTERNAL);
+  EXPECT_EQ(CUDA_SUCCESS, run(find_driver_row(d::k_cuEventRecordWithFlags), external).code);
+  EXPECT_EQ(unsigned{CU_EVENT_RECORD_EXTERNAL}, driver_log().flags);
+}
+
+TEST_F(GeneratedCalls, AnEventIsRecordedOnlyInItsOwnContext) {
+  // Registered under another context than the call's (its check= hook).
+  ASSERT_TRUE(env.add(HandleKind::kEvent, event, reinterpret_cast<void*>(uintptr_t{0xE0}),
+                      protocol::primary_context(1), nullptr));
+  for (uint32_t ordinal : {d::k_cuEventRecord, d::k_cuEventRecordWithFlags}) {
+    ArgWriter w;
+    if (ordinal == d::k_cuEventRecord) {
+      d::pack_cuEventRecord(w, event, protocol::kNullStream);
+    } else {
+      d::pack_cuEventRecordWithFlags(w, event, protocol::kNullStream, 0);
+    }
+    InvokeOutcome out = run(find_driver_row(ordinal), w);
+    EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE, out.code) << out.message;
+  }
+  EXPECT_EQ(0, driver_log().calls);
+  // Its own context's, on the per-thread stream (what cuEventRecord_ptsz sends for NULL).
+  const uint64_t own = make_handle(HandleKind::kEvent, 0x310);
+  env.put(HandleKind::kEvent, own, reinterpret_cast<void*>(uintptr_t{0xE1}));
+  ArgWriter w;
+  d::pack_cuEventRecord(w, own, protocol::kPerThreadStream);
+  ASSERT_EQ(CUDA_SUCCESS, run(find_driver_row(d::k_cuEventRecord), w).code);
+  EXPECT_EQ(CU_STREAM_PER_THREAD, driver_log().stream);
+}
+
+TEST_F(GeneratedCalls, ACreatePastTheHandleLimitIsOutOfMemoryBeforeTheDriver) {
+  for (uint64_t n = 0; env.handle_room(); ++n) {
+    env.put(HandleKind::kStream, make_handle(HandleKind::kStream, 0x1000 + n), reinterpret_cast<void*>(uintptr_t{1}));
+  }
+  ArgWriter w;
+  d::pack_cuEventCreate(w, event, 0);
+  EXPECT_EQ(CUDA_ERROR_OUT_OF_MEMORY, run(find_driver_row(d::k_cuEventCreate), w).code);
+  EXPECT_EQ(0, driver_log().calls);
+}
+
+TEST_F(GeneratedCalls, ElapsedTimeTravelsAsAnOutScalar) {
+  env.put(HandleKind::kEvent, event, reinterpret_cast<void*>(uintptr_t{0xE0}));
+  float ms = 0;
+  ArgWriter w;
+  d::pack_cuEventElapsedTime_v2(w, &ms, event, event);
+  InvokeOutcome out = run(find_driver_row(d::k_cuEventElapsedTime_v2), w);
+  ASSERT_EQ(CUDA_SUCCESS, out.code) << out.message;
+  ArgReader r(view(out.out));
+  ASSERT_TRUE(d::unpack_cuEventElapsedTime_v2(r, &ms, event, event));
+  EXPECT_FLOAT_EQ(2.5f, ms);
+  EXPECT_TRUE(d::reports_async_errors(d::k_cuEventQuery));
+  EXPECT_FALSE(d::reports_async_errors(d::k_cuEventElapsedTime_v2));
+}
+
 TEST_F(GeneratedCalls, StreamArguments) {
   env.put(HandleKind::kStream, stream, reinterpret_cast<void*>(uintptr_t{0x5E}));
   env.put(HandleKind::kEvent, event, reinterpret_cast<void*>(uintptr_t{0xE0}));

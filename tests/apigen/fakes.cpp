@@ -56,6 +56,26 @@ CUresult CUDAAPI event_destroy(CUevent event) {
   driver_log().destroyed.push_back(event);
   return CUDA_SUCCESS;
 }
+CUresult CUDAAPI event_query(CUevent) {
+  ++driver_log().calls;
+  return CUDA_ERROR_NOT_READY;
+}
+CUresult CUDAAPI event_record(CUevent, CUstream stream) {
+  ++driver_log().calls;
+  driver_log().stream = stream;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI event_record_with_flags(CUevent, CUstream stream, unsigned flags) {
+  ++driver_log().calls;
+  driver_log().stream = stream;
+  driver_log().flags = flags;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI event_elapsed(float* ms, CUevent, CUevent) {
+  ++driver_log().calls;
+  *ms = 2.5f;
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI stream_query(CUstream stream) {
   ++driver_log().calls;
   driver_log().stream = stream;
@@ -115,6 +135,10 @@ std::shared_ptr<DriverTable> fake_driver() {
   t->cuFuncGetName = func_get_name;
   t->cuEventCreate = event_create;
   t->cuEventDestroy = event_destroy;
+  t->cuEventQuery = event_query;
+  t->cuEventRecord = event_record;
+  t->cuEventRecordWithFlags = event_record_with_flags;
+  t->cuEventElapsedTime = event_elapsed;
   t->cuStreamQuery = stream_query;
   t->cuMemsetD8 = memset_d8;
   t->cuMemcpyHtoD = memcpy_htod;
@@ -153,9 +177,15 @@ bool FakeEnv::stream(uint64_t handle, CUstream* out) const {
   return s != nullptr;
 }
 
-bool FakeEnv::add(HandleKind kind, uint64_t handle, void* object, uint64_t, std::function<void(void*)> destroy) {
+uint64_t FakeEnv::parent(HandleKind kind, uint64_t handle) const {
+  auto it = handles_.find(handle);
+  return it != handles_.end() && it->second.kind == kind ? it->second.parent : 0;
+}
+
+bool FakeEnv::add(HandleKind kind, uint64_t handle, void* object, uint64_t parent,
+                  std::function<void(void*)> destroy) {
   if (!protocol::is_minted(handle) || protocol::kind_of(handle) != kind || handles_.count(handle)) return false;
-  handles_[handle] = Entry{kind, object, std::move(destroy)};
+  handles_[handle] = Entry{kind, object, std::move(destroy), parent != 0 ? parent : context()};
   return true;
 }
 
@@ -204,7 +234,9 @@ uint64_t FakeEnv::allocate(size_t size) {
   return base;
 }
 
-void FakeEnv::put(HandleKind kind, uint64_t handle, void* object) { handles_[handle] = Entry{kind, object, nullptr}; }
+void FakeEnv::put(HandleKind kind, uint64_t handle, void* object) {
+  handles_[handle] = Entry{kind, object, nullptr, context()};
+}
 
 std::vector<ValidCall> valid_calls(FakeEnv& env) {
   namespace d = apigen::driver;
@@ -242,6 +274,26 @@ std::vector<ValidCall> valid_calls(FakeEnv& env) {
     protocol::ArgWriter w;
     d::pack_cuFuncGetName(w, &sv, function);
     add(find_driver_row(d::k_cuFuncGetName), w);
+  }
+  {
+    // The driver's event calls: one made by the call, one already held.
+    const uint64_t held = make_handle(HandleKind::kEvent, 0x401);
+    const uint64_t made = make_handle(HandleKind::kEvent, 0x402);
+    env.put(HandleKind::kEvent, held, reinterpret_cast<void*>(uintptr_t{0xE1}));
+    float ms = 0;
+    protocol::ArgWriter c, r, rf, q, e, x;
+    d::pack_cuEventCreate(c, made, CU_EVENT_DISABLE_TIMING);
+    add(find_driver_row(d::k_cuEventCreate), c);
+    d::pack_cuEventRecord(r, held, protocol::kLegacyStream);
+    add(find_driver_row(d::k_cuEventRecord), r);
+    d::pack_cuEventRecordWithFlags(rf, held, protocol::kNullStream, CU_EVENT_RECORD_EXTERNAL);
+    add(find_driver_row(d::k_cuEventRecordWithFlags), rf);
+    d::pack_cuEventQuery(q, held);
+    add(find_driver_row(d::k_cuEventQuery), q);
+    d::pack_cuEventElapsedTime_v2(e, &ms, held, held);
+    add(find_driver_row(d::k_cuEventElapsedTime_v2), e);
+    d::pack_cuEventDestroy_v2(x, made);
+    add(find_driver_row(d::k_cuEventDestroy_v2), x);
   }
   {
     protocol::ArgWriter w;

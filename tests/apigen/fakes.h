@@ -58,6 +58,9 @@ class FakeEnv : public CallEnv {
   uint64_t context() const override { return protocol::primary_context(0); }
   bool device_range(uint64_t ptr, uint64_t size) const override;
   void* find(protocol::HandleKind kind, uint64_t handle) const override;
+  uint64_t parent(protocol::HandleKind kind, uint64_t handle) const override;
+  bool handle_room() override { return handles_.size() < kMaxHandles; }
+  static constexpr size_t kMaxHandles = 64;
   bool stream(uint64_t handle, CUstream* out) const override;
   bool add(protocol::HandleKind kind, uint64_t handle, void* object, uint64_t parent,
            std::function<void(void*)> destroy) override;
@@ -80,6 +83,7 @@ class FakeEnv : public CallEnv {
     protocol::HandleKind kind;
     void* object;
     std::function<void(void*)> destroy;
+    uint64_t parent = 0;
   };
   std::shared_ptr<DriverTable> driver_;
   std::map<size_t, const void*> libraries_;

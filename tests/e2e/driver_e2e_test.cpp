@@ -561,6 +561,106 @@ TEST_F(Driver, JitLinkOfOneInputLoadsAndRuns) {
 
 // Calls generated from api/driver.api (Call.invoke), through the
 // client's generated stub, the wire and the server's generated row.
+TEST_F(Driver, EventArgumentsAreCheckedWhereTheProgramSeesThem) {
+  // One-way calls, refused on the client so that the error is the call's.
+  CUevent e = nullptr;
+  EXPECT_EQ(cuEventCreate(&e, 0x100), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuEventCreate(nullptr, 0), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_CU(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  EXPECT_EQ(cuEventRecordWithFlags(e, nullptr, 0x8), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_CU(cuEventRecordWithFlags(e, nullptr, CU_EVENT_RECORD_EXTERNAL));  // outside a capture: a record
+  ASSERT_CU(cuEventSynchronize(e));
+  EXPECT_EQ(cuEventQuery(e), CUDA_SUCCESS);
+  float ms = 0;
+  EXPECT_EQ(cuEventElapsedTime(nullptr, e, e), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_CU(cuEventDestroy(e));
+  // Gone at once: every later use is an invalid handle, one-way or not.
+  EXPECT_EQ(cuEventRecord(e, nullptr), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuEventQuery(e), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuEventElapsedTime(&ms, e, e), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuEventDestroy(e), CUDA_ERROR_INVALID_HANDLE);
+  // A stream is no event.
+  CUstream s;
+  ASSERT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  EXPECT_EQ(cuEventRecord(reinterpret_cast<CUevent>(s), s), CUDA_ERROR_INVALID_HANDLE);
+  ASSERT_CU(cuStreamDestroy(s));
+  ASSERT_CU(cuCtxSynchronize());  // nothing failed on the server meanwhile
+}
+
+TEST_F(Driver, AnEventOfAnotherContextIsNotRecordedOnThisOnesStream) {
+  CUevent theirs;
+  CUcontext other;
+  ASSERT_CU(cuCtxCreate(&other, nullptr, 0, dev_));
+  ASSERT_CU(cuEventCreate(&theirs, 0));
+  ASSERT_CU(cuCtxSetCurrent(ctx_));
+  // One-way: the refusal comes with the next synchronizing call.
+  ASSERT_CU(cuEventRecord(theirs, nullptr));
+  EXPECT_EQ(cuCtxSynchronize(), CUDA_ERROR_INVALID_HANDLE);
+  ASSERT_CU(cuCtxSetCurrent(other));
+  ASSERT_CU(cuEventRecord(theirs, nullptr));
+  ASSERT_CU(cuEventSynchronize(theirs));
+  ASSERT_CU(cuEventDestroy(theirs));
+  ASSERT_CU(cuCtxDestroy(other));
+  ASSERT_CU(cuCtxSetCurrent(ctx_));
+}
+
+}  // namespace
+
+// The per-thread entry points, which cuda.h declares only under
+// CUDA_API_PER_THREAD_DEFAULT_STREAM (as the plain names' expansions).
+extern "C" {
+CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream, CUstreamCaptureMode);
+CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream, CUstreamCaptureStatus*);
+CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream, CUgraph*);
+CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr, unsigned int, size_t, CUstream);
+CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr, unsigned int, size_t);
+CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec, CUstream);
+CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void*, CUdeviceptr, size_t);
+CUresult CUDAAPI cuEventRecord_ptsz(CUevent, CUstream);
+CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream);
+}
+
+namespace {
+
+// The _ptsz/_ptds entry points (what a program built with
+// --default-stream per-thread calls) are their plain names with NULL meaning
+// the per-thread stream, and only for that call.
+TEST_F(Driver, PerThreadEntryPointsUseThePerThreadStream) {
+  // The legacy stream cannot be captured; the per-thread stream can.
+  EXPECT_NE(cuStreamBeginCapture_v2(nullptr, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+  ASSERT_CU(cuStreamBeginCapture_v2_ptsz(nullptr, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  ASSERT_CU(cuStreamIsCapturing_ptsz(nullptr, &status));
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  ASSERT_CU(cuStreamIsCapturing(CU_STREAM_PER_THREAD, &status));
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  CUdeviceptr d;
+  ASSERT_CU(cuMemAlloc(&d, 4096));
+  ASSERT_CU(cuMemsetD32Async_ptsz(d, 0x01020304u, 1024, nullptr));  // captured, not run
+  CUgraph graph = nullptr;
+  ASSERT_CU(cuStreamEndCapture_ptsz(nullptr, &graph));
+  ASSERT_NE(graph, nullptr);
+  CUgraphExec exec;
+  ASSERT_CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
+  ASSERT_CU(cuMemsetD32_v2_ptds(d, 0, 1024));
+  ASSERT_CU(cuGraphLaunch_ptsz(exec, nullptr));
+  std::vector<uint32_t> back(1024);
+  ASSERT_CU(cuMemcpyDtoH_v2_ptds(back.data(), d, 4096));  // ordered after the launch on the same stream
+  EXPECT_EQ(back[0], 0x01020304u);
+  EXPECT_EQ(back[1023], 0x01020304u);
+  CUevent e;
+  ASSERT_CU(cuEventCreate(&e, 0));
+  ASSERT_CU(cuEventRecord_ptsz(e, nullptr));
+  ASSERT_CU(cuStreamSynchronize_ptsz(nullptr));
+  EXPECT_EQ(cuEventQuery(e), CUDA_SUCCESS);
+  ASSERT_CU(cuEventDestroy(e));
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  ASSERT_CU(cuGraphDestroy(graph));
+  ASSERT_CU(cuMemFree(d));
+  // The entry point's per-thread meaning ended with it.
+  EXPECT_NE(cuStreamBeginCapture_v2(nullptr, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+}
+
 TEST_F(Driver, GeneratedCalls) {
   int least = 1, greatest = 1;
   ASSERT_CU(cuCtxGetStreamPriorityRange(&least, &greatest));

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "attack_fixture.h"
+#include "event_calls.h"
 #include "wire_edit.h"
 
 namespace rgpu::security {
@@ -34,7 +35,7 @@ TEST_F(AttackTest, ForgedAndWrongKindHandlesAreInvalidHandles) {
   auto p = session();
   ASSERT_TRUE(p);
   ASSERT_TRUE(p->post(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initStreamCreate().setHandle(S(1)); },
-                                      [](wire::Call::Builder c) { c.initEventCreate().setHandle(E(1)); }}));
+                                      events::create(E(1))}));
   expect_refused(p->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initStreamQuery().setHandle(S(1)); }),
                  CUDA_SUCCESS, "the live stream");
   // Of the right kind, never minted by this session.
@@ -43,7 +44,7 @@ TEST_F(AttackTest, ForgedAndWrongKindHandlesAreInvalidHandles) {
   // A live handle of another kind where a stream belongs, and the reverse.
   expect_refused(p->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initStreamQuery().setHandle(E(1)); }),
                  CUDA_ERROR_INVALID_HANDLE, "an event as a stream");
-  expect_refused(p->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initEventQuery().setHandle(S(1)); }),
+  expect_refused(p->call(RawPeer::kCtx, events::query(S(1))),
                  CUDA_ERROR_INVALID_HANDLE, "a stream as an event");
   // The bare numbers of earlier protocols mean nothing now.
   expect_refused(p->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initStreamQuery().setHandle(0x100); }),

@@ -17,6 +17,7 @@
 #include "driver_pack.h"
 #include "rgpu/protocol/args.h"
 #include "attack_fixture.h"
+#include "event_calls.h"
 #include "client.h"
 #include "kernels.h"
 #include "wire_edit.h"
@@ -244,7 +245,7 @@ TEST_F(AttackTest, ForgedForeignAndWrongKindHandlesAreUnknown) {
   ASSERT_TRUE(victim);
   ASSERT_TRUE(victim->load_kernels(M(400), F(401), "fill"));
   ASSERT_TRUE(victim->post(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initStreamCreate().setHandle(S(200)); },
-                                           [](wire::Call::Builder c) { c.initEventCreate().setHandle(E(300)); }}));
+                                           events::create(E(300))}));
   auto vq = victim->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initStreamQuery().setHandle(S(200)); });
   ASSERT_EQ(vq.result, CUDA_SUCCESS) << vq.describe();
   ASSERT_EQ(vq.async_error, CUDA_SUCCESS) << vq.describe();
@@ -253,12 +254,12 @@ TEST_F(AttackTest, ForgedForeignAndWrongKindHandlesAreUnknown) {
   ASSERT_TRUE(p);
   // Its own event 500 and stream 600, to misuse as the other kind.
   ASSERT_TRUE(p->load_kernels(M(700), F(701), "fill"));
-  ASSERT_TRUE(p->post(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initEventCreate().setHandle(E(500)); },
+  ASSERT_TRUE(p->post(RawPeer::kCtx, {events::create(E(500)),
                                       [](wire::Call::Builder c) { c.initStreamCreate().setHandle(S(600)); }}));
   const std::vector<std::pair<const char*, RawPeer::Fill>> sync_attacks = {
       {"forged stream", [](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(S(0xdead)); }},
       {"stream handle without a kind", [](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(0x1234567); }},
-      {"forged event", [](wire::Call::Builder c) { c.initEventQuery().setHandle(E(0x1234)); }},
+      {"forged event", events::query(E(0x1234))},
       {"forged function", [](wire::Call::Builder c) { c.initFuncGetAttributes().setHandle(F(0x7777)); }},
       {"forged module", [](wire::Call::Builder c) {
          auto g = c.initModuleGetGlobal();
@@ -302,22 +303,15 @@ TEST_F(AttackTest, ForgedForeignAndWrongKindHandlesAreUnknown) {
          l.setFunction(M(700));
          l.setGridX(1), l.setGridY(1), l.setGridZ(1), l.setBlockX(1), l.setBlockY(1), l.setBlockZ(1);
        }},
-      {"record of the victim's event", [](wire::Call::Builder c) {
-         auto r = c.initEventRecord();
-         r.setEvent(E(300));
-       }},
-      {"record on an event used as stream", [](wire::Call::Builder c) {
-         auto r = c.initEventRecord();
-         r.setEvent(E(500));
-         r.setStream(E(500));
-       }},
+      {"record of the victim's event", events::record(E(300), protocol::kNullStream)},
+      {"record on an event used as stream", events::record(E(500), E(500))},
       {"wait on the victim's event", [](wire::Call::Builder c) {
          auto w = c.initStreamWaitEvent();
          w.setStream(S(600));
          w.setEvent(E(300));
        }},
       {"destroy of the victim's stream", [](wire::Call::Builder c) { c.initStreamDestroy().setHandle(S(200)); }},
-      {"destroy of the victim's event", [](wire::Call::Builder c) { c.initEventDestroy().setHandle(E(300)); }},
+      {"destroy of the victim's event", events::destroy(E(300))},
       {"unload of the victim's module", [](wire::Call::Builder c) { c.initModuleUnload().setHandle(M(400)); }},
       {"destroy of a special stream", [](wire::Call::Builder c) { c.initStreamDestroy().setHandle(protocol::kLegacyStream); }},
       {"event as the stream of a copy", [](wire::Call::Builder c) {
@@ -348,7 +342,7 @@ TEST_F(AttackTest, ForgedForeignAndWrongKindHandlesAreUnknown) {
   // The victim's handles still work.
   auto after = victim->calls(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(S(200)); }});
   EXPECT_EQ(after.result, CUDA_SUCCESS) << after.describe();
-  after = victim->calls(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initEventQuery().setHandle(E(300)); }});
+  after = victim->calls(RawPeer::kCtx, {events::query(E(300))});
   EXPECT_EQ(after.result, CUDA_SUCCESS) << after.describe();
   after = victim->calls(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initFuncGetAttributes().setHandle(F(401)); }});
   EXPECT_EQ(after.result, CUDA_SUCCESS) << after.describe();
@@ -361,7 +355,7 @@ TEST_F(AttackTest, MoreHandlesThanTheLimitAreOutOfMemoryAndTheSessionGoesOn) {
   ASSERT_TRUE(p);
   std::vector<RawPeer::Fill> creates;
   for (uint64_t h = 1000; h < 1100; ++h) {
-    creates.push_back([h](wire::Call::Builder c) { c.initEventCreate().setHandle(E(h)); });
+    creates.push_back(events::create(E(h)));
   }
   creates.push_back(sync_probe);
   const Answer a = p->calls(RawPeer::kCtx, creates);
@@ -378,12 +372,12 @@ TEST_F(AttackTest, MoreHandlesThanTheLimitAreOutOfMemoryAndTheSessionGoesOn) {
   });
   EXPECT_RESULT(m, CUDA_ERROR_OUT_OF_MEMORY);
   // The session goes on: what it made works, freeing makes room.
-  EXPECT_EQ(p->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initEventQuery().setHandle(E(1000)); }).result,
+  EXPECT_EQ(p->call(RawPeer::kCtx, events::query(E(1000))).result,
             CUDA_SUCCESS);
   EXPECT_NE(p->alloc(4096), 0u);
-  auto again = p->calls(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initEventDestroy().setHandle(E(1000)); },
-                                        [](wire::Call::Builder c) { c.initEventCreate().setHandle(E(2000)); },
-                                        [](wire::Call::Builder c) { c.initEventQuery().setHandle(E(2000)); }});
+  auto again = p->calls(RawPeer::kCtx, {events::destroy(E(1000)),
+                                        events::create(E(2000)),
+                                        events::query(E(2000))});
   EXPECT_EQ(again.result, CUDA_SUCCESS) << again.describe();
   EXPECT_EQ(again.async_error, CUDA_SUCCESS) << again.describe();
   expect_server_serving();

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "event_calls.h"
 #include "fuzz_input.h"
 #include "kernels.h"
 #include "rgpu/fatbin/fatbin.h"
@@ -24,6 +25,7 @@ namespace {
 using namespace rgpu;
 using security::fuzz::append_record;
 using Fill = std::function<void(wire::Call::Builder)>;
+namespace events = security::events;
 
 // Typed handles, as the client mints them: the n-th of each kind.
 uint64_t minted(protocol::HandleKind kind, uint64_t n) { return protocol::make_handle(kind, protocol::kFirstMintedSerial + n); }
@@ -262,19 +264,11 @@ std::vector<Seed> session_seeds() {
              auto x = c.initStreamCreate();
              x.setHandle(S(100));
            },
-           [](wire::Call::Builder c) { c.initEventCreate().setHandle(E(200)); },
-           [](wire::Call::Builder c) { c.initEventCreate().setHandle(E(201)); },
-           [](wire::Call::Builder c) {
-             auto r = c.initEventRecord();
-             r.setEvent(E(200));
-             r.setStream(S(100));
-           },
+           events::create(E(200)),
+           events::create(E(201)),
+           events::record(E(200), S(100)),
            copy_in(sym(0), 64, true, true, S(100)), copy_out(sym(0), 64, true, S(100)),
-           [](wire::Call::Builder c) {
-             auto r = c.initEventRecord();
-             r.setEvent(E(201));
-             r.setStream(S(100));
-           },
+           events::record(E(201), S(100)),
            [](wire::Call::Builder c) {
              auto w = c.initStreamWaitEvent();
              w.setStream(protocol::kNullStream);
@@ -283,13 +277,9 @@ std::vector<Seed> session_seeds() {
            handle([](wire::Call::Builder c, uint64_t h) { c.initStreamQuery().setHandle(h); }, S(100))});
     s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initStreamSynchronize().setHandle(h); }, S(100))});
     s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initEventSynchronize().setHandle(h); }, E(201))});
-    s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initEventQuery().setHandle(h); }, E(200))});
-    s.add({[](wire::Call::Builder c) {
-      auto p = c.initEventElapsedTime();
-      p.setStart(E(200));
-      p.setEnd(E(201));
-    }});
-    s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initEventDestroy().setHandle(h); }, E(200)),
+    s.add({events::query(E(200))});
+    s.add({events::elapsed(E(200), E(201))});
+    s.add({events::destroy(E(200)),
            handle([](wire::Call::Builder c, uint64_t h) { c.initStreamDestroy().setHandle(h); }, S(100)), ctx_sync()});
     s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initStreamSynchronize().setHandle(h); }, protocol::kPerThreadStream)});
     seeds.push_back(std::move(s));
@@ -330,7 +320,7 @@ std::vector<Seed> session_seeds() {
     s.add({[](wire::Call::Builder c) { c.initPrimaryCtxReset().setHandle(kCtx); }});
     s.add({retain(), handle([](wire::Call::Builder c, uint64_t h) { c.initCtxDestroy().setHandle(h); }, C(77))});
     s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initStreamSynchronize().setHandle(h); }, 0xdead)});
-    s.add({launch(F(999), {}), handle([](wire::Call::Builder c, uint64_t h) { c.initEventQuery().setHandle(h); }, E(5))});
+    s.add({launch(F(999), {}), events::query(E(5))});
     s.add({get_function(M(55), F(56), "fill"), info()});
     s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initCtxDestroy().setHandle(h); }, kCtx)});
     seeds.push_back(std::move(s));

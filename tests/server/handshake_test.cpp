@@ -89,7 +89,7 @@ TEST(Handshake, ANewerClientIsAcceptedAtTheServersVersion) {
   const auto step = hs.on_message(hello(spec), false);
   ASSERT_EQ(step.kind, Kind::kWelcome) << step.reason;
   const Terms& t = step.client.terms;
-  EXPECT_EQ(t.version, 3u);
+  EXPECT_EQ(t.version, wire::PROTOCOL_VERSION);
   EXPECT_EQ(t.server_versions.min, wire::MIN_PROTOCOL_VERSION);
   EXPECT_EQ(t.server_versions.max, wire::PROTOCOL_VERSION);
   EXPECT_EQ(t.features, protocol::kBuildFeatures) << "only what both have";
@@ -97,7 +97,7 @@ TEST(Handshake, ANewerClientIsAcceptedAtTheServersVersion) {
   capnp::MallocMessageBuilder b;
   auto welcome = b.initRoot<wire::Envelope>().initWelcome();
   t.write(welcome);
-  EXPECT_EQ(welcome.getProtocolVersion(), 3u);
+  EXPECT_EQ(welcome.getProtocolVersion(), wire::PROTOCOL_VERSION);
   EXPECT_EQ(welcome.getMinProtocolVersion(), wire::MIN_PROTOCOL_VERSION);
   EXPECT_EQ(welcome.getMaxProtocolVersion(), wire::PROTOCOL_VERSION);
   EXPECT_EQ(welcome.getFeatures(), protocol::kBuildFeatures);
@@ -135,6 +135,21 @@ TEST(Handshake, AnOlderClientIsRefusedWithBothRangesNamed) {
   EXPECT_NE(r.text.find("protocol versions 3 to 4"), std::string::npos) << r.text;
   EXPECT_EQ(r.server.min, 3u);
   EXPECT_EQ(r.server.max, 4u);
+}
+
+TEST(Handshake, AClientOfTypedEventCallsIsRefused) {
+  // Protocol 3 carried events as typed calls, which this build no longer
+  // reads: such a client is refused at the door, not answered "not known".
+  auth::KeyRing none;
+  Handshake hs(none, 4096, two_devices());
+  HelloSpec spec;
+  spec.oldest = 3;
+  spec.newest = 3;
+  const auto step = hs.on_message(hello(spec), false);
+  ASSERT_EQ(step.kind, Kind::kRefuse);
+  const Refusal r = read_refusal(step);
+  EXPECT_NE(r.text.find("protocol version 3"), std::string::npos) << r.text;
+  EXPECT_EQ(r.server.min, 4u);
 }
 
 TEST(Handshake, AHelloWithoutARangeSpeaksOneVersion) {

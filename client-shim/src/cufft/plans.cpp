@@ -214,7 +214,7 @@ RGPU_EXPORT cufftResult cufftSetStream(cufftHandle plan, cudaStream_t stream) {
     Call c;
     if (cufftResult r = enter_plan(plan, &c); r != CUFFT_SUCCESS) return r;
     uint64_t s = 0;
-    if (::rgpu::shim::stream_handle(c.shim, reinterpret_cast<CUstream>(stream), false, &s) != CUDA_SUCCESS) {
+    if (::rgpu::shim::stream_handle(c.shim, reinterpret_cast<CUstream>(stream), &s) != CUDA_SUCCESS) {
       return CUFFT_INVALID_VALUE;
     }
     ArgWriter w;

@@ -88,7 +88,7 @@ cudaError_t event_record(cudaEvent_t e, cudaStream_t s, unsigned flags, bool per
   RT_BEGIN
   if (flags & ~static_cast<unsigned>(cudaEventRecordExternal)) return record(cudaErrorInvalidValue);
   RT_CONTEXT_OR_RETURN();
-  return record(cuEventRecord(ev(e), driver_stream(s, per_thread)));
+  return record(cuEventRecordWithFlags(ev(e), driver_stream(s, per_thread), flags));
   RT_END
 }
 

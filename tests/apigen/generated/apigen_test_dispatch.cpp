@@ -44,6 +44,7 @@ InvokeOutcome run_cuEventCreate(CallEnv& env_, std::span<const std::byte> args_)
   if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuEventCreate: undecodable arguments");
   if (!::rgpu::protocol::is_minted(phEvent_h_) || ::rgpu::protocol::kind_of(phEvent_h_) != HandleKind::kEvent)
     return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuEventCreate: phEvent is no fresh handle");
+  if (!env_.handle_room()) return refuse(kApi, CUDA_ERROR_OUT_OF_MEMORY, "cuEventCreate: the session is at its handle limit");
   CUevent phEvent{};
   InvokeOutcome out_;
   out_.api = kApi;
