@@ -285,7 +285,7 @@ def _client_function(fn):
         if p.mask:
             body.append(f"  if ((static_cast<uint64_t>({n}) & ~static_cast<uint64_t>({p.mask})) != 0) "
                         "return CUDA_ERROR_INVALID_VALUE;")
-        if p.kind == "handle" and p.handle == "stream":
+        if p.kind == "handle" and p.handle == "stream" and not p.destroy:
             body.append(f"  STREAM_OR_RETURN(shim, {n}, {n}_w_);")
             wire_args.append(f"{n}_w_")
         elif p.kind == "handle":
@@ -331,7 +331,8 @@ def _client_function(fn):
                 body.append(f"  if ({p.name}) *{p.name} = intern({p.name}_s_);")
         body += after
         # The call's client hook (after=, client-shim/src/call_hooks.h) has the last word.
-        body.append(f"  return ::rgpu::shim::hooks::{fn.after}(route_);" if fn.after else "  return CUDA_SUCCESS;")
+        hook_args = ", ".join(["route_"] + [f"{p.name}_w_" for p in fn.params if p.kind == "handle"])
+        body.append(f"  return ::rgpu::shim::hooks::{fn.after}({hook_args});" if fn.after else "  return CUDA_SUCCESS;")
     body += ["  API_END", "}", "", ""]
     return "\n".join(body)
 
@@ -391,7 +392,7 @@ def emit_rows(functions, source, pack_include, find_name, namespace, api, style=
     out.append("const DispatchRow kRows[] = {\n")
     for fn in gen:
         out.append(f"    {{\"{fn.name}\", kApi, {fn.ordinal}, {'true' if fn.where == 'sync' else 'false'}, "
-                   f"{'true' if fn.quick else 'false'}, &run_{fn.name}}},\n")
+                   f"{'true' if fn.quick else 'false'}, &run_{fn.name}, {_stream_item(fn)}}},\n")
     out.append("};\n\n}  // namespace\n\n")
     out.append(f"const DispatchRow* {find_name}(uint32_t function) {{\n  switch (function) {{\n")
     for i, fn in enumerate(gen):
@@ -401,6 +402,26 @@ def emit_rows(functions, source, pack_include, find_name, namespace, api, style=
                "  return i < sizeof(kRows) / sizeof(kRows[0]) ? &kRows[i] : nullptr;\n}\n\n")
     out.append(f"}}  // namespace {namespace}\n")
     return "".join(out)
+
+
+def _stream_item(fn):
+    """For a quick call that names a stream: the index of the stream's 8-byte
+    item in the packed arguments (rgpud runs the call on its executor when
+    it is the per-thread stream, which is a thread's own); else -1."""
+    streams = [p for p in fn.params if p.kind == "handle" and p.handle == "stream"]
+    if not fn.quick or not streams:
+        return -1
+    item = 0
+    for p in fn.params:
+        if p is streams[0]:
+            return item
+        if p.kind == "desc" or p.kind == "hostdev" or (p.direction != "out" and p.kind in ("buffer", "cstr")):
+            break  # items of their own length before the stream
+        if p.direction == "out" or p.create:
+            item += 1 if (p.opt and p.kind not in ("handle", "dev")) or p.create else 0
+        else:
+            item += 2 if p.opt and p.kind not in ("handle", "dev") else 1
+    raise ValueError(f"{fn.name}: quick, but its stream comes after arguments of their own length")
 
 
 def pack_namespace_of(pack_include):
@@ -528,7 +549,7 @@ def _row(fn, style=DRIVER_STYLE):
                      f"  table_->{p.create}({n});",
                      f"  return refuse(kApi, {style.invalid}, \"{name}: {n} not accepted\");",
                      "}"]
-        elif p.kind == "handle" and p.handle == "stream":
+        elif p.kind == "handle" and p.handle == "stream" and not p.destroy:
             L.append(f"  CUstream {n} = nullptr;")
             L.append(f"  if (!env_.stream({n}_h_, &{n}))")
             L.append(f"    return refuse(kApi, {style.invalid_handle}, \"{name}: {n} is not a stream\");")

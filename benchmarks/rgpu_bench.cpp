@@ -38,7 +38,8 @@ using Clock = std::chrono::steady_clock;
   X(cuInit) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuCtxSynchronize)           \
   X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)  \
   X(cuMemGetInfo) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuStreamCreate)         \
-  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuGetErrorName)
+  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery) X(cuEventCreate) X(cuEventRecord)           \
+  X(cuEventQuery) X(cuEventDestroy) X(cuGetErrorName)
 #define BENCH_DRIVER_OPTIONAL(X) X(cuMemAllocHost) X(cuMemFreeHost)
 
 struct Driver {
@@ -151,6 +152,19 @@ int latency(const rgpu::bench::Args& args) {
   ops.push_back(time_op("ctx_synchronize", warmup, iters, [] { CHECK(cu.cuCtxSynchronize()); }));
   ops.push_back(time_op("mem_get_info", warmup, iters, [&] { CHECK(cu.cuMemGetInfo(&free_bytes, &total)); }));
   ops.push_back(time_op("memcpy_dtoh_4b", warmup, iters, [&] { CHECK(cu.cuMemcpyDtoH(&host, d, 4)); }));
+  // Generated calls of the driver core: a one-way record, then a quick query.
+  CUevent event;
+  CHECK(cu.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING));
+  ops.push_back(time_op("event_record_query", warmup, iters, [&] {
+    CHECK(cu.cuEventRecord(event, nullptr));
+    CUresult r = cu.cuEventQuery(event);
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY) CHECK(r);
+  }));
+  CHECK(cu.cuEventDestroy(event));
+  ops.push_back(time_op("stream_query", warmup, iters, [] {
+    CUresult r = cu.cuStreamQuery(nullptr);
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY) CHECK(r);
+  }));
   // An allocation and its free: the server's quota check is on this path.
   ops.push_back(time_op("mem_alloc_free_4k", warmup, iters, [&] {
     CUdeviceptr p;

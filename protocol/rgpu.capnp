@@ -71,7 +71,8 @@ $Cxx.namespace("rgpu::wire");
 # ---------------------------------------------------------------------------
 
 # The newest protocol this build speaks, and the oldest it still accepts.
-# 4: events are generated calls (Call.invoke); their typed members retired.
+# 4: events and streams' creation, queries and destruction are generated
+# calls (Call.invoke); their typed members retired.
 const protocolVersion :UInt32 = 4;
 const minProtocolVersion :UInt32 = 4;
 
@@ -253,10 +254,10 @@ struct Call {
     memcpyDtoH @13 :CopyOut;             # sync (stream 0) or async
     memcpyDtoD @14 :CopyDevice;          # sync or async
     memset @15 :Memset;                  # sync or async
-    streamCreate @16 :StreamCreate;      # async
-    streamDestroy @17 :Handle;           # async
+    streamCreate @16 :StreamCreate;      # retired: the generated cuStreamCreateWithPriority
+    streamDestroy @17 :Handle;           # retired: the generated cuStreamDestroy_v2
     streamSynchronize @18 :Handle;       # sync
-    streamQuery @19 :Handle;             # sync
+    streamQuery @19 :Handle;             # retired: the generated cuStreamQuery
     streamWaitEvent @20 :StreamWaitEvent;  # async
     eventCreate @21 :EventCreate;        # retired: the generated cuEventCreate
     eventRecord @22 :EventRecord;        # retired: the generated cuEventRecord

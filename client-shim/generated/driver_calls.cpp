@@ -16,6 +16,7 @@
 #include "rgpu/protocol/codec.h"
 #include "rgpu/cpudev/extensions.h"
 
+#undef cuStreamDestroy  // cuda.h maps the name to a newer variant; this is the old one
 #undef cuEventDestroy  // cuda.h maps the name to a newer variant; this is the old one
 #undef cuEventElapsedTime  // cuda.h maps the name to a newer variant; this is the old one
 
@@ -118,6 +119,127 @@ RGPU_EXPORT CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t*
   if (r_.result != CUDA_SUCCESS) return r_.result;
   ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
   if (!calls::unpack_cuMemGetAddressRange_v2(reply_reader_, pbase, psize, dptr)) return CUDA_ERROR_UNKNOWN;
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream* phStream, unsigned int Flags) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  if (!phStream) return CUDA_ERROR_INVALID_VALUE;
+  if ((static_cast<uint64_t>(Flags) & ~static_cast<uint64_t>(CU_STREAM_NON_BLOCKING)) != 0) return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t phStream_w_ = shim->mint_handle(HandleKind::kStream);
+  const ::rgpu::shim::Route route_ = shim->route_current(ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuStreamCreate(args_, phStream_w_, Flags);
+  route_.client->call_async(route_.ctx, invoke(calls::k_cuStreamCreate, args_.bytes(), false));
+  shim->add_handle(phStream_w_, HandleKind::kStream);
+  *phStream = reinterpret_cast<CUstream>(static_cast<uintptr_t>(phStream_w_));
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  if (!phStream) return CUDA_ERROR_INVALID_VALUE;
+  if ((static_cast<uint64_t>(flags) & ~static_cast<uint64_t>(CU_STREAM_NON_BLOCKING)) != 0) return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t phStream_w_ = shim->mint_handle(HandleKind::kStream);
+  const ::rgpu::shim::Route route_ = shim->route_current(ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuStreamCreateWithPriority(args_, phStream_w_, flags, priority);
+  route_.client->call_async(route_.ctx, invoke(calls::k_cuStreamCreateWithPriority, args_.bytes(), false));
+  shim->add_handle(phStream_w_, HandleKind::kStream);
+  *phStream = reinterpret_cast<CUstream>(static_cast<uintptr_t>(phStream_w_));
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  const uint64_t ctx_ = ::rgpu::shim::current_context();
+  const uint64_t hStream_w_ = ::rgpu::shim::handle_of(hStream);
+  const ::rgpu::shim::Route route_ = shim->route_handle(hStream_w_, ctx_);
+  if (!shim->remove_handle(hStream_w_, HandleKind::kStream)) return CUDA_ERROR_INVALID_HANDLE;
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuStreamDestroy(args_, hStream_w_);
+  route_.client->call_async(route_.ctx, invoke(calls::k_cuStreamDestroy, args_.bytes(), false));
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  const uint64_t ctx_ = ::rgpu::shim::current_context();
+  const uint64_t hStream_w_ = ::rgpu::shim::handle_of(hStream);
+  const ::rgpu::shim::Route route_ = shim->route_handle(hStream_w_, ctx_);
+  if (!shim->remove_handle(hStream_w_, HandleKind::kStream)) return CUDA_ERROR_INVALID_HANDLE;
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuStreamDestroy_v2(args_, hStream_w_);
+  route_.client->call_async(route_.ctx, invoke(calls::k_cuStreamDestroy_v2, args_.bytes(), false));
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  STREAM_OR_RETURN(shim, hStream, hStream_w_);
+  const ::rgpu::shim::Route route_ = shim->route_handle(hStream_w_, ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuStreamQuery(args_, hStream_w_);
+  std::vector<std::byte> reply_(calls::kMaxReply_cuStreamQuery);
+  uint64_t got_ = 0;
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuStreamQuery, args_.bytes(), true), {},
+      ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+  if (r_.result != CUDA_SUCCESS) return r_.result;
+  ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+  if (!calls::unpack_cuStreamQuery(reply_reader_, hStream_w_)) return CUDA_ERROR_UNKNOWN;
+  return ::rgpu::shim::hooks::stream_query_done(route_, hStream_w_);
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuStreamGetFlags(CUstream hStream, unsigned int* flags) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  STREAM_OR_RETURN(shim, hStream, hStream_w_);
+  if (!flags) return CUDA_ERROR_INVALID_VALUE;
+  const ::rgpu::shim::Route route_ = shim->route_handle(hStream_w_, ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuStreamGetFlags(args_, hStream_w_, flags);
+  std::vector<std::byte> reply_(calls::kMaxReply_cuStreamGetFlags);
+  uint64_t got_ = 0;
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuStreamGetFlags, args_.bytes(), true), {},
+      ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+  if (r_.result != CUDA_SUCCESS) return r_.result;
+  ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+  if (!calls::unpack_cuStreamGetFlags(reply_reader_, hStream_w_, flags)) return CUDA_ERROR_UNKNOWN;
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuStreamGetPriority(CUstream hStream, int* priority) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  STREAM_OR_RETURN(shim, hStream, hStream_w_);
+  if (!priority) return CUDA_ERROR_INVALID_VALUE;
+  const ::rgpu::shim::Route route_ = shim->route_handle(hStream_w_, ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuStreamGetPriority(args_, hStream_w_, priority);
+  std::vector<std::byte> reply_(calls::kMaxReply_cuStreamGetPriority);
+  uint64_t got_ = 0;
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuStreamGetPriority, args_.bytes(), true), {},
+      ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+  if (r_.result != CUDA_SUCCESS) return r_.result;
+  ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+  if (!calls::unpack_cuStreamGetPriority(reply_reader_, hStream_w_, priority)) return CUDA_ERROR_UNKNOWN;
   return CUDA_SUCCESS;
   API_END
 }
@@ -325,7 +447,7 @@ RGPU_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   if (r_.result != CUDA_SUCCESS) return r_.result;
   ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
   if (!calls::unpack_cuEventQuery(reply_reader_, hEvent_w_)) return CUDA_ERROR_UNKNOWN;
-  return ::rgpu::shim::hooks::event_query_done(route_);
+  return ::rgpu::shim::hooks::event_query_done(route_, hEvent_w_);
   API_END
 }
 

@@ -403,12 +403,10 @@ RGPU_SHIM_EXPORT int cuStreamGetCtx_v2() noexcept { return rgpu::shim::report_un
 RGPU_SHIM_EXPORT int cuStreamGetCtx_v2_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetCtx_v2_ptsz"); }
 RGPU_SHIM_EXPORT int cuStreamGetDevice() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetDevice"); }
 RGPU_SHIM_EXPORT int cuStreamGetDevice_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetDevice_ptsz"); }
-RGPU_SHIM_EXPORT int cuStreamGetFlags() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetFlags"); }
 RGPU_SHIM_EXPORT int cuStreamGetFlags_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetFlags_ptsz"); }
 RGPU_SHIM_EXPORT int cuStreamGetGreenCtx() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetGreenCtx"); }
 RGPU_SHIM_EXPORT int cuStreamGetId() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetId"); }
 RGPU_SHIM_EXPORT int cuStreamGetId_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetId_ptsz"); }
-RGPU_SHIM_EXPORT int cuStreamGetPriority() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetPriority"); }
 RGPU_SHIM_EXPORT int cuStreamGetPriority_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamGetPriority_ptsz"); }
 RGPU_SHIM_EXPORT int cuStreamSetAttribute_ptsz() noexcept { return rgpu::shim::report_unimplemented("cuStreamSetAttribute_ptsz"); }
 RGPU_SHIM_EXPORT int cuStreamUpdateCaptureDependencies() noexcept { return rgpu::shim::report_unimplemented("cuStreamUpdateCaptureDependencies"); }

@@ -76,6 +76,12 @@ inline bool is_legacy_stream(uint64_t stream) {
   return stream == protocol::kNullStream || stream == protocol::kLegacyStream;
 }
 
+// Which async copies to the host a sync call on wire stream `stream` waits
+// for: the stream's own, or every stream's for the legacy stream.
+inline uint64_t copy_out_scope(uint64_t stream) {
+  return is_legacy_stream(stream) ? Client::kAnyStream : stream;
+}
+
 // A library handle names its module, and a kernel its function, by the same
 // serial: the program may pass either where the other belongs.
 inline uint64_t module_handle(uint64_t h) {

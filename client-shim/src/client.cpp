@@ -261,7 +261,6 @@ bool reports_async_errors(wire::Call::Reader call) {
     case wire::Call::CTX_DESTROY:
     case wire::Call::PRIMARY_CTX_RESET:
     case wire::Call::STREAM_SYNCHRONIZE:
-    case wire::Call::STREAM_QUERY:
     case wire::Call::EVENT_SYNCHRONIZE:
     case wire::Call::EVENT_QUERY:
     case wire::Call::MEM_FREE:

@@ -17,7 +17,6 @@
 #undef cuCtxDestroy
 #undef cuCtxPushCurrent
 #undef cuCtxPopCurrent
-#undef cuStreamDestroy
 
 using rgpu::protocol::HostStepKind;
 using rgpu::shim::Client;
@@ -56,15 +55,11 @@ CUresult stream_handle(Shim* shim, CUstream stream, uint64_t* out) {
 
 }  // namespace rgpu::shim
 
+using rgpu::shim::copy_out_scope;
 using rgpu::shim::handle_of;
 using rgpu::shim::stream_handle;
 
 namespace {
-
-// Sync calls on the legacy stream wait for async copy-outs on every stream.
-uint64_t copy_out_scope(uint64_t stream) {
-  return rgpu::shim::is_legacy_stream(stream) ? Client::kAnyStream : stream;
-}
 
 CUresult memcpy_htod(CUdeviceptr dst, const void* src, size_t size, CUstream stream, bool async) {
   API_BEGIN
@@ -195,18 +190,6 @@ CUresult stream_synchronize(CUstream stream) {
       route.client->call_sync(route.ctx, [&](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(s); }).result;
   CUresult copies = route.client->wait_copy_outs(copy_out_scope(s));
   return r != CUDA_SUCCESS ? r : copies;
-  API_END
-}
-
-CUresult stream_query(CUstream stream) {
-  API_BEGIN
-  SHIM_OR_RETURN(shim);
-  CONTEXT_OR_RETURN(shim, ctx);
-  STREAM_OR_RETURN(shim, stream, s);
-  const rgpu::shim::Route route = shim->route_handle(s, ctx);
-  CUresult r = route.client->call_sync(route.ctx, [&](wire::Call::Builder c) { c.initStreamQuery().setHandle(s); }).result;
-  if (r == CUDA_SUCCESS && route.client->copy_outs_pending(copy_out_scope(s))) return CUDA_ERROR_NOT_READY;
-  return r;
   API_END
 }
 
@@ -347,10 +330,6 @@ CUresult destroy_handle(const void* handle, HandleKind kind, Init init) {
   route.client->call_async(route.ctx, [&](wire::Call::Builder c) { init(c).setHandle(h); });
   return CUDA_SUCCESS;
   API_END
-}
-
-CUresult stream_destroy(CUstream stream) {
-  return destroy_handle(stream, HandleKind::kStream, [](wire::Call::Builder c) { return c.initStreamDestroy(); });
 }
 
 }  // namespace
@@ -625,32 +604,7 @@ RGPU_EXPORT CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr d, unsigned int v, siz
 
 // ---- streams -------------------------------------------------------------------
 
-RGPU_EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream* stream, unsigned int flags, int priority) {
-  API_BEGIN
-  SHIM_OR_RETURN(shim);
-  CONTEXT_OR_RETURN(shim, ctx);
-  if (!stream) return CUDA_ERROR_INVALID_VALUE;
-  if (flags & ~static_cast<unsigned>(CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
-  uint64_t h = shim->mint_handle(HandleKind::kStream);
-  shim->add_handle(h, HandleKind::kStream);
-  shim->client().call_async(ctx, [&](wire::Call::Builder c) {
-    auto s = c.initStreamCreate();
-    s.setHandle(h);
-    s.setFlags(flags);
-    s.setPriority(priority);
-  });
-  *stream = reinterpret_cast<CUstream>(h);
-  return CUDA_SUCCESS;
-  API_END
-}
-
-RGPU_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int flags) {
-  return cuStreamCreateWithPriority(stream, flags, 0);
-}
-RGPU_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream s) { return stream_destroy(s); }
-RGPU_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream s) { return stream_destroy(s); }
 RGPU_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) { return stream_synchronize(s); }
-RGPU_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream s) { return stream_query(s); }
 RGPU_EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
   return stream_wait_event(s, e, flags);
 }

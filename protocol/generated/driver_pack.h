@@ -70,6 +70,81 @@ inline bool unpack_cuMemGetAddressRange_v2(::rgpu::protocol::ArgReader& r_, [[ma
   return r_.finish();
 }
 
+// cuStreamCreate: async
+inline constexpr uint32_t k_cuStreamCreate = 22;
+inline constexpr uint64_t kMaxReply_cuStreamCreate = 0;
+inline void pack_cuStreamCreate(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t phStream, [[maybe_unused]] unsigned int Flags) {
+  w_.u64(phStream);
+  w_.scalar(Flags);
+}
+inline bool unpack_cuStreamCreate(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t phStream, [[maybe_unused]] unsigned int Flags) {
+  return r_.finish();
+}
+
+// cuStreamCreateWithPriority: async
+inline constexpr uint32_t k_cuStreamCreateWithPriority = 23;
+inline constexpr uint64_t kMaxReply_cuStreamCreateWithPriority = 0;
+inline void pack_cuStreamCreateWithPriority(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t phStream, [[maybe_unused]] unsigned int flags, [[maybe_unused]] int priority) {
+  w_.u64(phStream);
+  w_.scalar(flags);
+  w_.scalar(priority);
+}
+inline bool unpack_cuStreamCreateWithPriority(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t phStream, [[maybe_unused]] unsigned int flags, [[maybe_unused]] int priority) {
+  return r_.finish();
+}
+
+// cuStreamDestroy: async
+inline constexpr uint32_t k_cuStreamDestroy = 24;
+inline constexpr uint64_t kMaxReply_cuStreamDestroy = 0;
+inline void pack_cuStreamDestroy(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t hStream) {
+  w_.u64(hStream);
+}
+inline bool unpack_cuStreamDestroy(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t hStream) {
+  return r_.finish();
+}
+
+// cuStreamDestroy_v2: async
+inline constexpr uint32_t k_cuStreamDestroy_v2 = 25;
+inline constexpr uint64_t kMaxReply_cuStreamDestroy_v2 = 0;
+inline void pack_cuStreamDestroy_v2(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t hStream) {
+  w_.u64(hStream);
+}
+inline bool unpack_cuStreamDestroy_v2(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t hStream) {
+  return r_.finish();
+}
+
+// cuStreamQuery: sync
+inline constexpr uint32_t k_cuStreamQuery = 26;
+inline constexpr uint64_t kMaxReply_cuStreamQuery = 0;
+inline void pack_cuStreamQuery(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t hStream) {
+  w_.u64(hStream);
+}
+inline bool unpack_cuStreamQuery(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t hStream) {
+  return r_.finish();
+}
+
+// cuStreamGetFlags: sync
+inline constexpr uint32_t k_cuStreamGetFlags = 27;
+inline constexpr uint64_t kMaxReply_cuStreamGetFlags = 8;
+inline void pack_cuStreamGetFlags(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t hStream, [[maybe_unused]] unsigned int* flags) {
+  w_.u64(hStream);
+}
+inline bool unpack_cuStreamGetFlags(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t hStream, [[maybe_unused]] unsigned int* flags) {
+  { unsigned int v_{}; if (!r_.scalar(&v_)) return false; if (flags) *flags = v_; }
+  return r_.finish();
+}
+
+// cuStreamGetPriority: sync
+inline constexpr uint32_t k_cuStreamGetPriority = 28;
+inline constexpr uint64_t kMaxReply_cuStreamGetPriority = 8;
+inline void pack_cuStreamGetPriority(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] uint64_t hStream, [[maybe_unused]] int* priority) {
+  w_.u64(hStream);
+}
+inline bool unpack_cuStreamGetPriority(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] uint64_t hStream, [[maybe_unused]] int* priority) {
+  { int v_{}; if (!r_.scalar(&v_)) return false; if (priority) *priority = v_; }
+  return r_.finish();
+}
+
 // cuStreamSetAttribute: sync
 inline constexpr uint32_t k_cuStreamSetAttribute = 7;
 inline constexpr uint64_t kMaxReply_cuStreamSetAttribute = 0;
@@ -237,6 +312,7 @@ inline bool unpack_rgpuDeviceGetUtilization(::rgpu::protocol::ArgReader& r_, [[m
 // work, as CUDA's synchronizing calls do (`syncs` in the description).
 inline constexpr bool reports_async_errors(uint32_t function) {
   switch (function) {
+    case k_cuStreamQuery:
     case k_cuEventQuery:
       return true;
     default:

@@ -257,10 +257,10 @@ InvokeOutcome run_cublasLtMatmul(CallEnv& env_, std::span<const std::byte> args_
 }
 
 const DispatchRow kRows[] = {
-    {"cublasLtCreate", kApi, 1, false, false, &run_cublasLtCreate},
-    {"cublasLtDestroy", kApi, 2, false, false, &run_cublasLtDestroy},
-    {"cublasLtMatmulAlgoGetHeuristic", kApi, 3, true, false, &run_cublasLtMatmulAlgoGetHeuristic},
-    {"cublasLtMatmul", kApi, 4, false, false, &run_cublasLtMatmul},
+    {"cublasLtCreate", kApi, 1, false, false, &run_cublasLtCreate, -1},
+    {"cublasLtDestroy", kApi, 2, false, false, &run_cublasLtDestroy, -1},
+    {"cublasLtMatmulAlgoGetHeuristic", kApi, 3, true, false, &run_cublasLtMatmulAlgoGetHeuristic, -1},
+    {"cublasLtMatmul", kApi, 4, false, false, &run_cublasLtMatmul, -1},
 };
 
 }  // namespace

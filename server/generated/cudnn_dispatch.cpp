@@ -94,9 +94,9 @@ InvokeOutcome run_cudnnSetStream(CallEnv& env_, std::span<const std::byte> args_
 }
 
 const DispatchRow kRows[] = {
-    {"cudnnCreate", kApi, 1, false, false, &run_cudnnCreate},
-    {"cudnnDestroy", kApi, 2, false, false, &run_cudnnDestroy},
-    {"cudnnSetStream", kApi, 3, false, false, &run_cudnnSetStream},
+    {"cudnnCreate", kApi, 1, false, false, &run_cudnnCreate, -1},
+    {"cudnnDestroy", kApi, 2, false, false, &run_cudnnDestroy, -1},
+    {"cudnnSetStream", kApi, 3, false, false, &run_cudnnSetStream, -1},
 };
 
 }  // namespace

@@ -49,7 +49,7 @@ InvokeOutcome run_cufftGetVersion(CallEnv& env_, std::span<const std::byte> args
 }
 
 const DispatchRow kRows[] = {
-    {"cufftGetVersion", kApi, 1, true, true, &run_cufftGetVersion},
+    {"cufftGetVersion", kApi, 1, true, true, &run_cufftGetVersion, -1},
 };
 
 }  // namespace

@@ -221,13 +221,13 @@ InvokeOutcome run_cusparseCreateIdentityPermutation(CallEnv& env_, std::span<con
 }
 
 const DispatchRow kRows[] = {
-    {"cusparseCreate", kApi, 1, false, false, &run_cusparseCreate},
-    {"cusparseDestroy", kApi, 2, false, false, &run_cusparseDestroy},
-    {"cusparseSetStream", kApi, 3, false, false, &run_cusparseSetStream},
-    {"cusparseSetPointerMode", kApi, 4, false, false, &run_cusparseSetPointerMode},
-    {"cusparseGetPointerMode", kApi, 5, true, true, &run_cusparseGetPointerMode},
-    {"cusparseXcoo2csr", kApi, 6, false, false, &run_cusparseXcoo2csr},
-    {"cusparseCreateIdentityPermutation", kApi, 7, false, false, &run_cusparseCreateIdentityPermutation},
+    {"cusparseCreate", kApi, 1, false, false, &run_cusparseCreate, -1},
+    {"cusparseDestroy", kApi, 2, false, false, &run_cusparseDestroy, -1},
+    {"cusparseSetStream", kApi, 3, false, false, &run_cusparseSetStream, -1},
+    {"cusparseSetPointerMode", kApi, 4, false, false, &run_cusparseSetPointerMode, -1},
+    {"cusparseGetPointerMode", kApi, 5, true, true, &run_cusparseGetPointerMode, -1},
+    {"cusparseXcoo2csr", kApi, 6, false, false, &run_cusparseXcoo2csr, -1},
+    {"cusparseCreateIdentityPermutation", kApi, 7, false, false, &run_cusparseCreateIdentityPermutation, -1},
 };
 
 }  // namespace

@@ -118,6 +118,151 @@ InvokeOutcome run_cuMemGetAddressRange_v2(CallEnv& env_, std::span<const std::by
   return out_;
 }
 
+InvokeOutcome run_cuStreamCreate(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t phStream_h_ = 0;
+  rd_.u64(&phStream_h_);
+  unsigned int Flags{};
+  rd_.scalar(&Flags);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamCreate: undecodable arguments");
+  if (!::rgpu::protocol::is_minted(phStream_h_) || ::rgpu::protocol::kind_of(phStream_h_) != HandleKind::kStream)
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamCreate: phStream is no fresh handle");
+  if (!env_.handle_room()) return refuse(kApi, CUDA_ERROR_OUT_OF_MEMORY, "cuStreamCreate: the session is at its handle limit");
+  CUstream phStream{};
+  if ((static_cast<uint64_t>(Flags) & ~static_cast<uint64_t>(CU_STREAM_NON_BLOCKING)) != 0)
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamCreate: Flags has unknown flags");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuStreamCreate;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuStreamCreate: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(&phStream, Flags));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  const auto* table_ = &env_.driver();
+  if (!env_.add(HandleKind::kStream, phStream_h_, static_cast<void*>(phStream), 0,
+                [table_](void* o_) { table_->cuStreamDestroy_v2(static_cast<CUstream>(o_)); })) {
+    table_->cuStreamDestroy_v2(phStream);
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamCreate: phStream not accepted");
+  }
+  return out_;
+}
+
+InvokeOutcome run_cuStreamCreateWithPriority(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t phStream_h_ = 0;
+  rd_.u64(&phStream_h_);
+  unsigned int flags{};
+  rd_.scalar(&flags);
+  int priority{};
+  rd_.scalar(&priority);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamCreateWithPriority: undecodable arguments");
+  if (!::rgpu::protocol::is_minted(phStream_h_) || ::rgpu::protocol::kind_of(phStream_h_) != HandleKind::kStream)
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamCreateWithPriority: phStream is no fresh handle");
+  if (!env_.handle_room()) return refuse(kApi, CUDA_ERROR_OUT_OF_MEMORY, "cuStreamCreateWithPriority: the session is at its handle limit");
+  CUstream phStream{};
+  if ((static_cast<uint64_t>(flags) & ~static_cast<uint64_t>(CU_STREAM_NON_BLOCKING)) != 0)
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamCreateWithPriority: flags has unknown flags");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuStreamCreateWithPriority;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuStreamCreateWithPriority: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(&phStream, flags, priority));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  const auto* table_ = &env_.driver();
+  if (!env_.add(HandleKind::kStream, phStream_h_, static_cast<void*>(phStream), 0,
+                [table_](void* o_) { table_->cuStreamDestroy_v2(static_cast<CUstream>(o_)); })) {
+    table_->cuStreamDestroy_v2(phStream);
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamCreateWithPriority: phStream not accepted");
+  }
+  return out_;
+}
+
+InvokeOutcome run_cuStreamDestroy(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t hStream_h_ = 0;
+  rd_.u64(&hStream_h_);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamDestroy: undecodable arguments");
+  void* hStream_o_ = env_.find(HandleKind::kStream, hStream_h_);
+  if (!hStream_o_) return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy: hStream is not a live stream");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  if (!env_.remove(HandleKind::kStream, hStream_h_))
+    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy: hStream is not a live stream");
+  return out_;
+}
+
+InvokeOutcome run_cuStreamDestroy_v2(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t hStream_h_ = 0;
+  rd_.u64(&hStream_h_);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamDestroy_v2: undecodable arguments");
+  void* hStream_o_ = env_.find(HandleKind::kStream, hStream_h_);
+  if (!hStream_o_) return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy_v2: hStream is not a live stream");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  if (!env_.remove(HandleKind::kStream, hStream_h_))
+    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy_v2: hStream is not a live stream");
+  return out_;
+}
+
+InvokeOutcome run_cuStreamQuery(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t hStream_h_ = 0;
+  rd_.u64(&hStream_h_);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamQuery: undecodable arguments");
+  CUstream hStream = nullptr;
+  if (!env_.stream(hStream_h_, &hStream))
+    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuStreamQuery: hStream is not a stream");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuStreamQuery;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuStreamQuery: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(hStream));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  return out_;
+}
+
+InvokeOutcome run_cuStreamGetFlags(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t hStream_h_ = 0;
+  rd_.u64(&hStream_h_);
+  unsigned int flags{};
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamGetFlags: undecodable arguments");
+  CUstream hStream = nullptr;
+  if (!env_.stream(hStream_h_, &hStream))
+    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuStreamGetFlags: hStream is not a stream");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuStreamGetFlags;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuStreamGetFlags: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(hStream, &flags));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  ::rgpu::protocol::ArgWriter w_;
+  w_.scalar(flags);
+  out_.out = w_.take();
+  return out_;
+}
+
+InvokeOutcome run_cuStreamGetPriority(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t hStream_h_ = 0;
+  rd_.u64(&hStream_h_);
+  int priority{};
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuStreamGetPriority: undecodable arguments");
+  CUstream hStream = nullptr;
+  if (!env_.stream(hStream_h_, &hStream))
+    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuStreamGetPriority: hStream is not a stream");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuStreamGetPriority;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuStreamGetPriority: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(hStream, &priority));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  ::rgpu::protocol::ArgWriter w_;
+  w_.scalar(priority);
+  out_.out = w_.take();
+  return out_;
+}
+
 InvokeOutcome run_cuStreamSetAttribute(CallEnv& env_, std::span<const std::byte> args_) {
   ::rgpu::protocol::ArgReader rd_(args_);
   uint64_t hStream_h_ = 0;
@@ -436,25 +581,32 @@ InvokeOutcome run_rgpuDeviceGetUtilization(CallEnv& env_, std::span<const std::b
 }
 
 const DispatchRow kRows[] = {
-    {"cuCtxGetFlags", kApi, 5, true, true, &run_cuCtxGetFlags},
-    {"cuCtxGetStreamPriorityRange", kApi, 3, true, true, &run_cuCtxGetStreamPriorityRange},
-    {"cuMemGetInfo_v2", kApi, 1, true, true, &run_cuMemGetInfo_v2},
-    {"cuMemGetAddressRange_v2", kApi, 2, true, true, &run_cuMemGetAddressRange_v2},
-    {"cuStreamSetAttribute", kApi, 7, true, false, &run_cuStreamSetAttribute},
-    {"cuStreamGetAttribute", kApi, 8, true, false, &run_cuStreamGetAttribute},
-    {"cuCtxResetPersistingL2Cache", kApi, 9, true, true, &run_cuCtxResetPersistingL2Cache},
-    {"cuProfilerStart", kApi, 10, true, true, &run_cuProfilerStart},
-    {"cuProfilerStop", kApi, 11, true, true, &run_cuProfilerStop},
-    {"cuEventCreate", kApi, 12, false, false, &run_cuEventCreate},
-    {"cuEventDestroy", kApi, 13, false, false, &run_cuEventDestroy},
-    {"cuEventDestroy_v2", kApi, 14, false, false, &run_cuEventDestroy_v2},
-    {"cuEventElapsedTime", kApi, 15, true, true, &run_cuEventElapsedTime},
-    {"cuEventElapsedTime_v2", kApi, 16, true, true, &run_cuEventElapsedTime_v2},
-    {"cuEventQuery", kApi, 17, true, true, &run_cuEventQuery},
-    {"cuEventRecord", kApi, 18, false, false, &run_cuEventRecord},
-    {"cuEventRecordWithFlags", kApi, 20, false, false, &run_cuEventRecordWithFlags},
-    {"cuFuncGetName", kApi, 4, true, true, &run_cuFuncGetName},
-    {"rgpuDeviceGetUtilization", kApi, 6, true, true, &run_rgpuDeviceGetUtilization},
+    {"cuCtxGetFlags", kApi, 5, true, true, &run_cuCtxGetFlags, -1},
+    {"cuCtxGetStreamPriorityRange", kApi, 3, true, true, &run_cuCtxGetStreamPriorityRange, -1},
+    {"cuMemGetInfo_v2", kApi, 1, true, true, &run_cuMemGetInfo_v2, -1},
+    {"cuMemGetAddressRange_v2", kApi, 2, true, true, &run_cuMemGetAddressRange_v2, -1},
+    {"cuStreamCreate", kApi, 22, false, false, &run_cuStreamCreate, -1},
+    {"cuStreamCreateWithPriority", kApi, 23, false, false, &run_cuStreamCreateWithPriority, -1},
+    {"cuStreamDestroy", kApi, 24, false, false, &run_cuStreamDestroy, -1},
+    {"cuStreamDestroy_v2", kApi, 25, false, false, &run_cuStreamDestroy_v2, -1},
+    {"cuStreamQuery", kApi, 26, true, true, &run_cuStreamQuery, 0},
+    {"cuStreamGetFlags", kApi, 27, true, true, &run_cuStreamGetFlags, 0},
+    {"cuStreamGetPriority", kApi, 28, true, true, &run_cuStreamGetPriority, 0},
+    {"cuStreamSetAttribute", kApi, 7, true, false, &run_cuStreamSetAttribute, -1},
+    {"cuStreamGetAttribute", kApi, 8, true, false, &run_cuStreamGetAttribute, -1},
+    {"cuCtxResetPersistingL2Cache", kApi, 9, true, true, &run_cuCtxResetPersistingL2Cache, -1},
+    {"cuProfilerStart", kApi, 10, true, true, &run_cuProfilerStart, -1},
+    {"cuProfilerStop", kApi, 11, true, true, &run_cuProfilerStop, -1},
+    {"cuEventCreate", kApi, 12, false, false, &run_cuEventCreate, -1},
+    {"cuEventDestroy", kApi, 13, false, false, &run_cuEventDestroy, -1},
+    {"cuEventDestroy_v2", kApi, 14, false, false, &run_cuEventDestroy_v2, -1},
+    {"cuEventElapsedTime", kApi, 15, true, true, &run_cuEventElapsedTime, -1},
+    {"cuEventElapsedTime_v2", kApi, 16, true, true, &run_cuEventElapsedTime_v2, -1},
+    {"cuEventQuery", kApi, 17, true, true, &run_cuEventQuery, -1},
+    {"cuEventRecord", kApi, 18, false, false, &run_cuEventRecord, -1},
+    {"cuEventRecordWithFlags", kApi, 20, false, false, &run_cuEventRecordWithFlags, -1},
+    {"cuFuncGetName", kApi, 4, true, true, &run_cuFuncGetName, -1},
+    {"rgpuDeviceGetUtilization", kApi, 6, true, true, &run_rgpuDeviceGetUtilization, -1},
 };
 
 }  // namespace
@@ -465,21 +617,28 @@ const DispatchRow* find_driver_row(uint32_t function) {
     case 3: return &kRows[1];
     case 1: return &kRows[2];
     case 2: return &kRows[3];
-    case 7: return &kRows[4];
-    case 8: return &kRows[5];
-    case 9: return &kRows[6];
-    case 10: return &kRows[7];
-    case 11: return &kRows[8];
-    case 12: return &kRows[9];
-    case 13: return &kRows[10];
-    case 14: return &kRows[11];
-    case 15: return &kRows[12];
-    case 16: return &kRows[13];
-    case 17: return &kRows[14];
-    case 18: return &kRows[15];
-    case 20: return &kRows[16];
-    case 4: return &kRows[17];
-    case 6: return &kRows[18];
+    case 22: return &kRows[4];
+    case 23: return &kRows[5];
+    case 24: return &kRows[6];
+    case 25: return &kRows[7];
+    case 26: return &kRows[8];
+    case 27: return &kRows[9];
+    case 28: return &kRows[10];
+    case 7: return &kRows[11];
+    case 8: return &kRows[12];
+    case 9: return &kRows[13];
+    case 10: return &kRows[14];
+    case 11: return &kRows[15];
+    case 12: return &kRows[16];
+    case 13: return &kRows[17];
+    case 14: return &kRows[18];
+    case 15: return &kRows[19];
+    case 16: return &kRows[20];
+    case 17: return &kRows[21];
+    case 18: return &kRows[22];
+    case 20: return &kRows[23];
+    case 4: return &kRows[24];
+    case 6: return &kRows[25];
     default: return nullptr;
   }
 }

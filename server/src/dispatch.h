@@ -35,6 +35,10 @@ struct DispatchRow {
   // out-arguments. Never throws; undecodable or invalid arguments are the
   // API's invalid-value code with a message.
   InvokeOutcome (*run)(CallEnv& env, std::span<const std::byte> args);
+  // A quick call that names a stream: the index of the stream's 8-byte item
+  // in `args` (-1: none). Naming the per-thread stream, which is a thread's
+  // own, it runs on the session's executor instead.
+  int stream_item = -1;
 };
 
 // The row for (api, function), or null when this server does not know it.

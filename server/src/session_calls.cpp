@@ -1,6 +1,8 @@
 // Session: how each call runs (inline, sync, deferred, waiting), the typed
 // calls answered at once, the generated calls (Call.invoke) and the memory
 // quota. The calls that put work on the device are in session_work.cpp.
+#include <endian.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -34,7 +36,6 @@ bool is_sync(wire::Call::Reader call) {
     case wire::Call::MEM_ALLOC:
     case wire::Call::MEM_FREE:
     case wire::Call::STREAM_SYNCHRONIZE:
-    case wire::Call::STREAM_QUERY:
     case wire::Call::EVENT_SYNCHRONIZE:
     case wire::Call::MODULE_LOAD:
     case wire::Call::MODULE_GET_GLOBAL:
@@ -78,6 +79,9 @@ bool retired_call(wire::Call::Which which) {
     case wire::Call::EVENT_QUERY:
     case wire::Call::EVENT_ELAPSED_TIME:
     case wire::Call::EVENT_DESTROY:
+    case wire::Call::STREAM_CREATE:
+    case wire::Call::STREAM_DESTROY:
+    case wire::Call::STREAM_QUERY:
       return true;
     default:
       return false;
@@ -133,15 +137,21 @@ Session::Inline Session::runs_inline(const protocol::Decoded& decoded, const tra
         try {
           auto in = call.getInvoke();
           row = find_row(in.getApi(), in.getFunction());
+          if (row == nullptr || !row->quick) return Inline::kNo;
+          if (row->stream_item >= 0) {
+            // The per-thread stream is the executor's own, not this thread's.
+            auto args = in.getArgs();
+            const size_t at = static_cast<size_t>(row->stream_item) * 8;
+            uint64_t stream = 0;
+            if (args.size() < at + 8) return Inline::kNo;
+            std::memcpy(&stream, args.begin() + at, 8);
+            if (names_per_thread_stream(le64toh(stream))) return Inline::kNo;
+          }
         } catch (const kj::Exception&) {
           return Inline::kNo;
         }
-        if (row == nullptr || !row->quick) return Inline::kNo;
         break;
       }
-      case wire::Call::STREAM_QUERY:
-        if (names_per_thread_stream(call.getStreamQuery().getHandle())) return Inline::kNo;
-        break;
       case wire::Call::STREAM_SYNCHRONIZE:
         if (names_per_thread_stream(call.getStreamSynchronize().getHandle())) return Inline::kNo;
         break;
@@ -556,13 +566,6 @@ Session::Outcome Session::execute_sync(wire::Call::Reader call, transport::Messa
       if (es == 1) out.result = cu_.cuMemsetD8(in.getDst(), static_cast<unsigned char>(in.getValue()), in.getCount());
       if (es == 2) out.result = cu_.cuMemsetD16(in.getDst(), static_cast<unsigned short>(in.getValue()), in.getCount());
       if (es == 4) out.result = cu_.cuMemsetD32(in.getDst(), in.getValue(), in.getCount());
-      break;
-    }
-    case wire::Call::STREAM_QUERY: {
-      if (!needs_ctx()) break;
-      CUstream s;
-      if ((out.result = lookup_stream(ctx, call.getStreamQuery().getHandle(), &s)) != CUDA_SUCCESS) break;
-      out.result = cu_.cuStreamQuery(s);
       break;
     }
     case wire::Call::MODULE_LOAD:

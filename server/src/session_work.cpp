@@ -216,12 +216,6 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
       if (!protocol::is_primary_context(h)) return CUDA_ERROR_INVALID_CONTEXT;
       return destroy_context(h);
     }
-    case wire::Call::STREAM_DESTROY: {
-      // Any of the session's streams, whichever context is current (as in CUDA).
-      destroy_result_ = CUDA_SUCCESS;
-      if (!handles_.remove(HandleKind::kStream, call.getStreamDestroy().getHandle())) return CUDA_ERROR_INVALID_HANDLE;
-      return destroy_result_;
-    }
     case wire::Call::MODULE_UNLOAD: {
       if (!handles_.remove(HandleKind::kModule, call.getModuleUnload().getHandle())) return CUDA_ERROR_INVALID_HANDLE;
       return CUDA_SUCCESS;
@@ -260,19 +254,6 @@ CUresult Session::execute_async(wire::Call::Reader call, transport::Message& mes
     }
     case wire::Call::LAUNCH_HOST_FUNC:
       return launch_host_func(ctx, call.getLaunchHostFunc());
-    case wire::Call::STREAM_CREATE: {
-      auto in = call.getStreamCreate();
-      if (!HandleTable::nameable(HandleKind::kStream, in.getHandle()) || handles_.find(HandleKind::kStream, in.getHandle())) {
-        return CUDA_ERROR_INVALID_VALUE;
-      }
-      if (!handle_room()) return CUDA_ERROR_OUT_OF_MEMORY;
-      CUstream s = nullptr;
-      if ((r = cu_.cuStreamCreateWithPriority(&s, in.getFlags(), in.getPriority())) != CUDA_SUCCESS) return r;
-      return add_handle(HandleKind::kStream, in.getHandle(), s, ctx, [this](void* object) {
-        pollers_->forget(id_, object);  // no watch may look at it any more
-        destroy_result_ = cu_.cuStreamDestroy(static_cast<CUstream>(object));
-      });
-    }
     case wire::Call::STREAM_WAIT_EVENT: {
       CUevent e;
       CUstream s;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
 #include <string_view>
 
 #include "../../protocol/generated/driver_pack.h"
@@ -229,6 +230,34 @@ TEST_F(GeneratedCalls, ElapsedTimeTravelsAsAnOutScalar) {
   EXPECT_FLOAT_EQ(2.5f, ms);
   EXPECT_TRUE(d::reports_async_errors(d::k_cuEventQuery));
   EXPECT_FALSE(d::reports_async_errors(d::k_cuEventElapsedTime_v2));
+}
+
+TEST_F(GeneratedCalls, EveryDriverRowHasAValidCall) {
+  // The fuzzers' seeds and the undecodable-input tests start from these.
+  std::set<const DispatchRow*> seeded;
+  for (const ValidCall& call : valid_calls(env)) seeded.insert(call.row);
+  for (size_t i = 0; const DispatchRow* row = find_driver_row_at(i); ++i) {
+    EXPECT_TRUE(seeded.count(row)) << row->name << " has no valid call in fakes.cpp";
+  }
+}
+
+TEST_F(GeneratedCalls, AQuickCallNamesWhereItsStreamIs) {
+  // rgpud runs a quick call on its executor when the stream is the
+  // per-thread one; the row says where to look.
+  EXPECT_EQ(0, find_driver_row(d::k_cuStreamQuery)->stream_item);
+  EXPECT_EQ(0, find_driver_row(d::k_cuStreamGetFlags)->stream_item);
+  EXPECT_EQ(-1, find_driver_row(d::k_cuEventQuery)->stream_item);
+  EXPECT_EQ(-1, find_driver_row(d::k_cuStreamSetAttribute)->stream_item);  // not quick
+  env.put(HandleKind::kStream, stream, reinterpret_cast<void*>(uintptr_t{0x5E}));
+  unsigned flags = 0;
+  ArgWriter w;
+  d::pack_cuStreamGetFlags(w, stream, &flags);
+  ASSERT_EQ(uint64_t{stream}, *reinterpret_cast<const uint64_t*>(w.bytes().data()));
+  InvokeOutcome out = run(find_driver_row(d::k_cuStreamGetFlags), w);
+  ASSERT_EQ(CUDA_SUCCESS, out.code) << out.message;
+  ArgReader r(view(out.out));
+  ASSERT_TRUE(d::unpack_cuStreamGetFlags(r, stream, &flags));
+  EXPECT_EQ(unsigned{CU_STREAM_NON_BLOCKING}, flags);
 }
 
 TEST_F(GeneratedCalls, StreamArguments) {

@@ -76,6 +76,57 @@ CUresult CUDAAPI event_elapsed(float* ms, CUevent, CUevent) {
   *ms = 2.5f;
   return CUDA_SUCCESS;
 }
+CUresult CUDAAPI stream_create(CUstream* stream, unsigned flags) {
+  ++driver_log().calls;
+  driver_log().flags = flags;
+  *stream = reinterpret_cast<CUstream>(uintptr_t{0x5E5E});
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI stream_create_with_priority(CUstream* stream, unsigned flags, int) {
+  return stream_create(stream, flags);
+}
+CUresult CUDAAPI stream_destroy(CUstream) {
+  ++driver_log().calls;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI stream_get_flags(CUstream stream, unsigned* flags) {
+  ++driver_log().calls;
+  driver_log().stream = stream;
+  *flags = CU_STREAM_NON_BLOCKING;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI stream_get_priority(CUstream stream, int* priority) {
+  ++driver_log().calls;
+  driver_log().stream = stream;
+  *priority = -1;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI ctx_get_flags(unsigned* flags) {
+  ++driver_log().calls;
+  *flags = CU_CTX_SCHED_AUTO;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI stream_set_attribute(CUstream stream, CUstreamAttrID, const CUstreamAttrValue*) {
+  ++driver_log().calls;
+  driver_log().stream = stream;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI stream_get_attribute(CUstream stream, CUstreamAttrID, CUstreamAttrValue* value) {
+  ++driver_log().calls;
+  driver_log().stream = stream;
+  std::memset(value, 0, sizeof *value);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI no_arguments() {
+  ++driver_log().calls;
+  return CUDA_SUCCESS;
+}
+CUresult device_get_utilization(unsigned* gpu, unsigned* memory, CUdevice) {
+  ++driver_log().calls;
+  *gpu = 50;
+  *memory = 25;
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI stream_query(CUstream stream) {
   ++driver_log().calls;
   driver_log().stream = stream;
@@ -140,6 +191,18 @@ std::shared_ptr<DriverTable> fake_driver() {
   t->cuEventRecordWithFlags = event_record_with_flags;
   t->cuEventElapsedTime = event_elapsed;
   t->cuStreamQuery = stream_query;
+  t->cuStreamCreate = stream_create;
+  t->cuCtxGetFlags = ctx_get_flags;
+  t->cuStreamSetAttribute = stream_set_attribute;
+  t->cuStreamGetAttribute = stream_get_attribute;
+  t->cuCtxResetPersistingL2Cache = no_arguments;
+  t->cuProfilerStart = no_arguments;
+  t->cuProfilerStop = no_arguments;
+  t->rgpuDeviceGetUtilization = device_get_utilization;
+  t->cuStreamCreateWithPriority = stream_create_with_priority;
+  t->cuStreamDestroy = stream_destroy;
+  t->cuStreamGetFlags = stream_get_flags;
+  t->cuStreamGetPriority = stream_get_priority;
   t->cuMemsetD8 = memset_d8;
   t->cuMemcpyHtoD = memcpy_htod;
   t->cuMemcpyDtoH = memcpy_dtoh;
@@ -294,6 +357,58 @@ std::vector<ValidCall> valid_calls(FakeEnv& env) {
     add(find_driver_row(d::k_cuEventElapsedTime_v2), e);
     d::pack_cuEventDestroy_v2(x, made);
     add(find_driver_row(d::k_cuEventDestroy_v2), x);
+    // The old names, served by the newer ones.
+    const uint64_t old_made = make_handle(HandleKind::kEvent, 0x405);
+    protocol::ArgWriter oc, oe, ox;
+    d::pack_cuEventCreate(oc, old_made, 0);
+    add(find_driver_row(d::k_cuEventCreate), oc);
+    d::pack_cuEventElapsedTime(oe, &ms, held, held);
+    add(find_driver_row(d::k_cuEventElapsedTime), oe);
+    d::pack_cuEventDestroy(ox, old_made);
+    add(find_driver_row(d::k_cuEventDestroy), ox);
+  }
+  {
+    // Calls of no handle, or of a stream's attributes.
+    unsigned flags = 0, gpu = 0, memory = 0;
+    CUstreamAttrValue value{};
+    value.priority = -1;
+    protocol::ArgWriter f, sa, ga, l2, p0, p1, u;
+    d::pack_cuCtxGetFlags(f, &flags);
+    add(find_driver_row(d::k_cuCtxGetFlags), f);
+    d::pack_cuStreamSetAttribute(sa, protocol::kLegacyStream, CU_LAUNCH_ATTRIBUTE_PRIORITY, &value);
+    add(find_driver_row(d::k_cuStreamSetAttribute), sa);
+    d::pack_cuStreamGetAttribute(ga, protocol::kNullStream, CU_LAUNCH_ATTRIBUTE_PRIORITY, &value);
+    add(find_driver_row(d::k_cuStreamGetAttribute), ga);
+    d::pack_cuCtxResetPersistingL2Cache(l2);
+    add(find_driver_row(d::k_cuCtxResetPersistingL2Cache), l2);
+    d::pack_cuProfilerStart(p0);
+    add(find_driver_row(d::k_cuProfilerStart), p0);
+    d::pack_cuProfilerStop(p1);
+    add(find_driver_row(d::k_cuProfilerStop), p1);
+    d::pack_rgpuDeviceGetUtilization(u, &gpu, &memory, 0);
+    add(find_driver_row(d::k_rgpuDeviceGetUtilization), u);
+  }
+  {
+    // The driver's stream calls.
+    const uint64_t made = make_handle(HandleKind::kStream, 0x403);
+    const uint64_t other = make_handle(HandleKind::kStream, 0x404);
+    unsigned flags = 0;
+    int priority = 0;
+    protocol::ArgWriter c, cp, q, f, pr, x, xo;
+    d::pack_cuStreamCreate(c, made, CU_STREAM_NON_BLOCKING);
+    add(find_driver_row(d::k_cuStreamCreate), c);
+    d::pack_cuStreamCreateWithPriority(cp, other, 0, -1);
+    add(find_driver_row(d::k_cuStreamCreateWithPriority), cp);
+    d::pack_cuStreamQuery(q, made);
+    add(find_driver_row(d::k_cuStreamQuery), q);
+    d::pack_cuStreamGetFlags(f, made, &flags);
+    add(find_driver_row(d::k_cuStreamGetFlags), f);
+    d::pack_cuStreamGetPriority(pr, protocol::kPerThreadStream, &priority);
+    add(find_driver_row(d::k_cuStreamGetPriority), pr);
+    d::pack_cuStreamDestroy_v2(x, made);
+    add(find_driver_row(d::k_cuStreamDestroy_v2), x);
+    d::pack_cuStreamDestroy(xo, other);
+    add(find_driver_row(d::k_cuStreamDestroy), xo);
   }
   {
     protocol::ArgWriter w;

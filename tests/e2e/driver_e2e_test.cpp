@@ -587,6 +587,29 @@ TEST_F(Driver, EventArgumentsAreCheckedWhereTheProgramSeesThem) {
   ASSERT_CU(cuCtxSynchronize());  // nothing failed on the server meanwhile
 }
 
+TEST_F(Driver, StreamFlagsPriorityAndQueries) {
+  int least = 0, greatest = 0;
+  ASSERT_CU(cuCtxGetStreamPriorityRange(&least, &greatest));
+  CUstream s;
+  ASSERT_CU(cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, greatest));
+  unsigned flags = ~0u;
+  int priority = 1;
+  ASSERT_CU(cuStreamGetFlags(s, &flags));
+  EXPECT_EQ(flags, unsigned{CU_STREAM_NON_BLOCKING});
+  ASSERT_CU(cuStreamGetPriority(s, &priority));
+  EXPECT_EQ(priority, greatest);
+  EXPECT_EQ(cuStreamGetFlags(s, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuStreamCreate(&s, 0x10), CUDA_ERROR_INVALID_VALUE);  // refused here: the call is one-way
+  // Queries of the special streams, the per-thread one by the executor.
+  EXPECT_CU(cuStreamQuery(nullptr));
+  EXPECT_CU(cuStreamQuery(CU_STREAM_PER_THREAD));
+  EXPECT_CU(cuStreamGetFlags(CU_STREAM_PER_THREAD, &flags));
+  ASSERT_CU(cuStreamDestroy(s));
+  EXPECT_EQ(cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuStreamDestroy(s), CUDA_ERROR_INVALID_HANDLE);
+  ASSERT_CU(cuCtxSynchronize());
+}
+
 TEST_F(Driver, AnEventOfAnotherContextIsNotRecordedOnThisOnesStream) {
   CUevent theirs;
   CUcontext other;

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "attack_fixture.h"
-#include "event_calls.h"
+#include "driver_calls.h"
 #include "wire_edit.h"
 
 namespace rgpu::security {
@@ -34,27 +34,25 @@ TEST_F(AttackTest, ForgedAndWrongKindHandlesAreInvalidHandles) {
   start();
   auto p = session();
   ASSERT_TRUE(p);
-  ASSERT_TRUE(p->post(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initStreamCreate().setHandle(S(1)); },
+  ASSERT_TRUE(p->post(RawPeer::kCtx, {streams::create(S(1)),
                                       events::create(E(1))}));
-  expect_refused(p->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initStreamQuery().setHandle(S(1)); }),
+  expect_refused(p->call(RawPeer::kCtx, streams::query(S(1))),
                  CUDA_SUCCESS, "the live stream");
   // Of the right kind, never minted by this session.
-  expect_refused(p->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initStreamQuery().setHandle(S(2)); }),
+  expect_refused(p->call(RawPeer::kCtx, streams::query(S(2))),
                  CUDA_ERROR_INVALID_HANDLE, "a forged stream");
   // A live handle of another kind where a stream belongs, and the reverse.
-  expect_refused(p->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initStreamQuery().setHandle(E(1)); }),
+  expect_refused(p->call(RawPeer::kCtx, streams::query(E(1))),
                  CUDA_ERROR_INVALID_HANDLE, "an event as a stream");
   expect_refused(p->call(RawPeer::kCtx, events::query(S(1))),
                  CUDA_ERROR_INVALID_HANDLE, "a stream as an event");
   // The bare numbers of earlier protocols mean nothing now.
-  expect_refused(p->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initStreamQuery().setHandle(0x100); }),
+  expect_refused(p->call(RawPeer::kCtx, streams::query(0x100)),
                  CUDA_ERROR_INVALID_HANDLE, "a handle without a kind");
   expect_refused(p->call(1, [](wire::Call::Builder c) { c.setCtxSynchronize(); }), CUDA_ERROR_INVALID_CONTEXT,
                  "a context handle without a kind");
   // A stream handle minted under a reserved serial cannot be created.
-  const Answer reserved = p->calls(RawPeer::kCtx, {[](wire::Call::Builder c) {
-                                                    c.initStreamCreate().setHandle(protocol::kLegacyStream);
-                                                  },
+  const Answer reserved = p->calls(RawPeer::kCtx, {streams::create(protocol::kLegacyStream),
                                                   [](wire::Call::Builder c) { c.setCtxSynchronize(); }});
   EXPECT_EQ(reserved.async_error, CUDA_ERROR_INVALID_VALUE) << reserved.describe();
   expect_session_goes_on(*p);
@@ -98,7 +96,7 @@ TEST_F(AttackTest, PointersOfAnotherContextAndLengthsPastAnAllocationAreInvalid)
   expect_refused(p->call(RawPeer::kCtx, [&](wire::Call::Builder c) { c.setMemFree(theirs); }),
                  CUDA_ERROR_INVALID_VALUE, "freeing the other context's memory");
   // A stream of the other context does not carry this context's copies.
-  ASSERT_TRUE(p->post(other_ctx, {[](wire::Call::Builder c) { c.initStreamCreate().setHandle(S(7)); }}));
+  ASSERT_TRUE(p->post(other_ctx, {streams::create(S(7))}));
   expect_refused(p->call(RawPeer::kCtx,
                          [&](wire::Call::Builder c) {
                            auto o = c.initMemcpyDtoH();

@@ -17,7 +17,7 @@
 #include "driver_pack.h"
 #include "rgpu/protocol/args.h"
 #include "attack_fixture.h"
-#include "event_calls.h"
+#include "driver_calls.h"
 #include "client.h"
 #include "kernels.h"
 #include "wire_edit.h"
@@ -244,9 +244,9 @@ TEST_F(AttackTest, ForgedForeignAndWrongKindHandlesAreUnknown) {
   auto victim = session("bob", kBobKey);
   ASSERT_TRUE(victim);
   ASSERT_TRUE(victim->load_kernels(M(400), F(401), "fill"));
-  ASSERT_TRUE(victim->post(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initStreamCreate().setHandle(S(200)); },
+  ASSERT_TRUE(victim->post(RawPeer::kCtx, {streams::create(S(200)),
                                            events::create(E(300))}));
-  auto vq = victim->call(RawPeer::kCtx, [](wire::Call::Builder c) { c.initStreamQuery().setHandle(S(200)); });
+  auto vq = victim->call(RawPeer::kCtx, streams::query(S(200)));
   ASSERT_EQ(vq.result, CUDA_SUCCESS) << vq.describe();
   ASSERT_EQ(vq.async_error, CUDA_SUCCESS) << vq.describe();
 
@@ -255,7 +255,7 @@ TEST_F(AttackTest, ForgedForeignAndWrongKindHandlesAreUnknown) {
   // Its own event 500 and stream 600, to misuse as the other kind.
   ASSERT_TRUE(p->load_kernels(M(700), F(701), "fill"));
   ASSERT_TRUE(p->post(RawPeer::kCtx, {events::create(E(500)),
-                                      [](wire::Call::Builder c) { c.initStreamCreate().setHandle(S(600)); }}));
+                                      streams::create(S(600))}));
   const std::vector<std::pair<const char*, RawPeer::Fill>> sync_attacks = {
       {"forged stream", [](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(S(0xdead)); }},
       {"stream handle without a kind", [](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(0x1234567); }},
@@ -267,7 +267,7 @@ TEST_F(AttackTest, ForgedForeignAndWrongKindHandlesAreUnknown) {
          g.setName("counter");
        }},
       {"victim's stream", [](wire::Call::Builder c) { c.initStreamSynchronize().setHandle(S(200)); }},
-      {"victim's stream queried", [](wire::Call::Builder c) { c.initStreamQuery().setHandle(S(200)); }},
+      {"victim's stream queried", streams::query(S(200))},
       {"victim's event", [](wire::Call::Builder c) { c.initEventSynchronize().setHandle(E(300)); }},
       {"victim's module", [](wire::Call::Builder c) {
          auto g = c.initModuleGetGlobal();
@@ -310,10 +310,10 @@ TEST_F(AttackTest, ForgedForeignAndWrongKindHandlesAreUnknown) {
          w.setStream(S(600));
          w.setEvent(E(300));
        }},
-      {"destroy of the victim's stream", [](wire::Call::Builder c) { c.initStreamDestroy().setHandle(S(200)); }},
+      {"destroy of the victim's stream", streams::destroy(S(200))},
       {"destroy of the victim's event", events::destroy(E(300))},
       {"unload of the victim's module", [](wire::Call::Builder c) { c.initModuleUnload().setHandle(M(400)); }},
-      {"destroy of a special stream", [](wire::Call::Builder c) { c.initStreamDestroy().setHandle(protocol::kLegacyStream); }},
+      {"destroy of a special stream", streams::destroy(protocol::kLegacyStream)},
       {"event as the stream of a copy", [](wire::Call::Builder c) {
          auto o = c.initMemcpyDtoH();
          o.setStream(protocol::kNullStream);
@@ -362,7 +362,7 @@ TEST_F(AttackTest, MoreHandlesThanTheLimitAreOutOfMemoryAndTheSessionGoesOn) {
   EXPECT_EQ(a.kind, Kind::kReply) << a.describe();
   EXPECT_EQ(a.async_error, CUDA_ERROR_OUT_OF_MEMORY) << a.describe();
   // Streams and modules hit the same bound.
-  auto s = p->calls(RawPeer::kCtx, {[](wire::Call::Builder c) { c.initStreamCreate().setHandle(S(5000)); }, sync_probe});
+  auto s = p->calls(RawPeer::kCtx, {streams::create(S(5000)), sync_probe});
   EXPECT_EQ(s.async_error, CUDA_ERROR_OUT_OF_MEMORY) << s.describe();
   std::vector<uint8_t> hash(32, 0);
   auto m = p->call(RawPeer::kCtx, [&](wire::Call::Builder c) {

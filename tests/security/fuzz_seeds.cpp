@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "event_calls.h"
+#include "driver_calls.h"
 #include "fuzz_input.h"
 #include "kernels.h"
 #include "rgpu/fatbin/fatbin.h"
@@ -26,6 +26,7 @@ using namespace rgpu;
 using security::fuzz::append_record;
 using Fill = std::function<void(wire::Call::Builder)>;
 namespace events = security::events;
+namespace streams = security::streams;
 
 // Typed handles, as the client mints them: the n-th of each kind.
 uint64_t minted(protocol::HandleKind kind, uint64_t n) { return protocol::make_handle(kind, protocol::kFirstMintedSerial + n); }
@@ -260,10 +261,7 @@ std::vector<Seed> session_seeds() {
   {  // streams and events
     Seed s;
     s.add({retain(), alloc(4096)});
-    s.add({[](wire::Call::Builder c) {
-             auto x = c.initStreamCreate();
-             x.setHandle(S(100));
-           },
+    s.add({streams::create(S(100)),
            events::create(E(200)),
            events::create(E(201)),
            events::record(E(200), S(100)),
@@ -274,13 +272,13 @@ std::vector<Seed> session_seeds() {
              w.setStream(protocol::kNullStream);
              w.setEvent(E(201));
            },
-           handle([](wire::Call::Builder c, uint64_t h) { c.initStreamQuery().setHandle(h); }, S(100))});
+           streams::query(S(100))});
     s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initStreamSynchronize().setHandle(h); }, S(100))});
     s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initEventSynchronize().setHandle(h); }, E(201))});
     s.add({events::query(E(200))});
     s.add({events::elapsed(E(200), E(201))});
     s.add({events::destroy(E(200)),
-           handle([](wire::Call::Builder c, uint64_t h) { c.initStreamDestroy().setHandle(h); }, S(100)), ctx_sync()});
+           streams::destroy(S(100)), ctx_sync()});
     s.add({handle([](wire::Call::Builder c, uint64_t h) { c.initStreamSynchronize().setHandle(h); }, protocol::kPerThreadStream)});
     seeds.push_back(std::move(s));
   }

@@ -12,6 +12,9 @@
 
 #include "client.h"
 #include "connection.h"
+#include "driver_pack.h"
+#include "rgpu/protocol/args.h"
+#include "rgpu/protocol/codec.h"
 #include "rgpu/protocol/graph_ops.h"
 #include "rgpu/protocol/handles.h"
 #include "rgpu/server/server.h"
@@ -64,6 +67,14 @@ class GraphCallTest : public ::testing::Test {
       auto list = g.initArgs(static_cast<unsigned>(args.size()));
       unsigned i = 0;
       for (uint64_t a : args) list.set(i++, a);
+    });
+  }
+  // A non-blocking stream, created as the client's cuStreamCreate does.
+  static void create_stream(Client& c, uint64_t stream) {
+    protocol::ArgWriter w;
+    apigen::driver::pack_cuStreamCreate(w, stream, CU_STREAM_NON_BLOCKING);
+    c.call_async(kCtx, [&](wire::Call::Builder call) {
+      protocol::set_invoke(call, wire::Api::DRIVER, apigen::driver::k_cuStreamCreate, w.bytes(), false);
     });
   }
   static CUresult memset(Client& c, uint64_t dst, uint64_t count) {
@@ -152,11 +163,7 @@ TEST_F(GraphCallTest, GraphsAndCapturesAreTheSessionsOwn) {
   EXPECT_EQ(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
             graph(*a, GraphOp::kBeginCapture, {protocol::kNullStream, CU_STREAM_CAPTURE_MODE_GLOBAL}).result);
   const uint64_t stream = protocol::make_handle(protocol::HandleKind::kStream, protocol::kFirstMintedSerial + 7);
-  a->call_async(kCtx, [&](wire::Call::Builder call) {
-    auto s = call.initStreamCreate();
-    s.setHandle(stream);
-    s.setFlags(CU_STREAM_NON_BLOCKING);
-  });
+  create_stream(*a, stream);
   EXPECT_EQ(CUDA_SUCCESS, graph(*a, GraphOp::kRefuseIfCapturing, {stream}).result);
   ASSERT_EQ(CUDA_SUCCESS, graph(*a, GraphOp::kBeginCapture, {stream, CU_STREAM_CAPTURE_MODE_GLOBAL}).result);
   auto info = graph(*a, GraphOp::kCaptureInfo, {stream});
@@ -179,11 +186,7 @@ TEST_F(GraphCallTest, HostStepsRunAtEveryReplay) {
   auto a = connect();
   auto b = connect();
   const uint64_t stream = protocol::make_handle(protocol::HandleKind::kStream, protocol::kFirstMintedSerial + 9);
-  a->call_async(kCtx, [&](wire::Call::Builder call) {
-    auto s = call.initStreamCreate();
-    s.setHandle(stream);
-    s.setFlags(CU_STREAM_NON_BLOCKING);
-  });
+  create_stream(*a, stream);
   auto alloc = a->call_sync(kCtx, [](wire::Call::Builder call) { call.setMemAlloc(4096); });
   ASSERT_EQ(CUDA_SUCCESS, alloc.result);
   const uint64_t dev = alloc.values.at(0);

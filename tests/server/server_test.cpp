@@ -12,6 +12,7 @@
 #include "connection.h"
 #include "driver_pack.h"
 #include "rgpu/protocol/args.h"
+#include "rgpu/protocol/codec.h"
 #include "rgpu/protocol/handles.h"
 #include "rgpu/server/server.h"
 #include "module_cache.h"
@@ -492,7 +493,10 @@ TEST_F(ServerTest, UnknownStreamHandleIsInvalid) {
   auto c = connect(token_);
   ASSERT_TRUE(c.is_ok());
   uint64_t ctx = context(*c.value());
-  auto r = c.value()->call_sync(ctx, [](wire::Call::Builder call) { call.initStreamQuery().setHandle(protocol::make_handle(protocol::HandleKind::kStream, 0x999));
+  protocol::ArgWriter w;
+  apigen::driver::pack_cuStreamQuery(w, protocol::make_handle(protocol::HandleKind::kStream, 0x999));
+  auto r = c.value()->call_sync(ctx, [&](wire::Call::Builder call) {
+    protocol::set_invoke(call, wire::Api::DRIVER, apigen::driver::k_cuStreamQuery, w.bytes(), true);
   });
   EXPECT_EQ(r.result, CUDA_ERROR_INVALID_HANDLE);
 }

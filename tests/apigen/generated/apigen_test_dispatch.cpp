@@ -245,15 +245,15 @@ InvokeOutcome run_cuModuleGetGlobal_v2(CallEnv& env_, std::span<const std::byte>
 }
 
 const DispatchRow kRows[] = {
-    {"cuEventCreate", kApi, 1, false, false, &run_cuEventCreate},
-    {"cuEventDestroy_v2", kApi, 2, false, false, &run_cuEventDestroy_v2},
-    {"cuStreamQuery", kApi, 3, true, false, &run_cuStreamQuery},
-    {"cuMemsetD8_v2", kApi, 4, false, false, &run_cuMemsetD8_v2},
-    {"cuMemcpyHtoD_v2", kApi, 5, true, false, &run_cuMemcpyHtoD_v2},
-    {"cuMemcpyDtoH_v2", kApi, 6, true, false, &run_cuMemcpyDtoH_v2},
-    {"cuFuncSetAttribute", kApi, 7, false, false, &run_cuFuncSetAttribute},
-    {"cuDeviceGetUuid_v2", kApi, 8, true, false, &run_cuDeviceGetUuid_v2},
-    {"cuModuleGetGlobal_v2", kApi, 9, true, false, &run_cuModuleGetGlobal_v2},
+    {"cuEventCreate", kApi, 1, false, false, &run_cuEventCreate, -1},
+    {"cuEventDestroy_v2", kApi, 2, false, false, &run_cuEventDestroy_v2, -1},
+    {"cuStreamQuery", kApi, 3, true, false, &run_cuStreamQuery, -1},
+    {"cuMemsetD8_v2", kApi, 4, false, false, &run_cuMemsetD8_v2, -1},
+    {"cuMemcpyHtoD_v2", kApi, 5, true, false, &run_cuMemcpyHtoD_v2, -1},
+    {"cuMemcpyDtoH_v2", kApi, 6, true, false, &run_cuMemcpyDtoH_v2, -1},
+    {"cuFuncSetAttribute", kApi, 7, false, false, &run_cuFuncSetAttribute, -1},
+    {"cuDeviceGetUuid_v2", kApi, 8, true, false, &run_cuDeviceGetUuid_v2, -1},
+    {"cuModuleGetGlobal_v2", kApi, 9, true, false, &run_cuModuleGetGlobal_v2, -1},
 };
 
 }  // namespace

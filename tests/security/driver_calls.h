@@ -1,6 +1,6 @@
-// Event calls as the client sends them: generated driver calls (Call.invoke)
-// packed by the generated pack functions (api/driver.api), for tests and
-// fuzz seeds that speak the wire directly.
+// Event and stream calls as the client sends them: generated driver calls
+// (Call.invoke) packed by the generated pack functions (api/driver.api), for
+// tests and fuzz seeds that speak the wire directly.
 #pragma once
 
 #include <cstdint>
@@ -55,3 +55,29 @@ inline Fill destroy(uint64_t event) {
 }
 
 }  // namespace rgpu::security::events
+
+namespace rgpu::security::streams {
+
+using events::Fill;
+using events::invoke;
+namespace d = apigen::driver;
+
+inline Fill create(uint64_t stream, unsigned flags = 0, int priority = 0) {
+  protocol::ArgWriter w;
+  d::pack_cuStreamCreateWithPriority(w, stream, flags, priority);
+  return invoke(d::k_cuStreamCreateWithPriority, w, false);
+}
+
+inline Fill query(uint64_t stream) {
+  protocol::ArgWriter w;
+  d::pack_cuStreamQuery(w, stream);
+  return invoke(d::k_cuStreamQuery, w, true);
+}
+
+inline Fill destroy(uint64_t stream) {
+  protocol::ArgWriter w;
+  d::pack_cuStreamDestroy_v2(w, stream);
+  return invoke(d::k_cuStreamDestroy_v2, w, false);
+}
+
+}  // namespace rgpu::security::streams
