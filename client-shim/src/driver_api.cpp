@@ -318,20 +318,6 @@ CUresult ctx_pop(CUcontext* pctx) {
   API_END
 }
 
-// Forgets a client-minted handle at once (later use is CUDA_ERROR_INVALID_HANDLE)
-// and queues its destruction on the server.
-template <class Init>
-CUresult destroy_handle(const void* handle, HandleKind kind, Init init) {
-  API_BEGIN
-  SHIM_OR_RETURN(shim);
-  uint64_t h = handle_of(handle);
-  const rgpu::shim::Route route = shim->route_handle(h, current_context());
-  if (!shim->remove_handle(h, kind)) return CUDA_ERROR_INVALID_HANDLE;
-  route.client->call_async(route.ctx, [&](wire::Call::Builder c) { init(c).setHandle(h); });
-  return CUDA_SUCCESS;
-  API_END
-}
-
 }  // namespace
 
 // ---- initialisation and versions -------------------------------------------
