@@ -38,10 +38,12 @@ bool PoolRun::active() const {
   return env != nullptr && *env != '\0';
 }
 
-int PoolRun::acquire(const std::string& request_text, const std::string& program) {
+int PoolRun::lease(const std::string& request_text, const std::string& program,
+                   const std::function<void(const pool::client::QueueNotice&)>& on_queued, pool::client::Held* out,
+                   std::string* error) const {
   pool::client::AcquireOptions options;
-  auto fail = [](const std::string& why) {
-    std::fprintf(stderr, "rgpu run: %s\n", why.c_str());
+  auto fail = [&](const std::string& why) {
+    *error = why;
     return 2;
   };
   auto addresses = pool::net::parse_addresses(pool_.empty() ? std::getenv("RGPU_POOL") : pool_);
@@ -84,21 +86,51 @@ int PoolRun::acquire(const std::string& request_text, const std::string& program
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   options.hostname = host;
-  bool waited = false;
-  auto progress = pool::client::stderr_progress("rgpu run");
-  options.on_queued = [&](const pool::client::QueueNotice& notice) {
-    waited = true;
-    progress(notice);
-  };
+  options.on_queued = on_queued;
   auto held = pool::client::acquire(options);
-  if (waited && isatty(2)) std::fputc('\n', stderr);
   if (!held.is_ok()) {
-    std::fprintf(stderr, "rgpu run: %s\n", held.status().message().c_str());
+    *error = held.status().message();
     return held.status().kind() == ErrorKind::kFailed ? 3 : 2;
   }
-  servers_ = pool::client::server_list(held.value().placement);
-  held_ = std::move(held.value());
+  *out = std::move(held.value());
   return 0;
+}
+
+int PoolRun::acquire(const std::string& request_text, const std::string& program) {
+  bool waited = false;
+  auto progress = pool::client::stderr_progress("rgpu run");
+  pool::client::Held held;
+  std::string error;
+  const int rc = lease(
+      request_text, program,
+      [&](const pool::client::QueueNotice& notice) {
+        waited = true;
+        progress(notice);
+      },
+      &held, &error);
+  if (waited && isatty(2)) std::fputc('\n', stderr);
+  if (rc != 0) {
+    std::fprintf(stderr, "rgpu run: %s\n", error.c_str());
+    return rc;
+  }
+  servers_ = pool::client::server_list(held.placement);
+  held_ = std::move(held);
+  return 0;
+}
+
+std::vector<std::pair<std::string, std::string>> PoolRun::settings_for_children() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  const char* env_pool = std::getenv("RGPU_POOL");
+  const std::string pool = !pool_.empty() ? pool_ : env_pool != nullptr ? env_pool : "";
+  if (!pool.empty()) out.emplace_back("RGPU_POOL", pool);
+  for (const auto& [name, value] : {std::pair<const char*, const std::string*>{"RGPU_POOL_KIND", &kind_},
+                                    {"RGPU_POOL_MIN_CC", &min_cc_},
+                                    {"RGPU_POOL_PRIORITY", &priority_},
+                                    {"RGPU_TENANT", &tenant_},
+                                    {"RGPU_POOL_TIMEOUT", &timeout_}}) {
+    if (!value->empty()) out.emplace_back(name, *value);
+  }
+  return out;
 }
 
 namespace {
@@ -213,7 +245,9 @@ int status(int argc, char** argv) {
 int pool_command(int argc, char** argv) {
   const std::string sub = argc > 0 ? argv[0] : "";
   if (sub == "status") return status(argc - 1, argv + 1);
-  std::fprintf(stderr, "usage: rgpu pool status [--pool HOST:PORT]\n");
+  if (sub == "hold") return hold_command(argc - 1, argv + 1);
+  if (sub == "slurm-licenses") return slurm_licenses_command(argc - 1, argv + 1);
+  std::fprintf(stderr, "usage: rgpu pool status|hold|slurm-licenses ... (rgpu --help)\n");
   return 2;
 }
 
@@ -221,14 +255,7 @@ void PoolRun::export_for_child() const {
   if (!held_) return;
   setenv("RGPU_LEASE", held_->token.c_str(), 1);
   setenv("RGPU_LEASE_PID", std::to_string(getpid()).c_str(), 1);  // exec keeps the pid
-  if (!pool_.empty()) setenv("RGPU_POOL", pool_.c_str(), 1);
-  for (const auto& [name, value] : {std::pair<const char*, const std::string*>{"RGPU_POOL_KIND", &kind_},
-                                    {"RGPU_POOL_MIN_CC", &min_cc_},
-                                    {"RGPU_POOL_PRIORITY", &priority_},
-                                    {"RGPU_TENANT", &tenant_},
-                                    {"RGPU_POOL_TIMEOUT", &timeout_}}) {
-    if (!value->empty()) setenv(name, value->c_str(), 1);
-  }
+  for (const auto& [name, value] : settings_for_children()) setenv(name.c_str(), value.c_str(), 1);
 }
 
 }  // namespace rgpu::tools

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "client_env.h"
 #include "doctor.h"
-#include "find_real.h"
 #include "install_layout.h"
 #include "pool_report_cli.h"
 #include "pool_cli.h"
@@ -44,6 +44,8 @@ void usage(FILE* out) {
                "       rgpu run --pool HOST:PORT [--gpus N] [--mem SIZE] [--share F] [--kind nvidia|cpu|any]\n"
                "                [--min-cc X.Y] [--priority low|normal|high|N] [--tenant NAME] [--timeout S] -- COMMAND\n"
                "       rgpu pool status [--pool HOST:PORT]\n"
+               "       rgpu pool hold [--leases K] [--gpus N] [--mem SIZE] [--share F] [pool options as run's]\n"
+               "       rgpu pool slurm-licenses --file FILE [--pool HOST:PORT] [--license NAME] [--kind K] [--every S]\n"
                "       rgpu top [--metrics URL[,URL...]] [--interval S]\n"
                "       rgpu doctor [--server HOST:PORT] [--pool HOST:PORT] [--device cpu|cuda|auto]\n"
                "       rgpu session list|end [SESSION] [--server HOST:PORT]\n"
@@ -71,6 +73,13 @@ void usage(FILE* out) {
                "         Errors whose reason the server knows are printed once each on\n"
                "         stderr (RGPU_ERRORS=quiet silences them); when COMMAND fails, rgpu\n"
                "         says where the server's log is.\n"
+               "\n"
+               "pool     status: the pool's servers, devices, leases and queue, each waiting\n"
+               "         request with why. hold: K leases held for a batch system's job until\n"
+               "         stdin closes, spoken of on stdout line by line (the Slurm plugin's\n"
+               "         helper). slurm-licenses: keeps FILE at Licenses=NAME:N, N the pool's\n"
+               "         devices of kind K, and runs `scontrol reconfigure` when it changes\n"
+               "         (docs/slurm.md).\n"
                "\n"
                "top      a live view of rgpud /metrics endpoints: devices, slices, sessions and\n"
                "         their rates (rgpu top --help; docs/metrics.md).\n"
@@ -300,24 +309,9 @@ int run(int argc, char** argv) {
     server_address = embedded.address;
   }
 
-  std::string preload = library.string();
-  // Every soname rgpu answers to, by bare name: each is found in lib/rgpu/
-  // (LD_LIBRARY_PATH below) as a link to the library already preloaded, so
-  // the loader only adds the name. A program that finds NVIDIA's libraries
-  // through its own RPATH (pip's PyTorch and the nvidia-* wheels) then binds
-  // to rgpu's, which are loaded first, and never maps NVIDIA's.
-  for (const std::string& name : rgpu_sonames(library.parent_path() / "rgpu")) preload += ":" + name;
-  // The NVRTC fronts (docs/pytorch.md): preloaded where NVIDIA's NVRTC is
-  // installed, so that run-time compiled code loads on any device.
-  for (const char* soname : {"libnvrtc.so.12", "libnvrtc.so.13"}) {
-    fs::path front = library.parent_path() / "rgpu-nvrtc" / soname;
-    if (fs::exists(front) && !rgpu::nvrtc_front::find_real_library(soname, front.string()).empty()) {
-      preload += ":" + front.string();
-    }
-  }
-  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
-  std::string libpath = (library.parent_path() / "rgpu").string();
-  if (const char* old = std::getenv("LD_LIBRARY_PATH"); old && *old) libpath += std::string(":") + old;
+  const rgpu::tools::ClientEnvironment client = rgpu::tools::client_environment(library);
+  const std::string preload = rgpu::tools::path_before(client.preload, std::getenv("LD_PRELOAD"));
+  const std::string libpath = rgpu::tools::path_before(client.library_path, std::getenv("LD_LIBRARY_PATH"));
 
   pid_t pid = fork();
   if (pid < 0) {
