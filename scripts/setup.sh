@@ -24,6 +24,7 @@ packages=(
   libcpp-httplib-dev nlohmann-json3-dev  # the pool's etcd client (JSON gateway over HTTP), history and report
   etcd-server                     # several pool instances sharing state; the etcd tests
   prometheus tmux                 # the metrics tests: a real scrape, and rgpu top in a terminal
+  libslurm-dev slurm-wlm munge    # the Slurm plugin (slurm/), and a one-node Slurm for its test
 )
 
 missing=()
