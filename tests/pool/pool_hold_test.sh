@@ -26,26 +26,10 @@ fail() {
   echo "FAIL: $*" >&2
   exit 1
 }
-address_in() {
-  local log="$1" prefix="$2" a=""
-  for _ in $(seq 300); do
-    a="$(sed -n "s/^$prefix \\([^ ]*\\).*/\\1/p" "$log" | head -n 1)"
-    [ -n "$a" ] && { echo "$a"; return 0; }
-    sleep 0.1
-  done
-  fail "no '$prefix' in $log: $(cat "$log")"
-}
-
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/key"
-chmod 600 "$work/key"
-"$build/bin/rgpu-pool" --listen 127.0.0.1:0 --key-file "$work/key" >"$work/pool.log" 2>&1 &
-pids+=($!)
-pool="$(address_in "$work/pool.log" "rgpu-pool listening on")"
-UCX_TLS=tcp RGPU_CPU_DEVICE_MEMORY=2G "$build/bin/rgpud" --listen 127.0.0.1:0 --device cpu --pool "$pool" \
-  --pool-key-file "$work/key" --pool-id hold-cpu >"$work/rgpud.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 200); do "$rgpu" pool status --pool "$pool" 2>/dev/null | grep -q hold-cpu && break; sleep 0.1; done
-leases() { "$rgpu" pool status --pool "$pool" | sed -n 's/^leases: //p'; }
+. "$(dirname "$0")/pool_fixture.sh"
+start_pool
+start_cpu_server hold-cpu 2G
+leases() { pool_leases; }
 
 # --- hold ---
 mkfifo "$work/in"

@@ -23,32 +23,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The first "PREFIX ADDR" line of a log, waited for (bounded).
-address_in() {
-  local log="$1" prefix="$2" a=""
-  for _ in $(seq 300); do
-    a="$(sed -n "s/^$prefix \\([^ ]*\\).*/\\1/p" "$log" | head -n 1)"
-    [ -n "$a" ] && { echo "$a"; return 0; }
-    sleep 0.1
-  done
-  echo "no '$prefix' in $log:" >&2
-  cat "$log" >&2
-  return 1
-}
-
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/key"
-chmod 600 "$work/key"
-"$build/bin/rgpu-pool" --listen 127.0.0.1:0 --key-file "$work/key" >"$work/pool.log" 2>&1 &
-pids+=($!)
-pool="$(address_in "$work/pool.log" "rgpu-pool listening on")"
-UCX_TLS=tcp RGPU_CPU_DEVICE_MEMORY=4G RGPU_LOG_LEVEL=info "$build/bin/rgpud" --listen 127.0.0.1:0 --device cpu --pool "$pool" --pool-key-file "$work/key" \
-  --pool-id torch-cpu >"$work/rgpud.log" 2>&1 &
-pids+=($!)
-address_in "$work/rgpud.log" "rgpud listening on" >/dev/null
-for _ in $(seq 200); do
-  "$build/bin/rgpu" pool status --pool "$pool" 2>/dev/null | grep -q torch-cpu && break
-  sleep 0.1
-done
+. "$(dirname "$0")/pool_fixture.sh"
+start_pool
+start_cpu_server torch-cpu 4G
 
 rc=0
 RGPU_POOL_KIND=cpu RGPU_REQUEST=mem=1G RGPU_TENANT=torch UCX_TLS=tcp "$repo/scripts/torch-env.sh" test --pool "$pool" --build-dir "$build" \
@@ -57,12 +34,12 @@ status="$("$build/bin/rgpu" pool status --pool "$pool")"
 echo "$status"
 if [ "$rc" -ne 0 ]; then
   echo "the suite failed through the pool (rgpud's log follows)" >&2
-  tail -n 40 "$work/rgpud.log" >&2
+  tail -n 40 "$work/rgpud-torch-cpu.log" >&2
   exit "$rc"
 fi
-sessions=$(grep -c "session accepted" "$work/rgpud.log" || true)
+sessions=$(grep -c "session accepted" "$work/rgpud-torch-cpu.log" || true)
 echo "sessions admitted on pool leases: $sessions"
-grep "session accepted" "$work/rgpud.log" | head -n 2
+grep "session accepted" "$work/rgpud-torch-cpu.log" | head -n 2
 [ "$sessions" -ge 2 ] || { echo "the suite's processes did not reach rgpud through the pool" >&2; exit 1; }
 echo "$status" | grep -q "torch-cpu" || { echo "the server left the pool" >&2; exit 1; }
 echo "$status" | grep -q "leases: 0" || { echo "a lease outlived its session" >&2; exit 1; }

@@ -61,22 +61,11 @@ disown
 
 fail() {
   echo "FAIL: $*" >&2
-  for f in slurmctld slurmd rgpud-a rgpud-b pool; do
+  for f in slurmctld slurmd rgpud-slurm-a rgpud-slurm-b pool; do
     echo "--- $f.log (tail)" >&2
     tail -n 25 "$work/$f.log" >&2 2>/dev/null || true
   done
   exit 1
-}
-
-# The first "PREFIX ADDR" line of a log, waited for (bounded).
-address_in() {
-  local log="$1" prefix="$2" a=""
-  for _ in $(seq 300); do
-    a="$(sed -n "s/^$prefix \\([^ ]*\\).*/\\1/p" "$log" | head -n 1)"
-    [ -n "$a" ] && { echo "$a"; return 0; }
-    sleep 0.1
-  done
-  fail "no '$prefix' in $log"
 }
 
 # Waits up to $1 tenths of a second for the command after it to succeed.
@@ -95,22 +84,11 @@ free_port() {
 }
 
 # --- the pool and two CPU-device servers ---
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/pool.key"
-chmod 600 "$work/pool.key"
-"$build/bin/rgpu-pool" --listen 127.0.0.1:0 --key-file "$work/pool.key" >"$work/pool.log" 2>&1 &
-pids+=($!)
-echo $! >"$work/pool.pid"
-pool="$(address_in "$work/pool.log" "rgpu-pool listening on")"
-for s in a b; do
-  UCX_TLS=tcp RGPU_CPU_DEVICE_MEMORY=1G RGPU_LOG_LEVEL=info "$build/bin/rgpud" --listen 127.0.0.1:0 --device cpu \
-    --pool "$pool" --pool-key-file "$work/pool.key" --pool-id "slurm-$s" >"$work/rgpud-$s.log" 2>&1 &
-  pids+=($!)
-  echo $! >"$work/rgpud-$s.pid"
-done
-registered() { "$build/bin/rgpu" pool status --pool "$pool" | grep -q "slurm-a" &&
-  "$build/bin/rgpu" pool status --pool "$pool" | grep -q "slurm-b"; }
-wait_for 300 registered || fail "the servers did not register with the pool"
-leases() { "$build/bin/rgpu" pool status --pool "$pool" | sed -n 's/^leases: //p'; }
+. "$(dirname "$0")/../pool/pool_fixture.sh"
+start_pool
+start_cpu_server slurm-a 1G
+start_cpu_server slurm-b 1G
+leases() { pool_leases; }
 
 # --- Slurm: munge, slurmctld, slurmd, the plugin and job_submit.lua ---
 mkdir -p "$work/state" "$work/spool"
