@@ -42,7 +42,7 @@ esac
 
 targets=()
 for t in ${SANITIZE_TARGETS:-}; do targets+=(--target "$t"); done
-BUILD_DIR="$build" BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+BUILD_DIR="$build" BUILD_TYPE="${BUILD_TYPE:-Sanitize}" \
   CMAKE_ARGS="${CMAKE_ARGS:-} -DRGPU_SANITIZE=$sanitize" "$root/scripts/build.sh" "${targets[@]}"
 
 cd "$build"
