@@ -16,7 +16,8 @@ packages=(
   liblapacke-dev                  # LAPACK(E): the cuSOLVER stand-in (cpu-libs/cusolver), cuBLAS's batched LU/QR
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev        # libFuzzer targets
-  debootstrap patchelf            # the PyTorch test environment (scripts/torch-env.sh)
+  debootstrap patchelf            # the PyTorch test environment (scripts/torch-env.sh), the packages' test
+  dpkg-dev lintian help2man       # Debian packages of every part (scripts/packages.sh)
   llvm-16-dev                     # the CPU device's compiled kernels (ORC JIT, cpu-device/ptx/src/jit)
   libfftw3-dev                    # FFTW: the transforms of the cuFFT stand-in (cpu-libs/cufft)
   chromium                        # tests: the usage report's page in a headless browser

@@ -131,6 +131,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--help" || arg == "-h") {
       usage(stdout);
       return 0;
+    } else if (arg == "--version") {
+      std::printf("rgpu-pool %s\n", RGPU_VERSION_STRING);
+      return 0;
     } else {
       std::fprintf(stderr, "rgpu-pool: unknown argument '%s'\n\n", arg.c_str());
       usage(stderr);
