@@ -243,7 +243,9 @@ void stop_holder() {
   g_holder_stdin = -1;
   if (g_holder <= 0) return;
   for (int i = 0; i < 50; ++i) {  // 5 s, then it is killed
-    if (waitpid(g_holder, nullptr, WNOHANG) == g_holder) {
+    const pid_t done = waitpid(g_holder, nullptr, WNOHANG);
+    // ECHILD: slurmstepd reaped it already; the pid may be another's now.
+    if (done == g_holder || (done < 0 && errno == ECHILD)) {
       g_holder = -1;
       return;
     }
