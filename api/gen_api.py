@@ -538,8 +538,10 @@ def generate_calls(headers, exports):
         files[d["lock"]] = api_description.emit_lock(lock, d["source"])
         gen_calls.PACK_NAMESPACES[d["pack_include"]] = d["namespace"]
         files[d["pack"]] = gen_calls.emit_pack_h(functions, d["source"], d["namespace"])
+        # The extents' helpers (rgpu_pitch_bytes, ...) that dev= expressions name.
         files[d["rows"]] = gen_calls.emit_rows(functions, d["source"], d["pack_include"], d["find"],
-                                               d["rows_namespace"], "DRIVER")
+                                               d["rows_namespace"], "DRIVER",
+                                               local_includes=("rgpu/protocol/library_sizes.h",))
         if d["client"]:
             try:
                 files[d["client"]] = gen_calls.emit_client(functions, d["source"], d["namespace"],

@@ -123,6 +123,99 @@ RGPU_EXPORT CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t*
   API_END
 }
 
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  const ::rgpu::shim::Route route_ = shim->route_pointer(static_cast<uint64_t>(dstDevice), ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuMemsetD2D8_v2(args_, dstDevice, dstPitch, uc, Width, Height);
+  std::vector<std::byte> reply_(calls::kMaxReply_cuMemsetD2D8_v2);
+  uint64_t got_ = 0;
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuMemsetD2D8_v2, args_.bytes(), true), {},
+      ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+  if (r_.result != CUDA_SUCCESS) return r_.result;
+  ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+  if (!calls::unpack_cuMemsetD2D8_v2(reply_reader_, dstDevice, dstPitch, uc, Width, Height)) return CUDA_ERROR_UNKNOWN;
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  const ::rgpu::shim::Route route_ = shim->route_pointer(static_cast<uint64_t>(dstDevice), ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuMemsetD2D16_v2(args_, dstDevice, dstPitch, us, Width, Height);
+  std::vector<std::byte> reply_(calls::kMaxReply_cuMemsetD2D16_v2);
+  uint64_t got_ = 0;
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuMemsetD2D16_v2, args_.bytes(), true), {},
+      ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+  if (r_.result != CUDA_SUCCESS) return r_.result;
+  ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+  if (!calls::unpack_cuMemsetD2D16_v2(reply_reader_, dstDevice, dstPitch, us, Width, Height)) return CUDA_ERROR_UNKNOWN;
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  const ::rgpu::shim::Route route_ = shim->route_pointer(static_cast<uint64_t>(dstDevice), ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuMemsetD2D32_v2(args_, dstDevice, dstPitch, ui, Width, Height);
+  std::vector<std::byte> reply_(calls::kMaxReply_cuMemsetD2D32_v2);
+  uint64_t got_ = 0;
+  ::rgpu::shim::SyncResult r_ = route_.client->call_sync(route_.ctx, invoke(calls::k_cuMemsetD2D32_v2, args_.bytes(), true), {},
+      ::rgpu::shim::OutBuffer{reply_.data(), reply_.size(), &got_});
+  if (r_.result != CUDA_SUCCESS) return r_.result;
+  ::rgpu::protocol::ArgReader reply_reader_(std::span<const std::byte>(reply_.data(), got_));
+  if (!calls::unpack_cuMemsetD2D32_v2(reply_reader_, dstDevice, dstPitch, ui, Width, Height)) return CUDA_ERROR_UNKNOWN;
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height, CUstream hStream) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  STREAM_OR_RETURN(shim, hStream, hStream_w_);
+  const ::rgpu::shim::Route route_ = shim->route_handle(hStream_w_, ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuMemsetD2D8Async(args_, dstDevice, dstPitch, uc, Width, Height, hStream_w_);
+  route_.client->call_async(route_.ctx, invoke(calls::k_cuMemsetD2D8Async, args_.bytes(), false));
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height, CUstream hStream) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  STREAM_OR_RETURN(shim, hStream, hStream_w_);
+  const ::rgpu::shim::Route route_ = shim->route_handle(hStream_w_, ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuMemsetD2D16Async(args_, dstDevice, dstPitch, us, Width, Height, hStream_w_);
+  route_.client->call_async(route_.ctx, invoke(calls::k_cuMemsetD2D16Async, args_.bytes(), false));
+  return CUDA_SUCCESS;
+  API_END
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height, CUstream hStream) {
+  API_BEGIN
+  SHIM_OR_RETURN(shim);
+  CONTEXT_OR_RETURN(shim, ctx_);
+  STREAM_OR_RETURN(shim, hStream, hStream_w_);
+  const ::rgpu::shim::Route route_ = shim->route_handle(hStream_w_, ctx_);
+  ::rgpu::protocol::ArgWriter args_;
+  calls::pack_cuMemsetD2D32Async(args_, dstDevice, dstPitch, ui, Width, Height, hStream_w_);
+  route_.client->call_async(route_.ctx, invoke(calls::k_cuMemsetD2D32Async, args_.bytes(), false));
+  return CUDA_SUCCESS;
+  API_END
+}
+
 RGPU_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream* phStream, unsigned int Flags) {
   API_BEGIN
   SHIM_OR_RETURN(shim);
@@ -609,6 +702,36 @@ RGPU_EXPORT CUresult CUDAAPI cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsign
 RGPU_EXPORT CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream) {
   const ::rgpu::shim::PerThreadDefault per_thread_;
   return cuMemsetD32Async(dstDevice, ui, N, hStream);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemsetD2D8_v2(dstDevice, dstPitch, uc, Width, Height);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemsetD2D16_v2(dstDevice, dstPitch, us, Width, Height);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemsetD2D32_v2(dstDevice, dstPitch, ui, Width, Height);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height, CUstream hStream) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemsetD2D8Async(dstDevice, dstPitch, uc, Width, Height, hStream);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height, CUstream hStream) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemsetD2D16Async(dstDevice, dstPitch, us, Width, Height, hStream);
+}
+
+RGPU_EXPORT CUresult CUDAAPI cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height, CUstream hStream) {
+  const ::rgpu::shim::PerThreadDefault per_thread_;
+  return cuMemsetD2D32Async(dstDevice, dstPitch, ui, Width, Height, hStream);
 }
 
 RGPU_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream) {

@@ -70,6 +70,93 @@ inline bool unpack_cuMemGetAddressRange_v2(::rgpu::protocol::ArgReader& r_, [[ma
   return r_.finish();
 }
 
+// cuMemsetD2D8_v2: sync
+inline constexpr uint32_t k_cuMemsetD2D8_v2 = 29;
+inline constexpr uint64_t kMaxReply_cuMemsetD2D8_v2 = 0;
+inline void pack_cuMemsetD2D8_v2(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] CUdeviceptr dstDevice, [[maybe_unused]] size_t dstPitch, [[maybe_unused]] unsigned char uc, [[maybe_unused]] size_t Width, [[maybe_unused]] size_t Height) {
+  w_.u64(dstDevice);
+  w_.scalar(dstPitch);
+  w_.scalar(uc);
+  w_.scalar(Width);
+  w_.scalar(Height);
+}
+inline bool unpack_cuMemsetD2D8_v2(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] CUdeviceptr dstDevice, [[maybe_unused]] size_t dstPitch, [[maybe_unused]] unsigned char uc, [[maybe_unused]] size_t Width, [[maybe_unused]] size_t Height) {
+  return r_.finish();
+}
+
+// cuMemsetD2D16_v2: sync
+inline constexpr uint32_t k_cuMemsetD2D16_v2 = 30;
+inline constexpr uint64_t kMaxReply_cuMemsetD2D16_v2 = 0;
+inline void pack_cuMemsetD2D16_v2(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] CUdeviceptr dstDevice, [[maybe_unused]] size_t dstPitch, [[maybe_unused]] unsigned short us, [[maybe_unused]] size_t Width, [[maybe_unused]] size_t Height) {
+  w_.u64(dstDevice);
+  w_.scalar(dstPitch);
+  w_.scalar(us);
+  w_.scalar(Width);
+  w_.scalar(Height);
+}
+inline bool unpack_cuMemsetD2D16_v2(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] CUdeviceptr dstDevice, [[maybe_unused]] size_t dstPitch, [[maybe_unused]] unsigned short us, [[maybe_unused]] size_t Width, [[maybe_unused]] size_t Height) {
+  return r_.finish();
+}
+
+// cuMemsetD2D32_v2: sync
+inline constexpr uint32_t k_cuMemsetD2D32_v2 = 31;
+inline constexpr uint64_t kMaxReply_cuMemsetD2D32_v2 = 0;
+inline void pack_cuMemsetD2D32_v2(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] CUdeviceptr dstDevice, [[maybe_unused]] size_t dstPitch, [[maybe_unused]] unsigned int ui, [[maybe_unused]] size_t Width, [[maybe_unused]] size_t Height) {
+  w_.u64(dstDevice);
+  w_.scalar(dstPitch);
+  w_.scalar(ui);
+  w_.scalar(Width);
+  w_.scalar(Height);
+}
+inline bool unpack_cuMemsetD2D32_v2(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] CUdeviceptr dstDevice, [[maybe_unused]] size_t dstPitch, [[maybe_unused]] unsigned int ui, [[maybe_unused]] size_t Width, [[maybe_unused]] size_t Height) {
+  return r_.finish();
+}
+
+// cuMemsetD2D8Async: async
+inline constexpr uint32_t k_cuMemsetD2D8Async = 32;
+inline constexpr uint64_t kMaxReply_cuMemsetD2D8Async = 0;
+inline void pack_cuMemsetD2D8Async(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] CUdeviceptr dstDevice, [[maybe_unused]] size_t dstPitch, [[maybe_unused]] unsigned char uc, [[maybe_unused]] size_t Width, [[maybe_unused]] size_t Height, [[maybe_unused]] uint64_t hStream) {
+  w_.u64(dstDevice);
+  w_.scalar(dstPitch);
+  w_.scalar(uc);
+  w_.scalar(Width);
+  w_.scalar(Height);
+  w_.u64(hStream);
+}
+inline bool unpack_cuMemsetD2D8Async(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] CUdeviceptr dstDevice, [[maybe_unused]] size_t dstPitch, [[maybe_unused]] unsigned char uc, [[maybe_unused]] size_t Width, [[maybe_unused]] size_t Height, [[maybe_unused]] uint64_t hStream) {
+  return r_.finish();
+}
+
+// cuMemsetD2D16Async: async
+inline constexpr uint32_t k_cuMemsetD2D16Async = 33;
+inline constexpr uint64_t kMaxReply_cuMemsetD2D16Async = 0;
+inline void pack_cuMemsetD2D16Async(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] CUdeviceptr dstDevice, [[maybe_unused]] size_t dstPitch, [[maybe_unused]] unsigned short us, [[maybe_unused]] size_t Width, [[maybe_unused]] size_t Height, [[maybe_unused]] uint64_t hStream) {
+  w_.u64(dstDevice);
+  w_.scalar(dstPitch);
+  w_.scalar(us);
+  w_.scalar(Width);
+  w_.scalar(Height);
+  w_.u64(hStream);
+}
+inline bool unpack_cuMemsetD2D16Async(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] CUdeviceptr dstDevice, [[maybe_unused]] size_t dstPitch, [[maybe_unused]] unsigned short us, [[maybe_unused]] size_t Width, [[maybe_unused]] size_t Height, [[maybe_unused]] uint64_t hStream) {
+  return r_.finish();
+}
+
+// cuMemsetD2D32Async: async
+inline constexpr uint32_t k_cuMemsetD2D32Async = 34;
+inline constexpr uint64_t kMaxReply_cuMemsetD2D32Async = 0;
+inline void pack_cuMemsetD2D32Async(::rgpu::protocol::ArgWriter& w_, [[maybe_unused]] CUdeviceptr dstDevice, [[maybe_unused]] size_t dstPitch, [[maybe_unused]] unsigned int ui, [[maybe_unused]] size_t Width, [[maybe_unused]] size_t Height, [[maybe_unused]] uint64_t hStream) {
+  w_.u64(dstDevice);
+  w_.scalar(dstPitch);
+  w_.scalar(ui);
+  w_.scalar(Width);
+  w_.scalar(Height);
+  w_.u64(hStream);
+}
+inline bool unpack_cuMemsetD2D32Async(::rgpu::protocol::ArgReader& r_, [[maybe_unused]] CUdeviceptr dstDevice, [[maybe_unused]] size_t dstPitch, [[maybe_unused]] unsigned int ui, [[maybe_unused]] size_t Width, [[maybe_unused]] size_t Height, [[maybe_unused]] uint64_t hStream) {
+  return r_.finish();
+}
+
 // cuStreamCreate: async
 inline constexpr uint32_t k_cuStreamCreate = 22;
 inline constexpr uint64_t kMaxReply_cuStreamCreate = 0;
@@ -312,6 +399,9 @@ inline bool unpack_rgpuDeviceGetUtilization(::rgpu::protocol::ArgReader& r_, [[m
 // work, as CUDA's synchronizing calls do (`syncs` in the description).
 inline constexpr bool reports_async_errors(uint32_t function) {
   switch (function) {
+    case k_cuMemsetD2D8_v2:
+    case k_cuMemsetD2D16_v2:
+    case k_cuMemsetD2D32_v2:
     case k_cuStreamQuery:
     case k_cuEventQuery:
       return true;

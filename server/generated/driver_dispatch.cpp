@@ -14,6 +14,7 @@
 
 #include "dispatch.h"
 #include "driver_pack.h"
+#include "rgpu/protocol/library_sizes.h"
 
 namespace rgpu::server {
 namespace {
@@ -115,6 +116,171 @@ InvokeOutcome run_cuMemGetAddressRange_v2(CallEnv& env_, std::span<const std::by
   w_.scalar(pbase);
   w_.scalar(psize);
   out_.out = w_.take();
+  return out_;
+}
+
+InvokeOutcome run_cuMemsetD2D8_v2(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t dstDevice_h_ = 0;
+  rd_.u64(&dstDevice_h_);
+  size_t dstPitch{};
+  rd_.scalar(&dstPitch);
+  unsigned char uc{};
+  rd_.scalar(&uc);
+  size_t Width{};
+  rd_.scalar(&Width);
+  size_t Height{};
+  rd_.scalar(&Height);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuMemsetD2D8_v2: undecodable arguments");
+  CUdeviceptr dstDevice = dstDevice_h_;
+  if (!env_.device_range(dstDevice, static_cast<uint64_t>(rgpu_pitch_bytes(dstPitch,Width,Height,1))))
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuMemsetD2D8_v2: dstDevice is not memory of this context");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuMemsetD2D8_v2;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuMemsetD2D8_v2: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(dstDevice, dstPitch, uc, Width, Height));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  return out_;
+}
+
+InvokeOutcome run_cuMemsetD2D16_v2(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t dstDevice_h_ = 0;
+  rd_.u64(&dstDevice_h_);
+  size_t dstPitch{};
+  rd_.scalar(&dstPitch);
+  unsigned short us{};
+  rd_.scalar(&us);
+  size_t Width{};
+  rd_.scalar(&Width);
+  size_t Height{};
+  rd_.scalar(&Height);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuMemsetD2D16_v2: undecodable arguments");
+  CUdeviceptr dstDevice = dstDevice_h_;
+  if (!env_.device_range(dstDevice, static_cast<uint64_t>(rgpu_pitch_bytes(dstPitch,Width,Height,2))))
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuMemsetD2D16_v2: dstDevice is not memory of this context");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuMemsetD2D16_v2;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuMemsetD2D16_v2: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(dstDevice, dstPitch, us, Width, Height));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  return out_;
+}
+
+InvokeOutcome run_cuMemsetD2D32_v2(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t dstDevice_h_ = 0;
+  rd_.u64(&dstDevice_h_);
+  size_t dstPitch{};
+  rd_.scalar(&dstPitch);
+  unsigned int ui{};
+  rd_.scalar(&ui);
+  size_t Width{};
+  rd_.scalar(&Width);
+  size_t Height{};
+  rd_.scalar(&Height);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuMemsetD2D32_v2: undecodable arguments");
+  CUdeviceptr dstDevice = dstDevice_h_;
+  if (!env_.device_range(dstDevice, static_cast<uint64_t>(rgpu_pitch_bytes(dstPitch,Width,Height,4))))
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuMemsetD2D32_v2: dstDevice is not memory of this context");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuMemsetD2D32_v2;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuMemsetD2D32_v2: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(dstDevice, dstPitch, ui, Width, Height));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  return out_;
+}
+
+InvokeOutcome run_cuMemsetD2D8Async(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t dstDevice_h_ = 0;
+  rd_.u64(&dstDevice_h_);
+  size_t dstPitch{};
+  rd_.scalar(&dstPitch);
+  unsigned char uc{};
+  rd_.scalar(&uc);
+  size_t Width{};
+  rd_.scalar(&Width);
+  size_t Height{};
+  rd_.scalar(&Height);
+  uint64_t hStream_h_ = 0;
+  rd_.u64(&hStream_h_);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuMemsetD2D8Async: undecodable arguments");
+  CUdeviceptr dstDevice = dstDevice_h_;
+  CUstream hStream = nullptr;
+  if (!env_.stream(hStream_h_, &hStream))
+    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuMemsetD2D8Async: hStream is not a stream");
+  if (!env_.device_range(dstDevice, static_cast<uint64_t>(rgpu_pitch_bytes(dstPitch,Width,Height,1))))
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuMemsetD2D8Async: dstDevice is not memory of this context");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuMemsetD2D8Async;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuMemsetD2D8Async: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(dstDevice, dstPitch, uc, Width, Height, hStream));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  return out_;
+}
+
+InvokeOutcome run_cuMemsetD2D16Async(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t dstDevice_h_ = 0;
+  rd_.u64(&dstDevice_h_);
+  size_t dstPitch{};
+  rd_.scalar(&dstPitch);
+  unsigned short us{};
+  rd_.scalar(&us);
+  size_t Width{};
+  rd_.scalar(&Width);
+  size_t Height{};
+  rd_.scalar(&Height);
+  uint64_t hStream_h_ = 0;
+  rd_.u64(&hStream_h_);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuMemsetD2D16Async: undecodable arguments");
+  CUdeviceptr dstDevice = dstDevice_h_;
+  CUstream hStream = nullptr;
+  if (!env_.stream(hStream_h_, &hStream))
+    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuMemsetD2D16Async: hStream is not a stream");
+  if (!env_.device_range(dstDevice, static_cast<uint64_t>(rgpu_pitch_bytes(dstPitch,Width,Height,2))))
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuMemsetD2D16Async: dstDevice is not memory of this context");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuMemsetD2D16Async;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuMemsetD2D16Async: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(dstDevice, dstPitch, us, Width, Height, hStream));
+  if (out_.code != CUDA_SUCCESS) return out_;
+  return out_;
+}
+
+InvokeOutcome run_cuMemsetD2D32Async(CallEnv& env_, std::span<const std::byte> args_) {
+  ::rgpu::protocol::ArgReader rd_(args_);
+  uint64_t dstDevice_h_ = 0;
+  rd_.u64(&dstDevice_h_);
+  size_t dstPitch{};
+  rd_.scalar(&dstPitch);
+  unsigned int ui{};
+  rd_.scalar(&ui);
+  size_t Width{};
+  rd_.scalar(&Width);
+  size_t Height{};
+  rd_.scalar(&Height);
+  uint64_t hStream_h_ = 0;
+  rd_.u64(&hStream_h_);
+  if (!rd_.finish()) return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuMemsetD2D32Async: undecodable arguments");
+  CUdeviceptr dstDevice = dstDevice_h_;
+  CUstream hStream = nullptr;
+  if (!env_.stream(hStream_h_, &hStream))
+    return refuse(kApi, CUDA_ERROR_INVALID_HANDLE, "cuMemsetD2D32Async: hStream is not a stream");
+  if (!env_.device_range(dstDevice, static_cast<uint64_t>(rgpu_pitch_bytes(dstPitch,Width,Height,4))))
+    return refuse(kApi, CUDA_ERROR_INVALID_VALUE, "cuMemsetD2D32Async: dstDevice is not memory of this context");
+  InvokeOutcome out_;
+  out_.api = kApi;
+  auto fn_ = env_.driver().cuMemsetD2D32Async;
+  if (!fn_) return refuse(kApi, CUDA_ERROR_NOT_SUPPORTED, "cuMemsetD2D32Async: not in this driver");
+  out_.code = static_cast<uint32_t>(fn_(dstDevice, dstPitch, ui, Width, Height, hStream));
+  if (out_.code != CUDA_SUCCESS) return out_;
   return out_;
 }
 
@@ -585,6 +751,12 @@ const DispatchRow kRows[] = {
     {"cuCtxGetStreamPriorityRange", kApi, 3, true, true, &run_cuCtxGetStreamPriorityRange, -1},
     {"cuMemGetInfo_v2", kApi, 1, true, true, &run_cuMemGetInfo_v2, -1},
     {"cuMemGetAddressRange_v2", kApi, 2, true, true, &run_cuMemGetAddressRange_v2, -1},
+    {"cuMemsetD2D8_v2", kApi, 29, true, false, &run_cuMemsetD2D8_v2, -1},
+    {"cuMemsetD2D16_v2", kApi, 30, true, false, &run_cuMemsetD2D16_v2, -1},
+    {"cuMemsetD2D32_v2", kApi, 31, true, false, &run_cuMemsetD2D32_v2, -1},
+    {"cuMemsetD2D8Async", kApi, 32, false, false, &run_cuMemsetD2D8Async, -1},
+    {"cuMemsetD2D16Async", kApi, 33, false, false, &run_cuMemsetD2D16Async, -1},
+    {"cuMemsetD2D32Async", kApi, 34, false, false, &run_cuMemsetD2D32Async, -1},
     {"cuStreamCreate", kApi, 22, false, false, &run_cuStreamCreate, -1},
     {"cuStreamCreateWithPriority", kApi, 23, false, false, &run_cuStreamCreateWithPriority, -1},
     {"cuStreamDestroy", kApi, 24, false, false, &run_cuStreamDestroy, -1},
@@ -617,28 +789,34 @@ const DispatchRow* find_driver_row(uint32_t function) {
     case 3: return &kRows[1];
     case 1: return &kRows[2];
     case 2: return &kRows[3];
-    case 22: return &kRows[4];
-    case 23: return &kRows[5];
-    case 24: return &kRows[6];
-    case 25: return &kRows[7];
-    case 26: return &kRows[8];
-    case 27: return &kRows[9];
-    case 28: return &kRows[10];
-    case 7: return &kRows[11];
-    case 8: return &kRows[12];
-    case 9: return &kRows[13];
-    case 10: return &kRows[14];
-    case 11: return &kRows[15];
-    case 12: return &kRows[16];
-    case 13: return &kRows[17];
-    case 14: return &kRows[18];
-    case 15: return &kRows[19];
-    case 16: return &kRows[20];
-    case 17: return &kRows[21];
-    case 18: return &kRows[22];
-    case 20: return &kRows[23];
-    case 4: return &kRows[24];
-    case 6: return &kRows[25];
+    case 29: return &kRows[4];
+    case 30: return &kRows[5];
+    case 31: return &kRows[6];
+    case 32: return &kRows[7];
+    case 33: return &kRows[8];
+    case 34: return &kRows[9];
+    case 22: return &kRows[10];
+    case 23: return &kRows[11];
+    case 24: return &kRows[12];
+    case 25: return &kRows[13];
+    case 26: return &kRows[14];
+    case 27: return &kRows[15];
+    case 28: return &kRows[16];
+    case 7: return &kRows[17];
+    case 8: return &kRows[18];
+    case 9: return &kRows[19];
+    case 10: return &kRows[20];
+    case 11: return &kRows[21];
+    case 12: return &kRows[22];
+    case 13: return &kRows[23];
+    case 14: return &kRows[24];
+    case 15: return &kRows[25];
+    case 16: return &kRows[26];
+    case 17: return &kRows[27];
+    case 18: return &kRows[28];
+    case 20: return &kRows[29];
+    case 4: return &kRows[30];
+    case 6: return &kRows[31];
     default: return nullptr;
   }
 }

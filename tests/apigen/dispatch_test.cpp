@@ -11,6 +11,7 @@
 #include "../../protocol/generated/driver_pack.h"
 #include "apigen_test_pack.h"
 #include "fakes.h"
+#include "rgpu/protocol/library_sizes.h"
 
 namespace rgpu::server::apigen_test {
 namespace {
@@ -230,6 +231,55 @@ TEST_F(GeneratedCalls, ElapsedTimeTravelsAsAnOutScalar) {
   EXPECT_FLOAT_EQ(2.5f, ms);
   EXPECT_TRUE(d::reports_async_errors(d::k_cuEventQuery));
   EXPECT_FALSE(d::reports_async_errors(d::k_cuEventElapsedTime_v2));
+}
+
+TEST_F(GeneratedCalls, TwoDimensionalMemsetsAreCheckedForTheirWholeRegion) {
+  const uint64_t mem = env.allocate(256);
+  auto* bytes = reinterpret_cast<unsigned char*>(mem);
+  std::memset(bytes, 0, 256);
+  // 4 rows of 8 bytes, 16 apart: 56 bytes from mem, the gaps untouched.
+  ArgWriter w;
+  d::pack_cuMemsetD2D8_v2(w, mem, 16, 0xAB, 8, 4);
+  ASSERT_EQ(CUDA_SUCCESS, run(find_driver_row(d::k_cuMemsetD2D8_v2), w).code);
+  EXPECT_EQ(0xAB, bytes[0]);
+  EXPECT_EQ(0xAB, bytes[7]);
+  EXPECT_EQ(0, bytes[8]);
+  EXPECT_EQ(0xAB, bytes[48]);
+  EXPECT_EQ(0xAB, bytes[55]);
+  EXPECT_EQ(0, bytes[56]);
+  const int calls = driver_log().calls;
+  // The last row past the allocation's end (16 * 3 + 12 bytes from mem +
+  // 200, 56 left): refused before the driver, nothing written.
+  ArgWriter past;
+  d::pack_cuMemsetD2D32Async(past, mem + 200, 16, 0x01010101, 3, 4, protocol::kNullStream);
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, run(find_driver_row(d::k_cuMemsetD2D32Async), past).code);
+  EXPECT_EQ(0, bytes[200]);
+  // The same region one element narrower fits exactly.
+  ArgWriter exact;
+  d::pack_cuMemsetD2D32Async(exact, mem + 200, 16, 0x01010101, 2, 4, protocol::kNullStream);
+  EXPECT_EQ(CUDA_SUCCESS, run(find_driver_row(d::k_cuMemsetD2D32Async), exact).code);
+  EXPECT_EQ(1, bytes[255]);
+  // Rows longer than the pitch overlap: refused.
+  ArgWriter overlap;
+  d::pack_cuMemsetD2D16_v2(overlap, mem, 8, 1, 5, 2);
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, run(find_driver_row(d::k_cuMemsetD2D16_v2), overlap).code);
+  // Sizes whose product wraps: refused.
+  ArgWriter wraps;
+  d::pack_cuMemsetD2D8_v2(wraps, mem, uint64_t{1} << 63, 1, 1, 3);
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, run(find_driver_row(d::k_cuMemsetD2D8_v2), wraps).code);
+  EXPECT_EQ(calls + 1, driver_log().calls);  // only the exact one reached the driver
+  // One row: its pitch is not read; nothing at all: nothing checked past mem.
+  ArgWriter one, none;
+  d::pack_cuMemsetD2D16_v2(one, mem + 128, 0, 0x0102, 4, 1);
+  EXPECT_EQ(CUDA_SUCCESS, run(find_driver_row(d::k_cuMemsetD2D16_v2), one).code);
+  EXPECT_EQ(0x02, bytes[128]);
+  d::pack_cuMemsetD2D8_v2(none, mem, 16, 1, 0, 1000);
+  EXPECT_EQ(CUDA_SUCCESS, run(find_driver_row(d::k_cuMemsetD2D8_v2), none).code);
+  static_assert(rgpu_pitch_bytes(16, 8, 4, 1) == 56);
+  static_assert(rgpu_pitch_bytes(0, 3, 1, 4) == 12);
+  static_assert(rgpu_pitch_bytes(8, 5, 2, 2) == kNoExtent);
+  static_assert(rgpu_pitch_bytes(16, 0, 9, 4) == 0);
+  static_assert(rgpu_pitch_bytes(uint64_t{1} << 63, 1, 3, 1) == kNoExtent);
 }
 
 TEST_F(GeneratedCalls, EveryDriverRowHasAValidCall) {

@@ -137,6 +137,33 @@ CUresult CUDAAPI memset_d8(CUdeviceptr dst, unsigned char value, size_t n) {
   std::memset(reinterpret_cast<void*>(dst), value, n);
   return CUDA_SUCCESS;
 }
+// The 2-D memsets: every row filled for real (the allocations are host memory).
+template <class T>
+CUresult fill_2d(CUdeviceptr dst, size_t pitch, T value, size_t width, size_t height) {
+  ++driver_log().calls;
+  if (width == 0) return CUDA_SUCCESS;  // as the driver: any height of nothing is nothing
+  for (size_t r = 0; r < height; ++r) {
+    for (size_t i = 0; i < width; ++i) std::memcpy(reinterpret_cast<void*>(dst + r * pitch + i * sizeof(T)), &value, sizeof(T));
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI memset_d2d8(CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h) { return fill_2d(d, p, v, w, h); }
+CUresult CUDAAPI memset_d2d16(CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h) {
+  return fill_2d(d, p, v, w, h);
+}
+CUresult CUDAAPI memset_d2d32(CUdeviceptr d, size_t p, unsigned v, size_t w, size_t h) { return fill_2d(d, p, v, w, h); }
+CUresult CUDAAPI memset_d2d8_async(CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h, CUstream s) {
+  driver_log().stream = s;
+  return fill_2d(d, p, v, w, h);
+}
+CUresult CUDAAPI memset_d2d16_async(CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h, CUstream s) {
+  driver_log().stream = s;
+  return fill_2d(d, p, v, w, h);
+}
+CUresult CUDAAPI memset_d2d32_async(CUdeviceptr d, size_t p, unsigned v, size_t w, size_t h, CUstream s) {
+  driver_log().stream = s;
+  return fill_2d(d, p, v, w, h);
+}
 CUresult CUDAAPI memcpy_htod(CUdeviceptr dst, const void* src, size_t n) {
   ++driver_log().calls;
   if (n) std::memcpy(reinterpret_cast<void*>(dst), src, n);
@@ -204,6 +231,12 @@ std::shared_ptr<DriverTable> fake_driver() {
   t->cuStreamGetFlags = stream_get_flags;
   t->cuStreamGetPriority = stream_get_priority;
   t->cuMemsetD8 = memset_d8;
+  t->cuMemsetD2D8 = memset_d2d8;
+  t->cuMemsetD2D16 = memset_d2d16;
+  t->cuMemsetD2D32 = memset_d2d32;
+  t->cuMemsetD2D8Async = memset_d2d8_async;
+  t->cuMemsetD2D16Async = memset_d2d16_async;
+  t->cuMemsetD2D32Async = memset_d2d32_async;
   t->cuMemcpyHtoD = memcpy_htod;
   t->cuMemcpyDtoH = memcpy_dtoh;
   t->cuFuncSetAttribute = func_set_attribute;
@@ -327,6 +360,22 @@ std::vector<ValidCall> valid_calls(FakeEnv& env) {
     protocol::ArgWriter w;
     d::pack_cuMemGetAddressRange_v2(w, &p, &sz, mem + 8);
     add(find_driver_row(d::k_cuMemGetAddressRange_v2), w);
+  }
+  {
+    // 2-D memsets: 4 rows of 8 elements, 64 bytes apart, inside the 256.
+    protocol::ArgWriter m8, m16, m32, a8, a16, a32;
+    d::pack_cuMemsetD2D8_v2(m8, mem, 64, 7, 8, 4);
+    add(find_driver_row(d::k_cuMemsetD2D8_v2), m8);
+    d::pack_cuMemsetD2D16_v2(m16, mem, 64, 7, 8, 4);
+    add(find_driver_row(d::k_cuMemsetD2D16_v2), m16);
+    d::pack_cuMemsetD2D32_v2(m32, mem, 64, 7, 8, 4);
+    add(find_driver_row(d::k_cuMemsetD2D32_v2), m32);
+    d::pack_cuMemsetD2D8Async(a8, mem, 64, 7, 8, 4, protocol::kLegacyStream);
+    add(find_driver_row(d::k_cuMemsetD2D8Async), a8);
+    d::pack_cuMemsetD2D16Async(a16, mem, 64, 7, 8, 4, protocol::kNullStream);
+    add(find_driver_row(d::k_cuMemsetD2D16Async), a16);
+    d::pack_cuMemsetD2D32Async(a32, mem, 64, 7, 8, 4, protocol::kPerThreadStream);
+    add(find_driver_row(d::k_cuMemsetD2D32Async), a32);
   }
   {
     protocol::ArgWriter w;

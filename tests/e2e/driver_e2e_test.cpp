@@ -137,6 +137,46 @@ TEST_F(Driver, Memsets) {
   ASSERT_CU(cuMemFree(d));
 }
 
+// 2-D memsets, one call each: rows `pitch` apart, the bytes between them
+// untouched; regions past the allocation or with rows longer than the pitch
+// refused with nothing written.
+TEST_F(Driver, TwoDimensionalMemsets) {
+  const size_t pitch = 256, height = 48, size = pitch * height;
+  CUdeviceptr d;
+  ASSERT_CU(cuMemAlloc(&d, size));
+  ASSERT_CU(cuMemsetD8(d, 0xEE, size));
+  CUstream s;
+  ASSERT_CU(cuStreamCreate(&s, 0));
+  ASSERT_CU(cuMemsetD2D8(d, pitch, 0x11, 100, height));                       // bytes 0..99 of each row
+  ASSERT_CU(cuMemsetD2D16Async(d + 104, pitch, 0x2233, 10, height, s));       // 104..123
+  ASSERT_CU(cuMemsetD2D32Async(d + 128, pitch, 0x44556677u, 8, height, s));   // 128..159
+  ASSERT_CU(cuMemsetD2D8Async(d + 160, pitch, 0x99, 1, height, s));           // 160
+  ASSERT_CU(cuStreamSynchronize(s));
+  ASSERT_CU(cuMemsetD2D16(d + 200, pitch, 0x8899, 4, height));                // 200..207
+  ASSERT_CU(cuMemsetD2D32(d + 224, pitch, 0xAABBCCDDu, 2, height));           // 224..231
+  EXPECT_EQ(cuMemsetD2D8(d, pitch, 0, pitch, height + 1), CUDA_ERROR_INVALID_VALUE);  // one row too many
+  EXPECT_EQ(cuMemsetD2D8(d, 16, 0, 17, 2), CUDA_ERROR_INVALID_VALUE);                 // rows overlap
+  EXPECT_EQ(cuMemsetD2D32(d + 8, pitch, 0, 64, height), CUDA_ERROR_INVALID_VALUE);     // the last row past the end
+  std::vector<uint8_t> back(size);
+  ASSERT_CU(cuMemcpyDtoH(back.data(), d, size));
+  auto expected = [](size_t col) -> int {
+    if (col < 100) return 0x11;
+    if (col >= 104 && col < 124) return (col - 104) % 2 ? 0x22 : 0x33;
+    if (col >= 128 && col < 160) return 0x77 - 0x11 * ((col - 128) % 4);
+    if (col == 160) return 0x99;
+    if (col >= 200 && col < 208) return (col - 200) % 2 ? 0x88 : 0x99;
+    if (col >= 224 && col < 232) return 0xDD - 0x11 * ((col - 224) % 4);
+    return 0xEE;
+  };
+  size_t wrong = 0;
+  for (size_t r = 0; r < height; ++r) {
+    for (size_t c = 0; c < pitch; ++c) wrong += back[r * pitch + c] != expected(c);
+  }
+  EXPECT_EQ(wrong, 0u) << "row 0: " << int(back[0]) << " " << int(back[104]) << " " << int(back[128]);
+  ASSERT_CU(cuStreamDestroy(s));
+  ASSERT_CU(cuMemFree(d));
+}
+
 TEST_F(Driver, MemoryAccounting) {
   size_t free0, total0, free1, total1;
   ASSERT_CU(cuMemGetInfo(&free0, &total0));

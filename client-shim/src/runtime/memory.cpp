@@ -95,11 +95,11 @@ cudaError_t memset_2d(void* dst, size_t pitch, int value, size_t width, size_t h
     if (r == CUDA_SUCCESS && !async && s != nullptr) r = cuStreamSynchronize(s);
     return to_cuda_error(r);
   }
-  for (size_t row = 0; row < height; ++row) {
-    CUresult r = cuMemsetD8Async(dptr(static_cast<char*>(dst) + row * pitch), v, width, s);
-    if (r != CUDA_SUCCESS) return to_cuda_error(r);
-  }
-  return async ? cudaSuccess : to_cuda_error(cuStreamSynchronize(s));
+  // The whole region in one call, as the driver has it.
+  CUresult r = !async && s == nullptr ? cuMemsetD2D8(dptr(dst), pitch, v, width, height)
+                                      : cuMemsetD2D8Async(dptr(dst), pitch, v, width, height, s);
+  if (r == CUDA_SUCCESS && !async && s != nullptr) r = cuStreamSynchronize(s);
+  return to_cuda_error(r);
 }
 
 cudaError_t symbol_range(const void* symbol, size_t count, size_t offset, CUdeviceptr* ptr) {

@@ -14,6 +14,7 @@
 
 #include "dispatch.h"
 #include "apigen_test_pack.h"
+#include "rgpu/protocol/library_sizes.h"
 
 namespace rgpu::server::apigen_test {
 namespace {

@@ -1,7 +1,7 @@
-// The extents of a library call's arguments, for the length expressions of
-// the library descriptions (api/cublas.api: dev=, len=): how
-// many bytes of device memory a BLAS matrix or vector spans, how long an
-// element or a scale factor of a data type is. The server checks the ranges
+// The extents of a generated call's arguments, for the length expressions
+// of the descriptions (api/cublas.api, api/driver.api: dev=, len=): how
+// many bytes of device memory a BLAS matrix or vector or a pitched 2-D
+// region spans, how long an element or a scale factor of a data type is. The server checks the ranges
 // against the session's ledger before the library runs; the client sizes a
 // host scalar with them.
 //
@@ -90,6 +90,19 @@ constexpr uint64_t rgpu_blas_batch_bytes(long long op, long long rows, long long
   if (batch == 0 || one == 0) return one == kNoExtent ? kNoExtent : 0;
   const uint64_t step = rgpu_mul_extent(static_cast<uint64_t>(stride), elem);
   return rgpu_add_extent(rgpu_mul_extent(step, static_cast<uint64_t>(batch - 1)), one);
+}
+
+// Bytes a pitched 2-D region spans: `height` rows of `width` elements of
+// `elem` bytes, each row `pitch` bytes after the last (cuMemsetD2D*). A row
+// longer than the pitch (rows that overlap) has no extent; the pitch of a
+// single row is not read, as the driver does not read it.
+constexpr uint64_t rgpu_pitch_bytes(uint64_t pitch, uint64_t width, uint64_t height, uint64_t elem) {
+  const uint64_t row = rgpu_mul_extent(width, elem);
+  if (row == kNoExtent) return kNoExtent;
+  if (width == 0 || height == 0) return 0;
+  if (height == 1) return row;
+  if (row > pitch) return kNoExtent;
+  return rgpu_add_extent(rgpu_mul_extent(pitch, height - 1), row);
 }
 
 // Bytes of an array of `count` elements of `elem` bytes (a host out-array
