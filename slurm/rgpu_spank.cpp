@@ -30,7 +30,6 @@ extern "C" {
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -38,6 +37,8 @@ extern "C" {
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "rgpu/common/request_text.h"
 
 // The loader finds the plugin by these symbols (what SPANK_PLUGIN declares
 // in C; C++ needs them extern by hand).
@@ -102,26 +103,6 @@ bool whole(const std::string& s, unsigned max, unsigned* out) {
   return true;
 }
 
-// "512M", "2GiB", "4096": digits, then K, M, G or T with an optional B or
-// iB (rgpu's parse_size reads the value itself; this refuses what it never
-// could, at submission).
-bool size_text(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
-  if (i == 0 || i > 19) return false;
-  std::string unit = s.substr(i);
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return unit.empty() || unit == "B" ||
-         (std::strchr("KMGT", unit[0]) != nullptr && (unit.size() == 1 || unit.substr(1) == "B" || unit.substr(1) == "IB"));
-}
-
-bool share_text(const std::string& s) {
-  if (s.empty() || s.size() > 16 || s.find_first_not_of("0123456789.") != std::string::npos) return false;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  return *end == '\0' && v > 0 && v <= 1;
-}
-
 bool kind_text(const std::string& s) { return s == "nvidia" || s == "cpu" || s == "any"; }
 
 // Parses --rgpu's value into *ask, or says why not in *why.
@@ -149,11 +130,20 @@ bool parse_ask(const std::string& text, Ask* ask, std::string* why) {
       *why = key + " given twice";
       return false;
     }
-    const bool ok = key == "mem" ? size_text(value) : key == "share" ? share_text(value) : kind_text(value);
-    if (!ok) {
-      *why = key == "mem"     ? "mem=" + value + " is not a size (512M, 2G)"
-             : key == "share" ? "share=" + value + " is not a number above 0 and at most 1"
-                              : "kind=" + value + " is not nvidia, cpu or any";
+    // Sizes and shares are read by rgpu's own parsers (request_text.h), so
+    // what passes here is what `rgpu pool hold` will take.
+    if (key == "mem") {
+      if (auto size = rgpu::parse_size(value); !size.is_ok()) {
+        *why = "mem=" + value + ": " + size.status().message();
+        return false;
+      }
+    } else if (key == "share") {
+      if (auto share = rgpu::parse_share(value); !share.is_ok()) {
+        *why = "share=" + value + ": " + share.status().message();
+        return false;
+      }
+    } else if (!kind_text(value)) {
+      *why = "kind=" + value + " is not nvidia, cpu or any";
       return false;
     }
     *slot = value;

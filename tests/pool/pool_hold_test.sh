@@ -29,7 +29,6 @@ fail() {
 . "$(dirname "$0")/pool_fixture.sh"
 start_pool
 start_cpu_server hold-cpu 2G
-leases() { pool_leases; }
 
 # --- hold ---
 mkfifo "$work/in"
@@ -52,15 +51,15 @@ for t in 0 1; do
   [ "$(printf '%b' "$token" | grep -c '^mac=')" = 1 ] || fail "task $t's token does not read back: $token"
 done
 [ "$(grep -c '^task [01] RGPU_LEASE=' "$work/hold.out")" = 2 ] || fail "not two leases"
-[ "$(leases)" = 2 ] || fail "the pool does not hold two leases: $(leases)"
+[ "$(pool_leases)" = 2 ] || fail "the pool does not hold two leases: $(pool_leases)"
 sleep 1.2  # a poll of the leases' state passes while they are held
-[ "$(leases)" = 2 ] || fail "the leases went before stdin closed"
+[ "$(pool_leases)" = 2 ] || fail "the leases went before stdin closed"
 exec 3>&-
 for _ in $(seq 100); do kill -0 "$holder" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$holder" 2>/dev/null; then fail "the holder did not end when its stdin closed"; fi
 wait "$holder" || fail "the holder exited with $?"
-for _ in $(seq 100); do [ "$(leases)" = 0 ] && break; sleep 0.1; done
-[ "$(leases)" = 0 ] || fail "the leases outlived the holder"
+for _ in $(seq 100); do [ "$(pool_leases)" = 0 ] && break; sleep 0.1; done
+[ "$(pool_leases)" = 0 ] || fail "the leases outlived the holder"
 echo "ok: two leases held until stdin closed, then released"
 
 # A lease the pool can never give: an error line naming why, exit 2.

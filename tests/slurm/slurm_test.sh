@@ -88,7 +88,6 @@ free_port() {
 start_pool
 start_cpu_server slurm-a 1G
 start_cpu_server slurm-b 1G
-leases() { pool_leases; }
 
 # --- Slurm: munge, slurmctld, slurmd, the plugin and job_submit.lua ---
 mkdir -p "$work/state" "$work/spool"
@@ -156,7 +155,7 @@ env_out="$(timeout 60 srun --rgpu=1,kind=cpu bash -c 'echo "pid=$$ lease_pid=$RG
   fail "srun --rgpu=1 bash failed: $env_out"
 echo "$env_out" | grep -Eq '^pid=([0-9]+) lease_pid=\1 server=127\.0\.0\.1:[0-9]+ lease=.{8} preload=.*librgpu\.so' ||
   fail "the task's environment is not rgpu's: $env_out"
-[ "$(leases)" = 0 ] || fail "a lease outlived its step"
+[ "$(pool_leases)" = 0 ] || fail "a lease outlived its step"
 echo "ok 2: srun --rgpu=1 ran the probe on a leased device; the step's end released the lease"
 
 # 3. Three jobs, two devices: one waits in Slurm's queue.
@@ -181,7 +180,7 @@ echo "ok 3: three --rgpu=1 jobs on two devices: one waited for the license (Reas
 
 # 4. scancel releases the lease.
 job="$(UCX_TLS=tcp sbatch --parsable --rgpu=1,kind=cpu -o "$work/long.out" --wrap "srun bash -c 'exec $hold < <(sleep 300)'")"
-one_lease() { [ "$(leases)" = 1 ]; }
+one_lease() { [ "$(pool_leases)" = 1 ]; }
 wait_for 300 one_lease || fail "the long job did not get its lease: $(cat "$work/long.out")"
 # What the license sync does when the count changes: a running job keeps
 # its license across it.
@@ -190,7 +189,7 @@ sleep 1
 scontrol show lic rgpu | grep -q "Used=1" || fail "a reconfigure lost the running job's license: $(scontrol show lic)"
 scancel "$job"
 start=$(date +%s%N)
-no_lease() { [ "$(leases)" = 0 ]; }
+no_lease() { [ "$(pool_leases)" = 0 ]; }
 wait_for 100 no_lease || fail "scancel did not release the lease within 10 s"
 echo "ok 4: scancel released the lease in $((($(date +%s%N) - start) / 1000000)) ms"
 
@@ -202,4 +201,6 @@ echo "$out" | grep -q "no registered server could ever give this request" ||
   fail "the pool's reason is not in the job's output: $out"
 if out="$(timeout 30 srun --rgpu=two true 2>&1)"; then fail "--rgpu=two was accepted: $out"; fi
 echo "$out" | grep -q "not a device count" || fail "--rgpu=two was refused without saying why: $out"
+if out="$(timeout 30 srun --rgpu=1,mem=lots true 2>&1)"; then fail "--rgpu=1,mem=lots was accepted: $out"; fi
+echo "$out" | grep -q "mem=lots" || fail "--rgpu=1,mem=lots was refused without naming it: $out"
 echo "ok 5: refused: more devices than the pool has (at submission), a kind it lacks (the pool's reason), a bad option"
